@@ -1,1 +1,83 @@
-fn main() {}
+//! `ralph`: the command-line entry point. Thin glue over `ralph-loop` and `ralph-ui`.
+//!
+//! `main` parses the arguments, calls [`run`], and turns the result into a documented exit code
+//! (see `ralph --help`). Errors print as `ralph: {err:#}` on stderr.
+
+mod agents;
+mod args;
+mod cmd_answer;
+mod cmd_init;
+mod cmd_run;
+mod cmd_status;
+mod demo;
+mod plain;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::args::{Cli, Command};
+
+/// An error with the exit code it should end the process with.
+#[derive(Debug)]
+pub struct Failure {
+    code: u8,
+    error: anyhow::Error,
+}
+
+impl Failure {
+    /// A usage or configuration error: exit 2.
+    pub fn usage(error: impl Into<anyhow::Error>) -> Self {
+        Failure {
+            code: 2,
+            error: error.into(),
+        }
+    }
+
+    /// A command that could not do its job: exit 1.
+    pub fn failed(error: impl Into<anyhow::Error>) -> Self {
+        Failure {
+            code: 1,
+            error: error.into(),
+        }
+    }
+
+    /// Any exit code.
+    pub fn with_code(code: u8, error: impl Into<anyhow::Error>) -> Self {
+        Failure {
+            code,
+            error: error.into(),
+        }
+    }
+}
+
+impl<E: Into<anyhow::Error>> From<E> for Failure {
+    fn from(error: E) -> Self {
+        Failure::failed(error)
+    }
+}
+
+/// What a command returns: the exit code on success, or a failure with its own.
+pub type CmdResult = Result<u8, Failure>;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => ExitCode::from(code),
+        Err(f) => {
+            eprintln!("ralph: {:#}", f.error);
+            ExitCode::from(f.code)
+        }
+    }
+}
+
+fn run(cli: Cli) -> CmdResult {
+    match cli.command {
+        Command::Init(a) => cmd_init::run(&a),
+        Command::Run(a) => cmd_run::run(a),
+        Command::Status(a) => cmd_status::run(&a),
+        Command::Answer(a) => cmd_answer::run(&a),
+        Command::Demo(a) => demo::run(a),
+        Command::DemoAgent => demo::agent(),
+    }
+}

@@ -1,7 +1,30 @@
 //! ralph's loop: runs an agent against a task file until the task is really done.
 //!
-//! Placeholder overview; rewritten once the runner lands.
+//! # Theory of operation
+//!
+//! [`runner::Runner`] drives iterations; see its module docs for the steps. Around it:
+//!
+//! - [`task`] reads `RALPH_TASK.md` (YAML frontmatter and a markdown body of `- [ ]` criteria)
+//!   and says exactly what is wrong with a bad one.
+//! - [`workspace`] owns the `.ralph/` directory: atomic, symlink-refusing writes, bounded reads,
+//!   and the lock that keeps two loops out of one workspace.
+//! - [`state`] is `state.json` and `events.jsonl`, what other processes read about the loop.
+//! - [`question`], [`answer`], [`countdown`] and [`clarifications`] are the question lifecycle:
+//!   the agent's question file, the human's answer file (first writer wins), the deadline, and
+//!   the record of both.
+//! - [`prompt`] builds each iteration's prompt; [`supervisor`] starts and stops process groups.
+//! - [`event`] is the vocabulary between the loop and a front end: events out, controls in.
+//!
+//! The crate does no terminal I/O: front ends live in `ralph-ui`.
 
+pub mod answer;
+pub mod clarifications;
 pub mod countdown;
+pub mod event;
+// pub mod prompt; (enabled once its dependencies land)
 pub mod question;
+// pub mod runner; (enabled once its dependencies land)
+pub mod state;
+pub mod supervisor;
 pub mod task;
+pub mod workspace;

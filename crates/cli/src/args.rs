@@ -1,0 +1,162 @@
+//! The command line, as clap sees it. Nothing here is validated beyond its shape: `main` turns
+//! these into the loop's own types, so the libraries never see clap.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0    DONE, verified: every criterion checked and test_command passed
+  1    stopped without completion (GUTTER, too many failures, an error), or a command failed
+  2    usage or configuration error (bad flag, bad RALPH_TASK.md); nothing was written
+  3    max_iterations reached (for `ralph ask`: nobody answered in time)
+  130  interrupted (Ctrl-C, SIGTERM, SIGHUP); state is saved and `ralph run` resumes";
+
+/// Runs an AI coding agent in a loop until the task is really done, and lets it ask you a
+/// question without stopping the world.
+#[derive(Debug, Parser)]
+#[command(name = "ralph", version, about, after_long_help = EXIT_CODES)]
+#[command(after_help = "Start with `ralph demo` to see a whole loop, or `ralph init` to write a RALPH_TASK.md.")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Write RALPH_TASK.md (from the commented example) and the .ralph/ scaffolding.
+    #[command(after_help = "Examples:\n  ralph init\n  ralph init -C ~/src/myproject --force")]
+    Init(InitArgs),
+    /// Run the loop: start the agent, watch for DONE / QUESTION / GUTTER, repeat.
+    #[command(after_long_help = RUN_HELP)]
+    Run(RunArgs),
+    /// Show what the loop is doing, and any question waiting for you.
+    #[command(after_help = "Examples:\n  ralph status\n  ralph status --json | jq .pending_question\n  ralph status --all")]
+    Status(StatusArgs),
+    /// Answer the question the loop is waiting on, from any terminal.
+    #[command(after_long_help = ANSWER_HELP)]
+    Answer(AnswerArgs),
+    /// Run a whole loop with the built-in demo agent in a fresh temporary directory.
+    #[command(after_help = "Examples:\n  ralph demo\n  ralph demo --question-timeout 2m --dir /tmp/try-ralph")]
+    Demo(DemoArgs),
+    /// The built-in demo agent (ralph runs it; you do not need to).
+    #[command(hide = true, name = "__demo-agent")]
+    DemoAgent,
+}
+
+const RUN_HELP: &str = "\
+Examples:
+  ralph run --agent-cmd 'my-agent --yes'
+  ralph run --agent demo --question-timeout 30s
+  ralph run -C ~/src/myproject --max-iterations 5 --no-tui
+
+Flags override the keys of the same name in RALPH_TASK.md.
+
+Exit codes:
+  0    DONE, verified: every criterion checked and test_command passed
+  1    stopped without completion (GUTTER, too many failures, a question timed out under `stop`)
+  2    usage or configuration error (bad flag, bad RALPH_TASK.md); nothing was written
+  3    max_iterations reached
+  130  interrupted (Ctrl-C, SIGTERM, SIGHUP); state is saved and the next `ralph run` resumes";
+
+const ANSWER_HELP: &str = "\
+Examples:
+  ralph answer \"Use Redis, we need pub/sub later\"
+  ralph answer 2                  # pick option 2
+  ralph answer --option 1 \"but keep the TTL short\"
+  git diff | ralph answer --stdin
+  ralph answer --edit              # write it in $EDITOR
+  ralph answer --force \"Prefer small commits\"   # guidance when no question waits
+
+Exit codes:
+  0  the answer was written; a running loop picks it up at once
+  1  nothing to answer (no question waiting), or someone answered first
+  2  the answer is empty, or the option number is out of range";
+
+/// `-C DIR`, shared by every command that works on a project.
+#[derive(Debug, Args, Clone)]
+pub struct DirArg {
+    /// Work in DIR instead of the current directory.
+    #[arg(short = 'C', long = "dir", value_name = "DIR", default_value = ".")]
+    pub dir: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    #[command(flatten)]
+    pub dir: DirArg,
+    /// Overwrite an existing RALPH_TASK.md.
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub dir: DirArg,
+    /// The task file, relative to DIR.
+    #[arg(long, value_name = "FILE", default_value = "RALPH_TASK.md")]
+    pub task: PathBuf,
+    /// An agent preset: `demo` (built in), `claude`. Overrides `agent:` in the task file.
+    #[arg(long, value_name = "NAME", conflicts_with = "agent_cmd")]
+    pub agent: Option<String>,
+    /// Any agent: a shell command that reads the prompt on stdin.
+    #[arg(long, value_name = "CMD")]
+    pub agent_cmd: Option<String>,
+    /// Stop (exit 3) after this many iterations.
+    #[arg(long, value_name = "N")]
+    pub max_iterations: Option<u32>,
+    /// How long a question waits: `90s`, `5m`, `1h`, `0` (do not wait), `never`.
+    #[arg(long, value_name = "DUR")]
+    pub question_timeout: Option<String>,
+    /// How long one agent run may take: `30m`, `never`.
+    #[arg(long, value_name = "DUR")]
+    pub iteration_timeout: Option<String>,
+    /// Plain lines instead of the terminal UI (automatic when stdout is not a terminal).
+    #[arg(long)]
+    pub no_tui: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    pub dir: DirArg,
+    /// One JSON object, for scripts.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct AnswerArgs {
+    #[command(flatten)]
+    pub dir: DirArg,
+    /// The answer; a bare number picks that option; `-` reads standard input.
+    #[arg(value_name = "ANSWER")]
+    pub text: Option<String>,
+    /// Pick option N (1-based); ANSWER, if given too, is added as a note.
+    #[arg(long = "option", short = 'o', value_name = "N")]
+    pub option: Option<usize>,
+    /// Read the answer from standard input.
+    #[arg(long, conflicts_with_all = ["text", "edit"])]
+    pub stdin: bool,
+    /// Write the answer in $VISUAL / $EDITOR.
+    #[arg(long, conflicts_with = "text")]
+    pub edit: bool,
+    /// Leave the answer even when no question is waiting: the next iteration gets it as guidance.
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Where to run the demo (default: a fresh temporary directory).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// How long the demo's question waits for you before the agent uses its default.
+    #[arg(long, value_name = "DUR", default_value = "20s")]
+    pub question_timeout: String,
+    /// Plain lines instead of the terminal UI.
+    #[arg(long)]
+    pub no_tui: bool,
+}

@@ -1,0 +1,153 @@
+//! `ralph answer`: answer the waiting question from any terminal or script.
+//!
+//! The answer is created in `.ralph/answer.md` with first-writer-wins semantics, so it cannot
+//! race the loop's own prompt or another `ralph answer`: exactly one answer is taken and every
+//! other caller is told who got there first. A running loop watches the file and moves on at
+//! once; with no loop running, the next `ralph run` delivers it.
+
+use std::io::Read;
+
+use anyhow::{Context as _, anyhow};
+use ralph_loop::answer::{self, Answer, AnsweredBy, Submitted};
+use ralph_loop::state::State;
+use ralph_loop::workspace::Workspace;
+
+use crate::args::AnswerArgs;
+use crate::cmd_run::project_root;
+use crate::{CmdResult, Failure};
+
+/// Writes the answer for the loop in `-C DIR`.
+pub fn run(args: &AnswerArgs) -> CmdResult {
+    let root = project_root(&args.dir.dir)?;
+    let ws = Workspace::new(&root);
+    ws.check_not_symlink().map_err(Failure::failed)?;
+    let state = State::load(&ws).map_err(Failure::failed)?;
+    let pending = state.and_then(|s| s.pending_question);
+    if pending.is_none() && !args.force {
+        return Err(Failure::failed(anyhow!(
+            "no question is waiting in {}. To leave guidance for the next iteration anyway, add --force.",
+            root.display()
+        )));
+    }
+
+    let mut text = if args.stdin || args.text.as_deref() == Some("-") {
+        let mut s = String::new();
+        std::io::stdin()
+            .read_to_string(&mut s)
+            .context("could not read the answer from standard input")?;
+        s
+    } else if args.edit {
+        edit(pending.as_ref())?
+    } else {
+        args.text.clone().unwrap_or_default()
+    };
+
+    let mut option = args.option;
+    if option.is_none()
+        && let Some(q) = &pending
+        && !q.options.is_empty()
+        && let Ok(n) = text.trim().parse::<usize>()
+    {
+        option = Some(n);
+        text.clear();
+    }
+    if let Some(n) = option {
+        let options = pending.as_ref().map(|q| q.options.as_slice()).unwrap_or_default();
+        if options.is_empty() {
+            return Err(Failure::usage(anyhow!(
+                "the question offers no options to pick from; write the answer out instead: ralph answer \"...\""
+            )));
+        }
+        let Some(choice) = n.checked_sub(1).and_then(|i| options.get(i)) else {
+            return Err(Failure::usage(anyhow!(
+                "option {n} is out of range: the question has options 1 to {}",
+                options.len()
+            )));
+        };
+        let note = text.trim();
+        text = if note.is_empty() {
+            choice.label.clone()
+        } else {
+            format!("{}: {note}", choice.label)
+        };
+    }
+    if text.trim().is_empty() {
+        return Err(Failure::usage(anyhow!(
+            "the answer is empty. Give one (ralph answer \"...\"), pick an option (ralph answer 1), or let the deadline pass so the agent uses its best guess."
+        )));
+    }
+
+    ws.ensure().map_err(Failure::failed)?;
+    let ans = Answer::new(text.trim(), AnsweredBy::RalphAnswer, pending.as_ref().map(|q| q.asked_at.clone()));
+    match answer::submit(&ws, &ans).map_err(Failure::failed)? {
+        Submitted::Accepted => {
+            let live = ws.is_locked();
+            match (&pending, live) {
+                (Some(q), true) if q.timed_out => println!(
+                    "Answered (late: the deadline had passed). The loop in {} gives it to the next iteration.",
+                    root.display()
+                ),
+                (Some(_), true) => println!("Answered. The loop in {} picks it up now.", root.display()),
+                (None, true) => println!("Guidance left. The next iteration of the loop in {} gets it.", root.display()),
+                (_, false) => println!(
+                    "Answer saved in {}. No loop is running there; the next `ralph run` delivers it.",
+                    ws.answer().display()
+                ),
+            }
+            Ok(0)
+        }
+        Submitted::AlreadyAnswered(theirs) => Err(Failure::failed(anyhow!(
+            "someone answered first ({}{}); your answer was not used.{}",
+            theirs.by.describe(),
+            if theirs.text.is_empty() { String::new() } else { format!(": \"{}\"", first_line(&theirs.text)) },
+            " Their answer reaches the agent."
+        ))),
+    }
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or("")
+}
+
+/// Opens `$VISUAL` or `$EDITOR` on a file that shows the question; lines starting with `#` are dropped.
+fn edit(q: Option<&ralph_loop::state::PendingQuestion>) -> Result<String, Failure> {
+    let editor = std::env::var("VISUAL")
+        .or_else(|_| std::env::var("EDITOR"))
+        .unwrap_or_else(|_| "vi".into());
+    let mut file = tempfile::Builder::new()
+        .prefix("ralph-answer-")
+        .suffix(".md")
+        .tempfile()
+        .context("could not create a file to edit")?;
+    let mut template = String::from("\n# Write your answer above. Lines starting with '#' are ignored.\n");
+    if let Some(q) = q {
+        template.push_str("#\n# The question:\n");
+        for l in q.text.lines() {
+            template.push_str(&format!("#   {l}\n"));
+        }
+        for (i, o) in q.options.iter().enumerate() {
+            template.push_str(&format!("#   {}. {}\n", i + 1, o.label));
+        }
+    }
+    use std::io::Write;
+    file.write_all(template.as_bytes())?;
+    file.flush()?;
+    // The editor variable may carry arguments (`code --wait`), so it goes through the shell; the
+    // file name is passed as a separate argument, never spliced into the command string.
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("{editor} \"$1\""))
+        .arg("sh")
+        .arg(file.path())
+        .status()
+        .with_context(|| format!("could not start the editor `{editor}`"))?;
+    if !status.success() {
+        return Err(Failure::failed(anyhow!("the editor `{editor}` failed; nothing was answered")));
+    }
+    let text = std::fs::read_to_string(file.path())?;
+    Ok(text
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .collect::<Vec<_>>()
+        .join("\n"))
+}

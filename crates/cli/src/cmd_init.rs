@@ -1,0 +1,40 @@
+//! `ralph init`: a commented RALPH_TASK.md and the `.ralph/` scaffolding.
+
+use anyhow::anyhow;
+use ralph_loop::workspace::{self, Workspace};
+
+use crate::args::InitArgs;
+use crate::cmd_run::project_root;
+use crate::{CmdResult, Failure};
+
+/// The commented example every new task file starts from.
+pub const EXAMPLE: &str = include_str!("../../../RALPH_TASK.md.example");
+
+/// Writes the task file (unless one exists and `--force` is not given) and `.ralph/`.
+pub fn run(args: &InitArgs) -> CmdResult {
+    let root = project_root(&args.dir.dir)?;
+    let task = root.join("RALPH_TASK.md");
+    if std::fs::symlink_metadata(&task).is_ok() && !args.force {
+        return Err(Failure::failed(anyhow!(
+            "{}: already exists; ralph init will not overwrite it. Edit it, or run `ralph init --force` to start from the example again.",
+            task.display()
+        )));
+    }
+    let ws = Workspace::new(&root);
+    ws.ensure().map_err(Failure::usage)?;
+    workspace::write_atomic(&task, EXAMPLE.as_bytes())?;
+    for (path, text) in [
+        (ws.progress(), "# Progress\n\nWhat each iteration did, learned and assumed.\n"),
+        (ws.guardrails(), "# Guardrails\n\nRules every iteration must keep.\n"),
+    ] {
+        if std::fs::symlink_metadata(&path).is_err() {
+            workspace::write_atomic(&path, text.as_bytes())?;
+        }
+    }
+    println!(
+        "Wrote {} and {}/.\nNext: edit the task and its criteria, then run `ralph run --agent-cmd \"your-agent\"` (or `ralph run --agent claude`).",
+        task.display(),
+        ws.dir().display()
+    );
+    Ok(0)
+}

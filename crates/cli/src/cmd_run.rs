@@ -1,0 +1,111 @@
+//! `ralph run`: validate everything, then hand the loop to a front end.
+//!
+//! All checks that can fail on bad input (the task file, the flags, the agent) happen before
+//! anything is written to `.ralph/`, so a mistake costs nothing but an error message.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use ralph_loop::event::{Control, LoopEvent};
+use ralph_loop::runner::{RunConfig, Runner, Settings};
+use ralph_loop::task::{TaskFile, parse_wait};
+use ralph_loop::workspace::Workspace;
+use tokio::sync::mpsc;
+
+use crate::args::RunArgs;
+use crate::{CmdResult, Failure, agents, plain};
+
+/// Runs the loop in `args.dir`.
+pub fn run(args: RunArgs) -> CmdResult {
+    let root = project_root(&args.dir.dir)?;
+    let task_path = root.join(&args.task);
+    let task = TaskFile::load(&task_path).map_err(Failure::usage)?;
+    let mut settings = Settings::from_task(&task);
+    if let Some(n) = args.max_iterations {
+        if n == 0 {
+            return Err(Failure::usage(anyhow::anyhow!("--max-iterations must be at least 1")));
+        }
+        settings.max_iterations = n;
+    }
+    if let Some(s) = &args.question_timeout {
+        settings.question_timeout = parse_wait(s)
+            .map_err(|e| Failure::usage(anyhow::anyhow!("--question-timeout {s}: {e}")))?;
+    }
+    if let Some(s) = &args.iteration_timeout {
+        settings.iteration_timeout = parse_wait(s)
+            .map_err(|e| Failure::usage(anyhow::anyhow!("--iteration-timeout {s}: {e}")))?;
+    }
+    let agent = agents::resolve(args.agent.as_deref(), args.agent_cmd.as_deref(), task.agent.as_deref())
+        .map_err(|e| Failure::usage(anyhow::anyhow!(e)))?;
+    let workspace = Workspace::new(&root);
+    workspace.check_not_symlink().map_err(Failure::usage)?;
+    let tui = !args.no_tui && std::io::stdout().is_terminal() && std::env::var("TERM").is_ok_and(|t| t != "dumb");
+    let bell = task.notify.bell;
+    let cfg = RunConfig {
+        workspace,
+        task_path,
+        task,
+        agent,
+        settings,
+    };
+    run_loop(cfg, tui, bell)
+}
+
+/// Starts the runtime, the loop and its front end; returns the loop's exit code.
+pub fn run_loop(cfg: RunConfig, _tui: bool, bell: bool) -> CmdResult {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("could not start the async runtime")?;
+    let answer_hint_dir = agents::shell_quote(&cfg.workspace.root().display().to_string());
+    rt.block_on(async move {
+        let (event_tx, event_rx) = mpsc::channel::<LoopEvent>(1024);
+        let (control_tx, control_rx) = mpsc::unbounded_channel::<Control>();
+        let runner = Runner::new(cfg, event_tx, control_rx).map_err(Failure::failed)?;
+        let signals = tokio::spawn(forward_signals(control_tx.clone()));
+        let front = tokio::spawn(plain::run(
+            event_rx,
+            control_tx,
+            plain::Options { answer_hint_dir, bell },
+        ));
+        let outcome = runner.run().await;
+        signals.abort();
+        let _ = front.await;
+        let outcome = outcome.map_err(Failure::failed)?;
+        Ok(outcome.exit_code() as u8)
+    })
+}
+
+/// SIGINT, SIGTERM and SIGHUP stop the loop gracefully; a second one kills the agent now.
+async fn forward_signals(controls: mpsc::UnboundedSender<Control>) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut int), Ok(mut term), Ok(mut hup)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+        signal(SignalKind::hangup()),
+    ) else {
+        return;
+    };
+    let mut seen = 0;
+    loop {
+        tokio::select! {
+            _ = int.recv() => {}
+            _ = term.recv() => {}
+            _ = hup.recv() => {}
+        }
+        seen += 1;
+        let _ = controls.send(if seen == 1 { Control::Stop } else { Control::Kill });
+    }
+}
+
+/// The project directory given with `-C`, made absolute; a usage error if it is not a directory.
+pub fn project_root(dir: &Path) -> Result<PathBuf, Failure> {
+    let abs = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+    match std::fs::metadata(&abs) {
+        Ok(m) if m.is_dir() => Ok(abs),
+        Ok(_) => Err(Failure::usage(anyhow::anyhow!("{}: not a directory (given with -C)", abs.display()))),
+        Err(e) => Err(Failure::usage(anyhow::anyhow!("{}: {e} (given with -C)", abs.display()))),
+    }
+}

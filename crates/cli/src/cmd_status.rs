@@ -1,0 +1,130 @@
+//! `ralph status`: what the loop is doing, with a waiting question first and loudest.
+
+use std::time::SystemTime;
+
+use ralph_loop::state::{PendingQuestion, State, Status};
+use ralph_loop::workspace::Workspace;
+use serde_json::json;
+
+use crate::args::StatusArgs;
+use crate::cmd_run::project_root;
+use crate::plain::fmt_duration;
+use crate::{CmdResult, Failure, agents};
+
+/// Prints the state of the loop in `-C DIR`, as text or JSON.
+pub fn run(args: &StatusArgs) -> CmdResult {
+    let root = project_root(&args.dir.dir)?;
+    let ws = Workspace::new(&root);
+    ws.check_not_symlink().map_err(Failure::failed)?;
+    let state = State::load(&ws).map_err(Failure::failed)?;
+    let live = ws.is_locked();
+    let hint = format!("ralph answer -C {} \"your answer\"", agents::shell_quote(&root.display().to_string()));
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&to_json(&root, state.as_ref(), live, &hint))?);
+        return Ok(0);
+    }
+    let Some(state) = state else {
+        println!("No loop has run in {} yet. Start one with `ralph run` (or try `ralph demo`).", root.display());
+        return Ok(0);
+    };
+    let active = matches!(state.status, Status::Running | Status::WaitingInput);
+    let mut head = format!(
+        "{}: {} (iteration {} of {}",
+        root.display(),
+        describe(state.status),
+        state.iteration,
+        state.max_iterations
+    );
+    if live {
+        head.push_str(&format!(", pid {})", state.pid));
+    } else if active {
+        head.push_str(", not running: the last run ended without saying so; `ralph run` resumes)");
+    } else {
+        head.push(')');
+    }
+    println!("{head}");
+    if let Some(q) = &state.pending_question {
+        print_question(q, &hint);
+    }
+    println!("  task:  {}", state.task);
+    println!("  agent: {}", state.agent);
+    if let Some(sig) = &state.last_signal {
+        println!("  last signal: {sig}");
+    }
+    if let Some(cost) = state.total_cost_usd {
+        println!("  cost so far: ${cost:.4}");
+    }
+    if let Some(reason) = &state.reason
+        && !active
+    {
+        println!("  why: {reason}");
+    }
+    Ok(0)
+}
+
+fn describe(status: Status) -> &'static str {
+    match status {
+        Status::Running => "running",
+        Status::WaitingInput => "WAITING FOR YOUR ANSWER",
+        Status::Done => "done (DONE verified)",
+        Status::Failed => "failed",
+        Status::Stopped => "stopped",
+        Status::MaxIterations => "stopped at max_iterations",
+    }
+}
+
+fn print_question(q: &PendingQuestion, hint: &str) {
+    let now = SystemTime::now();
+    let waited = q
+        .asked_at_time()
+        .and_then(|t| now.duration_since(t).ok())
+        .map(fmt_duration)
+        .unwrap_or_else(|| "?".into());
+    let left = match (q.timed_out, q.deadline_time()) {
+        (true, _) => "timed out; the agent went on with its best guess, but a late answer still reaches it".to_string(),
+        (false, Some(d)) => match d.duration_since(now) {
+            Ok(left) => format!("{} left", fmt_duration(left)),
+            Err(_) => "deadline passed".to_string(),
+        },
+        (false, None) => "no deadline".to_string(),
+    };
+    println!("\n  Question from iteration {} (waiting {waited}; {left}):\n", q.iteration);
+    for line in q.text.lines() {
+        println!("    {line}");
+    }
+    if let Some(c) = &q.context {
+        println!("    ({c})");
+    }
+    if !q.options.is_empty() {
+        println!();
+        for (i, o) in q.options.iter().enumerate() {
+            let default = if q.default.as_deref() == Some(o.label.as_str()) { " (default)" } else { "" };
+            println!("      {}. {}{default}", i + 1, o.label);
+        }
+    }
+    if let Some(d) = &q.default {
+        println!("\n    Default if nobody answers: {d}");
+    }
+    println!("\n  Answer it with:\n    {hint}");
+    if !q.options.is_empty() {
+        println!("    (or pick an option by number: ralph answer -C ... 1)");
+    }
+    println!();
+}
+
+fn to_json(root: &std::path::Path, state: Option<&State>, live: bool, hint: &str) -> serde_json::Value {
+    let Some(state) = state else {
+        return json!({"status": "none", "root": root.display().to_string(), "running": false, "iteration": 0, "max_iterations": null, "pid": null, "pending_question": null});
+    };
+    let mut v = serde_json::to_value(state).unwrap_or_default();
+    v["running"] = json!(live);
+    if let Some(q) = &state.pending_question {
+        let now = SystemTime::now();
+        let waited = q.asked_at_time().and_then(|t| now.duration_since(t).ok()).map(|d| d.as_secs());
+        let left = q.deadline_time().map(|d| d.duration_since(now).map(|l| l.as_secs()).unwrap_or(0));
+        v["pending_question"]["waited_seconds"] = json!(waited);
+        v["pending_question"]["seconds_left"] = json!(left);
+        v["pending_question"]["answer_command"] = json!(hint);
+    }
+    v
+}

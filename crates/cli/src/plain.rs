@@ -1,0 +1,309 @@
+//! Plain line mode: the loop as lines of text, for pipes, CI, dumb terminals and `--no-tui`.
+//!
+//! Every line the agent printed comes out as it arrives (control sequences already stripped by
+//! the decoder); ralph's own lines start with `ralph:`. When a question waits, it is printed in
+//! full with the time left and the command that answers it from elsewhere. If standard input is
+//! a terminal, a line typed here answers it (a number picks an option); otherwise the loop
+//! simply waits for `ralph answer` or the deadline.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::time::{Duration, Instant};
+
+use ralph_loop::countdown::Countdown;
+use ralph_loop::event::{Control, LoopEvent, QuestionClosed};
+use ralph_loop::question::Question;
+use ralph_signal::AgentEvent;
+use tokio::sync::mpsc;
+
+/// How the plain front end behaves.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The `-C` argument that makes `ralph answer` reach this loop, for the hint.
+    pub answer_hint_dir: String,
+    /// Ring the terminal bell when a question arrives.
+    pub bell: bool,
+}
+
+struct Open {
+    question: Question,
+    countdown: Countdown,
+    reminders: Vec<Duration>,
+}
+
+/// Shows loop events as lines until the loop finishes; forwards typed answers and signals.
+pub async fn run(
+    mut events: mpsc::Receiver<LoopEvent>,
+    controls: mpsc::UnboundedSender<Control>,
+    opts: Options,
+) {
+    let stdout_tty = std::io::stdout().is_terminal();
+    let mut lines = stdin_lines();
+    let mut out = std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout());
+    let mut open: Option<Open> = None;
+    let never = tokio::time::Instant::now() + Duration::from_secs(365 * 24 * 3600);
+    loop {
+        let reminder_at = open
+            .as_ref()
+            .and_then(|o| next_reminder(o, Instant::now()))
+            .map(tokio::time::Instant::from_std)
+            .unwrap_or(never);
+        tokio::select! {
+            ev = events.recv() => {
+                let Some(ev) = ev else { break };
+                let finished = matches!(ev, LoopEvent::Finished { .. });
+                show(&mut out, ev, &mut open, &opts, stdout_tty);
+                // Batch what is already queued into one write; flush when caught up.
+                while let Ok(ev) = events.try_recv() {
+                    let done = matches!(ev, LoopEvent::Finished { .. });
+                    show(&mut out, ev, &mut open, &opts, stdout_tty);
+                    if done { break; }
+                }
+                let _ = out.flush();
+                if finished { break; }
+            }
+            Some(line) = recv_opt(&mut lines) => {
+                if let Some(o) = &open {
+                    match interpret(&o.question, &line) {
+                        Typed::Answer(text) => { let _ = controls.send(Control::Answer(text)); }
+                        Typed::Skip => { let _ = controls.send(Control::Skip); }
+                        Typed::Empty => {
+                            let _ = writeln!(out, "ralph: type an answer and press Enter (a number picks an option), or /skip to let the agent decide");
+                        }
+                        Typed::OutOfRange(n) => {
+                            let _ = writeln!(out, "ralph: there is no option {n}; the options are 1 to {}", o.question.options.len());
+                        }
+                    }
+                    let _ = out.flush();
+                }
+            }
+            () = tokio::time::sleep_until(reminder_at) => {
+                if let Some(o) = open.as_mut() {
+                    let now = Instant::now();
+                    if let Some(left) = o.countdown.remaining(now) {
+                        let _ = writeln!(out, "ralph: {} left to answer", fmt_duration(left));
+                        let _ = out.flush();
+                    }
+                    o.reminders.retain(|r| o.countdown.remaining(now).is_some_and(|left| left > *r + Duration::from_millis(500)));
+                }
+            }
+        }
+    }
+    let _ = out.flush();
+}
+
+fn next_reminder(open: &Open, now: Instant) -> Option<Instant> {
+    let left = open.countdown.remaining(now)?;
+    let next = open.reminders.iter().filter(|r| **r < left).max()?;
+    Some(now + (left - *next))
+}
+
+async fn recv_opt(rx: &mut Option<mpsc::UnboundedReceiver<String>>) -> Option<String> {
+    match rx {
+        Some(rx) => match rx.recv().await {
+            Some(line) => Some(line),
+            None => std::future::pending().await,
+        },
+        None => std::future::pending().await,
+    }
+}
+
+/// Lines typed on a terminal; `None` when stdin is not one (then nobody is there to type).
+fn stdin_lines() -> Option<mpsc::UnboundedReceiver<String>> {
+    if !std::io::stdin().is_terminal() {
+        return None;
+    }
+    let (tx, rx) = mpsc::unbounded_channel();
+    std::thread::Builder::new()
+        .name("stdin-lines".into())
+        .spawn(move || {
+            for line in std::io::stdin().lock().lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        })
+        .ok()?;
+    Some(rx)
+}
+
+enum Typed {
+    Answer(String),
+    Skip,
+    Empty,
+    OutOfRange(usize),
+}
+
+/// A typed line: `/skip`, option numbers (`2`, or `1,3` for multi-select), or free text.
+fn interpret(q: &Question, line: &str) -> Typed {
+    let line = line.trim();
+    if line.is_empty() {
+        return Typed::Empty;
+    }
+    if line == "/skip" {
+        return Typed::Skip;
+    }
+    if !q.options.is_empty() {
+        let numbers: Option<Vec<usize>> = line
+            .split([',', ' '])
+            .filter(|s| !s.is_empty())
+            .map(|s| s.parse().ok())
+            .collect();
+        if let Some(numbers) = numbers
+            && !numbers.is_empty()
+            && (numbers.len() == 1 || q.multi_select)
+        {
+            let mut labels = Vec::new();
+            for n in numbers {
+                match q.resolve_option(n) {
+                    Some(o) => labels.push(o.label.clone()),
+                    None => return Typed::OutOfRange(n),
+                }
+            }
+            return Typed::Answer(labels.join(", "));
+        }
+    }
+    Typed::Answer(line.to_string())
+}
+
+fn show(out: &mut impl Write, ev: LoopEvent, open: &mut Option<Open>, opts: &Options, tty: bool) {
+    let _ = match ev {
+        LoopEvent::Started { task, agent, max_iterations, criteria } => writeln!(
+            out,
+            "ralph: {task}\nralph: agent {agent} · up to {max_iterations} iterations · criteria {}/{} checked",
+            criteria.0, criteria.1
+        ),
+        LoopEvent::IterationStarted { iteration, max_iterations, timeout, .. } => writeln!(
+            out,
+            "ralph: ── iteration {iteration}/{max_iterations}{} ──",
+            timeout.map(|t| format!(" (time limit {})", fmt_duration(t))).unwrap_or_default()
+        ),
+        LoopEvent::Agent(AgentEvent::Text(line)) => writeln!(out, "{line}"),
+        LoopEvent::Agent(AgentEvent::ToolCall { name, summary }) => writeln!(out, "  ▸ {name} {summary}"),
+        LoopEvent::Agent(AgentEvent::ToolResult { summary, is_error }) => {
+            if is_error {
+                writeln!(out, "    ↳ error: {summary}")
+            } else {
+                Ok(())
+            }
+        }
+        LoopEvent::Agent(AgentEvent::Usage(u)) => {
+            let mut parts = Vec::new();
+            if let Some(c) = u.cost_usd {
+                parts.push(format!("${c:.4}"));
+            }
+            if let (Some(i), Some(o)) = (u.input_tokens, u.output_tokens) {
+                parts.push(format!("{i} tokens in, {o} out"));
+            }
+            if parts.is_empty() { Ok(()) } else { writeln!(out, "ralph: usage {}", parts.join(" · ")) }
+        }
+        LoopEvent::Agent(AgentEvent::Error(e)) => writeln!(out, "ralph: the agent reported an error: {e}"),
+        LoopEvent::Agent(_) => Ok(()),
+        LoopEvent::Stderr(line) => writeln!(out, "  stderr: {line}"),
+        LoopEvent::Signal(s) => writeln!(out, "ralph: signal {:?} (output line {})", s.kind, s.line_number),
+        LoopEvent::IterationEnded { iteration, how, elapsed } => {
+            writeln!(out, "ralph: iteration {iteration} ended: the agent {how} after {}", fmt_duration(elapsed))
+        }
+        LoopEvent::TestsStarted { command } => writeln!(out, "ralph: DONE signalled; running the tests: {command}"),
+        LoopEvent::Verdict { accepted: true, reason } => writeln!(out, "ralph: DONE accepted: {reason}"),
+        LoopEvent::Verdict { accepted: false, reason } => {
+            let _ = writeln!(out, "ralph: DONE rejected; the next iteration is told why:");
+            for l in reason.lines() {
+                let _ = writeln!(out, "  {l}");
+            }
+            Ok(())
+        }
+        LoopEvent::Criteria { checked, total } => writeln!(out, "ralph: criteria {checked}/{total} checked"),
+        LoopEvent::QuestionAsked { question, countdown, iteration, .. } => {
+            let now = Instant::now();
+            if opts.bell && tty {
+                let _ = write!(out, "\x07");
+            }
+            let _ = writeln!(out, "ralph: ──── the agent asks (iteration {iteration}) ────");
+            for l in question.text.lines() {
+                let _ = writeln!(out, "  {l}");
+            }
+            if let Some(c) = &question.context {
+                let _ = writeln!(out, "  ({c})");
+            }
+            for (i, o) in question.options.iter().enumerate() {
+                let default = if question.default.as_deref() == Some(o.label.as_str()) { " (default)" } else { "" };
+                let desc = o.description.as_deref().map(|d| format!(" — {d}")).unwrap_or_default();
+                let _ = writeln!(out, "    {}. {}{default}{desc}", i + 1, o.label);
+            }
+            if let Some(d) = &question.default
+                && !question.options.iter().any(|o| &o.label == d)
+            {
+                let _ = writeln!(out, "  Default if nobody answers: {d}");
+            }
+            let left = match countdown.remaining(now) {
+                Some(l) if l.is_zero() => "no time to wait (question_timeout is 0)".to_string(),
+                Some(l) => format!("{} left", fmt_duration(l)),
+                None => "no deadline".to_string(),
+            };
+            let how = if std::io::stdin().is_terminal() {
+                "Type your answer and press Enter (a number picks an option, /skip lets the agent decide), or answer from any terminal:"
+            } else {
+                "Answer from any terminal:"
+            };
+            let _ = writeln!(out, "  {how}\n    ralph answer -C {} \"your answer\"\n  {left}", opts.answer_hint_dir);
+            let reminders = match countdown.remaining(now) {
+                Some(total) => [Duration::from_secs(60), Duration::from_secs(10)]
+                    .into_iter()
+                    .filter(|r| *r < total)
+                    .collect(),
+                None => Vec::new(),
+            };
+            *open = Some(Open { question, countdown, reminders });
+            Ok(())
+        }
+        LoopEvent::Countdown(c) => {
+            let line = match c.remaining(Instant::now()) {
+                Some(l) => format!("ralph: deadline extended: {} left", fmt_duration(l)),
+                None => "ralph: no deadline".to_string(),
+            };
+            if let Some(o) = open.as_mut() {
+                o.countdown = c;
+            }
+            writeln!(out, "{line}")
+        }
+        LoopEvent::QuestionClosed(how) => {
+            let default = open.as_ref().and_then(|o| o.question.default.clone());
+            *open = None;
+            match how {
+                QuestionClosed::Answered { text } => writeln!(out, "ralph: answer sent to the agent: {}", one_line(&text)),
+                QuestionClosed::AnsweredElsewhere { by, text } => {
+                    writeln!(out, "ralph: answered from {by}: {}", one_line(&text))
+                }
+                QuestionClosed::TimedOut => writeln!(
+                    out,
+                    "ralph: no answer in time; the agent goes on with {}. A late `ralph answer` still reaches a later iteration.",
+                    default.map(|d| format!("its default ({d})")).unwrap_or_else(|| "its best guess".into())
+                ),
+                QuestionClosed::Skipped => writeln!(out, "ralph: question skipped; the agent decides"),
+                QuestionClosed::Interrupted => writeln!(out, "ralph: stopping; the question stays open for the next `ralph run`"),
+            }
+        }
+        LoopEvent::AnswerRefused { reason } => writeln!(out, "ralph: {reason}"),
+        LoopEvent::Warning(w) => writeln!(out, "ralph: warning: {w}"),
+        LoopEvent::Note(n) => writeln!(out, "ralph: {n}"),
+        LoopEvent::Finished { outcome, reason } => {
+            writeln!(out, "ralph: finished: {reason} (exit {})", outcome.exit_code())
+        }
+    };
+}
+
+fn one_line(text: &str) -> String {
+    let first = text.lines().next().unwrap_or("");
+    if text.lines().count() > 1 { format!("{first} …") } else { first.to_string() }
+}
+
+/// `4m 12s`, `1h 3m`, `9s`: what a person reads at a glance.
+pub fn fmt_duration(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m {}s", s / 60, s % 60),
+        _ => format!("{}h {}m", s / 3600, (s % 3600) / 60),
+    }
+}

@@ -1,0 +1,173 @@
+//! `.ralph/answer.md`: the human's answer, written once by whoever answers first.
+//!
+//! The file is created with "no clobber" semantics ([`crate::workspace::create_atomic`]): the
+//! loop's inline prompt, `ralph answer` from another terminal and any number of racing
+//! `ralph answer` calls all try to create it, and exactly one succeeds. The others are told who
+//! won. The file carries a short YAML header (who answered, when, and which question) above the
+//! answer itself, so an agent reading it sees plain words and ralph can still tell a late answer
+//! from a fresh one.
+
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+
+use crate::state::{parse_timestamp, timestamp};
+use crate::workspace::{self, Workspace, WorkspaceError};
+
+/// Who gave an answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AnsweredBy {
+    /// Typed into the running loop's terminal.
+    Terminal,
+    /// Given with `ralph answer` from another terminal or script.
+    RalphAnswer,
+    /// Written into `.ralph/answer.md` by hand (no header).
+    File,
+}
+
+impl AnsweredBy {
+    /// How `clarifications.md` and the UI name this source.
+    pub fn describe(self) -> &'static str {
+        match self {
+            AnsweredBy::Terminal => "the terminal running the loop",
+            AnsweredBy::RalphAnswer => "`ralph answer`",
+            AnsweredBy::File => "a hand-written .ralph/answer.md",
+        }
+    }
+}
+
+/// An answer, as stored in `.ralph/answer.md`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answer {
+    /// The answer itself.
+    pub text: String,
+    /// Who gave it.
+    pub by: AnsweredBy,
+    /// When it was given.
+    pub at: SystemTime,
+    /// `asked_at` of the question it answers; `None` for guidance given with no question.
+    pub question_asked_at: Option<String>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Header {
+    answered_by: AnsweredBy,
+    answered_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    question_asked_at: Option<String>,
+}
+
+impl Answer {
+    /// A new answer given now.
+    pub fn new(text: impl Into<String>, by: AnsweredBy, question_asked_at: Option<String>) -> Self {
+        Answer {
+            text: text.into(),
+            by,
+            at: SystemTime::now(),
+            question_asked_at,
+        }
+    }
+
+    /// The file's contents: a YAML header, then the answer.
+    pub fn to_file(&self) -> String {
+        let header = Header {
+            answered_by: self.by,
+            answered_at: timestamp(self.at),
+            question_asked_at: self.question_asked_at.clone(),
+        };
+        let yaml = serde_yaml_ng::to_string(&header).expect("header serializes");
+        format!("---\n{yaml}---\n{}\n", self.text.trim_end())
+    }
+
+    /// Reads a file's contents; a file without a header is a hand-written answer.
+    pub fn parse(raw: &str) -> Answer {
+        let raw = raw.strip_prefix('\u{feff}').unwrap_or(raw);
+        if let Some(rest) = raw.strip_prefix("---\n")
+            && let Some(end) = rest.find("\n---\n")
+            && let Ok(header) = serde_yaml_ng::from_str::<Header>(&rest[..end])
+        {
+            return Answer {
+                text: rest[end + 5..].trim().to_string(),
+                by: header.answered_by,
+                at: parse_timestamp(&header.answered_at).unwrap_or_else(SystemTime::now),
+                question_asked_at: header.question_asked_at,
+            };
+        }
+        Answer {
+            text: raw.trim().to_string(),
+            by: AnsweredBy::File,
+            at: SystemTime::now(),
+            question_asked_at: None,
+        }
+    }
+}
+
+/// What happened when an answer was submitted.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Submitted {
+    /// This answer is the one.
+    Accepted,
+    /// Someone answered first; here is their answer.
+    AlreadyAnswered(Answer),
+}
+
+/// Creates `.ralph/answer.md` unless an answer is already there.
+pub fn submit(ws: &Workspace, answer: &Answer) -> Result<Submitted, WorkspaceError> {
+    if workspace::create_atomic(&ws.answer(), answer.to_file().as_bytes())? {
+        return Ok(Submitted::Accepted);
+    }
+    Ok(match read(ws)? {
+        Some(existing) => Submitted::AlreadyAnswered(existing),
+        // The winner's file vanished between our attempt and our read (the loop archived it):
+        // it was delivered, and ours came second all the same.
+        None => Submitted::AlreadyAnswered(Answer::new("", AnsweredBy::File, None)),
+    })
+}
+
+/// Reads `.ralph/answer.md`, if there is one.
+pub fn read(ws: &Workspace) -> Result<Option<Answer>, WorkspaceError> {
+    Ok(workspace::read_text(&ws.answer())?.map(|raw| Answer::parse(&raw)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_through_the_file() {
+        let a = Answer::new(
+            "Use Redis: we need pub/sub later.\n$(rm -rf ~) stays text",
+            AnsweredBy::RalphAnswer,
+            Some("2026-11-22T14:00:00.000Z".into()),
+        );
+        let b = Answer::parse(&a.to_file());
+        assert_eq!(b.text, a.text);
+        assert_eq!(b.by, a.by);
+        assert_eq!(b.question_asked_at, a.question_asked_at);
+    }
+
+    #[test]
+    fn a_file_without_header_is_hand_written() {
+        let a = Answer::parse("just use redis\n");
+        assert_eq!(a.text, "just use redis");
+        assert_eq!(a.by, AnsweredBy::File);
+    }
+
+    #[test]
+    fn second_submit_is_told_who_won() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::new(dir.path());
+        ws.ensure().unwrap();
+        let first = Answer::new("first", AnsweredBy::Terminal, None);
+        let second = Answer::new("second", AnsweredBy::RalphAnswer, None);
+        assert_eq!(submit(&ws, &first).unwrap(), Submitted::Accepted);
+        match submit(&ws, &second).unwrap() {
+            Submitted::AlreadyAnswered(a) => {
+                assert_eq!(a.text, "first");
+                assert_eq!(a.by, AnsweredBy::Terminal);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}

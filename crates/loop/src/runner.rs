@@ -1,0 +1,1295 @@
+//! The loop: iterations of cleanup, prompt, agent, stream, act, record.
+//!
+//! [`Runner::run`] owns the `.ralph/` workspace for its whole life (it holds the lock). It talks
+//! to a front end only through channels: [`LoopEvent`]s out, [`Control`]s in. Each iteration:
+//!
+//! 1. **Cleanup**: stray temporary files go; an answer waiting in `.ralph/answer.md` is picked
+//!    up for this iteration (never removed before it is delivered).
+//! 2. **Prompt**: built from the task file as it is now (the agent edits it), progress,
+//!    guardrails and whatever the previous iteration left ([`Carryover`]).
+//! 3. **Agent**: started in its own process group, its stdout decoded as it streams, stderr
+//!    drained alongside, both logged raw to `.ralph/logs/`.
+//! 4. **Act**: GUTTER stops; DONE is verified (every criterion checked, `test_command` passes)
+//!    and either ends the run or is rejected with the reason carried to the next prompt;
+//!    QUESTION shows `.ralph/question.md` and waits for an answer until its deadline.
+//! 5. **Record**: `state.json`, `events.jsonl`, `clarifications.md` for delivered answers.
+//!
+//! Nothing here sleeps for a fixed time: every wait is on a process, a pipe, a channel, a file
+//! watch or an exact deadline.
+
+use std::path::PathBuf;
+use std::process::ExitStatus;
+use std::time::{Duration, SystemTime};
+
+use ralph_signal::{AgentEvent, Decoder, SignalKind, StreamFormat};
+use serde_json::json;
+use tokio::io::AsyncReadExt;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use crate::answer::{self, Answer, AnsweredBy, Submitted};
+use crate::clarifications;
+use crate::countdown::{Countdown, EXTEND_BY};
+use crate::event::{Control, LoopEvent, Outcome, QuestionClosed};
+use crate::prompt::{self, Carryover, PromptInputs};
+use crate::question::{MAX_QUESTION_BYTES, Question};
+use crate::state::{self, PendingQuestion, RaisedBy, State, Status, log_event, timestamp};
+use crate::supervisor::{self, describe_exit};
+use crate::task::{OnQuestionTimeout, TaskFile, Wait};
+use crate::workspace::{self, Workspace, WorkspaceError, WorkspaceLock};
+
+/// The agent to run: a name for humans, a shell command, and how to read its output.
+#[derive(Debug, Clone)]
+pub struct AgentSpec {
+    /// Shown in the status area and logs.
+    pub name: String,
+    /// Run with `sh -c`, the prompt on stdin.
+    pub command: String,
+    /// How its stdout is decoded.
+    pub format: StreamFormat,
+}
+
+/// The knobs of a run: the task file's values with command-line overrides applied.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Stop with exit 3 after this many iterations.
+    pub max_iterations: u32,
+    /// How long a question waits for an answer.
+    pub question_timeout: Wait,
+    /// How long one agent run may take.
+    pub iteration_timeout: Wait,
+    /// How long the test command may take.
+    pub test_timeout: Duration,
+    /// What to do when a question times out.
+    pub on_question_timeout: OnQuestionTimeout,
+    /// Stop after this many failed agent runs in a row.
+    pub max_consecutive_failures: u32,
+    /// After a signal, how long the agent may take to end its turn before it is stopped.
+    pub signal_grace: Duration,
+    /// Between SIGTERM and SIGKILL when stopping an agent.
+    pub kill_grace: Duration,
+}
+
+impl Settings {
+    /// The task file's settings, with ralph's defaults for the rest.
+    pub fn from_task(task: &TaskFile) -> Self {
+        Settings {
+            max_iterations: task.max_iterations,
+            question_timeout: task.question_timeout,
+            iteration_timeout: task.iteration_timeout,
+            test_timeout: task.test_timeout,
+            on_question_timeout: task.on_question_timeout,
+            max_consecutive_failures: task.max_consecutive_failures,
+            signal_grace: Duration::from_secs(10),
+            kill_grace: Duration::from_secs(3),
+        }
+    }
+}
+
+/// Everything a run needs.
+#[derive(Debug)]
+pub struct RunConfig {
+    /// The project and its `.ralph/`.
+    pub workspace: Workspace,
+    /// The task file (re-read every iteration).
+    pub task_path: PathBuf,
+    /// The task file as first loaded (already validated).
+    pub task: TaskFile,
+    /// The agent.
+    pub agent: AgentSpec,
+    /// The knobs.
+    pub settings: Settings,
+}
+
+/// Why a run could not go on.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// A file in `.ralph/` could not be read or written.
+    #[error(transparent)]
+    Workspace(#[from] WorkspaceError),
+    /// `state.json` could not be read or written.
+    #[error(transparent)]
+    State(#[from] state::StateError),
+    /// The agent could not be started at all.
+    #[error("could not start the agent `{command}`: {source}. Check that the command exists and runs by itself.")]
+    Spawn {
+        /// The command line.
+        command: String,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+    /// The file watcher on `.ralph/` could not be set up.
+    #[error("could not watch {path} for answers: {message}")]
+    Watch {
+        /// The directory.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// An answer on its way to the agent: picked up before an iteration, archived after it.
+#[derive(Debug, Clone)]
+struct Delivery {
+    question: Option<Question>,
+    question_raw: Option<Vec<u8>>,
+    asked_at: Option<String>,
+    answer: Answer,
+    late: bool,
+}
+
+/// What one run of the agent amounted to.
+#[derive(Debug, Default)]
+struct AgentRun {
+    signals: Vec<SignalKind>,
+    exit: Option<ExitStatus>,
+    timed_out: bool,
+    interrupted: bool,
+}
+
+impl AgentRun {
+    fn saw(&self, kind: SignalKind) -> bool {
+        self.signals.contains(&kind)
+    }
+
+    fn describe(&self, timeout: Option<Duration>) -> String {
+        if self.interrupted {
+            return "was stopped (interrupted)".into();
+        }
+        if self.timed_out {
+            let limit = timeout
+                .map(|t| humantime::format_duration(t).to_string())
+                .unwrap_or_default();
+            return format!("ran past iteration_timeout ({limit}) and was stopped");
+        }
+        match &self.exit {
+            Some(status) => describe_exit(status),
+            None => "ended".into(),
+        }
+    }
+
+    fn failed(&self) -> bool {
+        self.timed_out || self.exit.is_some_and(|s| !s.success()) && self.signals.is_empty()
+    }
+}
+
+/// How a wait for an answer ended, inside the runner.
+enum WaitEnd {
+    Answered(Answer, bool /* in this terminal */),
+    TimedOut,
+    Skipped,
+    Interrupted,
+}
+
+/// Runs the loop; see the module docs.
+#[derive(Debug)]
+pub struct Runner {
+    cfg: RunConfig,
+    ws: Workspace,
+    state: State,
+    events: mpsc::Sender<LoopEvent>,
+    controls: mpsc::UnboundedReceiver<Control>,
+    controls_open: bool,
+    fs_events: mpsc::UnboundedReceiver<()>,
+    _watcher: notify::RecommendedWatcher,
+    _lock: WorkspaceLock,
+    carryover: Vec<Carryover>,
+    delivering: Option<Delivery>,
+    first_iteration: u32,
+    resume_question: Option<PendingQuestion>,
+}
+
+impl Runner {
+    /// Prepares a run: takes the lock, creates `.ralph/`, and reads what a previous run left.
+    ///
+    /// Nothing in `.ralph/` is written before the lock is held.
+    pub fn new(
+        cfg: RunConfig,
+        events: mpsc::Sender<LoopEvent>,
+        controls: mpsc::UnboundedReceiver<Control>,
+    ) -> Result<Self, RunError> {
+        let ws = cfg.workspace.clone();
+        ws.ensure()?;
+        let lock = ws.lock()?;
+        for (path, initial) in [
+            (ws.progress(), "# Progress\n\nWhat each iteration did, learned and assumed.\n"),
+            (ws.guardrails(), "# Guardrails\n\nRules every iteration must keep.\n"),
+        ] {
+            if std::fs::symlink_metadata(&path).is_err() {
+                workspace::write_atomic(&path, initial.as_bytes())?;
+            }
+        }
+
+        let previous = State::load(&ws).unwrap_or(None);
+        let mut first_iteration = 1;
+        let mut resume_question = None;
+        if let Some(prev) = &previous {
+            if let Some(pgid) = prev.agent_pgid {
+                reap_orphaned_agent(pgid, ws.dir());
+            }
+            if matches!(prev.status, Status::Running | Status::WaitingInput | Status::Stopped) {
+                first_iteration = prev.iteration.saturating_add(1).max(1);
+                if let Some(q) = &prev.pending_question
+                    && !q.timed_out
+                    && ws.question().exists()
+                {
+                    resume_question = Some(q.clone());
+                }
+            }
+        }
+        let pending_from_before = previous.as_ref().and_then(|p| p.pending_question.clone());
+
+        let (fs_tx, fs_events) = mpsc::unbounded_channel();
+        let watcher = watch_dir(ws.dir(), fs_tx)?;
+        let now = SystemTime::now();
+        let state = State {
+            status: Status::Running,
+            iteration: first_iteration.saturating_sub(1),
+            max_iterations: cfg.settings.max_iterations,
+            pid: std::process::id(),
+            agent_pgid: None,
+            root: ws.root().display().to_string(),
+            task: cfg.task.task.lines().next().unwrap_or("").to_string(),
+            agent: cfg.agent.name.clone(),
+            started_at: timestamp(now),
+            updated_at: timestamp(now),
+            pending_question: pending_from_before,
+            last_signal: None,
+            reason: None,
+            total_cost_usd: previous.as_ref().and_then(|p| p.total_cost_usd),
+        };
+        Ok(Runner {
+            cfg,
+            ws,
+            state,
+            events,
+            controls,
+            controls_open: true,
+            fs_events,
+            _watcher: watcher,
+            _lock: lock,
+            carryover: Vec::new(),
+            delivering: None,
+            first_iteration,
+            resume_question,
+        })
+    }
+
+    async fn emit(&self, event: LoopEvent) {
+        // A front end that has gone away must not stop the loop.
+        let _ = self.events.send(event).await;
+    }
+
+    fn log(&self, kind: &str, fields: serde_json::Value) {
+        if let Err(e) = log_event(&self.ws, kind, fields) {
+            // The event log is a record, not a dependency: say so and carry on.
+            let _ = self.events.try_send(LoopEvent::Warning(format!("could not write the event log: {e}")));
+        }
+    }
+
+    /// Runs iterations until the task is done, the agent gives up, or a limit is reached.
+    pub async fn run(mut self) -> Result<Outcome, RunError> {
+        let max = self.cfg.settings.max_iterations;
+        self.state.save(&self.ws)?;
+        let counts = criteria_counts(&self.cfg.task);
+        self.emit(LoopEvent::Started {
+            task: self.state.task.clone(),
+            agent: self.cfg.agent.name.clone(),
+            max_iterations: max,
+            criteria: counts,
+        })
+        .await;
+        self.log(
+            "run_start",
+            json!({"pid": self.state.pid, "agent": self.cfg.agent.name, "max_iterations": max, "first_iteration": self.first_iteration}),
+        );
+        for w in &self.cfg.task.warnings {
+            let text = w.to_string();
+            self.emit(LoopEvent::Warning(text.clone())).await;
+            self.log("warning", json!({"message": text}));
+        }
+
+        if let Some(pending) = self.resume_question.take() {
+            let asked_at = pending.asked_at_time().unwrap_or_else(SystemTime::now);
+            let waited = SystemTime::now().duration_since(asked_at).unwrap_or_default();
+            self.emit(LoopEvent::Note(format!(
+                "A question from the last run is still waiting (asked {} ago); showing it first.",
+                humantime::format_duration(Duration::from_secs(waited.as_secs()))
+            )))
+            .await;
+            let question = pending.question();
+            if let Some(outcome) = self
+                .present_question(question, asked_at, pending.iteration, pending.raised_by)
+                .await?
+            {
+                return self.finish(outcome, "stopped while a question was waiting").await;
+            }
+        }
+
+        let mut failures = 0u32;
+        let mut iteration = self.first_iteration;
+        while iteration <= max {
+            self.cleanup_before_iteration().await?;
+            let task = match TaskFile::load(&self.cfg.task_path) {
+                Ok(t) => t,
+                Err(e) => {
+                    // The agent may have broken the task file; run on the last good copy and
+                    // tell it, rather than stopping an unattended loop.
+                    let msg = format!("the task file no longer parses, using the last good copy: {e}");
+                    self.emit(LoopEvent::Warning(msg.clone())).await;
+                    self.log("warning", json!({"message": msg}));
+                    self.carryover.push(Carryover::Rejected {
+                        reason: format!("RALPH_TASK.md no longer parses. Repair it:\n\n{e}"),
+                    });
+                    self.cfg.task.clone()
+                }
+            };
+            self.cfg.task = task;
+
+            let run = self.run_iteration(iteration).await?;
+            self.after_delivery()?;
+            let (checked, total) = criteria_counts(&self.cfg.task);
+            if let Ok(t) = TaskFile::load(&self.cfg.task_path) {
+                let (c, n) = criteria_counts(&t);
+                self.emit(LoopEvent::Criteria { checked: c, total: n }).await;
+            } else {
+                self.emit(LoopEvent::Criteria { checked, total }).await;
+            }
+
+            if run.interrupted {
+                return self.finish(Outcome::Interrupted, "interrupted").await;
+            }
+            if run.saw(SignalKind::Gutter) {
+                return self
+                    .finish(Outcome::Gutter, "the agent signalled GUTTER: it is stuck and asked to stop")
+                    .await;
+            }
+            if run.saw(SignalKind::Done) {
+                let (accepted, reason) = self.verify().await;
+                self.emit(LoopEvent::Verdict {
+                    accepted,
+                    reason: reason.clone(),
+                })
+                .await;
+                self.log("verification", json!({"iteration": iteration, "accepted": accepted, "reason": reason}));
+                if accepted {
+                    return self.finish(Outcome::Done, "DONE verified").await;
+                }
+                self.carryover.push(Carryover::Rejected { reason });
+            }
+            if run.saw(SignalKind::Question) {
+                if let Some(outcome) = self.handle_question_signal(iteration).await? {
+                    let reason = match outcome {
+                        Outcome::QuestionTimeoutStop => "a question timed out and on_question_timeout is `stop`; it is kept for the next run",
+                        _ => "stopped while a question was waiting",
+                    };
+                    return self.finish(outcome, reason).await;
+                }
+            }
+            if run.failed() {
+                failures += 1;
+                self.carryover.push(Carryover::AgentFailed {
+                    how: format!("It {}", run.describe(wait_duration(self.cfg.settings.iteration_timeout))),
+                });
+                if failures >= self.cfg.settings.max_consecutive_failures {
+                    let reason = format!(
+                        "the agent failed {failures} times in a row (max_consecutive_failures); last: it {}",
+                        run.describe(wait_duration(self.cfg.settings.iteration_timeout))
+                    );
+                    return self.finish(Outcome::TooManyFailures, &reason).await;
+                }
+            } else {
+                failures = 0;
+            }
+            iteration += 1;
+        }
+        let reason = format!("max_iterations ({max}) reached without a verified DONE");
+        self.finish(Outcome::MaxIterations, &reason).await
+    }
+
+    async fn finish(mut self, outcome: Outcome, reason: &str) -> Result<Outcome, RunError> {
+        self.state.status = outcome.status();
+        self.state.reason = Some(reason.to_string());
+        self.state.agent_pgid = None;
+        self.state.save(&self.ws)?;
+        self.log("run_end", json!({"outcome": self.state.status.as_str(), "reason": reason}));
+        self.emit(LoopEvent::Finished {
+            outcome: outcome.clone(),
+            reason: reason.to_string(),
+        })
+        .await;
+        Ok(outcome)
+    }
+
+    /// Step 1: clear what a crash may have left, and pick up an answer that is waiting.
+    async fn cleanup_before_iteration(&mut self) -> Result<(), RunError> {
+        if let Ok(entries) = std::fs::read_dir(self.ws.dir()) {
+            for entry in entries.flatten() {
+                if entry.file_name().to_string_lossy().starts_with(".tmp-") {
+                    let _ = std::fs::remove_file(entry.path());
+                }
+            }
+        }
+        // Drain file-watch wake-ups that arrived while the agent ran; we look at the files now.
+        while self.fs_events.try_recv().is_ok() {}
+        if self.delivering.is_none()
+            && let Some(ans) = answer::read(&self.ws)?
+        {
+            let pending = self.state.pending_question.clone();
+            let matches_pending = pending.as_ref().is_some_and(|p| {
+                ans.question_asked_at.is_none() || ans.question_asked_at.as_deref() == Some(p.asked_at.as_str())
+            });
+            let (question, late, asked_at) = match (&pending, matches_pending) {
+                (Some(p), true) => (Some(p.question()), p.timed_out, Some(p.asked_at.clone())),
+                _ => (None, false, None),
+            };
+            let question_raw = question
+                .as_ref()
+                .and_then(|_| workspace::read_bounded(&self.ws.question(), MAX_QUESTION_BYTES).ok().flatten())
+                .map(|b| b.bytes);
+            match &question {
+                Some(q) => self.carryover.push(Carryover::Answer {
+                    question: q.clone(),
+                    answer: ans.text.clone(),
+                    by: ans.by.describe().to_string(),
+                    late,
+                }),
+                None => self.carryover.push(Carryover::Guidance { text: ans.text.clone() }),
+            }
+            if late {
+                self.emit(LoopEvent::Note(format!(
+                    "A late answer arrived ({}); this iteration gets it.",
+                    ans.by.describe()
+                )))
+                .await;
+            }
+            self.log(
+                "answer_delivering",
+                json!({"late": late, "by": ans.by, "guidance": question.is_none()}),
+            );
+            self.state.pending_question = None;
+            self.delivering = Some(Delivery {
+                question,
+                question_raw,
+                asked_at,
+                answer: ans,
+                late,
+            });
+        } else if self.delivering.is_none()
+            && self.state.pending_question.as_ref().is_none_or(|p| !p.timed_out)
+        {
+            // A question file nobody signalled for (or one already answered and archived)
+            // would be shown by mistake on the next QUESTION: clear it.
+            workspace::remove(&self.ws.question())?;
+        }
+        Ok(())
+    }
+
+    /// After the iteration that received an answer: archive it, then remove the files.
+    fn after_delivery(&mut self) -> Result<(), RunError> {
+        let Some(d) = self.delivering.take() else {
+            return Ok(());
+        };
+        clarifications::record(
+            &self.ws,
+            &clarifications::Entry {
+                question: d.question.as_ref(),
+                asked_at: d.asked_at.as_deref(),
+                outcome: clarifications::How::Answered {
+                    text: &d.answer.text,
+                    by: d.answer.by,
+                    at: d.answer.at,
+                    late: d.late,
+                },
+            },
+        )?;
+        workspace::remove(&self.ws.answer())?;
+        // Remove the question only if it is the one answered: the agent may have asked a new one.
+        if let Some(raw) = &d.question_raw
+            && let Ok(Some(now)) = workspace::read_bounded(&self.ws.question(), MAX_QUESTION_BYTES)
+            && &now.bytes == raw
+        {
+            workspace::remove(&self.ws.question())?;
+        }
+        self.log("answer_delivered", json!({"late": d.late}));
+        Ok(())
+    }
+
+    /// Steps 2 and 3: build the prompt, run the agent, stream its output.
+    async fn run_iteration(&mut self, iteration: u32) -> Result<AgentRun, RunError> {
+        let settings = self.cfg.settings.clone();
+        let progress = workspace::read_text(&self.ws.progress())?.unwrap_or_default();
+        let guardrails = workspace::read_text(&self.ws.guardrails())?.unwrap_or_default();
+        let template = workspace::read_text(&self.ws.prompt_template())?;
+        let carryover = std::mem::take(&mut self.carryover);
+        let prompt = prompt::build(&PromptInputs {
+            task: &self.cfg.task,
+            iteration,
+            max_iterations: settings.max_iterations,
+            progress: &progress,
+            guardrails: &guardrails,
+            carryover: &carryover,
+            template: template.as_deref(),
+        });
+        let stem = format!("iter-{iteration:04}");
+        let prompt_path = self.ws.logs().join(format!("{stem}.prompt.md"));
+        workspace::write_atomic(&prompt_path, prompt.as_bytes())?;
+
+        let started = Instant::now();
+        let timeout = wait_duration(settings.iteration_timeout);
+        self.state.status = Status::Running;
+        self.state.iteration = iteration;
+        self.emit(LoopEvent::IterationStarted {
+            iteration,
+            max_iterations: settings.max_iterations,
+            at: started.into_std(),
+            timeout,
+        })
+        .await;
+        self.log(
+            "iteration_start",
+            json!({"iteration": iteration, "prompt": prompt_path.display().to_string(), "carryover": carryover.len()}),
+        );
+
+        let env = agent_env(&self.ws, &self.cfg.task_path, iteration, &prompt_path);
+        let spawned = supervisor::spawn_shell(&self.cfg.agent.command, self.ws.root(), env, Some(prompt.into_bytes()))
+            .map_err(|source| RunError::Spawn {
+                command: self.cfg.agent.command.clone(),
+                source,
+            })?;
+        self.state.agent_pgid = Some(spawned.pgid);
+        self.state.save(&self.ws)?;
+
+        let run = self.stream_agent(spawned, iteration, started, timeout).await?;
+
+        self.state.agent_pgid = None;
+        self.state.save(&self.ws)?;
+        let how = run.describe(timeout);
+        let elapsed = started.elapsed();
+        self.emit(LoopEvent::IterationEnded {
+            iteration,
+            how: how.clone(),
+            elapsed,
+        })
+        .await;
+        self.log(
+            "iteration_end",
+            json!({"iteration": iteration, "how": how, "seconds": elapsed.as_secs_f64(), "signals": run.signals, "timed_out": run.timed_out, "interrupted": run.interrupted}),
+        );
+        Ok(run)
+    }
+
+    async fn stream_agent(
+        &mut self,
+        spawned: supervisor::Spawned,
+        iteration: u32,
+        started: Instant,
+        timeout: Option<Duration>,
+    ) -> Result<AgentRun, RunError> {
+        let supervisor::Spawned {
+            mut child,
+            pgid,
+            mut stdout,
+            mut stderr,
+        } = spawned;
+        let settings = self.cfg.settings.clone();
+        let stem = format!("iter-{iteration:04}");
+        let mut out_log = LogFile::create(self.ws.logs().join(format!("{stem}.out")));
+        let mut err_log = LogFile::create(self.ws.logs().join(format!("{stem}.err")));
+
+        let mut decoder = Decoder::new(self.cfg.agent.format);
+        let mut decoded = Vec::with_capacity(64);
+        let mut stderr_lines = LineSplitter::default();
+        let mut out_buf = vec![0u8; 64 * 1024];
+        let mut err_buf = vec![0u8; 16 * 1024];
+        let (mut out_open, mut err_open) = (true, true);
+        let mut run = AgentRun::default();
+
+        let far = started + Duration::from_secs(100 * 365 * 24 * 3600);
+        let iteration_deadline = timeout.map(|t| started + t).unwrap_or(far);
+        let mut grace_deadline = far;
+        let mut kill_at = far;
+        let mut drain_deadline = far;
+        let mut term_sent = false;
+
+        loop {
+            if run.exit.is_some() && !out_open && !err_open {
+                break;
+            }
+            tokio::select! {
+                r = stdout.read(&mut out_buf), if out_open => match r {
+                    Ok(0) | Err(_) => {
+                        out_open = false;
+                        decoder.finish(&mut decoded);
+                        self.forward(&mut decoded, &mut run, &mut grace_deadline, settings.signal_grace).await;
+                    }
+                    Ok(n) => {
+                        out_log.write(&out_buf[..n]);
+                        decoder.feed(&out_buf[..n], &mut decoded);
+                        self.forward(&mut decoded, &mut run, &mut grace_deadline, settings.signal_grace).await;
+                    }
+                },
+                r = stderr.read(&mut err_buf), if err_open => match r {
+                    Ok(0) | Err(_) => {
+                        err_open = false;
+                        if let Some(line) = stderr_lines.finish() {
+                            self.emit(LoopEvent::Stderr(line)).await;
+                        }
+                    }
+                    Ok(n) => {
+                        err_log.write(&err_buf[..n]);
+                        for line in stderr_lines.feed(&err_buf[..n]) {
+                            self.emit(LoopEvent::Stderr(line)).await;
+                        }
+                    }
+                },
+                status = child.wait(), if run.exit.is_none() => {
+                    run.exit = status.ok();
+                    if run.exit.is_none() {
+                        // Could not wait (should not happen); make sure nothing is left behind.
+                        supervisor::kill_group_now(pgid);
+                    }
+                    if (out_open || err_open) && !term_sent {
+                        // Something the agent started still holds its output open.
+                        term_sent = true;
+                        term_group(pgid);
+                        kill_at = Instant::now() + settings.kill_grace;
+                    }
+                    drain_deadline = drain_deadline.min(Instant::now() + settings.kill_grace + Duration::from_secs(2));
+                },
+                () = tokio::time::sleep_until(iteration_deadline), if run.exit.is_none() && !run.timed_out => {
+                    run.timed_out = true;
+                    let msg = format!("iteration {iteration} ran past iteration_timeout; stopping the agent");
+                    self.emit(LoopEvent::Warning(msg)).await;
+                    if !term_sent {
+                        term_sent = true;
+                        term_group(pgid);
+                        kill_at = Instant::now() + settings.kill_grace;
+                    }
+                },
+                () = tokio::time::sleep_until(grace_deadline), if run.exit.is_none() && !term_sent => {
+                    self.emit(LoopEvent::Note("the agent did not end its turn after its signal; stopping it".into())).await;
+                    term_sent = true;
+                    term_group(pgid);
+                    kill_at = Instant::now() + settings.kill_grace;
+                },
+                () = tokio::time::sleep_until(kill_at) => {
+                    supervisor::kill_group_now(pgid);
+                    self.log("agent_killed", json!({"iteration": iteration, "pgid": pgid}));
+                    kill_at = far;
+                    drain_deadline = drain_deadline.min(Instant::now() + Duration::from_secs(2));
+                },
+                () = tokio::time::sleep_until(drain_deadline) => {
+                    // The pipes are held open by something outside the group; stop reading.
+                    break;
+                },
+                c = self.controls.recv(), if self.controls_open => match c {
+                    None => self.controls_open = false,
+                    Some(Control::Stop) if !run.interrupted => {
+                        run.interrupted = true;
+                        self.emit(LoopEvent::Note("stopping the agent (Ctrl-C again to kill it now)".into())).await;
+                        if !term_sent {
+                            term_sent = true;
+                            term_group(pgid);
+                            kill_at = Instant::now() + settings.kill_grace;
+                        }
+                    }
+                    Some(Control::Stop | Control::Kill) => {
+                        run.interrupted = true;
+                        supervisor::kill_group_now(pgid);
+                        kill_at = far;
+                        drain_deadline = drain_deadline.min(Instant::now() + Duration::from_secs(2));
+                    }
+                    Some(_) => {}
+                },
+            }
+        }
+        out_log.finish();
+        err_log.finish();
+        if run.exit.is_none() {
+            run.exit = child.try_wait().ok().flatten();
+            if run.exit.is_none() {
+                supervisor::kill_group_now(pgid);
+                run.exit = child.wait().await.ok();
+            }
+        }
+        // Anything still alive in the group (it closed its output, or ignored SIGTERM).
+        let hurry = async {
+            if self.controls_open {
+                while let Some(c) = self.controls.recv().await {
+                    if matches!(c, Control::Stop | Control::Kill) {
+                        run.interrupted = true;
+                        return;
+                    }
+                }
+            }
+            std::future::pending::<()>().await
+        };
+        let stopped = supervisor::stop_group(pgid, settings.kill_grace, hurry).await;
+        if stopped != supervisor::Stopped::AlreadyGone {
+            let msg = format!("processes the agent left behind were stopped ({stopped:?})");
+            self.emit(LoopEvent::Note(msg.clone())).await;
+            self.log("leftovers_stopped", json!({"iteration": iteration, "how": format!("{stopped:?}")}));
+        }
+        Ok(run)
+    }
+
+    /// Sends decoded agent events on, noting signals and arming the post-signal grace.
+    async fn forward(
+        &mut self,
+        decoded: &mut Vec<AgentEvent>,
+        run: &mut AgentRun,
+        grace_deadline: &mut Instant,
+        grace: Duration,
+    ) {
+        for event in decoded.drain(..) {
+            match event {
+                AgentEvent::Signal(signal) => {
+                    if run.signals.is_empty() {
+                        *grace_deadline = Instant::now() + grace;
+                    }
+                    run.signals.push(signal.kind);
+                    self.state.last_signal = Some(format!("{:?}", signal.kind).to_uppercase());
+                    self.log(
+                        "signal",
+                        json!({"iteration": self.state.iteration, "signal": signal.kind, "line": signal.line, "line_number": signal.line_number}),
+                    );
+                    let _ = self.events.send(LoopEvent::Signal(signal)).await;
+                }
+                AgentEvent::Usage(usage) => {
+                    if let Some(cost) = usage.cost_usd {
+                        *self.state.total_cost_usd.get_or_insert(0.0) += cost;
+                    }
+                    self.log("usage", json!({"iteration": self.state.iteration, "usage": usage}));
+                    let _ = self.events.send(LoopEvent::Agent(AgentEvent::Usage(usage))).await;
+                }
+                other => {
+                    let _ = self.events.send(LoopEvent::Agent(other)).await;
+                }
+            }
+        }
+    }
+
+    /// DONE: every criterion checked, and the test command passes within its timeout.
+    async fn verify(&mut self) -> (bool, String) {
+        let task = match TaskFile::load(&self.cfg.task_path) {
+            Ok(t) => t,
+            Err(e) => return (false, format!("RALPH_TASK.md could not be read to check the criteria: {e}")),
+        };
+        let open: Vec<_> = task.unchecked().collect();
+        if !open.is_empty() {
+            let mut reason = format!(
+                "{} of {} criteria in RALPH_TASK.md are not checked yet:\n",
+                open.len(),
+                task.criteria.len()
+            );
+            for c in &open {
+                reason.push_str(&format!("- [ ] {} (line {})\n", c.text, c.line));
+            }
+            return (false, reason);
+        }
+        let Some(command) = task.test_command.clone() else {
+            return (true, "every criterion is checked (no test_command set)".into());
+        };
+        self.emit(LoopEvent::TestsStarted { command: command.clone() }).await;
+        let result = run_tests(&command, self.ws.root(), task.test_timeout, self.cfg.settings.kill_grace).await;
+        self.cfg.task = task;
+        match result {
+            Ok((status, tail)) if status.success() => (true, format!("every criterion is checked and `{command}` passed")),
+            Ok((status, tail)) => (
+                false,
+                format!(
+                    "The test command `{command}` {}. The last lines of its output:\n\n```\n{}\n```",
+                    describe_exit(&status),
+                    tail.trim_end()
+                ),
+            ),
+            Err(TestError::TimedOut(tail)) => (
+                false,
+                format!(
+                    "The test command `{command}` ran past test_timeout ({}) and was stopped. The last lines of its output:\n\n```\n{}\n```",
+                    humantime::format_duration(self.cfg.settings.test_timeout),
+                    tail.trim_end()
+                ),
+            ),
+            Err(TestError::Spawn(e)) => (false, format!("The test command `{command}` could not be started: {e}")),
+        }
+    }
+
+    /// QUESTION: read `.ralph/question.md` and wait for an answer; `Some` when the run must end.
+    async fn handle_question_signal(&mut self, iteration: u32) -> Result<Option<Outcome>, RunError> {
+        let raw = match workspace::read_bounded(&self.ws.question(), MAX_QUESTION_BYTES) {
+            Ok(Some(raw)) => raw,
+            Ok(None) => {
+                let msg = "the agent signalled QUESTION but wrote no .ralph/question.md; the next iteration is told its question was lost".to_string();
+                self.emit(LoopEvent::Warning(msg.clone())).await;
+                self.log("question_lost", json!({"iteration": iteration, "message": msg}));
+                self.carryover.push(Carryover::QuestionLost);
+                return Ok(None);
+            }
+            Err(e) => {
+                let msg = format!("refused to read the question: {e}");
+                self.emit(LoopEvent::Warning(msg.clone())).await;
+                self.log("question_lost", json!({"iteration": iteration, "message": msg}));
+                self.carryover.push(Carryover::QuestionLost);
+                return Ok(None);
+            }
+        };
+        let mut question = Question::parse_bounded(&raw.bytes);
+        if let Some(size) = raw.cut_from {
+            let note = format!("[question cut: the file is {size} bytes, showing the first {}]", raw.bytes.len());
+            question.warning = Some(match question.warning.take() {
+                Some(w) => format!("{w}; {note}"),
+                None => note,
+            });
+        }
+        if let Some(w) = &question.warning {
+            let msg = format!(".ralph/question.md: {w}");
+            self.emit(LoopEvent::Warning(msg.clone())).await;
+            self.log("warning", json!({"message": msg}));
+        }
+        self.present_question(question, SystemTime::now(), iteration, RaisedBy::Signal)
+            .await
+    }
+
+    /// Shows a question and waits for its answer, deadline, skip or interruption.
+    async fn present_question(
+        &mut self,
+        question: Question,
+        asked_at: SystemTime,
+        iteration: u32,
+        raised_by: RaisedBy,
+    ) -> Result<Option<Outcome>, RunError> {
+        let settings = self.cfg.settings.clone();
+        let wait = match settings.on_question_timeout {
+            OnQuestionTimeout::Wait => None,
+            _ => wait_duration(settings.question_timeout),
+        };
+        let now = Instant::now();
+        let mut countdown = Countdown::new(wait, now.into_std());
+        let deadline = countdown
+            .remaining(now.into_std())
+            .map(|left| SystemTime::now() + left);
+        let pending = PendingQuestion::new(&question, asked_at, deadline, iteration, raised_by);
+        let asked_at_str = pending.asked_at.clone();
+        // Written before anything is shown: `ralph status` and `ralph answer` rely on it.
+        self.state.pending_question = Some(pending);
+        self.state.status = Status::WaitingInput;
+        self.state.save(&self.ws)?;
+        self.log(
+            "question",
+            json!({"iteration": iteration, "raised_by": raised_by, "text": question.text, "options": question.options, "default": question.default, "deadline": deadline.map(timestamp)}),
+        );
+        self.emit(LoopEvent::QuestionAsked {
+            question: question.clone(),
+            countdown: countdown.clone(),
+            asked_at,
+            raised_by,
+            iteration,
+        })
+        .await;
+
+        let end = self.wait_for_answer(&mut countdown, &asked_at_str).await?;
+        let question_raw = workspace::read_bounded(&self.ws.question(), MAX_QUESTION_BYTES)
+            .ok()
+            .flatten()
+            .map(|b| b.bytes);
+        match end {
+            WaitEnd::Answered(ans, here) => {
+                let closed = if here {
+                    QuestionClosed::Answered { text: ans.text.clone() }
+                } else {
+                    QuestionClosed::AnsweredElsewhere {
+                        by: ans.by.describe().to_string(),
+                        text: ans.text.clone(),
+                    }
+                };
+                self.emit(LoopEvent::QuestionClosed(closed)).await;
+                self.log("answer", json!({"iteration": iteration, "by": ans.by, "text": ans.text}));
+                self.carryover.push(Carryover::Answer {
+                    question: question.clone(),
+                    answer: ans.text.clone(),
+                    by: ans.by.describe().to_string(),
+                    late: false,
+                });
+                self.delivering = Some(Delivery {
+                    question: Some(question),
+                    question_raw,
+                    asked_at: Some(asked_at_str),
+                    answer: ans,
+                    late: false,
+                });
+                self.state.pending_question = None;
+            }
+            WaitEnd::TimedOut => {
+                self.emit(LoopEvent::QuestionClosed(QuestionClosed::TimedOut)).await;
+                self.log("question_timeout", json!({"iteration": iteration, "policy": settings.on_question_timeout}));
+                if settings.on_question_timeout == OnQuestionTimeout::Stop {
+                    return Ok(Some(Outcome::QuestionTimeoutStop));
+                }
+                clarifications::record(
+                    &self.ws,
+                    &clarifications::Entry {
+                        question: Some(&question),
+                        asked_at: Some(&asked_at_str),
+                        outcome: clarifications::How::Unanswered,
+                    },
+                )?;
+                self.carryover.push(Carryover::Unanswered { question });
+                // Keep the question open for a late answer, which a later iteration will get.
+                if let Some(p) = self.state.pending_question.as_mut() {
+                    p.timed_out = true;
+                }
+            }
+            WaitEnd::Skipped => {
+                self.emit(LoopEvent::QuestionClosed(QuestionClosed::Skipped)).await;
+                self.log("question_skipped", json!({"iteration": iteration}));
+                clarifications::record(
+                    &self.ws,
+                    &clarifications::Entry {
+                        question: Some(&question),
+                        asked_at: Some(&asked_at_str),
+                        outcome: clarifications::How::Skipped,
+                    },
+                )?;
+                self.carryover.push(Carryover::Skipped { question });
+                self.state.pending_question = None;
+                workspace::remove(&self.ws.question())?;
+            }
+            WaitEnd::Interrupted => {
+                self.emit(LoopEvent::QuestionClosed(QuestionClosed::Interrupted)).await;
+                return Ok(Some(Outcome::Interrupted));
+            }
+        }
+        self.state.status = Status::Running;
+        self.state.save(&self.ws)?;
+        Ok(None)
+    }
+
+    async fn wait_for_answer(&mut self, countdown: &mut Countdown, asked_at: &str) -> Result<WaitEnd, RunError> {
+        loop {
+            // Look at the file first: an answer may have landed before the watch saw it.
+            if let Some(ans) = answer::read(&self.ws)?
+                && ans.question_asked_at.as_deref().is_none_or(|a| a == asked_at)
+            {
+                return Ok(WaitEnd::Answered(ans, false));
+            }
+            let now = std::time::Instant::now();
+            if countdown.expired(now) {
+                return Ok(WaitEnd::TimedOut);
+            }
+            let wake = countdown
+                .next_wake(now)
+                .map(Instant::from_std)
+                .unwrap_or_else(|| Instant::now() + Duration::from_secs(365 * 24 * 3600));
+            tokio::select! {
+                () = tokio::time::sleep_until(wake) => {}
+                Some(()) = self.fs_events.recv() => {}
+                c = self.controls.recv(), if self.controls_open => match c {
+                    None => self.controls_open = false,
+                    Some(Control::Answer(text)) => {
+                        let text = text.trim().to_string();
+                        if text.is_empty() {
+                            self.emit(LoopEvent::AnswerRefused {
+                                reason: "an empty answer is not an answer: type one, or skip to let the agent decide".into(),
+                            })
+                            .await;
+                            continue;
+                        }
+                        let ans = Answer::new(text, AnsweredBy::Terminal, Some(asked_at.to_string()));
+                        match answer::submit(&self.ws, &ans)? {
+                            Submitted::Accepted => return Ok(WaitEnd::Answered(ans, true)),
+                            Submitted::AlreadyAnswered(theirs) => return Ok(WaitEnd::Answered(theirs, false)),
+                        }
+                    }
+                    Some(Control::Skip) => return Ok(WaitEnd::Skipped),
+                    Some(Control::Typing) => {
+                        countdown.typing(std::time::Instant::now());
+                        self.emit(LoopEvent::Countdown(countdown.clone())).await;
+                    }
+                    Some(Control::Extend) => {
+                        countdown.extend(EXTEND_BY, std::time::Instant::now());
+                        if let Some(p) = self.state.pending_question.as_mut() {
+                            p.deadline = countdown
+                                .remaining(std::time::Instant::now())
+                                .map(|left| timestamp(SystemTime::now() + left));
+                        }
+                        self.state.save(&self.ws)?;
+                        self.emit(LoopEvent::Countdown(countdown.clone())).await;
+                    }
+                    Some(Control::Stop | Control::Kill) => return Ok(WaitEnd::Interrupted),
+                },
+            }
+        }
+    }
+}
+
+/// The time a [`Wait`] allows, or `None` for no limit.
+pub fn wait_duration(wait: Wait) -> Option<Duration> {
+    match wait {
+        Wait::Never => None,
+        Wait::For(d) => Some(d),
+    }
+}
+
+/// Criteria checked and total, from the task body (or the frontmatter list when the body has none).
+fn criteria_counts(task: &TaskFile) -> (usize, usize) {
+    let total = task.criteria.len();
+    let open = task.unchecked().count();
+    (total - open, total)
+}
+
+fn term_group(pgid: i32) {
+    use nix::sys::signal::{Signal as Sig, killpg};
+    let _ = killpg(nix::unistd::Pid::from_raw(pgid), Sig::SIGTERM);
+    let _ = killpg(nix::unistd::Pid::from_raw(pgid), Sig::SIGCONT);
+}
+
+/// The environment an agent runs with, on top of ralph's own.
+fn agent_env(
+    ws: &Workspace,
+    task_path: &std::path::Path,
+    iteration: u32,
+    prompt_path: &std::path::Path,
+) -> Vec<(String, String)> {
+    let abs = |p: &std::path::Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let mut env = vec![
+        ("RALPH_DIR".to_string(), abs(ws.dir()).display().to_string()),
+        ("RALPH_ITERATION".to_string(), iteration.to_string()),
+        ("RALPH_TASK_FILE".to_string(), abs(task_path).display().to_string()),
+        ("RALPH_PROMPT_FILE".to_string(), abs(prompt_path).display().to_string()),
+    ];
+    // So the agent can run `ralph ask` even when ralph is not on its PATH.
+    if let Ok(exe) = std::env::current_exe() {
+        env.push(("RALPH_BIN".to_string(), exe.display().to_string()));
+        if let Some(dir) = exe.parent() {
+            let path = std::env::var("PATH").unwrap_or_default();
+            env.push(("PATH".to_string(), format!("{}:{path}", dir.display())));
+        }
+    }
+    env
+}
+
+/// After a crash of ralph itself, the agent it started may still be running: stop it, but only
+/// if it really is ours (its environment names this `.ralph/`), since a pgid can be reused.
+fn reap_orphaned_agent(pgid: i32, dir: &std::path::Path) {
+    if !supervisor::group_alive(pgid) {
+        return;
+    }
+    let needle = format!(
+        "RALPH_DIR={}",
+        std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf()).display()
+    );
+    let ours = std::fs::read(format!("/proc/{pgid}/environ"))
+        .map(|env| env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()))
+        .unwrap_or(false);
+    if ours {
+        supervisor::kill_group_now(pgid);
+    }
+}
+
+/// Raw output of one agent run, on disk; capped so a runaway agent cannot fill the disk.
+struct LogFile {
+    file: Option<std::io::BufWriter<std::fs::File>>,
+    written: u64,
+    path: PathBuf,
+}
+
+/// Per-stream cap on what `.ralph/logs/` keeps of one iteration.
+const LOG_CAP: u64 = 256 * 1024 * 1024;
+
+impl LogFile {
+    fn create(path: PathBuf) -> Self {
+        use std::os::unix::fs::OpenOptionsExt;
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .custom_flags(nix::libc::O_NOFOLLOW)
+            .open(&path)
+            .ok()
+            .map(|f| std::io::BufWriter::with_capacity(256 * 1024, f));
+        LogFile { file, written: 0, path }
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        use std::io::Write;
+        let Some(file) = self.file.as_mut() else { return };
+        let room = LOG_CAP.saturating_sub(self.written) as usize;
+        let take = bytes.len().min(room);
+        if file.write_all(&bytes[..take]).is_err() {
+            self.file = None;
+            return;
+        }
+        self.written += take as u64;
+        if take < bytes.len() {
+            let _ = write!(file, "\n[ralph: log cut at {LOG_CAP} bytes; see {}]\n", self.path.display());
+            self.file = None;
+        }
+    }
+
+    fn finish(&mut self) {
+        use std::io::Write;
+        if let Some(f) = self.file.as_mut() {
+            let _ = f.flush();
+        }
+    }
+}
+
+/// Splits stderr into display lines: bounded, sanitized.
+#[derive(Default)]
+struct LineSplitter {
+    partial: Vec<u8>,
+}
+
+const STDERR_LINE_CAP: usize = 4096;
+
+impl LineSplitter {
+    fn feed(&mut self, bytes: &[u8]) -> Vec<String> {
+        let mut lines = Vec::new();
+        let mut rest = bytes;
+        while let Some(i) = memchr_newline(rest) {
+            self.push_capped(&rest[..i]);
+            lines.push(self.take());
+            rest = &rest[i + 1..];
+        }
+        self.push_capped(rest);
+        lines
+    }
+
+    fn push_capped(&mut self, bytes: &[u8]) {
+        let room = STDERR_LINE_CAP.saturating_sub(self.partial.len());
+        self.partial.extend_from_slice(&bytes[..bytes.len().min(room)]);
+    }
+
+    fn take(&mut self) -> String {
+        let line = ralph_signal::sanitize(&String::from_utf8_lossy(&self.partial));
+        self.partial.clear();
+        line
+    }
+
+    fn finish(&mut self) -> Option<String> {
+        (!self.partial.is_empty()).then(|| self.take())
+    }
+}
+
+fn memchr_newline(bytes: &[u8]) -> Option<usize> {
+    bytes.iter().position(|b| *b == b'\n')
+}
+
+/// Why a test run produced no verdict of its own.
+enum TestError {
+    TimedOut(String),
+    Spawn(std::io::Error),
+}
+
+/// Runs `test_command` in its own process group with stderr merged into stdout; keeps the tail.
+async fn run_tests(
+    command: &str,
+    dir: &std::path::Path,
+    timeout: Duration,
+    kill_grace: Duration,
+) -> Result<(ExitStatus, String), TestError> {
+    let script = format!("exec 2>&1\n{command}");
+    let spawned = supervisor::spawn_shell(&script, dir, std::iter::empty::<(&str, &str)>(), None)
+        .map_err(TestError::Spawn)?;
+    let supervisor::Spawned {
+        mut child,
+        pgid,
+        mut stdout,
+        stderr: _,
+    } = spawned;
+    let mut tail = Tail::new(8 * 1024);
+    let mut buf = vec![0u8; 32 * 1024];
+    let deadline = Instant::now() + timeout;
+    let mut status = None;
+    let mut open = true;
+    let timed_out = loop {
+        if status.is_some() && !open {
+            break false;
+        }
+        tokio::select! {
+            r = stdout.read(&mut buf), if open => match r {
+                Ok(0) | Err(_) => open = false,
+                Ok(n) => tail.push(&buf[..n]),
+            },
+            s = child.wait(), if status.is_none() => {
+                status = s.ok();
+                if open {
+                    // A background process still holds the output: stop the group.
+                    supervisor::stop_group(pgid, kill_grace, std::future::pending()).await;
+                }
+            },
+            () = tokio::time::sleep_until(deadline) => break true,
+        }
+    };
+    supervisor::stop_group(pgid, kill_grace, std::future::pending()).await;
+    if timed_out {
+        let _ = child.wait().await;
+        return Err(TestError::TimedOut(tail.text()));
+    }
+    let status = match status {
+        Some(s) => s,
+        None => child.wait().await.map_err(TestError::Spawn)?,
+    };
+    Ok((status, tail.text()))
+}
+
+/// The last `cap` bytes of a stream.
+struct Tail {
+    buf: std::collections::VecDeque<u8>,
+    cap: usize,
+}
+
+impl Tail {
+    fn new(cap: usize) -> Self {
+        Tail {
+            buf: std::collections::VecDeque::with_capacity(cap),
+            cap,
+        }
+    }
+
+    fn push(&mut self, bytes: &[u8]) {
+        let bytes = &bytes[bytes.len().saturating_sub(self.cap)..];
+        let overflow = (self.buf.len() + bytes.len()).saturating_sub(self.cap);
+        self.buf.drain(..overflow);
+        self.buf.extend(bytes);
+    }
+
+    fn text(&self) -> String {
+        let (a, b) = self.buf.as_slices();
+        let mut v = Vec::with_capacity(a.len() + b.len());
+        v.extend_from_slice(a);
+        v.extend_from_slice(b);
+        ralph_signal::sanitize(&String::from_utf8_lossy(&v))
+    }
+}
+
+/// Watches `.ralph/` and sends a wake-up for every change; the runner then looks at the files.
+fn watch_dir(dir: &std::path::Path, tx: mpsc::UnboundedSender<()>) -> Result<notify::RecommendedWatcher, RunError> {
+    use notify::Watcher;
+    let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+        // Only the question and answer files matter; the loop's own writes (state, events)
+        // would otherwise wake it for nothing.
+        if let Ok(event) = res
+            && !matches!(event.kind, notify::EventKind::Access(_))
+            && event.paths.iter().any(|p| {
+                p.file_name()
+                    .is_some_and(|n| n == "answer.md" || n == "question.md")
+            })
+        {
+            let _ = tx.send(());
+        }
+    })
+    .map_err(|e| RunError::Watch {
+        path: dir.to_path_buf(),
+        message: e.to_string(),
+    })?;
+    watcher
+        .watch(dir, notify::RecursiveMode::NonRecursive)
+        .map_err(|e| RunError::Watch {
+            path: dir.to_path_buf(),
+            message: e.to_string(),
+        })?;
+    Ok(watcher)
+}

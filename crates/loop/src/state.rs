@@ -1,0 +1,241 @@
+//! `.ralph/state.json` and `.ralph/events.jsonl`: what the loop is doing, for other processes.
+//!
+//! The running loop is the only writer of `state.json`; `ralph status`, `ralph answer` and
+//! `ralph ask` only read it. It is rewritten atomically at every change of status, so a reader
+//! never sees half a file. `events.jsonl` is append-only, one JSON object per line.
+
+use std::path::Path;
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+
+use crate::question::Question;
+use crate::workspace::{self, Workspace, WorkspaceError};
+
+/// Where the loop is, as `ralph status` reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// An iteration is running (or about to).
+    Running,
+    /// A question is waiting for a human.
+    WaitingInput,
+    /// DONE was signalled and verified.
+    Done,
+    /// The loop stopped without completing: GUTTER, too many failures, a fatal error.
+    Failed,
+    /// The loop was stopped by its human (Ctrl-C, SIGTERM, the `stop` timeout policy).
+    Stopped,
+    /// `max_iterations` ran out.
+    MaxIterations,
+}
+
+impl Status {
+    /// The lowercase name used in JSON and in `ralph status`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Running => "running",
+            Status::WaitingInput => "waiting_input",
+            Status::Done => "done",
+            Status::Failed => "failed",
+            Status::Stopped => "stopped",
+            Status::MaxIterations => "max_iterations",
+        }
+    }
+}
+
+/// How a question reached ralph.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RaisedBy {
+    /// The agent wrote `.ralph/question.md` and printed `<ralph>QUESTION</ralph>`.
+    Signal,
+    /// The agent ran `ralph ask`.
+    Ask,
+}
+
+/// A question waiting for (or past waiting for) an answer, as stored in `state.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PendingQuestion {
+    /// The question text (markdown).
+    pub text: String,
+    /// Suggested answers, in order (answer by number with `ralph answer N`).
+    pub options: Vec<crate::question::QuestionOption>,
+    /// Whether several options may be picked.
+    #[serde(default)]
+    pub multi_select: bool,
+    /// The agent's best guess, used when nobody answers.
+    pub default: Option<String>,
+    /// Extra context the agent gave.
+    #[serde(default)]
+    pub context: Option<String>,
+    /// When it was asked (RFC 3339).
+    pub asked_at: String,
+    /// When the wait ends (RFC 3339), or `None` for no deadline.
+    pub deadline: Option<String>,
+    /// The iteration that asked.
+    pub iteration: u32,
+    /// How it was raised.
+    pub raised_by: RaisedBy,
+    /// `true` once the deadline passed without an answer (a late answer is still taken).
+    #[serde(default)]
+    pub timed_out: bool,
+}
+
+impl PendingQuestion {
+    /// Builds the stored form of `question`.
+    pub fn new(
+        question: &Question,
+        asked_at: SystemTime,
+        deadline: Option<SystemTime>,
+        iteration: u32,
+        raised_by: RaisedBy,
+    ) -> Self {
+        PendingQuestion {
+            text: question.text.clone(),
+            options: question.options.clone(),
+            multi_select: question.multi_select,
+            default: question.default.clone(),
+            context: question.context.clone(),
+            asked_at: timestamp(asked_at),
+            deadline: deadline.map(timestamp),
+            iteration,
+            raised_by,
+            timed_out: false,
+        }
+    }
+
+    /// The question in its own type again (for display).
+    pub fn question(&self) -> Question {
+        Question {
+            text: self.text.clone(),
+            options: self.options.clone(),
+            multi_select: self.multi_select,
+            default: self.default.clone(),
+            context: self.context.clone(),
+            warning: None,
+        }
+    }
+
+    /// `asked_at` as a time, if it parses.
+    pub fn asked_at_time(&self) -> Option<SystemTime> {
+        parse_timestamp(&self.asked_at)
+    }
+
+    /// `deadline` as a time, if set and it parses.
+    pub fn deadline_time(&self) -> Option<SystemTime> {
+        self.deadline.as_deref().and_then(parse_timestamp)
+    }
+}
+
+/// The whole of `state.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct State {
+    /// Where the loop is.
+    pub status: Status,
+    /// The current (or last) iteration, 1-based; 0 before the first.
+    pub iteration: u32,
+    /// The iteration limit in force.
+    pub max_iterations: u32,
+    /// The pid of the `ralph run` that wrote this.
+    pub pid: u32,
+    /// The process group of the running agent, so a later run can clean up after a crash.
+    #[serde(default)]
+    pub agent_pgid: Option<i32>,
+    /// The project root.
+    pub root: String,
+    /// The task's one-line summary.
+    pub task: String,
+    /// The agent's name (preset or command).
+    pub agent: String,
+    /// When this run started (RFC 3339).
+    pub started_at: String,
+    /// When this file was last written (RFC 3339).
+    pub updated_at: String,
+    /// The question waiting for an answer, if any.
+    pub pending_question: Option<PendingQuestion>,
+    /// The last signal the agent gave.
+    #[serde(default)]
+    pub last_signal: Option<String>,
+    /// A one-line reason for the final status (why it stopped or failed).
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// Dollars spent so far, when the agent reports cost.
+    #[serde(default)]
+    pub total_cost_usd: Option<f64>,
+}
+
+impl State {
+    /// Reads `state.json`; `Ok(None)` when there is none yet.
+    pub fn load(ws: &Workspace) -> Result<Option<State>, StateError> {
+        let path = ws.state();
+        let Some(text) = workspace::read_text(&path)? else {
+            return Ok(None);
+        };
+        serde_json::from_str(&text)
+            .map(Some)
+            .map_err(|source| StateError::Corrupt {
+                path: path.display().to_string(),
+                source,
+            })
+    }
+
+    /// Writes `state.json` atomically, stamping `updated_at`.
+    pub fn save(&mut self, ws: &Workspace) -> Result<(), StateError> {
+        self.updated_at = timestamp(SystemTime::now());
+        let mut json = serde_json::to_vec_pretty(self).expect("state serializes");
+        json.push(b'\n');
+        workspace::write_atomic(&ws.state(), &json)?;
+        Ok(())
+    }
+}
+
+/// Errors reading or writing the state file.
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    /// `state.json` is not valid JSON of the expected shape.
+    #[error("{path}: not a ralph state file ({source}). Delete it to start afresh; nothing else depends on it.")]
+    Corrupt {
+        /// The file.
+        path: String,
+        /// The JSON error.
+        source: serde_json::Error,
+    },
+    /// Reading or writing failed.
+    #[error(transparent)]
+    Workspace(#[from] WorkspaceError),
+}
+
+/// Formats a time as RFC 3339 with milliseconds, UTC (`2026-11-22T14:17:33.123Z`).
+pub fn timestamp(t: SystemTime) -> String {
+    humantime::format_rfc3339_millis(t).to_string()
+}
+
+/// Parses what [`timestamp`] wrote.
+pub fn parse_timestamp(s: &str) -> Option<SystemTime> {
+    humantime::parse_rfc3339_weak(s).ok()
+}
+
+/// Appends one event to `.ralph/events.jsonl`: `{"at": ..., "event": kind, ...fields}`.
+///
+/// `fields` must serialize to a JSON object; its keys are merged into the line.
+pub fn log_event(ws: &Workspace, kind: &str, fields: serde_json::Value) -> Result<(), WorkspaceError> {
+    let mut line = serde_json::Map::new();
+    line.insert("at".into(), timestamp(SystemTime::now()).into());
+    line.insert("event".into(), kind.into());
+    if let serde_json::Value::Object(map) = fields {
+        line.extend(map);
+    }
+    let mut bytes = serde_json::to_vec(&line).expect("event serializes");
+    bytes.push(b'\n');
+    workspace::append(&ws.events(), &bytes)
+}
+
+/// Reads every event from an `events.jsonl` (tests and `ralph status` use it).
+pub fn read_events(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}

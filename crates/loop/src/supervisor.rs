@@ -1,0 +1,267 @@
+//! Starting agents and test commands in their own process group, and stopping every process in it.
+//!
+//! An agent is a shell command that may start anything: a dev server, a watcher, a grandchild
+//! that ignores SIGTERM. ralph starts it as the leader of a new process group, so the whole tree
+//! can be signalled at once. Stopping is always the same sequence: SIGTERM to the group, a grace
+//! period, then SIGKILL to the group, and a check that nothing in it is left alive. The check
+//! reads `/proc` rather than trusting `kill(-pgid, 0)`, because orphaned zombies (waiting for
+//! init to reap them) still answer to the latter.
+//!
+//! On the common path (the agent exits and leaves nothing behind) no timer is armed at all: the
+//! first check finds the group empty.
+
+use std::ffi::OsStr;
+use std::io;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use nix::errno::Errno;
+use nix::sys::signal::{Signal as Sig, killpg};
+use nix::unistd::Pid;
+use tokio::io::AsyncWriteExt;
+use tokio::process::{Child, ChildStderr, ChildStdout, Command};
+use tokio::time::{Instant, sleep};
+
+/// A started process group: the leader, its output pipes, and the group id.
+#[derive(Debug)]
+pub struct Spawned {
+    /// The leader (`sh -c ...`).
+    pub child: Child,
+    /// The process group id (equal to the leader's pid).
+    pub pgid: i32,
+    /// The leader's stdout.
+    pub stdout: ChildStdout,
+    /// The leader's stderr.
+    pub stderr: ChildStderr,
+}
+
+/// Starts `sh -c command` in `dir` as the leader of a new process group.
+///
+/// `stdin_data` is written to its stdin from a separate task, then stdin is closed; an agent that
+/// exits without reading it is not an error (large prompts never stall the loop, and never go
+/// through argv, so `ARG_MAX` does not apply).
+pub fn spawn_shell<I, K, V>(
+    command: &str,
+    dir: &Path,
+    env: I,
+    stdin_data: Option<Vec<u8>>,
+) -> io::Result<Spawned>
+where
+    I: IntoIterator<Item = (K, V)>,
+    K: AsRef<OsStr>,
+    V: AsRef<OsStr>,
+{
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(command)
+        .current_dir(dir)
+        .envs(env)
+        .process_group(0)
+        .stdin(if stdin_data.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn()?;
+    let pgid = child.id().map(|p| p as i32).unwrap_or(0);
+    if let (Some(data), Some(mut stdin)) = (stdin_data, child.stdin.take()) {
+        tokio::spawn(async move {
+            // EPIPE here just means the agent did not want its prompt on stdin.
+            let _ = stdin.write_all(&data).await;
+            let _ = stdin.shutdown().await;
+        });
+    }
+    let stdout = child.stdout.take().expect("stdout was piped");
+    let stderr = child.stderr.take().expect("stderr was piped");
+    Ok(Spawned {
+        child,
+        pgid,
+        stdout,
+        stderr,
+    })
+}
+
+/// How stopping a process group went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stopped {
+    /// Nothing was left running in the group.
+    AlreadyGone,
+    /// SIGTERM was enough.
+    Terminated,
+    /// Something ignored SIGTERM and was killed with SIGKILL.
+    Killed,
+    /// Something survived even SIGKILL (should not happen; reported, never hidden).
+    Survived,
+}
+
+/// Whether any live (non-zombie) process is in group `pgid`.
+pub fn group_alive(pgid: i32) -> bool {
+    if pgid <= 1 {
+        return false;
+    }
+    match killpg(Pid::from_raw(pgid), None) {
+        Err(Errno::ESRCH) => false,
+        // EPERM: the group exists but is not ours to signal; count it as alive.
+        _ => group_has_live_member(pgid),
+    }
+}
+
+/// Scans `/proc` for a member of `pgid` that is not a zombie.
+fn group_has_live_member(pgid: i32) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return true;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if !name.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // Fields after the parenthesised command name: state ppid pgrp ...
+        let Some(after) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+            continue;
+        };
+        let mut fields = after.split_whitespace();
+        let state = fields.next().unwrap_or("");
+        let _ppid = fields.next();
+        let pgrp: i32 = fields.next().and_then(|s| s.parse().ok()).unwrap_or(0);
+        if pgrp == pgid && state != "Z" && state != "X" {
+            return true;
+        }
+    }
+    false
+}
+
+/// Sends SIGKILL to the whole group at once (the "second Ctrl-C" path).
+pub fn kill_group_now(pgid: i32) {
+    if pgid > 1 {
+        let _ = killpg(Pid::from_raw(pgid), Sig::SIGKILL);
+    }
+}
+
+/// Stops every process in group `pgid`: SIGTERM, up to `grace` to exit, then SIGKILL.
+///
+/// `hurry` resolves when the caller wants to skip the rest of the grace (a second Ctrl-C).
+pub async fn stop_group<F>(pgid: i32, grace: Duration, hurry: F) -> Stopped
+where
+    F: std::future::Future<Output = ()>,
+{
+    if !group_alive(pgid) {
+        return Stopped::AlreadyGone;
+    }
+    let _ = killpg(Pid::from_raw(pgid), Sig::SIGTERM);
+    // SIGCONT too: a stopped process cannot act on SIGTERM.
+    let _ = killpg(Pid::from_raw(pgid), Sig::SIGCONT);
+    tokio::pin!(hurry);
+    let deadline = Instant::now() + grace;
+    let mut hurried = false;
+    if wait_until_gone(pgid, deadline, Some(hurry.as_mut()), &mut hurried).await {
+        return Stopped::Terminated;
+    }
+    let _ = killpg(Pid::from_raw(pgid), Sig::SIGKILL);
+    let after_kill = Instant::now() + Duration::from_secs(2);
+    if wait_until_gone::<F>(pgid, after_kill, None, &mut hurried).await {
+        Stopped::Killed
+    } else {
+        Stopped::Survived
+    }
+}
+
+/// Waits (with short, growing pauses) until the group is empty or `deadline` passes.
+///
+/// There is no notification for "the last process of a group exited" that does not involve
+/// reaping other processes' children, so this checks: quickly at first, then at most every
+/// 50 ms. It only runs while a group is being stopped, never on the common path.
+async fn wait_until_gone<F>(
+    pgid: i32,
+    deadline: Instant,
+    mut hurry: Option<std::pin::Pin<&mut F>>,
+    hurried: &mut bool,
+) -> bool
+where
+    F: std::future::Future<Output = ()>,
+{
+    let mut pause = Duration::from_millis(1);
+    loop {
+        if !group_alive(pgid) {
+            return true;
+        }
+        let now = Instant::now();
+        if now >= deadline || *hurried {
+            return false;
+        }
+        let nap = sleep(pause.min(deadline - now));
+        match hurry.as_mut() {
+            Some(h) => {
+                tokio::select! {
+                    () = nap => {}
+                    () = h.as_mut() => { *hurried = true; }
+                }
+            }
+            None => nap.await,
+        }
+        pause = (pause * 2).min(Duration::from_millis(50));
+    }
+}
+
+/// Describes how a process ended, in words for logs and prompts.
+pub fn describe_exit(status: &std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    if let Some(code) = status.code() {
+        format!("exited with status {code}")
+    } else if let Some(sig) = status.signal() {
+        let name = Sig::try_from(sig)
+            .map(|s| s.as_str().to_string())
+            .unwrap_or_else(|_| format!("signal {sig}"));
+        format!("was killed by {name}")
+    } else {
+        "ended".to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_group_that_ignores_sigterm_is_killed_with_its_grandchild() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = spawn_shell(
+            "trap '' TERM; sleep 300 & echo started; wait",
+            dir.path(),
+            std::iter::empty::<(&str, &str)>(),
+            None,
+        )
+        .unwrap();
+        let mut buf = [0u8; 16];
+        use tokio::io::AsyncReadExt;
+        let n = s.stdout.read(&mut buf).await.unwrap();
+        assert_eq!(&buf[..n], b"started\n");
+        assert!(group_alive(s.pgid));
+        let how = stop_group(s.pgid, Duration::from_millis(200), std::future::pending()).await;
+        assert_eq!(how, Stopped::Killed);
+        let _ = s.child.wait().await;
+        assert!(!group_alive(s.pgid));
+    }
+
+    #[tokio::test]
+    async fn an_empty_group_needs_no_wait() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = spawn_shell(
+            "exit 0",
+            dir.path(),
+            std::iter::empty::<(&str, &str)>(),
+            Some(b"prompt".to_vec()),
+        )
+        .unwrap();
+        s.child.wait().await.unwrap();
+        let how = stop_group(s.pgid, Duration::from_secs(5), std::future::pending()).await;
+        assert_eq!(how, Stopped::AlreadyGone);
+    }
+}

@@ -1,0 +1,428 @@
+//! The `.ralph/` directory: where each file lives, and the only ways ralph writes or reads them.
+//!
+//! Every file another process reads is written atomically: a temporary file in the same
+//! directory, flushed, then renamed over the target. A rename replaces a symlink rather than
+//! writing through it, so an agent that swaps `.ralph/answer.md` for a link to `~/.bashrc` gets
+//! its link replaced, never the file behind it. Reads refuse symlinks too (`O_NOFOLLOW`), and a
+//! `.ralph/` that is itself a symlink is refused outright, so nothing outside the workspace is
+//! read into a prompt or shown on screen by way of a link.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use nix::fcntl::{Flock, FlockArg};
+
+/// Name of the workspace directory, relative to the project root.
+pub const DIR_NAME: &str = ".ralph";
+
+/// The largest file ralph reads whole from `.ralph/` (progress, guardrails, answers).
+///
+/// Bigger files are cut (with a note) rather than loaded, so a runaway agent cannot make the
+/// harness allocate gigabytes.
+pub const MAX_READ_BYTES: usize = 1024 * 1024;
+
+/// Errors from workspace file operations; each names the path it concerns.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkspaceError {
+    /// `.ralph/` or one of its files is a symlink, which ralph refuses to follow.
+    #[error(
+        "{path}: is a symlink; ralph never reads or writes through links in .ralph/. Remove it and run again."
+    )]
+    Symlink {
+        /// The offending path.
+        path: PathBuf,
+    },
+    /// Another `ralph run` holds the workspace lock.
+    #[error(
+        "{dir}: another ralph run (pid {pid}) is already working here. Stop it first, or use `ralph status -C {root}` to see what it is doing."
+    )]
+    Locked {
+        /// The `.ralph/` directory.
+        dir: PathBuf,
+        /// The project root, for the hint.
+        root: PathBuf,
+        /// The pid recorded by the holder (`?` when unreadable).
+        pid: String,
+    },
+    /// Any other I/O failure.
+    #[error("{path}: {source}")]
+    Io {
+        /// The path being read or written.
+        path: PathBuf,
+        /// What the OS said.
+        source: io::Error,
+    },
+}
+
+impl WorkspaceError {
+    fn io(path: &Path, source: io::Error) -> Self {
+        if source.raw_os_error() == Some(nix::libc::ELOOP) {
+            return WorkspaceError::Symlink {
+                path: path.to_path_buf(),
+            };
+        }
+        WorkspaceError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
+type Result<T, E = WorkspaceError> = std::result::Result<T, E>;
+
+/// A project root and its `.ralph/` directory, with typed paths for every file in it.
+#[derive(Debug, Clone)]
+pub struct Workspace {
+    root: PathBuf,
+    dir: PathBuf,
+}
+
+impl Workspace {
+    /// Describes the workspace of the project at `root` without touching the disk.
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        let root = root.into();
+        let dir = root.join(DIR_NAME);
+        Workspace { root, dir }
+    }
+
+    /// The project root (where the agent runs).
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The `.ralph/` directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// `.ralph/progress.md`: the agent's running notes, carried from one iteration to the next.
+    pub fn progress(&self) -> PathBuf {
+        self.dir.join("progress.md")
+    }
+
+    /// `.ralph/guardrails.md`: rules the agent must keep, written by the human or the agent.
+    pub fn guardrails(&self) -> PathBuf {
+        self.dir.join("guardrails.md")
+    }
+
+    /// `.ralph/question.md`: the agent's question (written by the agent or `ralph ask`).
+    pub fn question(&self) -> PathBuf {
+        self.dir.join("question.md")
+    }
+
+    /// `.ralph/answer.md`: the human's answer (written once, by whoever answers first).
+    pub fn answer(&self) -> PathBuf {
+        self.dir.join("answer.md")
+    }
+
+    /// `.ralph/state.json`: the loop's status, for `ralph status` and for resuming.
+    pub fn state(&self) -> PathBuf {
+        self.dir.join("state.json")
+    }
+
+    /// `.ralph/events.jsonl`: one line per thing that happened.
+    pub fn events(&self) -> PathBuf {
+        self.dir.join("events.jsonl")
+    }
+
+    /// `.ralph/clarifications.md`: every question and its answer, for the record.
+    pub fn clarifications(&self) -> PathBuf {
+        self.dir.join("clarifications.md")
+    }
+
+    /// `.ralph/prompt.md`: the user's own prompt template, if any.
+    pub fn prompt_template(&self) -> PathBuf {
+        self.dir.join("prompt.md")
+    }
+
+    /// `.ralph/logs/`: per-iteration prompts and agent output.
+    pub fn logs(&self) -> PathBuf {
+        self.dir.join("logs")
+    }
+
+    /// `.ralph/lock`: held by the running loop.
+    pub fn lock_path(&self) -> PathBuf {
+        self.dir.join("lock")
+    }
+
+    /// Creates `.ralph/` and `.ralph/logs/` if needed, refusing a symlinked `.ralph/`.
+    pub fn ensure(&self) -> Result<()> {
+        for dir in [self.dir.clone(), self.logs()] {
+            match fs::symlink_metadata(&dir) {
+                Ok(meta) if meta.file_type().is_symlink() => {
+                    return Err(WorkspaceError::Symlink { path: dir });
+                }
+                Ok(meta) if meta.is_dir() => {}
+                Ok(_) => {
+                    return Err(WorkspaceError::io(
+                        &dir,
+                        io::Error::new(io::ErrorKind::AlreadyExists, "exists and is not a directory"),
+                    ));
+                }
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    fs::create_dir_all(&dir).map_err(|e| WorkspaceError::io(&dir, e))?;
+                }
+                Err(e) => return Err(WorkspaceError::io(&dir, e)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks that `.ralph/`, if present, is a real directory (for read-only commands).
+    pub fn check_not_symlink(&self) -> Result<()> {
+        match fs::symlink_metadata(&self.dir) {
+            Ok(meta) if meta.file_type().is_symlink() => Err(WorkspaceError::Symlink {
+                path: self.dir.clone(),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Takes the workspace lock, so that only one `ralph run` works here at a time.
+    ///
+    /// The lock is an `flock` on `.ralph/lock`, released by the kernel when the process dies,
+    /// so a crashed run never leaves a stale lock behind.
+    pub fn lock(&self) -> Result<WorkspaceLock> {
+        let path = self.lock_path();
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .custom_flags(nix::libc::O_NOFOLLOW)
+            .open(&path)
+            .map_err(|e| WorkspaceError::io(&path, e))?;
+        match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+            Ok(mut lock) => {
+                lock.set_len(0).map_err(|e| WorkspaceError::io(&path, e))?;
+                writeln!(lock, "{}", std::process::id()).map_err(|e| WorkspaceError::io(&path, e))?;
+                Ok(WorkspaceLock { _lock: lock })
+            }
+            Err((_, _)) => {
+                let pid = fs::read_to_string(&path)
+                    .ok()
+                    .map(|s| s.trim().to_string())
+                    .filter(|s| !s.is_empty())
+                    .unwrap_or_else(|| "?".into());
+                Err(WorkspaceError::Locked {
+                    dir: self.dir.clone(),
+                    root: self.root.clone(),
+                    pid,
+                })
+            }
+        }
+    }
+
+    /// Whether some process holds the workspace lock right now.
+    pub fn is_locked(&self) -> bool {
+        let Ok(file) = OpenOptions::new()
+            .read(true)
+            .custom_flags(nix::libc::O_NOFOLLOW)
+            .open(self.lock_path())
+        else {
+            return false;
+        };
+        Flock::lock(file, FlockArg::LockSharedNonblock).is_err()
+    }
+}
+
+/// Proof that this process owns the workspace; dropping it releases the lock.
+#[derive(Debug)]
+pub struct WorkspaceLock {
+    _lock: Flock<File>,
+}
+
+/// Writes `contents` to `path` atomically: readers see the old file or the new one, never half.
+///
+/// The temporary file lives beside the target so the rename stays on one filesystem. A symlink
+/// at `path` is replaced, not followed.
+pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<()> {
+    let tmp = temp_beside(path, contents)?;
+    tmp.persist(path)
+        .map_err(|e| WorkspaceError::io(path, e.error))?;
+    Ok(())
+}
+
+/// Writes `contents` to `path` atomically only if `path` does not exist yet.
+///
+/// Returns `Ok(false)` when another writer got there first; exactly one of any number of
+/// racing writers sees `Ok(true)`.
+pub fn create_atomic(path: &Path, contents: &[u8]) -> Result<bool> {
+    let tmp = temp_beside(path, contents)?;
+    match tmp.persist_noclobber(path) {
+        Ok(_) => Ok(true),
+        Err(e) if e.error.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+        Err(e) => Err(WorkspaceError::io(path, e.error)),
+    }
+}
+
+fn temp_beside(path: &Path, contents: &[u8]) -> Result<tempfile::NamedTempFile> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".tmp-")
+        .tempfile_in(dir)
+        .map_err(|e| WorkspaceError::io(path, e))?;
+    tmp.write_all(contents)
+        .and_then(|()| tmp.as_file().sync_data())
+        .map_err(|e| WorkspaceError::io(path, e))?;
+    Ok(tmp)
+}
+
+/// Appends `contents` to `path` (created if missing) without following a symlink.
+///
+/// Used for logs that only ralph writes (`events.jsonl`, `clarifications.md`); each call is one
+/// `write`, so a reader never sees half a line.
+pub fn append(path: &Path, contents: &[u8]) -> Result<()> {
+    let mut file = OpenOptions::new()
+        .append(true)
+        .create(true)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(|e| WorkspaceError::io(path, e))?;
+    file.write_all(contents)
+        .map_err(|e| WorkspaceError::io(path, e))
+}
+
+/// What [`read_bounded`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bounded {
+    /// The bytes read, at most the limit.
+    pub bytes: Vec<u8>,
+    /// The file's full size, when it was larger than the limit.
+    pub cut_from: Option<u64>,
+}
+
+impl Bounded {
+    /// The contents as text (invalid UTF-8 replaced), with a note when the file was cut.
+    pub fn text_with_note(&self) -> String {
+        let mut text = String::from_utf8_lossy(&self.bytes).into_owned();
+        if let Some(size) = self.cut_from {
+            text.push_str(&format!(
+                "\n\n[ralph: this file is {size} bytes; only the first {} are shown]\n",
+                self.bytes.len()
+            ));
+        }
+        text
+    }
+}
+
+/// Reads at most `limit` bytes of `path`, refusing symlinks; `Ok(None)` if it does not exist.
+pub fn read_bounded(path: &Path, limit: usize) -> Result<Option<Bounded>> {
+    let file = match OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(WorkspaceError::io(path, e)),
+    };
+    let size = file
+        .metadata()
+        .map_err(|e| WorkspaceError::io(path, e))?
+        .len();
+    let mut bytes = Vec::with_capacity(size.min(limit as u64) as usize);
+    file.take(limit as u64)
+        .read_to_end(&mut bytes)
+        .map_err(|e| WorkspaceError::io(path, e))?;
+    let cut_from = (size > limit as u64).then_some(size);
+    Ok(Some(Bounded { bytes, cut_from }))
+}
+
+/// Reads a small text file from `.ralph/` (cut at [`MAX_READ_BYTES`]); `None` if missing.
+pub fn read_text(path: &Path) -> Result<Option<String>> {
+    Ok(read_bounded(path, MAX_READ_BYTES)?.map(|b| b.text_with_note()))
+}
+
+/// Removes `path` if it exists (a symlink is removed itself, never its target).
+pub fn remove(path: &Path) -> Result<()> {
+    match fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(WorkspaceError::io(path, e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_atomic_replaces_a_symlink_instead_of_writing_through_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = dir.path().join("outside.txt");
+        fs::write(&outside, "precious").unwrap();
+        let link = dir.path().join("answer.md");
+        std::os::unix::fs::symlink(&outside, &link).unwrap();
+
+        write_atomic(&link, b"answer").unwrap();
+
+        assert_eq!(fs::read_to_string(&outside).unwrap(), "precious");
+        assert!(!fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert_eq!(fs::read_to_string(&link).unwrap(), "answer");
+    }
+
+    #[test]
+    fn read_refuses_a_symlink() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = dir.path().join("secret");
+        fs::write(&outside, "secret").unwrap();
+        let link = dir.path().join("question.md");
+        std::os::unix::fs::symlink(&outside, &link).unwrap();
+        let err = read_bounded(&link, 100).unwrap_err();
+        assert!(matches!(err, WorkspaceError::Symlink { .. }), "{err}");
+    }
+
+    #[test]
+    fn read_bounded_cuts_and_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big");
+        fs::write(&path, vec![b'a'; 1000]).unwrap();
+        let b = read_bounded(&path, 10).unwrap().unwrap();
+        assert_eq!(b.bytes.len(), 10);
+        assert_eq!(b.cut_from, Some(1000));
+        assert!(b.text_with_note().contains("1000 bytes"));
+    }
+
+    #[test]
+    fn create_atomic_lets_exactly_one_writer_win() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("answer.md");
+        let wins: usize = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..16)
+                .map(|i| {
+                    let path = &path;
+                    s.spawn(move || create_atomic(path, format!("{i}").as_bytes()).unwrap())
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap() as usize).sum()
+        });
+        assert_eq!(wins, 1);
+    }
+
+    #[test]
+    fn ensure_refuses_a_symlinked_ralph_dir() {
+        let dir = tempfile::tempdir().unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), dir.path().join(DIR_NAME)).unwrap();
+        let ws = Workspace::new(dir.path());
+        assert!(matches!(ws.ensure(), Err(WorkspaceError::Symlink { .. })));
+    }
+
+    #[test]
+    fn second_lock_names_the_first_holder() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::new(dir.path());
+        ws.ensure().unwrap();
+        let _held = ws.lock().unwrap();
+        assert!(ws.is_locked());
+        match ws.lock() {
+            Err(WorkspaceError::Locked { pid, .. }) => {
+                assert_eq!(pid, std::process::id().to_string())
+            }
+            other => panic!("expected Locked, got {other:?}"),
+        }
+    }
+}
