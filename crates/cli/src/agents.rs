@@ -13,7 +13,11 @@ pub const PRESETS: &[(&str, &str)] = &[
 ];
 
 /// Turns the user's choice into something the loop can start.
-pub fn resolve(agent: Option<&str>, agent_cmd: Option<&str>, from_task: Option<&str>) -> Result<AgentSpec, String> {
+pub fn resolve(
+    agent: Option<&str>,
+    agent_cmd: Option<&str>,
+    from_task: Option<&str>,
+) -> Result<AgentSpec, String> {
     if let Some(cmd) = agent_cmd {
         return command(cmd);
     }
@@ -24,10 +28,16 @@ pub fn resolve(agent: Option<&str>, agent_cmd: Option<&str>, from_task: Option<&
     match preset(name) {
         Some(spec) => Ok(spec),
         // `agent:` in the task file may be a whole command line.
-        None if agent.is_none() && (name.contains(char::is_whitespace) || name.contains('/')) => command(name),
+        None if agent.is_none() && (name.contains(char::is_whitespace) || name.contains('/')) => {
+            command(name)
+        }
         None => Err(format!(
             "unknown agent preset '{name}'. The presets are: {}. For any other agent, pass the command that runs it: --agent-cmd \"my-agent --flags\"",
-            PRESETS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+            PRESETS
+                .iter()
+                .map(|(n, _)| *n)
+                .collect::<Vec<_>>()
+                .join(", ")
         )),
     }
 }
@@ -55,7 +65,9 @@ fn preset(name: &str) -> Option<AgentSpec> {
         }
         "claude" => Some(AgentSpec {
             name: "claude".into(),
-            command: "claude -p --output-format stream-json --verbose --dangerously-skip-permissions".into(),
+            command:
+                "claude -p --output-format stream-json --verbose --dangerously-skip-permissions"
+                    .into(),
             format: StreamFormat::ClaudeStreamJson,
         }),
         _ => None,
@@ -79,11 +91,4 @@ fn which(program: &str) -> bool {
     })
 }
 
-/// Quotes `s` for `sh` if it needs it.
-pub fn shell_quote(s: &str) -> String {
-    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"/._-+=:,@".contains(&b)) {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
-    }
-}
+pub use ralph_loop::runner::shell_quote;

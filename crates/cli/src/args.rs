@@ -17,7 +17,9 @@ Exit codes:
 /// question without stopping the world.
 #[derive(Debug, Parser)]
 #[command(name = "ralph", version, about, after_long_help = EXIT_CODES)]
-#[command(after_help = "Start with `ralph demo` to see a whole loop, or `ralph init` to write a RALPH_TASK.md.")]
+#[command(
+    after_help = "Start with `ralph demo` to see a whole loop, or `ralph init` to write a RALPH_TASK.md."
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -32,13 +34,20 @@ pub enum Command {
     #[command(after_long_help = RUN_HELP)]
     Run(RunArgs),
     /// Show what the loop is doing, and any question waiting for you.
-    #[command(after_help = "Examples:\n  ralph status\n  ralph status --json | jq .pending_question\n  ralph status --all")]
+    #[command(
+        after_help = "Examples:\n  ralph status\n  ralph status --json | jq .pending_question\n  ralph status --all"
+    )]
     Status(StatusArgs),
     /// Answer the question the loop is waiting on, from any terminal.
     #[command(after_long_help = ANSWER_HELP)]
     Answer(AnswerArgs),
+    /// Ask the human a question and wait for the answer (for agents; prints the answer).
+    #[command(after_long_help = ASK_HELP)]
+    Ask(AskArgs),
     /// Run a whole loop with the built-in demo agent in a fresh temporary directory.
-    #[command(after_help = "Examples:\n  ralph demo\n  ralph demo --question-timeout 2m --dir /tmp/try-ralph")]
+    #[command(
+        after_help = "Examples:\n  ralph demo\n  ralph demo --question-timeout 2m --dir /tmp/try-ralph"
+    )]
     Demo(DemoArgs),
     /// The built-in demo agent (ralph runs it; you do not need to).
     #[command(hide = true, name = "__demo-agent")]
@@ -73,6 +82,20 @@ Exit codes:
   0  the answer was written; a running loop picks it up at once
   1  nothing to answer (no question waiting), or someone answered first
   2  the answer is empty, or the option number is out of range";
+
+const ASK_HELP: &str = "\
+Examples (run by an agent inside `ralph run`, or by anyone):
+  ralph ask \"Redis or Memcached?\" --option Redis --option Memcached --default Redis
+  ralph ask \"May I drop the legacy table?\" --context \"It holds 3 rows from 2019\" --timeout 10m
+
+Prints the answer on stdout and exits 0. Works with or without a running `ralph run`; the
+human answers in the loop's panel or with `ralph answer` from any terminal.
+
+Exit codes:
+  0  answered: the answer is on stdout
+  1  another question is already waiting, or .ralph/ could not be used
+  2  usage error (empty question, bad --timeout)
+  3  nobody answered in time (or the human skipped): proceed with your default or best guess";
 
 /// `-C DIR`, shared by every command that works on a project.
 #[derive(Debug, Args, Clone)]
@@ -122,9 +145,12 @@ pub struct RunArgs {
 pub struct StatusArgs {
     #[command(flatten)]
     pub dir: DirArg,
-    /// One JSON object, for scripts.
+    /// One JSON object, for scripts (with --all: an array).
     #[arg(long)]
     pub json: bool,
+    /// Every loop running on this machine, waiting ones first.
+    #[arg(long)]
+    pub all: bool,
 }
 
 #[derive(Debug, Args)]
@@ -146,6 +172,31 @@ pub struct AnswerArgs {
     /// Leave the answer even when no question is waiting: the next iteration gets it as guidance.
     #[arg(long)]
     pub force: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct AskArgs {
+    /// The project (default: the one `RALPH_DIR` points into, else the current directory).
+    #[arg(short = 'C', long = "dir", value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// The question (markdown).
+    #[arg(value_name = "QUESTION")]
+    pub question: String,
+    /// A suggested answer; repeat for several. Free text is always allowed.
+    #[arg(long = "option", short = 'o', value_name = "TEXT")]
+    pub options: Vec<String>,
+    /// The answer may pick several options.
+    #[arg(long)]
+    pub multi_select: bool,
+    /// Your best guess, used if nobody answers.
+    #[arg(long, value_name = "TEXT")]
+    pub default: Option<String>,
+    /// Extra context shown under the question.
+    #[arg(long, value_name = "TEXT")]
+    pub context: Option<String>,
+    /// How long to wait: `90s`, `5m`, `never` (default: the task file's question_timeout, else 5m).
+    #[arg(long, value_name = "DUR")]
+    pub timeout: Option<String>,
 }
 
 #[derive(Debug, Args)]

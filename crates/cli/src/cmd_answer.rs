@@ -52,7 +52,10 @@ pub fn run(args: &AnswerArgs) -> CmdResult {
         text.clear();
     }
     if let Some(n) = option {
-        let options = pending.as_ref().map(|q| q.options.as_slice()).unwrap_or_default();
+        let options = pending
+            .as_ref()
+            .map(|q| q.options.as_slice())
+            .unwrap_or_default();
         if options.is_empty() {
             return Err(Failure::usage(anyhow!(
                 "the question offers no options to pick from; write the answer out instead: ralph answer \"...\""
@@ -78,7 +81,11 @@ pub fn run(args: &AnswerArgs) -> CmdResult {
     }
 
     ws.ensure().map_err(Failure::failed)?;
-    let ans = Answer::new(text.trim(), AnsweredBy::RalphAnswer, pending.as_ref().map(|q| q.asked_at.clone()));
+    let ans = Answer::new(
+        text.trim(),
+        AnsweredBy::RalphAnswer,
+        pending.as_ref().map(|q| q.asked_at.clone()),
+    );
     match answer::submit(&ws, &ans).map_err(Failure::failed)? {
         Submitted::Accepted => {
             let live = ws.is_locked();
@@ -87,8 +94,13 @@ pub fn run(args: &AnswerArgs) -> CmdResult {
                     "Answered (late: the deadline had passed). The loop in {} gives it to the next iteration.",
                     root.display()
                 ),
-                (Some(_), true) => println!("Answered. The loop in {} picks it up now.", root.display()),
-                (None, true) => println!("Guidance left. The next iteration of the loop in {} gets it.", root.display()),
+                (Some(_), true) => {
+                    println!("Answered. The loop in {} picks it up now.", root.display())
+                }
+                (None, true) => println!(
+                    "Guidance left. The next iteration of the loop in {} gets it.",
+                    root.display()
+                ),
                 (_, false) => println!(
                     "Answer saved in {}. No loop is running there; the next `ralph run` delivers it.",
                     ws.answer().display()
@@ -99,7 +111,11 @@ pub fn run(args: &AnswerArgs) -> CmdResult {
         Submitted::AlreadyAnswered(theirs) => Err(Failure::failed(anyhow!(
             "someone answered first ({}{}); your answer was not used.{}",
             theirs.by.describe(),
-            if theirs.text.is_empty() { String::new() } else { format!(": \"{}\"", first_line(&theirs.text)) },
+            if theirs.text.is_empty() {
+                String::new()
+            } else {
+                format!(": \"{}\"", first_line(&theirs.text))
+            },
             " Their answer reaches the agent."
         ))),
     }
@@ -119,7 +135,8 @@ fn edit(q: Option<&ralph_loop::state::PendingQuestion>) -> Result<String, Failur
         .suffix(".md")
         .tempfile()
         .context("could not create a file to edit")?;
-    let mut template = String::from("\n# Write your answer above. Lines starting with '#' are ignored.\n");
+    let mut template =
+        String::from("\n# Write your answer above. Lines starting with '#' are ignored.\n");
     if let Some(q) = q {
         template.push_str("#\n# The question:\n");
         for l in q.text.lines() {
@@ -142,7 +159,9 @@ fn edit(q: Option<&ralph_loop::state::PendingQuestion>) -> Result<String, Failur
         .status()
         .with_context(|| format!("could not start the editor `{editor}`"))?;
     if !status.success() {
-        return Err(Failure::failed(anyhow!("the editor `{editor}` failed; nothing was answered")));
+        return Err(Failure::failed(anyhow!(
+            "the editor `{editor}` failed; nothing was answered"
+        )));
     }
     let text = std::fs::read_to_string(file.path())?;
     Ok(text

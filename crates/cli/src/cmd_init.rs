@@ -24,8 +24,14 @@ pub fn run(args: &InitArgs) -> CmdResult {
     ws.ensure().map_err(Failure::usage)?;
     workspace::write_atomic(&task, EXAMPLE.as_bytes())?;
     for (path, text) in [
-        (ws.progress(), "# Progress\n\nWhat each iteration did, learned and assumed.\n"),
-        (ws.guardrails(), "# Guardrails\n\nRules every iteration must keep.\n"),
+        (
+            ws.progress(),
+            "# Progress\n\nWhat each iteration did, learned and assumed.\n",
+        ),
+        (
+            ws.guardrails(),
+            "# Guardrails\n\nRules every iteration must keep.\n",
+        ),
     ] {
         if std::fs::symlink_metadata(&path).is_err() {
             workspace::write_atomic(&path, text.as_bytes())?;

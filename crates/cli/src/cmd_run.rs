@@ -14,7 +14,10 @@ use ralph_loop::workspace::Workspace;
 use tokio::sync::mpsc;
 
 use crate::args::RunArgs;
-use crate::{CmdResult, Failure, agents, plain};
+use ralph_ui::plain;
+use ralph_ui::tui::{Tui, TuiOptions};
+
+use crate::{CmdResult, Failure, agents};
 
 /// Runs the loop in `args.dir`.
 pub fn run(args: RunArgs) -> CmdResult {
@@ -24,7 +27,9 @@ pub fn run(args: RunArgs) -> CmdResult {
     let mut settings = Settings::from_task(&task);
     if let Some(n) = args.max_iterations {
         if n == 0 {
-            return Err(Failure::usage(anyhow::anyhow!("--max-iterations must be at least 1")));
+            return Err(Failure::usage(anyhow::anyhow!(
+                "--max-iterations must be at least 1"
+            )));
         }
         settings.max_iterations = n;
     }
@@ -36,11 +41,17 @@ pub fn run(args: RunArgs) -> CmdResult {
         settings.iteration_timeout = parse_wait(s)
             .map_err(|e| Failure::usage(anyhow::anyhow!("--iteration-timeout {s}: {e}")))?;
     }
-    let agent = agents::resolve(args.agent.as_deref(), args.agent_cmd.as_deref(), task.agent.as_deref())
-        .map_err(|e| Failure::usage(anyhow::anyhow!(e)))?;
+    let agent = agents::resolve(
+        args.agent.as_deref(),
+        args.agent_cmd.as_deref(),
+        task.agent.as_deref(),
+    )
+    .map_err(|e| Failure::usage(anyhow::anyhow!(e)))?;
     let workspace = Workspace::new(&root);
     workspace.check_not_symlink().map_err(Failure::usage)?;
-    let tui = !args.no_tui && std::io::stdout().is_terminal() && std::env::var("TERM").is_ok_and(|t| t != "dumb");
+    let tui = !args.no_tui
+        && std::io::stdout().is_terminal()
+        && std::env::var("TERM").is_ok_and(|t| t != "dumb");
     let bell = task.notify.bell;
     let cfg = RunConfig {
         workspace,
@@ -53,7 +64,7 @@ pub fn run(args: RunArgs) -> CmdResult {
 }
 
 /// Starts the runtime, the loop and its front end; returns the loop's exit code.
-pub fn run_loop(cfg: RunConfig, _tui: bool, bell: bool) -> CmdResult {
+pub fn run_loop(cfg: RunConfig, tui: bool, bell: bool) -> CmdResult {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -65,11 +76,28 @@ pub fn run_loop(cfg: RunConfig, _tui: bool, bell: bool) -> CmdResult {
         let (control_tx, control_rx) = mpsc::unbounded_channel::<Control>();
         let runner = Runner::new(cfg, event_tx, control_rx).map_err(Failure::failed)?;
         let signals = tokio::spawn(forward_signals(control_tx.clone()));
-        let front = tokio::spawn(plain::run(
-            event_rx,
-            control_tx,
-            plain::Options { answer_hint_dir, bell },
-        ));
+        // The terminal view when there is a terminal for it; plain lines otherwise.
+        let view = tui.then(|| Tui::start(TuiOptions::new(answer_hint_dir.clone(), bell)));
+        let front = match view {
+            Some(Ok(view)) => tokio::spawn(async move {
+                let _ = view.run(event_rx, control_tx).await;
+            }),
+            view => {
+                if let Some(Err(e)) = view {
+                    eprintln!(
+                        "ralph: cannot start the terminal view ({e}); showing plain lines instead"
+                    );
+                }
+                tokio::spawn(plain::run(
+                    event_rx,
+                    control_tx,
+                    plain::Options {
+                        answer_hint_dir,
+                        bell,
+                    },
+                ))
+            }
+        };
         let outcome = runner.run().await;
         signals.abort();
         let _ = front.await;
@@ -96,7 +124,11 @@ async fn forward_signals(controls: mpsc::UnboundedSender<Control>) {
             _ = hup.recv() => {}
         }
         seen += 1;
-        let _ = controls.send(if seen == 1 { Control::Stop } else { Control::Kill });
+        let _ = controls.send(if seen == 1 {
+            Control::Stop
+        } else {
+            Control::Kill
+        });
     }
 }
 
@@ -105,7 +137,13 @@ pub fn project_root(dir: &Path) -> Result<PathBuf, Failure> {
     let abs = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
     match std::fs::metadata(&abs) {
         Ok(m) if m.is_dir() => Ok(abs),
-        Ok(_) => Err(Failure::usage(anyhow::anyhow!("{}: not a directory (given with -C)", abs.display()))),
-        Err(e) => Err(Failure::usage(anyhow::anyhow!("{}: {e} (given with -C)", abs.display()))),
+        Ok(_) => Err(Failure::usage(anyhow::anyhow!(
+            "{}: not a directory (given with -C)",
+            abs.display()
+        ))),
+        Err(e) => Err(Failure::usage(anyhow::anyhow!(
+            "{}: {e} (given with -C)",
+            abs.display()
+        ))),
     }
 }

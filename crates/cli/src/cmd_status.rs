@@ -2,29 +2,42 @@
 
 use std::time::SystemTime;
 
+use ralph_loop::registry;
 use ralph_loop::state::{PendingQuestion, State, Status};
 use ralph_loop::workspace::Workspace;
 use serde_json::json;
 
 use crate::args::StatusArgs;
 use crate::cmd_run::project_root;
-use crate::plain::fmt_duration;
 use crate::{CmdResult, Failure, agents};
+use ralph_ui::plain::fmt_duration;
 
 /// Prints the state of the loop in `-C DIR`, as text or JSON.
 pub fn run(args: &StatusArgs) -> CmdResult {
+    if args.all {
+        return all(args.json);
+    }
     let root = project_root(&args.dir.dir)?;
     let ws = Workspace::new(&root);
     ws.check_not_symlink().map_err(Failure::failed)?;
     let state = State::load(&ws).map_err(Failure::failed)?;
     let live = ws.is_locked();
-    let hint = format!("ralph answer -C {} \"your answer\"", agents::shell_quote(&root.display().to_string()));
+    let hint = format!(
+        "ralph answer -C {} \"your answer\"",
+        agents::shell_quote(&root.display().to_string())
+    );
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&to_json(&root, state.as_ref(), live, &hint))?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&to_json(&root, state.as_ref(), live, &hint))?
+        );
         return Ok(0);
     }
     let Some(state) = state else {
-        println!("No loop has run in {} yet. Start one with `ralph run` (or try `ralph demo`).", root.display());
+        println!(
+            "No loop has run in {} yet. Start one with `ralph run` (or try `ralph demo`).",
+            root.display()
+        );
         return Ok(0);
     };
     let active = matches!(state.status, Status::Running | Status::WaitingInput);
@@ -62,6 +75,66 @@ pub fn run(args: &StatusArgs) -> CmdResult {
     Ok(0)
 }
 
+/// `--all`: every registered loop on this machine, waiting ones first.
+fn all(json_out: bool) -> CmdResult {
+    let mut loops: Vec<(std::path::PathBuf, Option<State>)> = registry::list()
+        .into_iter()
+        .map(|e| {
+            let state = State::load(&Workspace::new(&e.root)).ok().flatten();
+            (e.root, state)
+        })
+        .collect();
+    // Waiting ones first, then by directory.
+    loops.sort_by_key(|(root, st)| {
+        let waiting = st
+            .as_ref()
+            .is_some_and(|s| s.status == Status::WaitingInput);
+        (!waiting, root.clone())
+    });
+    if json_out {
+        let items: Vec<_> = loops
+            .iter()
+            .map(|(root, st)| {
+                let hint = format!(
+                    "ralph answer -C {} \"your answer\"",
+                    agents::shell_quote(&root.display().to_string())
+                );
+                to_json(root, st.as_ref(), true, &hint)
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&items)?);
+        return Ok(0);
+    }
+    if loops.is_empty() {
+        println!("No ralph loop is running on this machine.");
+        return Ok(0);
+    }
+    for (root, st) in &loops {
+        let Some(st) = st else {
+            println!("{}: running (no state yet)", root.display());
+            continue;
+        };
+        println!(
+            "{}: {} (iteration {} of {}, pid {})",
+            root.display(),
+            describe(st.status),
+            st.iteration,
+            st.max_iterations,
+            st.pid
+        );
+        if let Some(q) = &st.pending_question
+            && st.status == Status::WaitingInput
+        {
+            let hint = format!(
+                "ralph answer -C {} \"your answer\"",
+                agents::shell_quote(&root.display().to_string())
+            );
+            print_question(q, &hint);
+        }
+    }
+    Ok(0)
+}
+
 fn describe(status: Status) -> &'static str {
     match status {
         Status::Running => "running",
@@ -81,14 +154,20 @@ fn print_question(q: &PendingQuestion, hint: &str) {
         .map(fmt_duration)
         .unwrap_or_else(|| "?".into());
     let left = match (q.timed_out, q.deadline_time()) {
-        (true, _) => "timed out; the agent went on with its best guess, but a late answer still reaches it".to_string(),
+        (true, _) => {
+            "timed out; the agent went on with its best guess, but a late answer still reaches it"
+                .to_string()
+        }
         (false, Some(d)) => match d.duration_since(now) {
             Ok(left) => format!("{} left", fmt_duration(left)),
             Err(_) => "deadline passed".to_string(),
         },
         (false, None) => "no deadline".to_string(),
     };
-    println!("\n  Question from iteration {} (waiting {waited}; {left}):\n", q.iteration);
+    println!(
+        "\n  Question from iteration {} (waiting {waited}; {left}):\n",
+        q.iteration
+    );
     for line in q.text.lines() {
         println!("    {line}");
     }
@@ -98,7 +177,11 @@ fn print_question(q: &PendingQuestion, hint: &str) {
     if !q.options.is_empty() {
         println!();
         for (i, o) in q.options.iter().enumerate() {
-            let default = if q.default.as_deref() == Some(o.label.as_str()) { " (default)" } else { "" };
+            let default = if q.default.as_deref() == Some(o.label.as_str()) {
+                " (default)"
+            } else {
+                ""
+            };
             println!("      {}. {}{default}", i + 1, o.label);
         }
     }
@@ -112,7 +195,12 @@ fn print_question(q: &PendingQuestion, hint: &str) {
     println!();
 }
 
-fn to_json(root: &std::path::Path, state: Option<&State>, live: bool, hint: &str) -> serde_json::Value {
+fn to_json(
+    root: &std::path::Path,
+    state: Option<&State>,
+    live: bool,
+    hint: &str,
+) -> serde_json::Value {
     let Some(state) = state else {
         return json!({"status": "none", "root": root.display().to_string(), "running": false, "iteration": 0, "max_iterations": null, "pid": null, "pending_question": null});
     };
@@ -120,8 +208,13 @@ fn to_json(root: &std::path::Path, state: Option<&State>, live: bool, hint: &str
     v["running"] = json!(live);
     if let Some(q) = &state.pending_question {
         let now = SystemTime::now();
-        let waited = q.asked_at_time().and_then(|t| now.duration_since(t).ok()).map(|d| d.as_secs());
-        let left = q.deadline_time().map(|d| d.duration_since(now).map(|l| l.as_secs()).unwrap_or(0));
+        let waited = q
+            .asked_at_time()
+            .and_then(|t| now.duration_since(t).ok())
+            .map(|d| d.as_secs());
+        let left = q
+            .deadline_time()
+            .map(|d| d.duration_since(now).map(|l| l.as_secs()).unwrap_or(0));
         v["pending_question"]["waited_seconds"] = json!(waited);
         v["pending_question"]["seconds_left"] = json!(left);
         v["pending_question"]["answer_command"] = json!(hint);

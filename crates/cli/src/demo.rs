@@ -40,7 +40,8 @@ The loop ends when every box below is checked and `test_command` passes.
 pub fn run(args: DemoArgs) -> CmdResult {
     let dir = match &args.dir {
         Some(d) => {
-            std::fs::create_dir_all(d).with_context(|| format!("could not create {}", d.display()))?;
+            std::fs::create_dir_all(d)
+                .with_context(|| format!("could not create {}", d.display()))?;
             cmd_run::project_root(d)?
         }
         None => tempfile::Builder::new()
@@ -56,12 +57,15 @@ pub fn run(args: DemoArgs) -> CmdResult {
             dir.display()
         )));
     }
-    std::fs::write(&task_path, DEMO_TASK).with_context(|| format!("could not write {}", task_path.display()))?;
+    std::fs::write(&task_path, DEMO_TASK)
+        .with_context(|| format!("could not write {}", task_path.display()))?;
     let task = TaskFile::load(&task_path).map_err(Failure::failed)?;
     let mut settings = Settings::from_task(&task);
-    settings.question_timeout = parse_wait(&args.question_timeout)
-        .map_err(|e| Failure::usage(anyhow!("--question-timeout {}: {e}", args.question_timeout)))?;
-    let agent = agents::resolve(Some("demo"), None, None).map_err(|e| Failure::failed(anyhow!(e)))?;
+    settings.question_timeout = parse_wait(&args.question_timeout).map_err(|e| {
+        Failure::usage(anyhow!("--question-timeout {}: {e}", args.question_timeout))
+    })?;
+    let agent =
+        agents::resolve(Some("demo"), None, None).map_err(|e| Failure::failed(anyhow!(e)))?;
     let quoted = agents::shell_quote(&dir.display().to_string());
     println!(
         "ralph demo: a scripted agent works on a small task in {quoted}.\n\
@@ -89,13 +93,22 @@ pub fn run(args: DemoArgs) -> CmdResult {
 pub fn agent() -> CmdResult {
     let mut prompt = String::new();
     std::io::stdin().read_to_string(&mut prompt)?;
-    let ralph_dir = PathBuf::from(std::env::var("RALPH_DIR").context("RALPH_DIR is not set: the demo agent runs inside `ralph run`")?);
-    let task_file = PathBuf::from(std::env::var("RALPH_TASK_FILE").context("RALPH_TASK_FILE is not set")?);
-    let root = ralph_dir.parent().map(Path::to_path_buf).unwrap_or_default();
+    let ralph_dir = PathBuf::from(
+        std::env::var("RALPH_DIR")
+            .context("RALPH_DIR is not set: the demo agent runs inside `ralph run`")?,
+    );
+    let task_file =
+        PathBuf::from(std::env::var("RALPH_TASK_FILE").context("RALPH_TASK_FILE is not set")?);
+    let root = ralph_dir
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
     let ws = Workspace::new(&root);
     let iteration = std::env::var("RALPH_ITERATION").unwrap_or_default();
 
-    say(&format!("Iteration {iteration}. Reading the task and .ralph/progress.md…"));
+    say(&format!(
+        "Iteration {iteration}. Reading the task and .ralph/progress.md…"
+    ));
     if prompt.contains("Your DONE was not accepted") {
         say("My last DONE was rejected. The prompt says why:");
         for line in prompt.lines().filter(|l| l.starts_with("- [ ]")) {
@@ -114,9 +127,12 @@ pub fn agent() -> CmdResult {
     }
 
     let answer = workspace::read_text(&ws.answer())?.map(|raw| Answer::parse(&raw).text);
-    let gave_up_waiting = prompt.contains("Your question went unanswered") || prompt.contains("skipped your question");
+    let gave_up_waiting = prompt.contains("Your question went unanswered")
+        || prompt.contains("skipped your question");
     if answer.is_none() && !gave_up_waiting {
-        say("Two criteria are open. The greeting needs a language, and a wrong guess would mean redoing it.");
+        say(
+            "Two criteria are open. The greeting needs a language, and a wrong guess would mean redoing it.",
+        );
         say("Asking the human (they can answer in the panel, with `ralph answer`, or not at all).");
         let q = Question {
             text: "Which language should the greeting for our new teammate be in?".into(),
@@ -130,15 +146,22 @@ pub fn agent() -> CmdResult {
             warning: None,
         };
         workspace::write_atomic(&ws.question(), q.to_markdown().as_bytes())?;
-        progress(&ws, "Asked which language the greeting should be in (default: English).")?;
+        progress(
+            &ws,
+            "Asked which language the greeting should be in (default: English).",
+        )?;
         println!("<ralph>QUESTION</ralph>");
         return Ok(0);
     }
 
     let language = answer.clone().unwrap_or_else(|| "English".into());
     match &answer {
-        Some(a) => say(&format!("The human answered: \"{a}\". Writing the greeting.")),
-        None => say("Nobody answered in time. Going on with my default, English, and noting the assumption."),
+        Some(a) => say(&format!(
+            "The human answered: \"{a}\". Writing the greeting."
+        )),
+        None => say(
+            "Nobody answered in time. Going on with my default, English, and noting the assumption.",
+        ),
     }
     let greeting = greeting_in(&language);
     std::fs::write(root.join("greeting.txt"), format!("{greeting}\n"))?;
@@ -146,7 +169,8 @@ pub fn agent() -> CmdResult {
     check_first(&task_file)?;
     let note = match &answer {
         Some(a) => format!("Wrote greeting.txt in {a}, as the human answered."),
-        None => "Wrote greeting.txt in English: ASSUMPTION, nobody answered the language question.".to_string(),
+        None => "Wrote greeting.txt in English: ASSUMPTION, nobody answered the language question."
+            .to_string(),
     };
     progress(&ws, &note)?;
     say("That looks done to me.");
@@ -176,7 +200,10 @@ fn say(line: &str) {
 
 fn progress(ws: &Workspace, line: &str) -> Result<(), Failure> {
     let iteration = std::env::var("RALPH_ITERATION").unwrap_or_default();
-    workspace::append(&ws.progress(), format!("- iteration {iteration}: {line}\n").as_bytes())?;
+    workspace::append(
+        &ws.progress(),
+        format!("- iteration {iteration}: {line}\n").as_bytes(),
+    )?;
     Ok(())
 }
 

@@ -6,11 +6,11 @@
 mod agents;
 mod args;
 mod cmd_answer;
+mod cmd_ask;
 mod cmd_init;
 mod cmd_run;
 mod cmd_status;
 mod demo;
-mod plain;
 
 use std::process::ExitCode;
 
@@ -77,6 +77,7 @@ fn run(cli: Cli) -> CmdResult {
         Command::Run(a) => cmd_run::run(a),
         Command::Status(a) => cmd_status::run(&a),
         Command::Answer(a) => cmd_answer::run(&a),
+        Command::Ask(a) => cmd_ask::run(&a),
         Command::Demo(a) => demo::run(a),
         Command::DemoAgent => demo::agent(),
     }

@@ -48,12 +48,18 @@ pub fn record(ws: &Workspace, entry: &Entry<'_>) -> Result<(), WorkspaceError> {
     let path = ws.clarifications();
     let mut text = String::new();
     if std::fs::symlink_metadata(&path).is_err() {
-        text.push_str("# Clarifications\n\nEvery question the agent asked, and what became of it.\n");
+        text.push_str(
+            "# Clarifications\n\nEvery question the agent asked, and what became of it.\n",
+        );
     }
     let _ = write!(text, "\n## {}\n\n", timestamp(SystemTime::now()));
     match entry.question {
         Some(q) => {
-            let _ = writeln!(text, "**Question** (asked {}):\n", entry.asked_at.unwrap_or("?"));
+            let _ = writeln!(
+                text,
+                "**Question** (asked {}):\n",
+                entry.asked_at.unwrap_or("?")
+            );
             for line in q.text.lines() {
                 let _ = writeln!(text, "> {line}");
             }
@@ -75,11 +81,20 @@ pub fn record(ws: &Workspace, entry: &Entry<'_>) -> Result<(), WorkspaceError> {
         None => text.push_str("**Guidance** (given when no question was waiting)\n\n"),
     }
     match entry.outcome {
-        How::Answered { text: answer, by, at, late } => {
+        How::Answered {
+            text: answer,
+            by,
+            at,
+            late,
+        } => {
             let _ = writeln!(
                 text,
                 "**Answer**{} from {}, at {}:\n",
-                if late { " (late: after the deadline)" } else { "" },
+                if late {
+                    " (late: after the deadline)"
+                } else {
+                    ""
+                },
                 by.describe(),
                 timestamp(at)
             );
@@ -88,7 +103,9 @@ pub fn record(ws: &Workspace, entry: &Entry<'_>) -> Result<(), WorkspaceError> {
             }
         }
         How::Unanswered => {
-            text.push_str("**Unanswered**: the deadline passed; the agent went on with its best guess.\n");
+            text.push_str(
+                "**Unanswered**: the deadline passed; the agent went on with its best guess.\n",
+            );
         }
         How::Skipped => {
             text.push_str("**Skipped** by the human: the agent decides.\n");

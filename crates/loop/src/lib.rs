@@ -21,9 +21,11 @@ pub mod answer;
 pub mod clarifications;
 pub mod countdown;
 pub mod event;
-// pub mod prompt; (enabled once its dependencies land)
+pub mod notify;
+pub mod prompt;
 pub mod question;
-// pub mod runner; (enabled once its dependencies land)
+pub mod registry;
+pub mod runner;
 pub mod state;
 pub mod supervisor;
 pub mod task;

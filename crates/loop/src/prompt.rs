@@ -156,7 +156,11 @@ impl Sections {
 
 fn or_none(text: &str, none: &str) -> String {
     let t = text.trim();
-    if t.is_empty() { none.to_string() } else { t.to_string() }
+    if t.is_empty() {
+        none.to_string()
+    } else {
+        t.to_string()
+    }
 }
 
 /// Replaces `{{name}}` with its section; unknown placeholders are left as written.
@@ -203,8 +207,16 @@ fn default_prompt(inputs: &PromptInputs<'_>, s: &Sections) -> String {
     if !s.carryover.is_empty() {
         let _ = writeln!(p, "## From the previous iteration\n\n{}", s.carryover);
     }
-    let _ = writeln!(p, "## Progress so far (.ralph/progress.md)\n\n{}\n", s.progress);
-    let _ = writeln!(p, "## Guardrails (.ralph/guardrails.md)\n\n{}\n", s.guardrails);
+    let _ = writeln!(
+        p,
+        "## Progress so far (.ralph/progress.md)\n\n{}\n",
+        s.progress
+    );
+    let _ = writeln!(
+        p,
+        "## Guardrails (.ralph/guardrails.md)\n\n{}\n",
+        s.guardrails
+    );
     p.push_str(&s.protocol);
     p
 }
@@ -219,13 +231,19 @@ fn render_carryover(items: &[Carryover]) -> String {
                 by,
                 late,
             } => {
-                let _ = writeln!(out, "### Your question was answered{}\n", if *late { " (late)" } else { "" });
+                let _ = writeln!(
+                    out,
+                    "### Your question was answered{}\n",
+                    if *late { " (late)" } else { "" }
+                );
                 quote_question(&mut out, question);
                 let _ = writeln!(out, "Answer (from {by}):\n\n{}\n", quote(answer));
                 if *late {
                     out.push_str("This answer arrived after the deadline, so an earlier iteration went on with its best guess. Check the assumption recorded in .ralph/progress.md and change course if the answer says otherwise.\n\n");
                 }
-                out.push_str("The answer is also in .ralph/answer.md while this iteration runs.\n\n");
+                out.push_str(
+                    "The answer is also in .ralph/answer.md while this iteration runs.\n\n",
+                );
             }
             Carryover::Unanswered { question } => {
                 out.push_str("### Your question went unanswered\n\n");
@@ -251,7 +269,10 @@ fn render_carryover(items: &[Carryover]) -> String {
                 let _ = writeln!(out, "### Guidance from your human\n\n{}\n", quote(text));
             }
             Carryover::AgentFailed { how } => {
-                let _ = writeln!(out, "### The previous run of the agent failed\n\n{how}. Check the state of the workspace before you go on.\n");
+                let _ = writeln!(
+                    out,
+                    "### The previous run of the agent failed\n\n{how}. Check the state of the workspace before you go on.\n"
+                );
             }
         }
     }
@@ -285,7 +306,13 @@ fn unanswered_instruction(out: &mut String, q: &Question) {
 fn quote(text: &str) -> String {
     text.trim_end()
         .lines()
-        .map(|l| if l.is_empty() { ">".to_string() } else { format!("> {l}") })
+        .map(|l| {
+            if l.is_empty() {
+                ">".to_string()
+            } else {
+                format!("> {l}")
+            }
+        })
         .collect::<Vec<_>>()
         .join("\n")
 }
@@ -341,7 +368,10 @@ mod tests {
             max_iterations: "9".into(),
         };
         assert_eq!(
-            fill("{{task}}/{{ criteria }}/{{nope}}/{{iteration}} of {{max_iterations}}/{{", &s),
+            fill(
+                "{{task}}/{{ criteria }}/{{nope}}/{{iteration}} of {{max_iterations}}/{{",
+                &s
+            ),
             "T/C/{{nope}}/2 of 9/{{"
         );
     }

@@ -31,9 +31,13 @@ use crate::answer::{self, Answer, AnsweredBy, Submitted};
 use crate::clarifications;
 use crate::countdown::{Countdown, EXTEND_BY};
 use crate::event::{Control, LoopEvent, Outcome, QuestionClosed};
+use crate::notify::{Notifier, NotifyConfig, QuestionNotice};
 use crate::prompt::{self, Carryover, PromptInputs};
 use crate::question::{MAX_QUESTION_BYTES, Question};
-use crate::state::{self, PendingQuestion, RaisedBy, State, Status, log_event, timestamp};
+use crate::registry;
+use crate::state::{
+    self, AskClaim, PendingQuestion, RaisedBy, State, Status, log_event, timestamp,
+};
 use crate::supervisor::{self, describe_exit};
 use crate::task::{OnQuestionTimeout, TaskFile, Wait};
 use crate::workspace::{self, Workspace, WorkspaceError, WorkspaceLock};
@@ -111,7 +115,9 @@ pub enum RunError {
     #[error(transparent)]
     State(#[from] state::StateError),
     /// The agent could not be started at all.
-    #[error("could not start the agent `{command}`: {source}. Check that the command exists and runs by itself.")]
+    #[error(
+        "could not start the agent `{command}`: {source}. Check that the command exists and runs by itself."
+    )]
     Spawn {
         /// The command line.
         command: String,
@@ -145,6 +151,8 @@ struct AgentRun {
     exit: Option<ExitStatus>,
     timed_out: bool,
     interrupted: bool,
+    /// A `ralph ask` question still open when the agent ended (it was killed while asking).
+    asking: Option<OpenQuestion>,
 }
 
 impl AgentRun {
@@ -197,6 +205,8 @@ pub struct Runner {
     delivering: Option<Delivery>,
     first_iteration: u32,
     resume_question: Option<PendingQuestion>,
+    notifier: Notifier,
+    _registration: Option<registry::Registration>,
 }
 
 impl Runner {
@@ -212,8 +222,14 @@ impl Runner {
         ws.ensure()?;
         let lock = ws.lock()?;
         for (path, initial) in [
-            (ws.progress(), "# Progress\n\nWhat each iteration did, learned and assumed.\n"),
-            (ws.guardrails(), "# Guardrails\n\nRules every iteration must keep.\n"),
+            (
+                ws.progress(),
+                "# Progress\n\nWhat each iteration did, learned and assumed.\n",
+            ),
+            (
+                ws.guardrails(),
+                "# Guardrails\n\nRules every iteration must keep.\n",
+            ),
         ] {
             if std::fs::symlink_metadata(&path).is_err() {
                 workspace::write_atomic(&path, initial.as_bytes())?;
@@ -227,7 +243,10 @@ impl Runner {
             if let Some(pgid) = prev.agent_pgid {
                 reap_orphaned_agent(pgid, ws.dir());
             }
-            if matches!(prev.status, Status::Running | Status::WaitingInput | Status::Stopped) {
+            if matches!(
+                prev.status,
+                Status::Running | Status::WaitingInput | Status::Stopped
+            ) {
                 first_iteration = prev.iteration.saturating_add(1).max(1);
                 if let Some(q) = &prev.pending_question
                     && !q.timed_out
@@ -241,6 +260,15 @@ impl Runner {
 
         let (fs_tx, fs_events) = mpsc::unbounded_channel();
         let watcher = watch_dir(ws.dir(), fs_tx)?;
+        let notify = &cfg.task.notify;
+        let notifier = Notifier::new(NotifyConfig {
+            desktop: notify.desktop_notification,
+            command: notify.notify_command.clone(),
+            webhook_url: notify.webhook_url.clone(),
+            ..NotifyConfig::default()
+        });
+        // Best effort: `ralph status --all` is a convenience, never a reason not to run.
+        let registration = registry::register(ws.root()).ok();
         let now = SystemTime::now();
         let state = State {
             status: Status::Running,
@@ -272,6 +300,8 @@ impl Runner {
             delivering: None,
             first_iteration,
             resume_question,
+            notifier,
+            _registration: registration,
         })
     }
 
@@ -283,7 +313,9 @@ impl Runner {
     fn log(&self, kind: &str, fields: serde_json::Value) {
         if let Err(e) = log_event(&self.ws, kind, fields) {
             // The event log is a record, not a dependency: say so and carry on.
-            let _ = self.events.try_send(LoopEvent::Warning(format!("could not write the event log: {e}")));
+            let _ = self.events.try_send(LoopEvent::Warning(format!(
+                "could not write the event log: {e}"
+            )));
         }
     }
 
@@ -311,7 +343,9 @@ impl Runner {
 
         if let Some(pending) = self.resume_question.take() {
             let asked_at = pending.asked_at_time().unwrap_or_else(SystemTime::now);
-            let waited = SystemTime::now().duration_since(asked_at).unwrap_or_default();
+            let waited = SystemTime::now()
+                .duration_since(asked_at)
+                .unwrap_or_default();
             self.emit(LoopEvent::Note(format!(
                 "A question from the last run is still waiting (asked {} ago); showing it first.",
                 humantime::format_duration(Duration::from_secs(waited.as_secs()))
@@ -322,7 +356,9 @@ impl Runner {
                 .present_question(question, asked_at, pending.iteration, pending.raised_by)
                 .await?
             {
-                return self.finish(outcome, "stopped while a question was waiting").await;
+                return self
+                    .finish(outcome, "stopped while a question was waiting")
+                    .await;
             }
         }
 
@@ -335,7 +371,8 @@ impl Runner {
                 Err(e) => {
                     // The agent may have broken the task file; run on the last good copy and
                     // tell it, rather than stopping an unattended loop.
-                    let msg = format!("the task file no longer parses, using the last good copy: {e}");
+                    let msg =
+                        format!("the task file no longer parses, using the last good copy: {e}");
                     self.emit(LoopEvent::Warning(msg.clone())).await;
                     self.log("warning", json!({"message": msg}));
                     self.carryover.push(Carryover::Rejected {
@@ -346,22 +383,41 @@ impl Runner {
             };
             self.cfg.task = task;
 
-            let run = self.run_iteration(iteration).await?;
-            self.after_delivery()?;
-            let (checked, total) = criteria_counts(&self.cfg.task);
-            if let Ok(t) = TaskFile::load(&self.cfg.task_path) {
-                let (c, n) = criteria_counts(&t);
-                self.emit(LoopEvent::Criteria { checked: c, total: n }).await;
-            } else {
-                self.emit(LoopEvent::Criteria { checked, total }).await;
+            let mut run = self.run_iteration(iteration).await?;
+            if let Some(mut open) = run.asking.take() {
+                if run.interrupted {
+                    // Kept pending in state.json: the next `ralph run` shows it again.
+                    return self
+                        .finish(
+                            Outcome::Interrupted,
+                            "interrupted while a question was waiting",
+                        )
+                        .await;
+                }
+                // The agent that asked is gone; its question still deserves an answer, which
+                // the next iteration gets.
+                open.carry = true;
+                if let Some(outcome) = self.wait_and_close(open).await? {
+                    return self
+                        .finish(outcome, "stopped while a question was waiting")
+                        .await;
+                }
             }
+            self.after_delivery()?;
+            // The agent checks boxes as it goes; show where it got to.
+            let now = TaskFile::load(&self.cfg.task_path);
+            let (checked, total) = criteria_counts(now.as_ref().unwrap_or(&self.cfg.task));
+            self.emit(LoopEvent::Criteria { checked, total }).await;
 
             if run.interrupted {
                 return self.finish(Outcome::Interrupted, "interrupted").await;
             }
             if run.saw(SignalKind::Gutter) {
                 return self
-                    .finish(Outcome::Gutter, "the agent signalled GUTTER: it is stuck and asked to stop")
+                    .finish(
+                        Outcome::Gutter,
+                        "the agent signalled GUTTER: it is stuck and asked to stop",
+                    )
                     .await;
             }
             if run.saw(SignalKind::Done) {
@@ -371,25 +427,33 @@ impl Runner {
                     reason: reason.clone(),
                 })
                 .await;
-                self.log("verification", json!({"iteration": iteration, "accepted": accepted, "reason": reason}));
+                self.log(
+                    "verification",
+                    json!({"iteration": iteration, "accepted": accepted, "reason": reason}),
+                );
                 if accepted {
                     return self.finish(Outcome::Done, "DONE verified").await;
                 }
                 self.carryover.push(Carryover::Rejected { reason });
             }
-            if run.saw(SignalKind::Question) {
-                if let Some(outcome) = self.handle_question_signal(iteration).await? {
-                    let reason = match outcome {
-                        Outcome::QuestionTimeoutStop => "a question timed out and on_question_timeout is `stop`; it is kept for the next run",
-                        _ => "stopped while a question was waiting",
-                    };
-                    return self.finish(outcome, reason).await;
-                }
+            if run.saw(SignalKind::Question)
+                && let Some(outcome) = self.handle_question_signal(iteration).await?
+            {
+                let reason = match outcome {
+                    Outcome::QuestionTimeoutStop => {
+                        "a question timed out and on_question_timeout is `stop`; it is kept for the next run"
+                    }
+                    _ => "stopped while a question was waiting",
+                };
+                return self.finish(outcome, reason).await;
             }
             if run.failed() {
                 failures += 1;
                 self.carryover.push(Carryover::AgentFailed {
-                    how: format!("It {}", run.describe(wait_duration(self.cfg.settings.iteration_timeout))),
+                    how: format!(
+                        "It {}",
+                        run.describe(wait_duration(self.cfg.settings.iteration_timeout))
+                    ),
                 });
                 if failures >= self.cfg.settings.max_consecutive_failures {
                     let reason = format!(
@@ -412,7 +476,10 @@ impl Runner {
         self.state.reason = Some(reason.to_string());
         self.state.agent_pgid = None;
         self.state.save(&self.ws)?;
-        self.log("run_end", json!({"outcome": self.state.status.as_str(), "reason": reason}));
+        self.log(
+            "run_end",
+            json!({"outcome": self.state.status.as_str(), "reason": reason}),
+        );
         self.emit(LoopEvent::Finished {
             outcome: outcome.clone(),
             reason: reason.to_string(),
@@ -425,7 +492,12 @@ impl Runner {
     async fn cleanup_before_iteration(&mut self) -> Result<(), RunError> {
         if let Ok(entries) = std::fs::read_dir(self.ws.dir()) {
             for entry in entries.flatten() {
-                if entry.file_name().to_string_lossy().starts_with(".tmp-") {
+                // Only stale ones: a `ralph answer` may be writing its temporary file right now.
+                let stale = entry
+                    .metadata()
+                    .and_then(|m| m.modified())
+                    .is_ok_and(|t| t.elapsed().unwrap_or_default() > Duration::from_secs(600));
+                if stale && entry.file_name().to_string_lossy().starts_with(".tmp-") {
                     let _ = std::fs::remove_file(entry.path());
                 }
             }
@@ -437,7 +509,8 @@ impl Runner {
         {
             let pending = self.state.pending_question.clone();
             let matches_pending = pending.as_ref().is_some_and(|p| {
-                ans.question_asked_at.is_none() || ans.question_asked_at.as_deref() == Some(p.asked_at.as_str())
+                ans.question_asked_at.is_none()
+                    || ans.question_asked_at.as_deref() == Some(p.asked_at.as_str())
             });
             let (question, late, asked_at) = match (&pending, matches_pending) {
                 (Some(p), true) => (Some(p.question()), p.timed_out, Some(p.asked_at.clone())),
@@ -445,7 +518,11 @@ impl Runner {
             };
             let question_raw = question
                 .as_ref()
-                .and_then(|_| workspace::read_bounded(&self.ws.question(), MAX_QUESTION_BYTES).ok().flatten())
+                .and_then(|_| {
+                    workspace::read_bounded(&self.ws.question(), MAX_QUESTION_BYTES)
+                        .ok()
+                        .flatten()
+                })
                 .map(|b| b.bytes);
             match &question {
                 Some(q) => self.carryover.push(Carryover::Answer {
@@ -454,7 +531,9 @@ impl Runner {
                     by: ans.by.describe().to_string(),
                     late,
                 }),
-                None => self.carryover.push(Carryover::Guidance { text: ans.text.clone() }),
+                None => self.carryover.push(Carryover::Guidance {
+                    text: ans.text.clone(),
+                }),
             }
             if late {
                 self.emit(LoopEvent::Note(format!(
@@ -476,7 +555,11 @@ impl Runner {
                 late,
             });
         } else if self.delivering.is_none()
-            && self.state.pending_question.as_ref().is_none_or(|p| !p.timed_out)
+            && self
+                .state
+                .pending_question
+                .as_ref()
+                .is_none_or(|p| !p.timed_out)
         {
             // A question file nobody signalled for (or one already answered and archived)
             // would be shown by mistake on the next QUESTION: clear it.
@@ -552,15 +635,22 @@ impl Runner {
         );
 
         let env = agent_env(&self.ws, &self.cfg.task_path, iteration, &prompt_path);
-        let spawned = supervisor::spawn_shell(&self.cfg.agent.command, self.ws.root(), env, Some(prompt.into_bytes()))
-            .map_err(|source| RunError::Spawn {
-                command: self.cfg.agent.command.clone(),
-                source,
-            })?;
+        let spawned = supervisor::spawn_shell(
+            &self.cfg.agent.command,
+            self.ws.root(),
+            env,
+            Some(prompt.into_bytes()),
+        )
+        .map_err(|source| RunError::Spawn {
+            command: self.cfg.agent.command.clone(),
+            source,
+        })?;
         self.state.agent_pgid = Some(spawned.pgid);
         self.state.save(&self.ws)?;
 
-        let run = self.stream_agent(spawned, iteration, started, timeout).await?;
+        let run = self
+            .stream_agent(spawned, iteration, started, timeout)
+            .await?;
 
         self.state.agent_pgid = None;
         self.state.save(&self.ws)?;
@@ -611,11 +701,13 @@ impl Runner {
         let mut kill_at = far;
         let mut drain_deadline = far;
         let mut term_sent = false;
+        let mut asking: Option<OpenQuestion> = None;
 
         loop {
             if run.exit.is_some() && !out_open && !err_open {
                 break;
             }
+            let ask_wake = asking.as_ref().map(OpenQuestion::wake).unwrap_or(far);
             tokio::select! {
                 r = stdout.read(&mut out_buf), if out_open => match r {
                     Ok(0) | Err(_) => {
@@ -683,8 +775,35 @@ impl Runner {
                     // The pipes are held open by something outside the group; stop reading.
                     break;
                 },
+                Some(()) = self.fs_events.recv() => {
+                    match asking.as_mut() {
+                        None => asking = self.notice_ask(iteration).await?,
+                        Some(open) => {
+                            if let Some(end) = self.question_step(open, Step::Files).await? {
+                                let open = asking.take().expect("checked above");
+                                self.close_question(open, end).await?;
+                            }
+                        }
+                    }
+                },
+                () = tokio::time::sleep_until(ask_wake) => {
+                    if let Some(open) = asking.as_mut()
+                        && let Some(end) = self.question_step(open, Step::Wake).await?
+                    {
+                        let open = asking.take().expect("checked above");
+                        self.close_question(open, end).await?;
+                    }
+                },
                 c = self.controls.recv(), if self.controls_open => match c {
                     None => self.controls_open = false,
+                    Some(c @ (Control::Answer(_) | Control::Skip | Control::Typing | Control::Extend)) => {
+                        if let Some(open) = asking.as_mut()
+                            && let Some(end) = self.question_step(open, Step::Control(c)).await?
+                        {
+                            let open = asking.take().expect("checked above");
+                            self.close_question(open, end).await?;
+                        }
+                    }
                     Some(Control::Stop) if !run.interrupted => {
                         run.interrupted = true;
                         self.emit(LoopEvent::Note("stopping the agent (Ctrl-C again to kill it now)".into())).await;
@@ -700,7 +819,6 @@ impl Runner {
                         kill_at = far;
                         drain_deadline = drain_deadline.min(Instant::now() + Duration::from_secs(2));
                     }
-                    Some(_) => {}
                 },
             }
         }
@@ -729,8 +847,12 @@ impl Runner {
         if stopped != supervisor::Stopped::AlreadyGone {
             let msg = format!("processes the agent left behind were stopped ({stopped:?})");
             self.emit(LoopEvent::Note(msg.clone())).await;
-            self.log("leftovers_stopped", json!({"iteration": iteration, "how": format!("{stopped:?}")}));
+            self.log(
+                "leftovers_stopped",
+                json!({"iteration": iteration, "how": format!("{stopped:?}")}),
+            );
         }
+        run.asking = asking;
         Ok(run)
     }
 
@@ -760,8 +882,14 @@ impl Runner {
                     if let Some(cost) = usage.cost_usd {
                         *self.state.total_cost_usd.get_or_insert(0.0) += cost;
                     }
-                    self.log("usage", json!({"iteration": self.state.iteration, "usage": usage}));
-                    let _ = self.events.send(LoopEvent::Agent(AgentEvent::Usage(usage))).await;
+                    self.log(
+                        "usage",
+                        json!({"iteration": self.state.iteration, "usage": usage}),
+                    );
+                    let _ = self
+                        .events
+                        .send(LoopEvent::Agent(AgentEvent::Usage(usage)))
+                        .await;
                 }
                 other => {
                     let _ = self.events.send(LoopEvent::Agent(other)).await;
@@ -774,7 +902,12 @@ impl Runner {
     async fn verify(&mut self) -> (bool, String) {
         let task = match TaskFile::load(&self.cfg.task_path) {
             Ok(t) => t,
-            Err(e) => return (false, format!("RALPH_TASK.md could not be read to check the criteria: {e}")),
+            Err(e) => {
+                return (
+                    false,
+                    format!("RALPH_TASK.md could not be read to check the criteria: {e}"),
+                );
+            }
         };
         let open: Vec<_> = task.unchecked().collect();
         if !open.is_empty() {
@@ -789,13 +922,28 @@ impl Runner {
             return (false, reason);
         }
         let Some(command) = task.test_command.clone() else {
-            return (true, "every criterion is checked (no test_command set)".into());
+            return (
+                true,
+                "every criterion is checked (no test_command set)".into(),
+            );
         };
-        self.emit(LoopEvent::TestsStarted { command: command.clone() }).await;
-        let result = run_tests(&command, self.ws.root(), task.test_timeout, self.cfg.settings.kill_grace).await;
+        self.emit(LoopEvent::TestsStarted {
+            command: command.clone(),
+        })
+        .await;
+        let result = run_tests(
+            &command,
+            self.ws.root(),
+            task.test_timeout,
+            self.cfg.settings.kill_grace,
+        )
+        .await;
         self.cfg.task = task;
         match result {
-            Ok((status, tail)) if status.success() => (true, format!("every criterion is checked and `{command}` passed")),
+            Ok((status, _)) if status.success() => (
+                true,
+                format!("every criterion is checked and `{command}` passed"),
+            ),
             Ok((status, tail)) => (
                 false,
                 format!(
@@ -812,32 +960,47 @@ impl Runner {
                     tail.trim_end()
                 ),
             ),
-            Err(TestError::Spawn(e)) => (false, format!("The test command `{command}` could not be started: {e}")),
+            Err(TestError::Spawn(e)) => (
+                false,
+                format!("The test command `{command}` could not be started: {e}"),
+            ),
         }
     }
 
     /// QUESTION: read `.ralph/question.md` and wait for an answer; `Some` when the run must end.
-    async fn handle_question_signal(&mut self, iteration: u32) -> Result<Option<Outcome>, RunError> {
+    async fn handle_question_signal(
+        &mut self,
+        iteration: u32,
+    ) -> Result<Option<Outcome>, RunError> {
         let raw = match workspace::read_bounded(&self.ws.question(), MAX_QUESTION_BYTES) {
             Ok(Some(raw)) => raw,
             Ok(None) => {
                 let msg = "the agent signalled QUESTION but wrote no .ralph/question.md; the next iteration is told its question was lost".to_string();
                 self.emit(LoopEvent::Warning(msg.clone())).await;
-                self.log("question_lost", json!({"iteration": iteration, "message": msg}));
+                self.log(
+                    "question_lost",
+                    json!({"iteration": iteration, "message": msg}),
+                );
                 self.carryover.push(Carryover::QuestionLost);
                 return Ok(None);
             }
             Err(e) => {
                 let msg = format!("refused to read the question: {e}");
                 self.emit(LoopEvent::Warning(msg.clone())).await;
-                self.log("question_lost", json!({"iteration": iteration, "message": msg}));
+                self.log(
+                    "question_lost",
+                    json!({"iteration": iteration, "message": msg}),
+                );
                 self.carryover.push(Carryover::QuestionLost);
                 return Ok(None);
             }
         };
         let mut question = Question::parse_bounded(&raw.bytes);
         if let Some(size) = raw.cut_from {
-            let note = format!("[question cut: the file is {size} bytes, showing the first {}]", raw.bytes.len());
+            let note = format!(
+                "[question cut: the file is {size} bytes, showing the first {}]",
+                raw.bytes.len()
+            );
             question.warning = Some(match question.warning.take() {
                 Some(w) => format!("{w}; {note}"),
                 None => note,
@@ -860,19 +1023,61 @@ impl Runner {
         iteration: u32,
         raised_by: RaisedBy,
     ) -> Result<Option<Outcome>, RunError> {
-        let settings = self.cfg.settings.clone();
-        let wait = match settings.on_question_timeout {
+        let wait = match self.cfg.settings.on_question_timeout {
             OnQuestionTimeout::Wait => None,
-            _ => wait_duration(settings.question_timeout),
+            _ => wait_duration(self.cfg.settings.question_timeout),
         };
-        let now = Instant::now();
-        let mut countdown = Countdown::new(wait, now.into_std());
+        let open = self
+            .open_question(question, asked_at, None, wait, iteration, raised_by)
+            .await?;
+        self.wait_and_close(open).await
+    }
+
+    /// Waits on an open question until it ends, then acts on how it ended.
+    async fn wait_and_close(
+        &mut self,
+        mut open: OpenQuestion,
+    ) -> Result<Option<Outcome>, RunError> {
+        // Look before waiting: the answer may already be there, or the wait may be zero.
+        let mut step = Step::Wake;
+        let end = loop {
+            if let Some(end) = self.question_step(&mut open, step).await? {
+                break end;
+            }
+            let wake = open.wake();
+            step = tokio::select! {
+                () = tokio::time::sleep_until(wake) => Step::Wake,
+                Some(()) = self.fs_events.recv() => Step::Files,
+                c = self.controls.recv(), if self.controls_open => match c {
+                    None => { self.controls_open = false; Step::Wake }
+                    Some(c) => Step::Control(c),
+                },
+            };
+        };
+        self.close_question(open, end).await
+    }
+
+    /// Records a question as waiting (state first, then the log, the front end, notifications).
+    async fn open_question(
+        &mut self,
+        question: Question,
+        asked_at: SystemTime,
+        asked_at_text: Option<String>,
+        wait: Option<Duration>,
+        iteration: u32,
+        raised_by: RaisedBy,
+    ) -> Result<OpenQuestion, RunError> {
+        let now = std::time::Instant::now();
+        let countdown = Countdown::new(wait, now);
         let deadline = countdown
-            .remaining(now.into_std())
+            .remaining(now)
             .map(|left| SystemTime::now() + left);
-        let pending = PendingQuestion::new(&question, asked_at, deadline, iteration, raised_by);
-        let asked_at_str = pending.asked_at.clone();
-        // Written before anything is shown: `ralph status` and `ralph answer` rely on it.
+        let mut pending = PendingQuestion::new(&question, asked_at, deadline, iteration, raised_by);
+        if let Some(text) = asked_at_text {
+            pending.asked_at = text;
+        }
+        let asked_at_text = pending.asked_at.clone();
+        // Written before anything is shown: `ralph status`, `ralph answer` and `ralph ask` rely on it.
         self.state.pending_question = Some(pending);
         self.state.status = Status::WaitingInput;
         self.state.save(&self.ws)?;
@@ -888,8 +1093,128 @@ impl Runner {
             iteration,
         })
         .await;
+        self.notify_question(&question, deadline, iteration);
+        Ok(OpenQuestion {
+            question,
+            asked_at: asked_at_text,
+            countdown,
+            raised_by,
+            iteration,
+            paused: false,
+            carry: true,
+        })
+    }
 
-        let end = self.wait_for_answer(&mut countdown, &asked_at_str).await?;
+    /// Tells the human through every channel they configured; never waits for any of them.
+    fn notify_question(&self, question: &Question, deadline: Option<SystemTime>, iteration: u32) {
+        let root = self.ws.root().display().to_string();
+        let notice = QuestionNotice {
+            answer_command: format!("ralph answer -C {} \"your answer\"", shell_quote(&root)),
+            root,
+            question: question.text.clone(),
+            options: question.options.iter().map(|o| o.label.clone()).collect(),
+            default: question.default.clone(),
+            deadline: deadline.map(timestamp),
+            iteration,
+        };
+        let warnings = self.notifier.question_raised(&notice);
+        let events = self.events.clone();
+        let ws = self.ws.clone();
+        // Failures arrive later (a webhook timing out); pass them on without holding the loop.
+        // A plain thread, not `spawn_blocking`: the runtime waits for those when it shuts down,
+        // and a dead webhook must not hold ralph's exit either.
+        let _ = std::thread::Builder::new()
+            .name("notify-warnings".into())
+            .spawn(move || {
+                while let Ok(warning) = warnings.recv() {
+                    let _ = log_event(&ws, "notify_failed", json!({"message": warning}));
+                    let _ = events.blocking_send(LoopEvent::Warning(warning));
+                }
+            });
+    }
+
+    /// Advances an open question by one step; `Some` when its wait is over.
+    async fn question_step(
+        &mut self,
+        open: &mut OpenQuestion,
+        step: Step,
+    ) -> Result<Option<WaitEnd>, RunError> {
+        let now = std::time::Instant::now();
+        let mut deadline_moved = false;
+        match step {
+            Step::Control(Control::Answer(text)) => {
+                let text = text.trim().to_string();
+                if text.is_empty() {
+                    self.emit(LoopEvent::AnswerRefused {
+                        reason: "an empty answer is not an answer: type one, or skip to let the agent decide".into(),
+                    })
+                    .await;
+                    return Ok(None);
+                }
+                let ans = Answer::new(text, AnsweredBy::Terminal, Some(open.asked_at.clone()));
+                return Ok(Some(match answer::submit(&self.ws, &ans)? {
+                    Submitted::Accepted => WaitEnd::Answered(ans, true),
+                    Submitted::AlreadyAnswered(theirs) => WaitEnd::Answered(theirs, false),
+                }));
+            }
+            Step::Control(Control::Skip) => return Ok(Some(WaitEnd::Skipped)),
+            Step::Control(Control::Stop | Control::Kill) => return Ok(Some(WaitEnd::Interrupted)),
+            Step::Control(Control::Typing) => {
+                open.countdown.typing(now);
+                self.emit(LoopEvent::Countdown(open.countdown.clone()))
+                    .await;
+            }
+            Step::Control(Control::Extend) => {
+                open.countdown.extend(EXTEND_BY, now);
+                self.emit(LoopEvent::Countdown(open.countdown.clone()))
+                    .await;
+                deadline_moved = true;
+            }
+            Step::Wake | Step::Files => {}
+        }
+        // An answer may have landed from elsewhere (`ralph answer`, a hand-written file).
+        if let Some(ans) = answer::read(&self.ws)?
+            && ans
+                .question_asked_at
+                .as_deref()
+                .is_none_or(|a| a == open.asked_at)
+        {
+            return Ok(Some(WaitEnd::Answered(ans, false)));
+        }
+        if open.countdown.expired(now) {
+            return Ok(Some(WaitEnd::TimedOut));
+        }
+        // Keep state.json's deadline true while the human types or extends, for `ralph status`
+        // and for a `ralph ask` that follows the loop's deadline.
+        let paused = open.countdown.is_paused(now);
+        if paused != open.paused || deadline_moved {
+            open.paused = paused;
+            if let Some(p) = self.state.pending_question.as_mut() {
+                p.paused = paused;
+                p.deadline = open
+                    .countdown
+                    .remaining(now)
+                    .map(|left| timestamp(SystemTime::now() + left));
+            }
+            self.state.save(&self.ws)?;
+        }
+        Ok(None)
+    }
+
+    /// Acts on how a question's wait ended; `Some` when the run must end.
+    async fn close_question(
+        &mut self,
+        open: OpenQuestion,
+        end: WaitEnd,
+    ) -> Result<Option<Outcome>, RunError> {
+        let OpenQuestion {
+            question,
+            asked_at,
+            raised_by,
+            iteration,
+            carry,
+            ..
+        } = open;
         let question_raw = workspace::read_bounded(&self.ws.question(), MAX_QUESTION_BYTES)
             .ok()
             .flatten()
@@ -897,7 +1222,9 @@ impl Runner {
         match end {
             WaitEnd::Answered(ans, here) => {
                 let closed = if here {
-                    QuestionClosed::Answered { text: ans.text.clone() }
+                    QuestionClosed::Answered {
+                        text: ans.text.clone(),
+                    }
                 } else {
                     QuestionClosed::AnsweredElsewhere {
                         by: ans.by.describe().to_string(),
@@ -905,59 +1232,85 @@ impl Runner {
                     }
                 };
                 self.emit(LoopEvent::QuestionClosed(closed)).await;
-                self.log("answer", json!({"iteration": iteration, "by": ans.by, "text": ans.text}));
-                self.carryover.push(Carryover::Answer {
-                    question: question.clone(),
-                    answer: ans.text.clone(),
-                    by: ans.by.describe().to_string(),
-                    late: false,
-                });
+                self.log(
+                    "answer",
+                    json!({"iteration": iteration, "by": ans.by, "text": ans.text, "raised_by": raised_by}),
+                );
+                if carry {
+                    self.carryover.push(Carryover::Answer {
+                        question: question.clone(),
+                        answer: ans.text.clone(),
+                        by: ans.by.describe().to_string(),
+                        late: false,
+                    });
+                }
                 self.delivering = Some(Delivery {
                     question: Some(question),
                     question_raw,
-                    asked_at: Some(asked_at_str),
+                    asked_at: Some(asked_at),
                     answer: ans,
                     late: false,
                 });
                 self.state.pending_question = None;
             }
             WaitEnd::TimedOut => {
-                self.emit(LoopEvent::QuestionClosed(QuestionClosed::TimedOut)).await;
-                self.log("question_timeout", json!({"iteration": iteration, "policy": settings.on_question_timeout}));
-                if settings.on_question_timeout == OnQuestionTimeout::Stop {
+                self.emit(LoopEvent::QuestionClosed(QuestionClosed::TimedOut))
+                    .await;
+                self.log(
+                    "question_timeout",
+                    json!({"iteration": iteration, "policy": self.cfg.settings.on_question_timeout, "raised_by": raised_by}),
+                );
+                if let Some(p) = self.state.pending_question.as_mut() {
+                    p.paused = false;
+                }
+                if carry && self.cfg.settings.on_question_timeout == OnQuestionTimeout::Stop {
                     return Ok(Some(Outcome::QuestionTimeoutStop));
                 }
                 clarifications::record(
                     &self.ws,
                     &clarifications::Entry {
                         question: Some(&question),
-                        asked_at: Some(&asked_at_str),
+                        asked_at: Some(&asked_at),
                         outcome: clarifications::How::Unanswered,
                     },
                 )?;
-                self.carryover.push(Carryover::Unanswered { question });
+                if carry {
+                    self.carryover.push(Carryover::Unanswered { question });
+                }
                 // Keep the question open for a late answer, which a later iteration will get.
                 if let Some(p) = self.state.pending_question.as_mut() {
                     p.timed_out = true;
                 }
             }
             WaitEnd::Skipped => {
-                self.emit(LoopEvent::QuestionClosed(QuestionClosed::Skipped)).await;
-                self.log("question_skipped", json!({"iteration": iteration}));
+                self.emit(LoopEvent::QuestionClosed(QuestionClosed::Skipped))
+                    .await;
+                self.log(
+                    "question_skipped",
+                    json!({"iteration": iteration, "raised_by": raised_by}),
+                );
                 clarifications::record(
                     &self.ws,
                     &clarifications::Entry {
                         question: Some(&question),
-                        asked_at: Some(&asked_at_str),
+                        asked_at: Some(&asked_at),
                         outcome: clarifications::How::Skipped,
                     },
                 )?;
-                self.carryover.push(Carryover::Skipped { question });
+                if carry {
+                    self.carryover.push(Carryover::Skipped { question });
+                }
                 self.state.pending_question = None;
                 workspace::remove(&self.ws.question())?;
+                // Removing the claim is how a waiting `ralph ask` learns it was skipped.
+                workspace::remove(&self.ws.ask_claim())?;
             }
             WaitEnd::Interrupted => {
-                self.emit(LoopEvent::QuestionClosed(QuestionClosed::Interrupted)).await;
+                self.emit(LoopEvent::QuestionClosed(QuestionClosed::Interrupted))
+                    .await;
+                if let Some(p) = self.state.pending_question.as_mut() {
+                    p.paused = false;
+                }
                 return Ok(Some(Outcome::Interrupted));
             }
         }
@@ -966,62 +1319,83 @@ impl Runner {
         Ok(None)
     }
 
-    async fn wait_for_answer(&mut self, countdown: &mut Countdown, asked_at: &str) -> Result<WaitEnd, RunError> {
-        loop {
-            // Look at the file first: an answer may have landed before the watch saw it.
-            if let Some(ans) = answer::read(&self.ws)?
-                && ans.question_asked_at.as_deref().is_none_or(|a| a == asked_at)
-            {
-                return Ok(WaitEnd::Answered(ans, false));
-            }
-            let now = std::time::Instant::now();
-            if countdown.expired(now) {
-                return Ok(WaitEnd::TimedOut);
-            }
-            let wake = countdown
-                .next_wake(now)
-                .map(Instant::from_std)
-                .unwrap_or_else(|| Instant::now() + Duration::from_secs(365 * 24 * 3600));
-            tokio::select! {
-                () = tokio::time::sleep_until(wake) => {}
-                Some(()) = self.fs_events.recv() => {}
-                c = self.controls.recv(), if self.controls_open => match c {
-                    None => self.controls_open = false,
-                    Some(Control::Answer(text)) => {
-                        let text = text.trim().to_string();
-                        if text.is_empty() {
-                            self.emit(LoopEvent::AnswerRefused {
-                                reason: "an empty answer is not an answer: type one, or skip to let the agent decide".into(),
-                            })
-                            .await;
-                            continue;
-                        }
-                        let ans = Answer::new(text, AnsweredBy::Terminal, Some(asked_at.to_string()));
-                        match answer::submit(&self.ws, &ans)? {
-                            Submitted::Accepted => return Ok(WaitEnd::Answered(ans, true)),
-                            Submitted::AlreadyAnswered(theirs) => return Ok(WaitEnd::Answered(theirs, false)),
-                        }
-                    }
-                    Some(Control::Skip) => return Ok(WaitEnd::Skipped),
-                    Some(Control::Typing) => {
-                        countdown.typing(std::time::Instant::now());
-                        self.emit(LoopEvent::Countdown(countdown.clone())).await;
-                    }
-                    Some(Control::Extend) => {
-                        countdown.extend(EXTEND_BY, std::time::Instant::now());
-                        if let Some(p) = self.state.pending_question.as_mut() {
-                            p.deadline = countdown
-                                .remaining(std::time::Instant::now())
-                                .map(|left| timestamp(SystemTime::now() + left));
-                        }
-                        self.state.save(&self.ws)?;
-                        self.emit(LoopEvent::Countdown(countdown.clone())).await;
-                    }
-                    Some(Control::Stop | Control::Kill) => return Ok(WaitEnd::Interrupted),
-                },
-            }
+    /// A `ralph ask` may have written its claim while the agent runs: show its question now.
+    async fn notice_ask(&mut self, iteration: u32) -> Result<Option<OpenQuestion>, RunError> {
+        let Some(claim) = AskClaim::read(&self.ws) else {
+            return Ok(None);
+        };
+        if self
+            .state
+            .pending_question
+            .as_ref()
+            .is_some_and(|p| p.asked_at == claim.asked_at)
+        {
+            return Ok(None);
         }
+        let Ok(Some(raw)) = workspace::read_bounded(&self.ws.question(), MAX_QUESTION_BYTES) else {
+            return Ok(None);
+        };
+        // The agent has had the answer this iteration started with; archive it now, so that
+        // `.ralph/answer.md` is free for the new question's answer.
+        self.after_delivery()?;
+        let question = Question::parse_bounded(&raw.bytes);
+        let asked_at = state::parse_timestamp(&claim.asked_at).unwrap_or_else(SystemTime::now);
+        let wait = claim
+            .deadline
+            .as_deref()
+            .and_then(state::parse_timestamp)
+            .map(|d| d.duration_since(SystemTime::now()).unwrap_or_default());
+        let mut open = self
+            .open_question(
+                question,
+                asked_at,
+                Some(claim.asked_at),
+                wait,
+                iteration,
+                RaisedBy::Ask,
+            )
+            .await?;
+        // The agent is blocked in `ralph ask` and gets the answer from it directly.
+        open.carry = false;
+        Ok(Some(open))
     }
+}
+
+/// A question being waited on.
+#[derive(Debug)]
+struct OpenQuestion {
+    question: Question,
+    asked_at: String,
+    countdown: Countdown,
+    raised_by: RaisedBy,
+    iteration: u32,
+    /// Whether `state.json` last said the countdown was paused.
+    paused: bool,
+    /// Whether the answer (or its absence) goes into the next prompt: not when the agent that
+    /// asked with `ralph ask` is still there to receive it directly.
+    carry: bool,
+}
+
+impl OpenQuestion {
+    /// When the question needs looking at again (expiry, or the end of a typing pause).
+    fn wake(&self) -> Instant {
+        let now = std::time::Instant::now();
+        if self.countdown.expired(now) {
+            return Instant::now();
+        }
+        self.countdown
+            .next_wake(now)
+            .map(Instant::from_std)
+            .unwrap_or_else(|| Instant::now() + Duration::from_secs(365 * 24 * 3600))
+    }
+}
+
+/// One thing that can move a waiting question along.
+#[derive(Debug)]
+enum Step {
+    Control(Control),
+    Wake,
+    Files,
 }
 
 /// The time a [`Wait`] allows, or `None` for no limit.
@@ -1045,6 +1419,18 @@ fn term_group(pgid: i32) {
     let _ = killpg(nix::unistd::Pid::from_raw(pgid), Sig::SIGCONT);
 }
 
+/// Quotes `s` for `sh` if it needs it (for commands shown to the human).
+pub fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-+=:,@".contains(&b))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
 /// The environment an agent runs with, on top of ralph's own.
 fn agent_env(
     ws: &Workspace,
@@ -1056,8 +1442,14 @@ fn agent_env(
     let mut env = vec![
         ("RALPH_DIR".to_string(), abs(ws.dir()).display().to_string()),
         ("RALPH_ITERATION".to_string(), iteration.to_string()),
-        ("RALPH_TASK_FILE".to_string(), abs(task_path).display().to_string()),
-        ("RALPH_PROMPT_FILE".to_string(), abs(prompt_path).display().to_string()),
+        (
+            "RALPH_TASK_FILE".to_string(),
+            abs(task_path).display().to_string(),
+        ),
+        (
+            "RALPH_PROMPT_FILE".to_string(),
+            abs(prompt_path).display().to_string(),
+        ),
     ];
     // So the agent can run `ralph ask` even when ralph is not on its PATH.
     if let Ok(exe) = std::env::current_exe() {
@@ -1078,7 +1470,9 @@ fn reap_orphaned_agent(pgid: i32, dir: &std::path::Path) {
     }
     let needle = format!(
         "RALPH_DIR={}",
-        std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf()).display()
+        std::path::absolute(dir)
+            .unwrap_or_else(|_| dir.to_path_buf())
+            .display()
     );
     let ours = std::fs::read(format!("/proc/{pgid}/environ"))
         .map(|env| env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()))
@@ -1109,12 +1503,18 @@ impl LogFile {
             .open(&path)
             .ok()
             .map(|f| std::io::BufWriter::with_capacity(256 * 1024, f));
-        LogFile { file, written: 0, path }
+        LogFile {
+            file,
+            written: 0,
+            path,
+        }
     }
 
     fn write(&mut self, bytes: &[u8]) {
         use std::io::Write;
-        let Some(file) = self.file.as_mut() else { return };
+        let Some(file) = self.file.as_mut() else {
+            return;
+        };
         let room = LOG_CAP.saturating_sub(self.written) as usize;
         let take = bytes.len().min(room);
         if file.write_all(&bytes[..take]).is_err() {
@@ -1123,7 +1523,11 @@ impl LogFile {
         }
         self.written += take as u64;
         if take < bytes.len() {
-            let _ = write!(file, "\n[ralph: log cut at {LOG_CAP} bytes; see {}]\n", self.path.display());
+            let _ = write!(
+                file,
+                "\n[ralph: log cut at {LOG_CAP} bytes; see {}]\n",
+                self.path.display()
+            );
             self.file = None;
         }
     }
@@ -1159,7 +1563,8 @@ impl LineSplitter {
 
     fn push_capped(&mut self, bytes: &[u8]) {
         let room = STDERR_LINE_CAP.saturating_sub(self.partial.len());
-        self.partial.extend_from_slice(&bytes[..bytes.len().min(room)]);
+        self.partial
+            .extend_from_slice(&bytes[..bytes.len().min(room)]);
     }
 
     fn take(&mut self) -> String {
@@ -1266,7 +1671,10 @@ impl Tail {
 }
 
 /// Watches `.ralph/` and sends a wake-up for every change; the runner then looks at the files.
-fn watch_dir(dir: &std::path::Path, tx: mpsc::UnboundedSender<()>) -> Result<notify::RecommendedWatcher, RunError> {
+fn watch_dir(
+    dir: &std::path::Path,
+    tx: mpsc::UnboundedSender<()>,
+) -> Result<notify::RecommendedWatcher, RunError> {
     use notify::Watcher;
     let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
         // Only the question and answer files matter; the loop's own writes (state, events)
@@ -1275,7 +1683,7 @@ fn watch_dir(dir: &std::path::Path, tx: mpsc::UnboundedSender<()>) -> Result<not
             && !matches!(event.kind, notify::EventKind::Access(_))
             && event.paths.iter().any(|p| {
                 p.file_name()
-                    .is_some_and(|n| n == "answer.md" || n == "question.md")
+                    .is_some_and(|n| n == "answer.md" || n == "question.md" || n == "ask.json")
             })
         {
             let _ = tx.send(());

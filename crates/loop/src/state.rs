@@ -80,6 +80,9 @@ pub struct PendingQuestion {
     /// `true` once the deadline passed without an answer (a late answer is still taken).
     #[serde(default)]
     pub timed_out: bool,
+    /// `true` while the human is typing an answer: the countdown holds, `deadline` is stale.
+    #[serde(default)]
+    pub paused: bool,
 }
 
 impl PendingQuestion {
@@ -102,6 +105,7 @@ impl PendingQuestion {
             iteration,
             raised_by,
             timed_out: false,
+            paused: false,
         }
     }
 
@@ -166,6 +170,27 @@ pub struct State {
 }
 
 impl State {
+    /// A state for a workspace where no loop has run yet (used by `ralph ask` without a loop).
+    pub fn fresh(ws: &Workspace, agent: &str, max_iterations: u32) -> State {
+        let now = timestamp(SystemTime::now());
+        State {
+            status: Status::Running,
+            iteration: 0,
+            max_iterations,
+            pid: std::process::id(),
+            agent_pgid: None,
+            root: ws.root().display().to_string(),
+            task: String::new(),
+            agent: agent.to_string(),
+            started_at: now.clone(),
+            updated_at: now,
+            pending_question: None,
+            last_signal: None,
+            reason: None,
+            total_cost_usd: None,
+        }
+    }
+
     /// Reads `state.json`; `Ok(None)` when there is none yet.
     pub fn load(ws: &Workspace) -> Result<Option<State>, StateError> {
         let path = ws.state();
@@ -194,7 +219,9 @@ impl State {
 #[derive(Debug, thiserror::Error)]
 pub enum StateError {
     /// `state.json` is not valid JSON of the expected shape.
-    #[error("{path}: not a ralph state file ({source}). Delete it to start afresh; nothing else depends on it.")]
+    #[error(
+        "{path}: not a ralph state file ({source}). Delete it to start afresh; nothing else depends on it."
+    )]
     Corrupt {
         /// The file.
         path: String,
@@ -204,6 +231,34 @@ pub enum StateError {
     /// Reading or writing failed.
     #[error(transparent)]
     Workspace(#[from] WorkspaceError),
+}
+
+/// `.ralph/ask.json`: a waiting `ralph ask` process's claim on the question it wrote.
+///
+/// Written by `ralph ask` (its only writer) after `question.md`; a running loop reads it to show
+/// the question while the agent waits, and removes it to tell `ralph ask` the human skipped.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AskClaim {
+    /// The `ralph ask` process.
+    pub pid: u32,
+    /// When it asked (RFC 3339): also the question's identity in `answer.md`.
+    pub asked_at: String,
+    /// The deadline it was given (RFC 3339), or `None` for none.
+    pub deadline: Option<String>,
+}
+
+impl AskClaim {
+    /// Writes the claim atomically.
+    pub fn write(&self, ws: &Workspace) -> Result<(), WorkspaceError> {
+        let json = serde_json::to_vec(self).expect("claim serializes");
+        workspace::write_atomic(&ws.ask_claim(), &json)
+    }
+
+    /// Reads the claim, if there is one and it parses.
+    pub fn read(ws: &Workspace) -> Option<AskClaim> {
+        let text = workspace::read_text(&ws.ask_claim()).ok()??;
+        serde_json::from_str(&text).ok()
+    }
 }
 
 /// Formats a time as RFC 3339 with milliseconds, UTC (`2026-11-22T14:17:33.123Z`).
@@ -219,7 +274,11 @@ pub fn parse_timestamp(s: &str) -> Option<SystemTime> {
 /// Appends one event to `.ralph/events.jsonl`: `{"at": ..., "event": kind, ...fields}`.
 ///
 /// `fields` must serialize to a JSON object; its keys are merged into the line.
-pub fn log_event(ws: &Workspace, kind: &str, fields: serde_json::Value) -> Result<(), WorkspaceError> {
+pub fn log_event(
+    ws: &Workspace,
+    kind: &str,
+    fields: serde_json::Value,
+) -> Result<(), WorkspaceError> {
     let mut line = serde_json::Map::new();
     line.insert("at".into(), timestamp(SystemTime::now()).into());
     line.insert("event".into(), kind.into());

@@ -47,12 +47,12 @@ pub enum WorkspaceError {
         pid: String,
     },
     /// Any other I/O failure.
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Io {
         /// The path being read or written.
         path: PathBuf,
-        /// What the OS said.
-        source: io::Error,
+        /// What the OS said (not a `source`: it is already in the message).
+        error: io::Error,
     },
 }
 
@@ -65,7 +65,7 @@ impl WorkspaceError {
         }
         WorkspaceError::Io {
             path: path.to_path_buf(),
-            source,
+            error: source,
         }
     }
 }
@@ -117,6 +117,11 @@ impl Workspace {
         self.dir.join("answer.md")
     }
 
+    /// `.ralph/ask.json`: the claim of a waiting `ralph ask` (its pid, when it asked, its deadline).
+    pub fn ask_claim(&self) -> PathBuf {
+        self.dir.join("ask.json")
+    }
+
     /// `.ralph/state.json`: the loop's status, for `ralph status` and for resuming.
     pub fn state(&self) -> PathBuf {
         self.dir.join("state.json")
@@ -158,7 +163,10 @@ impl Workspace {
                 Ok(_) => {
                     return Err(WorkspaceError::io(
                         &dir,
-                        io::Error::new(io::ErrorKind::AlreadyExists, "exists and is not a directory"),
+                        io::Error::new(
+                            io::ErrorKind::AlreadyExists,
+                            "exists and is not a directory",
+                        ),
                     ));
                 }
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {
@@ -197,7 +205,8 @@ impl Workspace {
         match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
             Ok(mut lock) => {
                 lock.set_len(0).map_err(|e| WorkspaceError::io(&path, e))?;
-                writeln!(lock, "{}", std::process::id()).map_err(|e| WorkspaceError::io(&path, e))?;
+                writeln!(lock, "{}", std::process::id())
+                    .map_err(|e| WorkspaceError::io(&path, e))?;
                 Ok(WorkspaceLock { _lock: lock })
             }
             Err((_, _)) => {
@@ -360,7 +369,12 @@ mod tests {
         write_atomic(&link, b"answer").unwrap();
 
         assert_eq!(fs::read_to_string(&outside).unwrap(), "precious");
-        assert!(!fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert!(
+            !fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
         assert_eq!(fs::read_to_string(&link).unwrap(), "answer");
     }
 
@@ -397,7 +411,10 @@ mod tests {
                     s.spawn(move || create_atomic(path, format!("{i}").as_bytes()).unwrap())
                 })
                 .collect();
-            handles.into_iter().map(|h| h.join().unwrap() as usize).sum()
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap() as usize)
+                .sum()
         });
         assert_eq!(wins, 1);
     }

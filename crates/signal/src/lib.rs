@@ -1,19 +1,70 @@
-//! Finds ralph's signals in what an agent prints, without doing any I/O.
+//! Finds ralph's signals in what an agent prints, and decodes agent stream formats, without
+//! doing any I/O.
 //!
 //! # Theory of operation
 //!
 //! An agent's output arrives as bytes in chunks of any size. A [`Decoder`] is fed those chunks
-//! (`feed`) and, at end of stream, told so (`finish`). It pushes [`AgentEvent`]s into a caller's
-//! vector: display text, tool calls, usage, and [`Signal`]s. It never reads or writes anything
-//! itself, so the same code serves the live loop, the tests and the benchmarks.
+//! ([`Decoder::feed`]) and, at end of stream, told so ([`Decoder::finish`]). It pushes
+//! [`AgentEvent`]s into a caller's vector: display text, tool calls, usage, and [`Signal`]s. It
+//! never reads or writes anything itself, so the same code serves the live loop, the tests and
+//! the benchmarks. How the bytes were cut into chunks never changes the events: a signal split
+//! across two `feed` calls at any byte is found exactly once.
 //!
 //! A signal is `<ralph>DONE</ralph>`, `<ralph>QUESTION</ralph>` or `<ralph>GUTTER</ralph>`
-//! (`<ralph>COMPLETE</ralph>` is read as DONE). It counts only when the agent itself says it:
-//! in plain text, outside fenced code blocks and inline code spans; in structured streams, only
-//! in assistant text, never in tool results, file contents or an echoed prompt.
+//! (`<ralph>COMPLETE</ralph>` is read as DONE), written exactly so: case and spacing matter. It
+//! counts only when the agent itself says it: in plain text, outside fenced code blocks and
+//! inline code spans (CommonMark rules); in structured streams, only in the main agent's
+//! assistant text, never in tool calls, tool results, file contents, an echoed prompt or the
+//! final `result` summary (which repeats the assistant text). Each kind counts at most once per
+//! line, and a [`Signal`] event comes right after the [`AgentEvent::Text`] of its line.
 //!
-//! Memory stays bounded whatever the input: partial lines are kept only up to a cap, and a
-//! longer line is scanned as it streams past rather than buffered.
+//! ## Formats
+//!
+//! [`StreamFormat::Text`] treats the stream as markdown-ish plain text: every line becomes a
+//! [`AgentEvent::Text`], fences are tracked across lines, code spans within a line.
+//! [`StreamFormat::ClaudeStreamJson`] reads Claude Code's `--output-format stream-json
+//! --verbose` output: one JSON object per line, read in one pass by a small borrowing JSON
+//! reader that decodes the few fields it needs and skips the rest (file bodies, command output)
+//! with a quote search; the text of each assistant text block goes through the same plain-text
+//! scanner. A new format is a new module plus a [`StreamFormat`] variant and its arm in the
+//! decoder's dispatch; JSON-lines formats reuse the line framing and the reader.
+//!
+//! ## Bounds
+//!
+//! Memory stays bounded whatever the input. A plain-text line is kept only up to
+//! [`LINE_CAP`] bytes; the rest of a longer line is scanned for signals as it streams past (with
+//! a small tail kept for tags that straddle chunks) and dropped. A JSON line longer than
+//! [`JSON_LINE_CAP`] is skipped with an [`AgentEvent::Unknown`] note. Display text is cut to
+//! [`DISPLAY_CAP`] bytes. [`Decoder::buffered_len`] reports what is held.
+//!
+//! ## Safety of displayed text
+//!
+//! Everything meant for display goes through [`sanitize()`]: terminal control sequences are
+//! stripped, invalid UTF-8 becomes U+FFFD, so an agent (or a file it cats) cannot retitle,
+//! clear or hyperlink the user's terminal.
+
+mod claude;
+mod decoder;
+mod jsonl;
+mod long_line;
+mod markdown;
+mod sanitize;
+mod skim;
+mod summary;
+mod tag;
+mod text;
+
+pub use decoder::{Decoder, StreamFormat};
+pub use sanitize::{sanitize, sanitize_bytes};
+
+/// Longest plain-text line, in bytes, that is kept whole; longer lines are streamed.
+pub const LINE_CAP: usize = 64 * 1024;
+
+/// Longest display text, in bytes, before it is cut with a " … [N more bytes]" note.
+pub const DISPLAY_CAP: usize = 4 * 1024;
+
+/// Longest JSON line, in bytes, that a JSON decoder buffers; longer lines are skipped.
+pub const JSON_LINE_CAP: usize = 8 * 1024 * 1024;
 
 /// What the agent asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -37,4 +88,58 @@ pub struct Signal {
     pub line: String,
     /// 1-based line number within the text the signal was found in.
     pub line_number: u64,
+}
+
+/// Token and cost figures an agent reported for a turn.
+///
+/// For Claude Code these come from the `result` line: `total_cost_usd` (cumulative for the
+/// process), `usage.input_tokens` (not counting cache reads and writes) and
+/// `usage.output_tokens`.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct Usage {
+    /// Cost in US dollars, if the agent reported one.
+    pub cost_usd: Option<f64>,
+    /// Input tokens, if reported.
+    pub input_tokens: Option<u64>,
+    /// Output tokens, if reported.
+    pub output_tokens: Option<u64>,
+}
+
+/// One thing the agent did, decoded from its output.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AgentEvent {
+    /// A line of the agent's own words for display: control sequences stripped, no trailing
+    /// newline, cut to [`DISPLAY_CAP`] bytes with a " … [N more bytes]" note.
+    Text(String),
+    /// A signal the agent gave; it follows the `Text` of the line that carried it.
+    Signal(Signal),
+    /// A tool call, as a short one-line summary: name "Edit", summary "src/cache.rs"; name
+    /// "Bash", summary "cargo test".
+    ToolCall {
+        /// The tool's name as the agent reported it.
+        name: String,
+        /// One sanitized line saying what the call is about; may be empty.
+        summary: String,
+    },
+    /// A tool's result: its first non-blank line, cut, and whether it was an error.
+    ToolResult {
+        /// One sanitized line, with a " [+N lines]" note when the output had more.
+        summary: String,
+        /// Whether the tool reported failure.
+        is_error: bool,
+    },
+    /// The agent's session id, for resuming it later.
+    SessionId(String),
+    /// Token and cost figures.
+    Usage(Usage),
+    /// An error the agent or its API reported (a result with `is_error`, an API error message).
+    Error(String),
+    /// The agent's turn ended (Claude's `result` line), with the final result text if any.
+    TurnEnd {
+        /// The final text the agent reported for the turn, sanitized.
+        result: Option<String>,
+    },
+    /// A line the decoder did not recognise (unknown type, malformed JSON), kept short for the
+    /// log. Never fatal.
+    Unknown(String),
 }

@@ -1,6 +1,12 @@
-//! ralph's terminal front end: the question panel, and the pieces the loop view shares.
+//! ralph's front ends: the terminal loop view with its question panel, and plain line mode.
 //!
 //! # Theory of operation
+//!
+//! A front end takes the loop's [`LoopEvent`](ralph_loop::event::LoopEvent)s from a channel and
+//! sends back [`Control`](ralph_loop::event::Control)s; it shares no state with the loop.
+//!
+//! - [`tui`]: the loop view, an inline viewport under the agent's scrolling output.
+//! - [`plain`]: plain lines, for pipes, CI, dumb terminals and `--no-tui`.
 //!
 //! Components keep state, update and drawing apart. A component is a plain struct that takes
 //! events (`handle_key`, `handle_paste`) with the current [`Instant`](std::time::Instant) and
@@ -16,9 +22,11 @@
 
 mod countdown_view;
 mod markdown;
+pub mod plain;
 pub mod question_panel;
 mod question_view;
 pub mod theme;
+pub mod tui;
 mod wrap;
 
 #[cfg(test)]

@@ -168,18 +168,32 @@ fn interpret(q: &Question, line: &str) -> Typed {
 
 fn show(out: &mut impl Write, ev: LoopEvent, open: &mut Option<Open>, opts: &Options, tty: bool) {
     let _ = match ev {
-        LoopEvent::Started { task, agent, max_iterations, criteria } => writeln!(
+        LoopEvent::Started {
+            task,
+            agent,
+            max_iterations,
+            criteria,
+        } => writeln!(
             out,
             "ralph: {task}\nralph: agent {agent} · up to {max_iterations} iterations · criteria {}/{} checked",
             criteria.0, criteria.1
         ),
-        LoopEvent::IterationStarted { iteration, max_iterations, timeout, .. } => writeln!(
+        LoopEvent::IterationStarted {
+            iteration,
+            max_iterations,
+            timeout,
+            ..
+        } => writeln!(
             out,
             "ralph: ── iteration {iteration}/{max_iterations}{} ──",
-            timeout.map(|t| format!(" (time limit {})", fmt_duration(t))).unwrap_or_default()
+            timeout
+                .map(|t| format!(" (time limit {})", fmt_duration(t)))
+                .unwrap_or_default()
         ),
         LoopEvent::Agent(AgentEvent::Text(line)) => writeln!(out, "{line}"),
-        LoopEvent::Agent(AgentEvent::ToolCall { name, summary }) => writeln!(out, "  ▸ {name} {summary}"),
+        LoopEvent::Agent(AgentEvent::ToolCall { name, summary }) => {
+            writeln!(out, "  ▸ {name} {summary}")
+        }
         LoopEvent::Agent(AgentEvent::ToolResult { summary, is_error }) => {
             if is_error {
                 writeln!(out, "    ↳ error: {summary}")
@@ -195,31 +209,67 @@ fn show(out: &mut impl Write, ev: LoopEvent, open: &mut Option<Open>, opts: &Opt
             if let (Some(i), Some(o)) = (u.input_tokens, u.output_tokens) {
                 parts.push(format!("{i} tokens in, {o} out"));
             }
-            if parts.is_empty() { Ok(()) } else { writeln!(out, "ralph: usage {}", parts.join(" · ")) }
+            if parts.is_empty() {
+                Ok(())
+            } else {
+                writeln!(out, "ralph: usage {}", parts.join(" · "))
+            }
         }
-        LoopEvent::Agent(AgentEvent::Error(e)) => writeln!(out, "ralph: the agent reported an error: {e}"),
+        LoopEvent::Agent(AgentEvent::Error(e)) => {
+            writeln!(out, "ralph: the agent reported an error: {e}")
+        }
         LoopEvent::Agent(_) => Ok(()),
         LoopEvent::Stderr(line) => writeln!(out, "  stderr: {line}"),
-        LoopEvent::Signal(s) => writeln!(out, "ralph: signal {:?} (output line {})", s.kind, s.line_number),
-        LoopEvent::IterationEnded { iteration, how, elapsed } => {
-            writeln!(out, "ralph: iteration {iteration} ended: the agent {how} after {}", fmt_duration(elapsed))
+        LoopEvent::Signal(s) => writeln!(
+            out,
+            "ralph: signal {:?} (output line {})",
+            s.kind, s.line_number
+        ),
+        LoopEvent::IterationEnded {
+            iteration,
+            how,
+            elapsed,
+        } => {
+            writeln!(
+                out,
+                "ralph: iteration {iteration} ended: the agent {how} after {}",
+                fmt_duration(elapsed)
+            )
         }
-        LoopEvent::TestsStarted { command } => writeln!(out, "ralph: DONE signalled; running the tests: {command}"),
-        LoopEvent::Verdict { accepted: true, reason } => writeln!(out, "ralph: DONE accepted: {reason}"),
-        LoopEvent::Verdict { accepted: false, reason } => {
+        LoopEvent::TestsStarted { command } => {
+            writeln!(out, "ralph: DONE signalled; running the tests: {command}")
+        }
+        LoopEvent::Verdict {
+            accepted: true,
+            reason,
+        } => writeln!(out, "ralph: DONE accepted: {reason}"),
+        LoopEvent::Verdict {
+            accepted: false,
+            reason,
+        } => {
             let _ = writeln!(out, "ralph: DONE rejected; the next iteration is told why:");
             for l in reason.lines() {
                 let _ = writeln!(out, "  {l}");
             }
             Ok(())
         }
-        LoopEvent::Criteria { checked, total } => writeln!(out, "ralph: criteria {checked}/{total} checked"),
-        LoopEvent::QuestionAsked { question, countdown, iteration, .. } => {
+        LoopEvent::Criteria { checked, total } => {
+            writeln!(out, "ralph: criteria {checked}/{total} checked")
+        }
+        LoopEvent::QuestionAsked {
+            question,
+            countdown,
+            iteration,
+            ..
+        } => {
             let now = Instant::now();
             if opts.bell && tty {
                 let _ = write!(out, "\x07");
             }
-            let _ = writeln!(out, "ralph: ──── the agent asks (iteration {iteration}) ────");
+            let _ = writeln!(
+                out,
+                "ralph: ──── the agent asks (iteration {iteration}) ────"
+            );
             for l in question.text.lines() {
                 let _ = writeln!(out, "  {l}");
             }
@@ -227,8 +277,16 @@ fn show(out: &mut impl Write, ev: LoopEvent, open: &mut Option<Open>, opts: &Opt
                 let _ = writeln!(out, "  ({c})");
             }
             for (i, o) in question.options.iter().enumerate() {
-                let default = if question.default.as_deref() == Some(o.label.as_str()) { " (default)" } else { "" };
-                let desc = o.description.as_deref().map(|d| format!(" — {d}")).unwrap_or_default();
+                let default = if question.default.as_deref() == Some(o.label.as_str()) {
+                    " (default)"
+                } else {
+                    ""
+                };
+                let desc = o
+                    .description
+                    .as_deref()
+                    .map(|d| format!(" — {d}"))
+                    .unwrap_or_default();
                 let _ = writeln!(out, "    {}. {}{default}{desc}", i + 1, o.label);
             }
             if let Some(d) = &question.default
@@ -246,7 +304,11 @@ fn show(out: &mut impl Write, ev: LoopEvent, open: &mut Option<Open>, opts: &Opt
             } else {
                 "Answer from any terminal:"
             };
-            let _ = writeln!(out, "  {how}\n    ralph answer -C {} \"your answer\"\n  {left}", opts.answer_hint_dir);
+            let _ = writeln!(
+                out,
+                "  {how}\n    ralph answer -C {} \"your answer\"\n  {left}",
+                opts.answer_hint_dir
+            );
             let reminders = match countdown.remaining(now) {
                 Some(total) => [Duration::from_secs(60), Duration::from_secs(10)]
                     .into_iter()
@@ -254,7 +316,11 @@ fn show(out: &mut impl Write, ev: LoopEvent, open: &mut Option<Open>, opts: &Opt
                     .collect(),
                 None => Vec::new(),
             };
-            *open = Some(Open { question, countdown, reminders });
+            *open = Some(Open {
+                question,
+                countdown,
+                reminders,
+            });
             Ok(())
         }
         LoopEvent::Countdown(c) => {
@@ -271,31 +337,48 @@ fn show(out: &mut impl Write, ev: LoopEvent, open: &mut Option<Open>, opts: &Opt
             let default = open.as_ref().and_then(|o| o.question.default.clone());
             *open = None;
             match how {
-                QuestionClosed::Answered { text } => writeln!(out, "ralph: answer sent to the agent: {}", one_line(&text)),
+                QuestionClosed::Answered { text } => {
+                    writeln!(out, "ralph: answer sent to the agent: {}", one_line(&text))
+                }
                 QuestionClosed::AnsweredElsewhere { by, text } => {
                     writeln!(out, "ralph: answered from {by}: {}", one_line(&text))
                 }
                 QuestionClosed::TimedOut => writeln!(
                     out,
                     "ralph: no answer in time; the agent goes on with {}. A late `ralph answer` still reaches a later iteration.",
-                    default.map(|d| format!("its default ({d})")).unwrap_or_else(|| "its best guess".into())
+                    default
+                        .map(|d| format!("its default ({d})"))
+                        .unwrap_or_else(|| "its best guess".into())
                 ),
-                QuestionClosed::Skipped => writeln!(out, "ralph: question skipped; the agent decides"),
-                QuestionClosed::Interrupted => writeln!(out, "ralph: stopping; the question stays open for the next `ralph run`"),
+                QuestionClosed::Skipped => {
+                    writeln!(out, "ralph: question skipped; the agent decides")
+                }
+                QuestionClosed::Interrupted => writeln!(
+                    out,
+                    "ralph: stopping; the question stays open for the next `ralph run`"
+                ),
             }
         }
         LoopEvent::AnswerRefused { reason } => writeln!(out, "ralph: {reason}"),
         LoopEvent::Warning(w) => writeln!(out, "ralph: warning: {w}"),
         LoopEvent::Note(n) => writeln!(out, "ralph: {n}"),
         LoopEvent::Finished { outcome, reason } => {
-            writeln!(out, "ralph: finished: {reason} (exit {})", outcome.exit_code())
+            writeln!(
+                out,
+                "ralph: finished: {reason} (exit {})",
+                outcome.exit_code()
+            )
         }
     };
 }
 
 fn one_line(text: &str) -> String {
     let first = text.lines().next().unwrap_or("");
-    if text.lines().count() > 1 { format!("{first} …") } else { first.to_string() }
+    if text.lines().count() > 1 {
+        format!("{first} …")
+    } else {
+        first.to_string()
+    }
 }
 
 /// `4m 12s`, `1h 3m`, `9s`: what a person reads at a glance.

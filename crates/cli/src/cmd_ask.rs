@@ -1,0 +1,244 @@
+//! `ralph ask`: an agent asks its human a question and waits for the answer, keeping its context.
+//!
+//! The question is written to `.ralph/question.md`, then `.ralph/ask.json` (this process's
+//! claim: pid, when asked, the deadline it was given). What happens next depends on whether a
+//! loop is running in the workspace:
+//!
+//! - **A loop is running** (it holds the workspace lock): it notices `ask.json` through its file
+//!   watch, shows the question in its panel and owns `state.json`, including the deadline (which
+//!   the human may extend or pause by typing). This process follows that deadline.
+//! - **No loop is running**: this process takes the workspace lock itself and writes the
+//!   pending question to `state.json`, so `ralph status` and `ralph answer` work as usual.
+//!
+//! Either way this process waits on a file watch (no polling) for `.ralph/answer.md`, prints the
+//! answer on stdout and exits 0; or, when the deadline passes (or the human skips), prints one
+//! line telling the agent to go on with its default and exits 3.
+
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::time::{Duration, SystemTime};
+
+use anyhow::{Context as _, anyhow};
+use ralph_loop::answer;
+use ralph_loop::clarifications;
+use ralph_loop::question::{Question, QuestionOption};
+use ralph_loop::state::{self, AskClaim, PendingQuestion, RaisedBy, State, Status};
+use ralph_loop::task::{TaskFile, Wait, parse_wait};
+use ralph_loop::workspace::{self, Workspace};
+
+use crate::args::AskArgs;
+use crate::{CmdResult, Failure};
+
+/// Exit code when nobody answered in time (or the human skipped).
+const NO_ANSWER: u8 = 3;
+
+/// Asks, waits, prints the answer.
+pub fn run(args: &AskArgs) -> CmdResult {
+    let root = match (&args.dir, std::env::var_os("RALPH_DIR")) {
+        (Some(d), _) => crate::cmd_run::project_root(d)?,
+        (None, Some(dir)) => PathBuf::from(dir)
+            .parent()
+            .map(PathBuf::from)
+            .ok_or_else(|| Failure::usage(anyhow!("RALPH_DIR has no parent directory")))?,
+        (None, None) => crate::cmd_run::project_root(std::path::Path::new("."))?,
+    };
+    let text = args.question.trim();
+    if text.is_empty() {
+        return Err(Failure::usage(anyhow!(
+            "the question is empty: ralph ask \"Redis or Memcached?\" --option Redis --option Memcached"
+        )));
+    }
+    let wait = match &args.timeout {
+        Some(t) => parse_wait(t).map_err(|e| Failure::usage(anyhow!("--timeout {t}: {e}")))?,
+        None => TaskFile::load(&root.join("RALPH_TASK.md"))
+            .map(|t| t.question_timeout)
+            .unwrap_or(Wait::For(Duration::from_secs(300))),
+    };
+    let question = Question {
+        text: text.to_string(),
+        options: args
+            .options
+            .iter()
+            .map(|o| QuestionOption::new(o.clone()))
+            .collect(),
+        multi_select: args.multi_select,
+        default: args.default.clone(),
+        context: args.context.clone(),
+        warning: None,
+    };
+
+    let ws = Workspace::new(&root);
+    ws.ensure().map_err(Failure::failed)?;
+    let previous = State::load(&ws).ok().flatten();
+    if let Some(p) = previous.as_ref().and_then(|s| s.pending_question.as_ref())
+        && !p.timed_out
+        && ws.question().exists()
+    {
+        return Err(Failure::failed(anyhow!(
+            "another question is already waiting in {} (\"{}\"); wait for it to be answered first",
+            root.display(),
+            p.text.lines().next().unwrap_or("")
+        )));
+    }
+
+    let asked_at = SystemTime::now();
+    let deadline = match wait {
+        Wait::Never => None,
+        Wait::For(d) => Some(asked_at + d),
+    };
+    // Without a loop, this process stands in for it: it holds the lock and owns state.json.
+    let own_lock = if ws.is_locked() { None } else { ws.lock().ok() };
+    let pending = PendingQuestion::new(
+        &question,
+        asked_at,
+        deadline,
+        previous.as_ref().map_or(0, |s| s.iteration),
+        RaisedBy::Ask,
+    );
+    workspace::write_atomic(&ws.question(), question.to_markdown().as_bytes())?;
+    let claim = AskClaim {
+        pid: std::process::id(),
+        asked_at: pending.asked_at.clone(),
+        deadline: pending.deadline.clone(),
+    };
+    if own_lock.is_some() {
+        let mut st = previous
+            .clone()
+            .unwrap_or_else(|| State::fresh(&ws, "ralph ask", 0));
+        st.status = Status::WaitingInput;
+        st.pid = std::process::id();
+        st.pending_question = Some(pending.clone());
+        st.save(&ws)?;
+    }
+    claim.write(&ws)?;
+    let outcome = wait_for_answer(&ws, &claim, own_lock.is_some());
+    let _ = workspace::remove(&ws.ask_claim());
+
+    match outcome? {
+        Some(ans) => {
+            if let Some(_lock) = &own_lock {
+                finish_alone(&ws, previous, &question, &pending.asked_at, Some(&ans))?;
+            }
+            println!("{}", ans.text);
+            Ok(0)
+        }
+        None => {
+            if let Some(_lock) = &own_lock {
+                finish_alone(&ws, previous, &question, &pending.asked_at, None)?;
+            }
+            let guess = match &question.default {
+                Some(d) => format!("proceed with your default ({d})"),
+                None => "proceed with your best guess".to_string(),
+            };
+            println!(
+                "ralph: nobody answered in time; {guess} and record the assumption in .ralph/progress.md. A late answer will reach a later iteration."
+            );
+            Ok(NO_ANSWER)
+        }
+    }
+}
+
+/// Waits for an answer to this claim, the deadline, or a skip (the loop removed the claim).
+fn wait_for_answer(
+    ws: &Workspace,
+    claim: &AskClaim,
+    alone: bool,
+) -> Result<Option<answer::Answer>, Failure> {
+    let (tx, rx) = mpsc::channel();
+    use notify::Watcher as _;
+    let mut watcher = notify::recommended_watcher(move |_res: notify::Result<notify::Event>| {
+        let _ = tx.send(());
+    })
+    .context("could not watch .ralph/ for the answer")?;
+    watcher
+        .watch(ws.dir(), notify::RecursiveMode::NonRecursive)
+        .context("could not watch .ralph/ for the answer")?;
+    let asked_at = state::parse_timestamp(&claim.asked_at).unwrap_or_else(SystemTime::now);
+    let mut deadline = claim.deadline.as_deref().and_then(state::parse_timestamp);
+    loop {
+        if let Some(ans) = answer::read(ws)?
+            && answer_is_for(&ans, claim, asked_at)
+        {
+            return Ok(Some(ans));
+        }
+        if !alone {
+            // The loop owns the deadline (extensions, pauses) and removes the claim on a skip.
+            if !ws.ask_claim().exists() {
+                return Ok(None);
+            }
+            if let Ok(Some(st)) = State::load(ws)
+                && let Some(p) = st.pending_question
+                && p.asked_at == claim.asked_at
+            {
+                if p.timed_out {
+                    return Ok(None);
+                }
+                deadline = if p.paused { None } else { p.deadline_time() };
+            }
+        }
+        let wait = match deadline {
+            Some(d) => match d.duration_since(SystemTime::now()) {
+                Ok(left) => left,
+                Err(_) => return Ok(None),
+            },
+            None => Duration::from_secs(3600),
+        };
+        match rx.recv_timeout(wait) {
+            Ok(()) | Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(None),
+        }
+    }
+}
+
+/// An answer belongs to this question if it names it, or (hand-written) came after it was asked.
+fn answer_is_for(ans: &answer::Answer, claim: &AskClaim, asked_at: SystemTime) -> bool {
+    match &ans.question_asked_at {
+        Some(a) => a == &claim.asked_at,
+        None => ans.at >= asked_at,
+    }
+}
+
+/// With no loop running, this process cleans up as the loop would have.
+fn finish_alone(
+    ws: &Workspace,
+    previous: Option<State>,
+    question: &Question,
+    asked_at: &str,
+    ans: Option<&answer::Answer>,
+) -> Result<(), Failure> {
+    let outcome = match ans {
+        Some(a) => clarifications::How::Answered {
+            text: &a.text,
+            by: a.by,
+            at: a.at,
+            late: false,
+        },
+        None => clarifications::How::Unanswered,
+    };
+    clarifications::record(
+        ws,
+        &clarifications::Entry {
+            question: Some(question),
+            asked_at: Some(asked_at),
+            outcome,
+        },
+    )?;
+    let mut st = previous.unwrap_or_else(|| State::fresh(ws, "ralph ask", 0));
+    if ans.is_some() {
+        // The answer went straight to the agent that asked: nothing is left to deliver.
+        workspace::remove(&ws.answer())?;
+        workspace::remove(&ws.question())?;
+        st.pending_question = None;
+    } else {
+        // Keep the question open: a late `ralph answer` reaches the next `ralph run`.
+        st.pending_question = st.pending_question.take().map(|mut p| {
+            p.timed_out = true;
+            p
+        });
+    }
+    if st.status == Status::WaitingInput {
+        st.status = Status::Stopped;
+    }
+    st.save(ws)?;
+    Ok(())
+}

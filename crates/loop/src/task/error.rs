@@ -1,0 +1,398 @@
+//! What can be wrong with a task file, worded for the person who has to fix it.
+//!
+//! Every message names the file, and the line and column when there is one, says what is
+//! wrong and then how to fix it. [`Problem`] keeps those two halves apart
+//! ([`Problem::summary`], [`Problem::fix`]) so a UI can lay them out differently; `Display`
+//! joins them into one line.
+
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+
+use super::keys::Key;
+use super::{FILE_SIZE_LIMIT, FRONTMATTER_SIZE_LIMIT};
+
+/// What a task file looks like, quoted by the frontmatter errors.
+const LAYOUT: &str =
+    "the file must start with a line '---', then YAML keys (task, max_iterations, ...), then '---'";
+
+/// Why a task file could not be loaded.
+///
+/// I/O failures keep the [`io::Error`] as a field named `error` rather than as the error's
+/// `source`: the message already says what went wrong, and a printed chain would repeat it.
+#[derive(Debug, thiserror::Error)]
+pub enum TaskError {
+    /// There is no file at the path.
+    #[error(
+        "{}: no task file here. Create one with `ralph init` (it writes a commented template), \
+         or copy RALPH_TASK.md.example to RALPH_TASK.md and edit it",
+        path.display()
+    )]
+    NotFound {
+        /// The path that was looked up.
+        path: PathBuf,
+    },
+    /// The file exists but could not be read (permissions, I/O error).
+    #[error(
+        "{}: cannot read the task file ({}). Check that you may read it (ls -l {}), \
+         e.g. chmod u+r {}",
+        path.display(), error, path.display(), path.display()
+    )]
+    Unreadable {
+        /// The path that was read.
+        path: PathBuf,
+        /// What the operating system said.
+        error: io::Error,
+    },
+    /// The path names a directory (possibly through a symlink).
+    #[error(
+        "{}: is a directory, not a task file. Give the path of the markdown file itself, \
+         e.g. {}",
+        path.display(), path.join("RALPH_TASK.md").display()
+    )]
+    IsDirectory {
+        /// The path that was given.
+        path: PathBuf,
+    },
+    /// The path names a FIFO, socket or device, which could block or never end.
+    #[error(
+        "{}: is not a regular file (a pipe, socket or device). Save the task in an ordinary \
+         markdown file and give its path",
+        path.display()
+    )]
+    NotRegularFile {
+        /// The path that was given.
+        path: PathBuf,
+    },
+    /// The file is over [`FILE_SIZE_LIMIT`].
+    #[error(
+        "{}: the file is {size} bytes, over the limit of {} bytes (16 MiB). A task file holds \
+         the task and its checklist: move logs and data into other files and mention their paths",
+        path.display(), FILE_SIZE_LIMIT
+    )]
+    TooLarge {
+        /// The path that was read.
+        path: PathBuf,
+        /// The size found (at least `FILE_SIZE_LIMIT + 1`).
+        size: u64,
+    },
+    /// The contents are wrong at a known place.
+    #[error("{}:{line}:{column}: {problem}", path.display())]
+    Invalid {
+        /// The path of the task file.
+        path: PathBuf,
+        /// 1-based line in the whole file.
+        line: usize,
+        /// 1-based column, counted in characters.
+        column: usize,
+        /// What is wrong there.
+        problem: Problem,
+    },
+}
+
+impl TaskError {
+    /// The 1-based line and column of the problem, when it has a place in the file.
+    pub fn position(&self) -> Option<(usize, usize)> {
+        match self {
+            TaskError::Invalid { line, column, .. } => Some((*line, *column)),
+            _ => None,
+        }
+    }
+
+    /// The problem with the contents, if that is what this error is about.
+    pub fn problem(&self) -> Option<&Problem> {
+        match self {
+            TaskError::Invalid { problem, .. } => Some(problem),
+            _ => None,
+        }
+    }
+}
+
+/// One thing wrong with the contents of a task file.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Problem {
+    /// The file has no bytes at all.
+    EmptyFile,
+    /// The file does not start with `---`.
+    NoFrontmatter,
+    /// `---` is there, but after blank lines.
+    BlankLinesBeforeFrontmatter,
+    /// Hugo-style `+++` TOML frontmatter.
+    TomlFrontmatter,
+    /// The file starts with YAML keys but no `---` line above them.
+    MissingOpeningDelimiter,
+    /// The opening `---` has no closing `---`.
+    UnterminatedFrontmatter,
+    /// Nothing (or only comments) between the two `---` lines.
+    EmptyFrontmatter,
+    /// The frontmatter is over [`FRONTMATTER_SIZE_LIMIT`] bytes.
+    FrontmatterTooLarge {
+        /// Its size in bytes.
+        size: usize,
+    },
+    /// A byte sequence that is not UTF-8.
+    InvalidUtf8 {
+        /// The first offending byte.
+        byte: u8,
+    },
+    /// The file is UTF-16 (it starts with a UTF-16 byte order mark).
+    Utf16,
+    /// A tab in the indentation of the YAML.
+    TabIndent,
+    /// The YAML does not parse.
+    Yaml {
+        /// The parser's description, with its positions moved to the file's line numbers.
+        detail: String,
+    },
+    /// Lists or mappings nested deeper than `limit` levels: [`MAX_FLOW_NESTING`](super::MAX_FLOW_NESTING) for
+    /// `[`/`{`, or the YAML parser's recursion limit.
+    TooDeep {
+        /// The number of levels allowed.
+        limit: usize,
+    },
+    /// YAML aliases that expand to an enormous number of values ("billion laughs").
+    AliasBomb,
+    /// A `...` line ends the YAML document and more YAML follows.
+    MultipleDocuments,
+    /// A custom YAML tag such as `!shell`.
+    YamlTag,
+    /// The frontmatter is a list or a single value instead of `key: value` lines.
+    NotAMapping {
+        /// What it is instead ("a list").
+        found: String,
+    },
+    /// A key that is a list or a mapping rather than a name.
+    KeyNotText {
+        /// What it is instead.
+        found: String,
+    },
+    /// The same key twice.
+    DuplicateKey {
+        /// The key.
+        key: String,
+        /// Where it first appeared, when that could be found.
+        first_line: Option<usize>,
+    },
+    /// No `task` key.
+    MissingTask,
+    /// A known key with a value of the wrong kind or out of range.
+    BadValue {
+        /// The key.
+        key: Key,
+        /// What the value must be ("a whole number of at least 1").
+        expected: String,
+        /// What it is ("\"ten\"", "a list").
+        found: String,
+        /// A correct line, or a sentence saying what to do.
+        example: String,
+    },
+}
+
+impl Problem {
+    /// What is wrong, without the fix.
+    pub fn summary(&self) -> String {
+        match self {
+            Problem::EmptyFile => "the task file is empty".to_owned(),
+            Problem::NoFrontmatter => format!("no frontmatter: {LAYOUT}"),
+            Problem::MissingOpeningDelimiter => {
+                "no frontmatter: the keys must sit between two '---' lines".to_owned()
+            }
+            Problem::BlankLinesBeforeFrontmatter => {
+                "no frontmatter on the first line: the file starts with blank lines".to_owned()
+            }
+            Problem::TomlFrontmatter => "TOML frontmatter (+++) is not supported".to_owned(),
+            Problem::UnterminatedFrontmatter => {
+                "the frontmatter that opens here with '---' is never closed".to_owned()
+            }
+            Problem::EmptyFrontmatter => "the frontmatter is empty".to_owned(),
+            Problem::FrontmatterTooLarge { size } => format!(
+                "the frontmatter is {size} bytes, over the limit of {FRONTMATTER_SIZE_LIMIT} \
+                 bytes (256 KiB)"
+            ),
+            Problem::InvalidUtf8 { byte } => {
+                format!("the file is not valid UTF-8 (byte 0x{byte:02X} here)")
+            }
+            Problem::Utf16 => "the file is UTF-16, not UTF-8".to_owned(),
+            Problem::TabIndent => {
+                "a tab is used for indentation; YAML allows only spaces".to_owned()
+            }
+            Problem::Yaml { detail } => format!("the frontmatter is not valid YAML: {detail}"),
+            Problem::TooDeep { limit } => {
+                format!("the frontmatter nests lists or mappings more than {limit} levels deep")
+            }
+            Problem::AliasBomb => "the frontmatter's YAML aliases (*name) expand to too many \
+                                   values, like a 'billion laughs' attack"
+                .to_owned(),
+            Problem::MultipleDocuments => {
+                "the frontmatter holds more than one YAML document".to_owned()
+            }
+            Problem::YamlTag => "YAML tags like '!name' are not supported".to_owned(),
+            Problem::NotAMapping { found } => {
+                format!("the frontmatter must be 'key: value' lines, but it is {found}")
+            }
+            Problem::KeyNotText { found } => {
+                format!("keys must be plain names like 'task', found {found}")
+            }
+            Problem::DuplicateKey { key, first_line } => match first_line {
+                Some(line) => format!("key '{key}' appears twice (first on line {line})"),
+                None => format!("key '{key}' appears twice"),
+            },
+            Problem::MissingTask => "the frontmatter has no 'task' key".to_owned(),
+            Problem::BadValue {
+                key,
+                expected,
+                found,
+                ..
+            } => format!("{} must be {expected}, found {found}", key.name()),
+        }
+    }
+
+    /// How to fix it: one or two sentences.
+    pub fn fix(&self) -> String {
+        match self {
+            Problem::EmptyFile => format!(
+                "Write the task into it ({LAYOUT}), or run `ralph init` to write a template"
+            ),
+            Problem::NoFrontmatter => {
+                "See RALPH_TASK.md.example, or run `ralph init` to write a template".to_owned()
+            }
+            Problem::MissingOpeningDelimiter => {
+                "Add a line '---' above the first key, as the first line of the file".to_owned()
+            }
+            Problem::BlankLinesBeforeFrontmatter => {
+                "Delete the blank lines so that '---' is the very first line".to_owned()
+            }
+            Problem::TomlFrontmatter => "Write the keys as YAML between '---' lines, like \
+                                         'task: Add a cache' (see RALPH_TASK.md.example)"
+                .to_owned(),
+            Problem::UnterminatedFrontmatter => {
+                "Add a line '---' after the last key; the markdown body goes below it".to_owned()
+            }
+            Problem::EmptyFrontmatter => "Add at least the task between the '---' lines, like: \
+                                          task: Add a session cache to the API server"
+                .to_owned(),
+            Problem::FrontmatterTooLarge { .. } => "Keep the settings in the frontmatter and move \
+                                                    long text into the markdown body below it"
+                .to_owned(),
+            Problem::InvalidUtf8 { .. } => {
+                "Save the file as UTF-8 (most editors have an encoding option when saving)"
+                    .to_owned()
+            }
+            Problem::Utf16 => "Save the file as UTF-8, e.g. iconv -f UTF-16 -t UTF-8".to_owned(),
+            Problem::TabIndent => {
+                "Replace the tab at the start of this line with spaces".to_owned()
+            }
+            Problem::Yaml { detail } => yaml_hint(detail).to_owned(),
+            Problem::TooDeep { .. } => {
+                "A task file needs at most a list of strings: flatten the value".to_owned()
+            }
+            Problem::AliasBomb => "Write the values out in full instead of using anchors (&name) \
+                                   and aliases (*name)"
+                .to_owned(),
+            Problem::MultipleDocuments => "Remove the '...' line: the frontmatter ends at the \
+                                           second '---' line"
+                .to_owned(),
+            Problem::YamlTag => {
+                "Remove the tag and write the plain value (quote it if needed)".to_owned()
+            }
+            Problem::NotAMapping { .. } => {
+                "Write one setting per line, like: task: Add a session cache".to_owned()
+            }
+            Problem::KeyNotText { .. } => "Write the key as a name followed by ':', like \
+                                           'task: ...'"
+                .to_owned(),
+            Problem::DuplicateKey { .. } => "Keep one of them and delete the other".to_owned(),
+            Problem::MissingTask => "Add a line like: task: Add a session cache to the API \
+                                     server"
+                .to_owned(),
+            Problem::BadValue { example, .. } => example.clone(),
+        }
+    }
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}. {}", self.summary(), self.fix())
+    }
+}
+
+impl std::error::Error for Problem {}
+
+/// Something in a task file that ralph ignores but the author probably did not mean.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskWarning {
+    /// The path of the task file.
+    pub path: PathBuf,
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column, in characters.
+    pub column: usize,
+    /// What was noticed.
+    pub kind: WarningKind,
+}
+
+/// The kinds of [`TaskWarning`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum WarningKind {
+    /// A frontmatter key ralph does not know; it is ignored.
+    UnknownKey {
+        /// The key as written.
+        key: String,
+        /// The known key it most resembles, if any is close.
+        suggestion: Option<Key>,
+    },
+}
+
+impl fmt::Display for TaskWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}: ", self.path.display(), self.line, self.column)?;
+        match &self.kind {
+            WarningKind::UnknownKey {
+                key,
+                suggestion: Some(known),
+            } => write!(
+                f,
+                "unknown key '{key}': did you mean '{}'? Until it is renamed it is ignored",
+                known.name()
+            ),
+            WarningKind::UnknownKey {
+                key,
+                suggestion: None,
+            } => {
+                let names: Vec<&str> = Key::ALL.iter().map(|k| k.name()).collect();
+                write!(
+                    f,
+                    "unknown key '{key}' is ignored. The keys ralph knows are: {}",
+                    names.join(", ")
+                )
+            }
+        }
+    }
+}
+
+/// A fix for a YAML syntax error, chosen by the parser's wording of it.
+fn yaml_hint(detail: &str) -> &'static str {
+    if detail.contains("mapping values are not allowed") {
+        "A value that contains ': ' must be in quotes, like task: \"Fix: the login bug\"; \
+         and a key must start in the same column as the keys above it"
+    } else if detail.contains("did not find expected key") {
+        "Keys at the same level must start in the same column: check the indentation of this \
+         line and the lines above it"
+    } else if detail.contains("quoted scalar") {
+        "A quote is never closed: add the closing quote, or remove the opening one"
+    } else if detail.contains("expected ',' or ']'") {
+        "A list opened with '[' is never closed: add the ']' (or put the value in quotes)"
+    } else if detail.contains("expected ',' or '}'") {
+        "A mapping opened with '{' is never closed: add the '}' (or put the value in quotes)"
+    } else if detail.contains("control characters are not allowed") {
+        "Remove the control character (such as a NUL byte) from the frontmatter"
+    } else if detail.contains("unknown anchor") {
+        "The alias *name refers to an anchor &name that is not defined above it: write the \
+         value out instead"
+    } else if detail.contains("cannot start any token") {
+        "A value cannot start with @ or `: put the value in quotes"
+    } else {
+        "Check the indentation (spaces only) and the quoting near here; a value that contains \
+         ': ' or starts with one of [ ] { } & * ! | > ' \" % @ ` must be in quotes"
+    }
+}

@@ -1,0 +1,651 @@
+//! The loop view's state, and how loop events and keys change it.
+//!
+//! [`App`] is pure: it takes a [`LoopEvent`] or a key with the current instant, updates what
+//! the status area and the question panel show, queues lines for the scrollback, and answers
+//! keys with the [`Control`] to send to the loop. Drawing is in `view`; the terminal is the
+//! event loop's business. So every state can be built in a test, without a terminal or a
+//! clock.
+
+use std::time::{Duration, Instant};
+
+use ralph_loop::event::{Control, LoopEvent, Outcome, QuestionClosed};
+use ralph_loop::state::RaisedBy;
+use ralph_signal::{AgentEvent, SignalKind};
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+
+use crate::countdown_view::format_span;
+use crate::question_panel::clean;
+use crate::theme::Theme;
+use crate::{Closed, PanelAction, QuestionPanel};
+
+/// Rows of the status area.
+pub(crate) const STATUS_ROWS: u16 = 3;
+/// Fewest rows the question panel gets, however short the terminal: countdown, question,
+/// editor, hints.
+const PANEL_MIN_ROWS: u16 = 4;
+/// The most of the terminal's height the bottom area takes with the panel open, in percent.
+const MAX_SHARE: u32 = 70;
+
+/// What the status area and the question panel show, and what waits for the scrollback.
+#[derive(Debug)]
+pub(crate) struct App {
+    pub theme: Theme,
+    /// The `-C` argument for the `ralph answer` hint.
+    answer_hint_dir: String,
+    bell_enabled: bool,
+    pub status: Status,
+    pub question: Option<OpenQuestion>,
+    /// "Stop the loop? y/N" is showing.
+    pub confirm_stop: bool,
+    pub stop: Stop,
+    /// How the run ended, once it has.
+    pub finished: Option<(Outcome, String)>,
+    /// The loop went away without saying it finished.
+    disconnected: bool,
+    /// Lines for the scrollback, oldest first.
+    out: Vec<Line<'static>>,
+    bell: bool,
+}
+
+/// The facts the status area shows.
+#[derive(Debug, Default)]
+pub(crate) struct Status {
+    pub task: Option<String>,
+    pub agent: Option<String>,
+    pub max_iterations: Option<u32>,
+    pub iteration: Option<Iteration>,
+    pub criteria: Option<(usize, usize)>,
+    /// The last signal, and the verdict on it if it was a judged DONE.
+    pub signal: Option<SignalKind>,
+    pub verdict: Option<bool>,
+    pub cost_usd: Option<f64>,
+    pub tokens: Option<(u64, u64)>,
+    pub activity: Activity,
+}
+
+/// The current (or last) iteration's clock.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Iteration {
+    pub number: u32,
+    pub max: u32,
+    pub started: Instant,
+    pub timeout: Option<Duration>,
+    /// How long it ran, once it ended; the clock stops.
+    pub ended: Option<Duration>,
+}
+
+impl Iteration {
+    /// Time since it started (frozen once it ended).
+    pub fn elapsed(&self, now: Instant) -> Duration {
+        self.ended
+            .unwrap_or_else(|| now.saturating_duration_since(self.started))
+    }
+
+    /// Time left before its time limit, while it runs and has one.
+    pub fn left(&self, now: Instant) -> Option<Duration> {
+        if self.ended.is_some() {
+            return None;
+        }
+        Some(self.timeout?.saturating_sub(self.elapsed(now)))
+    }
+}
+
+/// What the loop is doing, for the status area's last line.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) enum Activity {
+    /// Before the first iteration.
+    #[default]
+    Starting,
+    /// The agent runs; its last tool call, if any.
+    Working { tool: Option<String> },
+    /// The test command runs.
+    Testing { command: String },
+    /// An iteration ended.
+    Ended {
+        iteration: u32,
+        how: String,
+        elapsed: Duration,
+    },
+    /// DONE was judged; the reason's first line.
+    Judged { accepted: bool, reason: String },
+}
+
+/// A question on screen.
+#[derive(Debug)]
+pub(crate) struct OpenQuestion {
+    pub panel: QuestionPanel,
+    pub iteration: u32,
+    pub raised_by: RaisedBy,
+    /// An answer or a skip went to the loop; input waits for the loop to close the question.
+    pub sending: Option<Sending>,
+    /// Why the loop refused the last answer.
+    pub refused: Option<String>,
+}
+
+/// What was sent for the open question.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sending {
+    Answer,
+    Skip,
+}
+
+/// How far stopping has gone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stop {
+    Running,
+    /// `Control::Stop` was sent (first Ctrl+C).
+    Stopping,
+    /// `Control::Kill` was sent (second Ctrl+C).
+    Killing,
+}
+
+impl App {
+    /// An empty view: nothing known until the loop says `Started`.
+    pub fn new(theme: Theme, answer_hint_dir: String, bell: bool) -> Self {
+        Self {
+            theme,
+            answer_hint_dir,
+            bell_enabled: bell,
+            status: Status::default(),
+            question: None,
+            confirm_stop: false,
+            stop: Stop::Running,
+            finished: None,
+            disconnected: false,
+            out: Vec::new(),
+            bell: false,
+        }
+    }
+
+    /// Whether the view should close: the loop finished or went away.
+    pub fn is_done(&self) -> bool {
+        self.finished.is_some() || self.disconnected
+    }
+
+    /// The loop's event channel closed.
+    pub fn disconnected(&mut self) {
+        if self.finished.is_none() {
+            self.disconnected = true;
+            self.note(
+                self.theme.warning,
+                "the loop ended without saying how".into(),
+            );
+        }
+    }
+
+    /// The open question as the event that opened it (with the countdown as it is now), for
+    /// a front end taking over mid-question.
+    pub fn open_question_event(&self) -> Option<LoopEvent> {
+        let q = self.question.as_ref()?;
+        Some(LoopEvent::QuestionAsked {
+            question: q.panel.question().clone(),
+            countdown: q.panel.countdown().clone(),
+            asked_at: q.panel.asked_at(),
+            raised_by: q.raised_by,
+            iteration: q.iteration,
+        })
+    }
+
+    /// Lines waiting for the scrollback, oldest first.
+    pub fn take_output(&mut self) -> Vec<Line<'static>> {
+        std::mem::take(&mut self.out)
+    }
+
+    /// Whether to ring the bell (once per question).
+    pub fn take_bell(&mut self) -> bool {
+        std::mem::take(&mut self.bell)
+    }
+
+    /// Applies an event from the loop.
+    pub fn on_event(&mut self, event: LoopEvent, now: Instant) {
+        match event {
+            LoopEvent::Started {
+                task,
+                agent,
+                max_iterations,
+                criteria,
+            } => {
+                let task = clean(&task);
+                let agent = clean(&agent);
+                self.out.push(Line::from(vec![
+                    Span::styled("ralph: ", self.theme.title),
+                    Span::styled(task.clone(), self.theme.title),
+                    Span::styled(
+                        format!(
+                            " · agent {agent} · up to {max_iterations} iterations · criteria {}/{} checked",
+                            criteria.0, criteria.1
+                        ),
+                        self.theme.dim,
+                    ),
+                ]));
+                self.status.task = Some(task);
+                self.status.agent = Some(agent);
+                self.status.max_iterations = Some(max_iterations);
+                self.status.criteria = Some(criteria);
+            }
+            LoopEvent::IterationStarted {
+                iteration,
+                max_iterations,
+                at,
+                timeout,
+            } => {
+                let limit = timeout
+                    .map(|t| format!(" · time limit {}", format_span(t)))
+                    .unwrap_or_default();
+                self.out.push(Line::styled(
+                    format!("── iteration {iteration}/{max_iterations}{limit} ──"),
+                    self.theme.title,
+                ));
+                self.status.iteration = Some(Iteration {
+                    number: iteration,
+                    max: max_iterations,
+                    started: at,
+                    timeout,
+                    ended: None,
+                });
+                self.status.max_iterations = Some(max_iterations);
+                self.status.activity = Activity::Working { tool: None };
+            }
+            LoopEvent::Agent(event) => self.on_agent(event),
+            LoopEvent::Stderr(line) => self.out.push(Line::styled(line, self.theme.dim)),
+            LoopEvent::Signal(signal) => {
+                self.status.signal = Some(signal.kind);
+                self.status.verdict = None;
+                self.note(
+                    self.theme.text,
+                    format!("the agent signalled {}", signal_name(signal.kind)),
+                );
+            }
+            LoopEvent::IterationEnded {
+                iteration,
+                how,
+                elapsed,
+            } => {
+                if let Some(it) = self.status.iteration.as_mut() {
+                    it.ended = Some(elapsed);
+                }
+                let how = clean(&how);
+                self.note(
+                    self.theme.dim,
+                    format!(
+                        "iteration {iteration} ended: the agent {how} after {}",
+                        format_span(elapsed)
+                    ),
+                );
+                self.status.activity = Activity::Ended {
+                    iteration,
+                    how,
+                    elapsed,
+                };
+            }
+            LoopEvent::TestsStarted { command } => {
+                let command = clean(&command);
+                self.note(
+                    self.theme.text,
+                    format!("DONE signalled; running the tests: {command}"),
+                );
+                self.status.activity = Activity::Testing { command };
+            }
+            LoopEvent::Verdict { accepted, reason } => {
+                let reason = clean(&reason);
+                if accepted {
+                    self.note(self.theme.closed, format!("DONE accepted: {reason}"));
+                } else {
+                    self.note(
+                        self.theme.warning,
+                        "DONE rejected; the next iteration is told why:".into(),
+                    );
+                    for line in reason.lines() {
+                        self.out
+                            .push(Line::styled(format!("  {line}"), self.theme.warning));
+                    }
+                }
+                self.status.signal = Some(SignalKind::Done);
+                self.status.verdict = Some(accepted);
+                self.status.activity = Activity::Judged {
+                    accepted,
+                    reason: reason.lines().next().unwrap_or_default().to_owned(),
+                };
+            }
+            LoopEvent::Criteria { checked, total } => {
+                self.status.criteria = Some((checked, total));
+            }
+            LoopEvent::QuestionAsked {
+                question,
+                countdown,
+                asked_at,
+                iteration,
+                raised_by,
+            } => {
+                let first = clean(question.text.lines().next().unwrap_or_default());
+                self.note(
+                    self.theme.title,
+                    format!("the agent asks (iteration {iteration}): {first}"),
+                );
+                self.note(
+                    self.theme.dim,
+                    format!(
+                        "answer below, or from any terminal: ralph answer -C {} \"…\"",
+                        self.answer_hint_dir
+                    ),
+                );
+                let panel = QuestionPanel::new(question, countdown, asked_at, now)
+                    .with_theme(self.theme.clone());
+                self.question = Some(OpenQuestion {
+                    panel,
+                    iteration,
+                    raised_by,
+                    sending: None,
+                    refused: None,
+                });
+                self.bell = self.bell_enabled;
+            }
+            LoopEvent::Countdown(countdown) => {
+                // The loop's copy is the real one; adopt it (it echoes our Typing and Extend).
+                if let Some(q) = self.question.as_mut() {
+                    q.panel.countdown = countdown;
+                }
+            }
+            LoopEvent::QuestionClosed(how) => self.close_question(how),
+            LoopEvent::AnswerRefused { reason } => {
+                let reason = clean(&reason);
+                match self.question.as_mut() {
+                    Some(q) => {
+                        q.sending = None;
+                        q.refused = Some(reason);
+                    }
+                    None => self.note(self.theme.warning, reason),
+                }
+            }
+            LoopEvent::Warning(text) => {
+                self.note(self.theme.warning, format!("warning: {}", clean(&text)));
+            }
+            LoopEvent::Note(text) => self.note(self.theme.text, clean(&text)),
+            LoopEvent::Finished { outcome, reason } => {
+                let reason = clean(&reason);
+                let style = match outcome {
+                    Outcome::Done => self.theme.closed,
+                    Outcome::Interrupted | Outcome::MaxIterations => self.theme.warning,
+                    _ => self.theme.error,
+                };
+                let mut summary = format!("finished: {reason} (exit {})", outcome.exit_code());
+                if let Some(cost) = self.status.cost_usd {
+                    summary.push_str(&format!(" · {}", format_cost(cost)));
+                }
+                self.note(style, summary);
+                if let Some(it) = self.status.iteration.as_mut()
+                    && it.ended.is_none()
+                {
+                    it.ended = Some(now.saturating_duration_since(it.started));
+                }
+                self.question = None;
+                self.confirm_stop = false;
+                self.finished = Some((outcome, reason));
+            }
+        }
+    }
+
+    fn on_agent(&mut self, event: AgentEvent) {
+        match event {
+            AgentEvent::Text(text) => self.out.push(Line::styled(text, self.theme.text)),
+            AgentEvent::ToolCall { name, summary } => {
+                let name = clean(&name);
+                let summary = clean(&summary);
+                self.out.push(Line::from(vec![
+                    Span::styled("▸ ", self.theme.option_number),
+                    Span::styled(name.clone(), self.theme.option_number),
+                    Span::styled(format!(" {summary}"), self.theme.dim),
+                ]));
+                let tool = if summary.is_empty() {
+                    name
+                } else {
+                    format!("{name} {summary}")
+                };
+                self.status.activity = Activity::Working { tool: Some(tool) };
+            }
+            // Successful results are noise next to the calls; failures are worth a line.
+            AgentEvent::ToolResult {
+                summary,
+                is_error: true,
+            } => self.out.push(Line::styled(
+                format!("  ↳ {}", clean(&summary)),
+                self.theme.error,
+            )),
+            AgentEvent::Usage(usage) => {
+                if let Some(cost) = usage.cost_usd {
+                    *self.status.cost_usd.get_or_insert(0.0) += cost;
+                }
+                if usage.input_tokens.is_some() || usage.output_tokens.is_some() {
+                    let (i, o) = self.status.tokens.get_or_insert((0, 0));
+                    *i += usage.input_tokens.unwrap_or(0);
+                    *o += usage.output_tokens.unwrap_or(0);
+                }
+            }
+            AgentEvent::Error(text) => self.out.push(Line::styled(
+                format!("✗ the agent reported an error: {}", clean(&text)),
+                self.theme.error,
+            )),
+            // Signals arrive as `LoopEvent::Signal`; the rest is for the log.
+            AgentEvent::ToolResult { .. }
+            | AgentEvent::Signal(_)
+            | AgentEvent::SessionId(_)
+            | AgentEvent::TurnEnd { .. }
+            | AgentEvent::Unknown(_) => {}
+        }
+    }
+
+    fn close_question(&mut self, how: QuestionClosed) {
+        self.confirm_stop = false;
+        let Some(mut q) = self.question.take() else {
+            return;
+        };
+        let fallback = match &q.panel.question().default {
+            Some(default) => format!("its default ({})", clean(default)),
+            None => "its best guess".to_owned(),
+        };
+        let draft = q.panel.draft();
+        match how {
+            QuestionClosed::Answered { text } => {
+                self.note(
+                    self.theme.closed,
+                    format!("answer sent to the agent: {}", one_line(&text)),
+                );
+            }
+            QuestionClosed::AnsweredElsewhere { by, text } => {
+                let by = clean(&by);
+                q.panel
+                    .set_closed(Closed::AnsweredElsewhere { by: by.clone() });
+                self.note(
+                    self.theme.closed,
+                    format!("answered from {by}: {}", one_line(&text)),
+                );
+                if !draft.trim().is_empty() {
+                    self.note(
+                        self.theme.dim,
+                        format!("your draft was not sent: {}", one_line(&draft)),
+                    );
+                }
+            }
+            QuestionClosed::TimedOut => {
+                q.panel.set_closed(Closed::TimedOut);
+                self.note(
+                    self.theme.warning,
+                    format!("no answer in time; the agent goes on with {fallback}"),
+                );
+            }
+            QuestionClosed::Skipped => {
+                q.panel.set_closed(Closed::Skipped);
+                self.note(
+                    self.theme.text,
+                    format!("question skipped; the agent goes on with {fallback}"),
+                );
+            }
+            QuestionClosed::Interrupted => {
+                self.note(
+                    self.theme.warning,
+                    "stopping; the question stays pending for the next `ralph run`".into(),
+                );
+            }
+        }
+    }
+
+    /// Applies a key press; the control to send to the loop, if any.
+    pub fn on_key(&mut self, key: KeyEvent, now: Instant) -> Option<Control> {
+        if key.kind == KeyEventKind::Release || self.is_done() {
+            return None;
+        }
+        let ctrl_c = matches!(key.code, KeyCode::Char('c' | 'C'))
+            && key.modifiers.contains(KeyModifiers::CONTROL);
+        if self.confirm_stop {
+            self.confirm_stop = false;
+            // Anything but yes keeps waiting; a second Ctrl+C means yes.
+            let yes = ctrl_c || matches!(key.code, KeyCode::Char('y' | 'Y'));
+            return yes.then(|| self.stop_now());
+        }
+        if ctrl_c {
+            return match self.stop {
+                Stop::Running if self.question.is_some() => {
+                    self.confirm_stop = true;
+                    None
+                }
+                Stop::Running => Some(self.stop_now()),
+                Stop::Stopping | Stop::Killing => {
+                    self.stop = Stop::Killing;
+                    Some(Control::Kill)
+                }
+            };
+        }
+        if self.stop != Stop::Running {
+            return None;
+        }
+        let q = self.question.as_mut()?;
+        if q.sending.is_some() {
+            return None;
+        }
+        let action = q.panel.handle_key(key, now);
+        self.act(action)
+    }
+
+    /// Applies pasted text; the control to send, if any.
+    pub fn on_paste(&mut self, text: &str, now: Instant) -> Option<Control> {
+        if self.confirm_stop {
+            self.confirm_stop = false;
+            return None;
+        }
+        if self.stop != Stop::Running || self.is_done() {
+            return None;
+        }
+        let q = self.question.as_mut()?;
+        if q.sending.is_some() {
+            return None;
+        }
+        let action = q.panel.handle_paste(text, now);
+        self.act(action)
+    }
+
+    fn stop_now(&mut self) -> Control {
+        self.stop = Stop::Stopping;
+        Control::Stop
+    }
+
+    fn act(&mut self, action: PanelAction) -> Option<Control> {
+        let q = self.question.as_mut()?;
+        match action {
+            PanelAction::Submit(text) => {
+                q.sending = Some(Sending::Answer);
+                q.refused = None;
+                Some(Control::Answer(text))
+            }
+            PanelAction::Skip => {
+                q.sending = Some(Sending::Skip);
+                q.refused = None;
+                Some(Control::Skip)
+            }
+            PanelAction::Typing => {
+                q.refused = None;
+                Some(Control::Typing)
+            }
+            PanelAction::Extend => Some(Control::Extend),
+            PanelAction::None | PanelAction::Redraw | PanelAction::RefusedEmpty => None,
+        }
+    }
+
+    /// The next instant the view changes by itself: the countdown's next tick, or the
+    /// iteration clock's next second. `None` when nothing moves without an event.
+    pub fn next_tick(&self, now: Instant) -> Option<Instant> {
+        if self.is_done() {
+            return None;
+        }
+        let panel = self
+            .question
+            .as_ref()
+            .and_then(|q| q.panel.next_redraw(now));
+        let clock = self
+            .status
+            .iteration
+            .filter(|it| it.ended.is_none())
+            .map(|it| {
+                let elapsed = now.saturating_duration_since(it.started);
+                it.started + Duration::from_secs(elapsed.as_secs() + 1)
+            });
+        match (panel, clock) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Rows the bottom area wants on a `width` x `screen_height` terminal: the status area,
+    /// and the question panel's full height if open, all capped at [`MAX_SHARE`] percent of
+    /// the terminal (but never so low the panel is unusable).
+    pub fn height(&self, width: u16, screen_height: u16) -> u16 {
+        let Some(q) = &self.question else {
+            return STATUS_ROWS.min(screen_height).max(1);
+        };
+        let cap = (u32::from(screen_height) * MAX_SHARE / 100) as u16;
+        let panel = q
+            .panel
+            .desired_height(width)
+            .min(cap.saturating_sub(STATUS_ROWS).max(PANEL_MIN_ROWS));
+        (STATUS_ROWS + panel).min(screen_height).max(1)
+    }
+
+    /// Queues a line of ralph's own.
+    fn note(&mut self, style: Style, text: String) {
+        self.out.push(Line::from(vec![
+            Span::styled("ralph: ", self.theme.title),
+            Span::styled(text, style),
+        ]));
+    }
+}
+
+/// `DONE`, `QUESTION`, `GUTTER`.
+pub(crate) fn signal_name(kind: SignalKind) -> &'static str {
+    match kind {
+        SignalKind::Done => "DONE",
+        SignalKind::Question => "QUESTION",
+        SignalKind::Gutter => "GUTTER",
+    }
+}
+
+/// `$0.042`, `$1.30`.
+pub(crate) fn format_cost(cost: f64) -> String {
+    if cost < 0.995 {
+        format!("${cost:.3}")
+    } else {
+        format!("${cost:.2}")
+    }
+}
+
+/// The first line of `text`, sanitized, with `…` if there was more.
+fn one_line(text: &str) -> String {
+    let text = clean(text.trim());
+    let mut lines = text.lines();
+    let first = lines.next().unwrap_or_default().to_owned();
+    if lines.next().is_some() {
+        format!("{first} …")
+    } else {
+        first
+    }
+}

@@ -1,0 +1,71 @@
+//! Every bad task file in `fixtures/bad-tasks/` is refused with exit 2, file:line, and no writes.
+
+use super::util::*;
+
+#[test]
+fn every_bad_task_file_exits_2_with_file_and_line_and_writes_nothing() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/bad-tasks");
+    let mut cases = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "md") {
+            continue;
+        }
+        cases += 1;
+        let p = Project::new();
+        std::fs::copy(&path, p.path("RALPH_TASK.md")).unwrap();
+        let run = Run::from_output(
+            p.ralph()
+                .args(["run", "--no-tui", "--agent-cmd", "true"])
+                .output()
+                .unwrap(),
+        );
+        assert_eq!(run.code, Some(2), "{}: {}", path.display(), run.stderr);
+        assert!(
+            run.stderr.contains("RALPH_TASK.md:"),
+            "{}: the message names the file and line: {}",
+            path.display(),
+            run.stderr
+        );
+        assert!(
+            !p.exists(".ralph"),
+            "{}: nothing may be written",
+            path.display()
+        );
+    }
+    assert!(cases >= 40, "only {cases} cases in {}", dir.display());
+}
+
+#[test]
+fn a_missing_task_file_says_how_to_make_one() {
+    let p = Project::new();
+    let run = Run::from_output(
+        p.ralph()
+            .args(["run", "--agent-cmd", "true"])
+            .output()
+            .unwrap(),
+    );
+    run.expect_code(2);
+    assert!(run.stderr.contains("ralph init"), "{}", run.stderr);
+    assert!(!p.exists(".ralph"));
+}
+
+#[test]
+fn a_bad_flag_value_exits_2_and_writes_nothing() {
+    let p = Project::with_task("task: x", "- [ ] x\n");
+    let run = Run::from_output(
+        p.ralph()
+            .args([
+                "run",
+                "--agent-cmd",
+                "true",
+                "--question-timeout",
+                "5 minutes",
+            ])
+            .output()
+            .unwrap(),
+    );
+    run.expect_code(2);
+    assert!(run.stderr.contains("--question-timeout"), "{}", run.stderr);
+    assert!(!p.exists(".ralph"));
+}

@@ -1,0 +1,7 @@
+mod util;
+
+mod bad_tasks;
+mod loop_basics;
+mod processes;
+mod questions;
+mod tui;

@@ -1,0 +1,110 @@
+//! Agent processes: timeouts and Ctrl-C leave nothing behind, whatever the agent does.
+
+use std::time::Duration;
+
+use super::util::*;
+
+const STUBBORN: &str = "\
+[iteration *]
+ignore-sigterm
+spawn-grandchild 300s --pid-file grandchild.pid
+print started
+hang
+";
+
+fn grandchild(p: &Project) -> i32 {
+    wait_until(Duration::from_secs(20), "grandchild.pid", || {
+        std::fs::read_to_string(p.path("grandchild.pid"))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    })
+}
+
+#[test]
+fn iteration_timeout_kills_an_agent_that_ignores_sigterm_and_its_grandchild() {
+    let p = Project::with_task(
+        "task: Stubborn\nmax_iterations: 1\niteration_timeout: 1s",
+        "- [ ] x\n",
+    );
+    let agent = p.agent(STUBBORN);
+    let run = p.run(&agent, &[]);
+    run.expect_code(3);
+    let pid = grandchild(&p);
+    assert!(
+        !pid_alive(pid),
+        "the grandchild {pid} outlived the iteration"
+    );
+    assert!(run.stdout.contains("iteration_timeout"), "{}", run.stdout);
+    assert!(p.events().iter().any(|e| e["event"] == "agent_killed"));
+}
+
+#[test]
+fn ctrl_c_stops_an_agent_that_ignores_sigterm_and_its_grandchild_and_exits_130() {
+    let p = Project::with_task("task: Stubborn\nmax_iterations: 1", "- [ ] x\n");
+    let agent = p.agent(STUBBORN);
+    let mut cmd = p.ralph();
+    cmd.args(["run", "--no-tui", "--agent-cmd", &agent]);
+    let child = spawn(cmd);
+    let pid = grandchild(&p);
+    assert!(pid_alive(pid));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let run = Run::finish(child, Duration::from_secs(30));
+    run.expect_code(130);
+    assert!(!pid_alive(pid), "the grandchild {pid} outlived ralph");
+    assert_eq!(p.state()["status"], "stopped");
+}
+
+#[test]
+fn a_second_ctrl_c_kills_at_once() {
+    let p = Project::with_task("task: Stubborn\nmax_iterations: 1", "- [ ] x\n");
+    let agent = p.agent(STUBBORN);
+    let mut cmd = p.ralph();
+    cmd.args(["run", "--no-tui", "--agent-cmd", &agent]);
+    let child = spawn(cmd);
+    let pid = grandchild(&p);
+    let ralph = nix::unistd::Pid::from_raw(child.id() as i32);
+    nix::sys::signal::kill(ralph, nix::sys::signal::Signal::SIGINT).unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    nix::sys::signal::kill(ralph, nix::sys::signal::Signal::SIGINT).unwrap();
+    let start = std::time::Instant::now();
+    Run::finish(child, Duration::from_secs(30)).expect_code(130);
+    // Well under the 3 s SIGTERM grace: the second Ctrl-C did not wait for it.
+    assert!(
+        start.elapsed() < Duration::from_millis(2500),
+        "{:?}",
+        start.elapsed()
+    );
+    assert!(!pid_alive(pid));
+}
+
+#[test]
+fn leftover_background_processes_are_stopped_when_the_agent_exits() {
+    let p = Project::with_task("task: Leaky\nmax_iterations: 1", "- [ ] x\n");
+    let agent = p.agent(
+        "[iteration 1]\nspawn-grandchild 300s --pid-file grandchild.pid --quiet\nprint bye\n",
+    );
+    p.run(&agent, &[]).expect_code(3);
+    let pid = grandchild(&p);
+    assert!(
+        !pid_alive(pid),
+        "the background process {pid} outlived its iteration"
+    );
+}
+
+#[test]
+fn an_agent_that_exits_without_reading_a_huge_prompt_does_not_stall_the_loop() {
+    let p = Project::with_task("task: Big prompt\nmax_iterations: 1", "- [ ] x\n");
+    // 4 MiB of progress notes make a prompt far larger than a pipe buffer.
+    p.write(
+        ".ralph/progress.md",
+        &"progress line that is fairly long\n".repeat(120_000),
+    );
+    let agent = p.agent("[iteration 1]\nno-stdin\nprint not reading\n");
+    p.run(&agent, &[]).expect_code(3);
+}

@@ -1,0 +1,546 @@
+//! Questions: answered from another process, unanswered, late, re-presented after a restart.
+
+use std::time::Duration;
+
+use super::util::*;
+
+const ASK_THEN_LOOK: &str = "\
+[iteration 1]
+question \"Redis or Memcached?\" --option Redis --option Memcached --default Redis
+signal QUESTION
+[iteration 2]
+save-prompt prompt-2.txt
+copy .ralph/answer.md answer-during-run.md
+sleep 200ms
+copy .ralph/answer.md answer-late-in-run.md
+";
+
+#[test]
+fn an_answer_from_ralph_answer_reaches_the_next_iteration_as_file_and_prompt() {
+    let p = Project::with_task(
+        "task: Cache\nmax_iterations: 2\nquestion_timeout: 1m",
+        "- [ ] cache\n",
+    );
+    let agent = p.agent(ASK_THEN_LOOK);
+    let mut cmd = p.ralph();
+    cmd.args(["run", "--no-tui", "--agent-cmd", &agent]);
+    let child = spawn(cmd);
+
+    let state = p.wait_for_status("waiting_input", Duration::from_secs(20));
+    let q = &state["pending_question"];
+    assert_eq!(q["text"], "Redis or Memcached?");
+    assert_eq!(q["options"][0]["label"], "Redis");
+    assert_eq!(q["default"], "Redis");
+    assert!(q["deadline"].is_string());
+
+    let status = Run::from_output(p.ralph().args(["status", "--json"]).output().unwrap());
+    status.expect_code(0);
+    let json: serde_json::Value = serde_json::from_str(&status.stdout).unwrap();
+    assert_eq!(json["status"], "waiting_input");
+    assert_eq!(json["pending_question"]["text"], "Redis or Memcached?");
+    assert_eq!(json["running"], true);
+
+    let answered = Run::from_output(
+        p.ralph()
+            .args(["answer", "Use Redis, we need pub/sub later"])
+            .output()
+            .unwrap(),
+    );
+    answered.expect_code(0);
+
+    let run = Run::finish(child, Duration::from_secs(30));
+    run.expect_code(3);
+    assert!(
+        run.stdout.contains("answered from `ralph answer`"),
+        "{}",
+        run.stdout
+    );
+    let during = p.read("answer-during-run.md");
+    assert!(
+        during.contains("Use Redis, we need pub/sub later"),
+        "{during}"
+    );
+    assert!(
+        p.read("answer-late-in-run.md").contains("Use Redis"),
+        "the file stays for the whole run"
+    );
+    let prompt = p.read("prompt-2.txt");
+    assert!(prompt.contains("Your question was answered"), "{prompt}");
+    assert!(
+        prompt.contains("> Use Redis, we need pub/sub later"),
+        "{prompt}"
+    );
+    assert!(prompt.contains("> Redis or Memcached?"), "{prompt}");
+    // Delivered, then archived and removed.
+    assert!(!p.exists(".ralph/answer.md"));
+    assert!(!p.exists(".ralph/question.md"));
+    let log = p.read(".ralph/clarifications.md");
+    assert!(
+        log.contains("Redis or Memcached?") && log.contains("Use Redis, we need pub/sub later"),
+        "{log}"
+    );
+    assert!(log.contains("`ralph answer`"), "{log}");
+}
+
+#[test]
+fn an_answer_by_option_number_is_the_option_label() {
+    let p = Project::with_task(
+        "task: Cache\nmax_iterations: 2\nquestion_timeout: 1m",
+        "- [ ] cache\n",
+    );
+    let agent = p.agent(ASK_THEN_LOOK);
+    let mut cmd = p.ralph();
+    cmd.args(["run", "--no-tui", "--agent-cmd", &agent]);
+    let child = spawn(cmd);
+    p.wait_for_status("waiting_input", Duration::from_secs(20));
+    let out_of_range = Run::from_output(p.ralph().args(["answer", "3"]).output().unwrap());
+    out_of_range.expect_code(2);
+    assert!(
+        out_of_range.stderr.contains("option 3 is out of range"),
+        "{}",
+        out_of_range.stderr
+    );
+    Run::from_output(p.ralph().args(["answer", "2"]).output().unwrap()).expect_code(0);
+    Run::finish(child, Duration::from_secs(30)).expect_code(3);
+    assert!(p.read("prompt-2.txt").contains("> Memcached"));
+}
+
+#[test]
+fn an_unanswered_question_lets_the_loop_go_on_and_the_next_prompt_says_so() {
+    let p = Project::with_task(
+        "task: Cache\nmax_iterations: 2\nquestion_timeout: 300ms",
+        "- [ ] cache\n",
+    );
+    let agent = p.agent(ASK_THEN_LOOK);
+    let run = p.run(&agent, &[]);
+    run.expect_code(3);
+    assert!(run.stdout.contains("no answer in time"), "{}", run.stdout);
+    let prompt = p.read("prompt-2.txt");
+    assert!(prompt.contains("Your question went unanswered"), "{prompt}");
+    assert!(
+        prompt.contains("Proceed with your stated default, \"Redis\""),
+        "{prompt}"
+    );
+    assert!(prompt.contains(".ralph/progress.md"), "{prompt}");
+    assert!(
+        !p.exists("answer-during-run.md"),
+        "no answer file when nobody answered"
+    );
+    assert!(p.read(".ralph/clarifications.md").contains("Unanswered"));
+    assert!(p.events().iter().any(|e| e["event"] == "question_timeout"));
+}
+
+#[test]
+fn question_timeout_zero_does_not_wait() {
+    let p = Project::with_task(
+        "task: Cache\nmax_iterations: 2\nquestion_timeout: 0",
+        "- [ ] cache\n",
+    );
+    let agent = p.agent(ASK_THEN_LOOK);
+    let start = std::time::Instant::now();
+    p.run(&agent, &[]).expect_code(3);
+    assert!(start.elapsed() < Duration::from_secs(20));
+    assert!(
+        p.read("prompt-2.txt")
+            .contains("Your question went unanswered")
+    );
+}
+
+#[test]
+fn a_late_answer_reaches_a_later_iteration_marked_late() {
+    let p = Project::with_task(
+        "task: Cache\nmax_iterations: 3\nquestion_timeout: 200ms",
+        "- [ ] cache\n",
+    );
+    let script = "\
+[iteration 1]
+question \"Redis or Memcached?\" --option Redis --option Memcached --default Redis
+signal QUESTION
+[iteration 2]
+expect-file late-answer-given --wait 20s
+[iteration 3]
+save-prompt prompt-3.txt
+";
+    let agent = p.agent(script);
+    let mut cmd = p.ralph();
+    cmd.args(["run", "--no-tui", "--agent-cmd", &agent]);
+    let child = spawn(cmd);
+    // Wait for the timeout to have happened: iteration 2 is running.
+    wait_until(Duration::from_secs(20), "iteration 2", || {
+        p.exists(".ralph/logs/iter-0002.prompt.md").then_some(())
+    });
+    let state = p.state();
+    assert_eq!(state["pending_question"]["timed_out"], true, "{state}");
+    let answered = Run::from_output(
+        p.ralph()
+            .args(["answer", "Memcached after all"])
+            .output()
+            .unwrap(),
+    );
+    answered.expect_code(0);
+    assert!(answered.stdout.contains("late"), "{}", answered.stdout);
+    p.write("late-answer-given", "");
+    Run::finish(child, Duration::from_secs(30)).expect_code(3);
+    let prompt = p.read("prompt-3.txt");
+    assert!(
+        prompt.contains("Your question was answered (late)"),
+        "{prompt}"
+    );
+    assert!(prompt.contains("> Memcached after all"), "{prompt}");
+    let log = p.read(".ralph/clarifications.md");
+    assert!(log.contains("Unanswered") && log.contains("late"), "{log}");
+}
+
+#[test]
+fn a_question_signal_without_a_question_file_is_reported_and_the_next_prompt_says_it_was_lost() {
+    let p = Project::with_task("task: Forgetful\nmax_iterations: 2", "- [ ] x\n");
+    let agent =
+        p.agent("[iteration 1]\nsignal QUESTION\n[iteration 2]\nsave-prompt prompt-2.txt\n");
+    let run = p.run(&agent, &[]);
+    run.expect_code(3);
+    assert!(
+        run.stdout.contains("wrote no .ralph/question.md"),
+        "{}",
+        run.stdout
+    );
+    assert!(p.read("prompt-2.txt").contains("Your question was lost"));
+}
+
+#[test]
+fn a_pending_question_is_shown_again_after_a_restart() {
+    let p = Project::with_task(
+        "task: Cache\nmax_iterations: 3\nquestion_timeout: 1m",
+        "- [ ] cache\n",
+    );
+    let agent = p.agent(ASK_THEN_LOOK);
+    let mut cmd = p.ralph();
+    cmd.args(["run", "--no-tui", "--agent-cmd", &agent]);
+    let child = spawn(cmd);
+    p.wait_for_status("waiting_input", Duration::from_secs(20));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let first = Run::finish(child, Duration::from_secs(20));
+    first.expect_code(130);
+    let state = p.state();
+    assert_eq!(state["status"], "stopped");
+    assert_eq!(state["pending_question"]["text"], "Redis or Memcached?");
+
+    // The second run shows the same question first; answer it from outside.
+    let mut cmd = p.ralph();
+    cmd.args(["run", "--no-tui", "--agent-cmd", &agent]);
+    let child = spawn(cmd);
+    p.wait_for_status("waiting_input", Duration::from_secs(20));
+    Run::from_output(p.ralph().args(["answer", "1"]).output().unwrap()).expect_code(0);
+    let second = Run::finish(child, Duration::from_secs(30));
+    assert!(second.stdout.contains("still waiting"), "{}", second.stdout);
+    assert!(
+        second.stdout.contains("Redis or Memcached?"),
+        "{}",
+        second.stdout
+    );
+    // Iteration numbering resumes: the answer goes to iteration 2.
+    assert!(p.read("prompt-2.txt").contains("> Redis"));
+}
+
+#[test]
+fn answering_with_no_question_waiting_is_refused_unless_forced() {
+    let p = Project::with_task("task: Quiet\nmax_iterations: 1", "- [ ] x\n");
+    let refused = Run::from_output(p.ralph().args(["answer", "hello"]).output().unwrap());
+    refused.expect_code(1);
+    assert!(
+        refused.stderr.contains("no question is waiting"),
+        "{}",
+        refused.stderr
+    );
+    assert!(!p.exists(".ralph/answer.md"));
+
+    Run::from_output(
+        p.ralph()
+            .args(["answer", "--force", "Prefer small commits"])
+            .output()
+            .unwrap(),
+    )
+    .expect_code(0);
+    let agent = p.agent("[iteration 1]\nsave-prompt prompt.txt\n");
+    p.run(&agent, &[]).expect_code(3);
+    let prompt = p.read("prompt.txt");
+    assert!(
+        prompt.contains("Guidance from your human") && prompt.contains("Prefer small commits"),
+        "{prompt}"
+    );
+}
+
+#[test]
+fn an_empty_answer_is_refused() {
+    let p = Project::with_task(
+        "task: Cache\nmax_iterations: 2\nquestion_timeout: 1m",
+        "- [ ] cache\n",
+    );
+    let agent = p.agent(ASK_THEN_LOOK);
+    let mut cmd = p.ralph();
+    cmd.args(["run", "--no-tui", "--agent-cmd", &agent]);
+    let mut child = spawn(cmd);
+    p.wait_for_status("waiting_input", Duration::from_secs(20));
+    let empty = Run::from_output(p.ralph().args(["answer", "   "]).output().unwrap());
+    empty.expect_code(2);
+    assert!(empty.stderr.contains("empty"), "{}", empty.stderr);
+    assert!(!p.exists(".ralph/answer.md"));
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[test]
+fn racing_answers_have_exactly_one_winner() {
+    let p = Project::with_task(
+        "task: Cache\nmax_iterations: 2\nquestion_timeout: 1m",
+        "- [ ] cache\n",
+    );
+    let agent = p.agent(ASK_THEN_LOOK);
+    let mut cmd = p.ralph();
+    cmd.args(["run", "--no-tui", "--agent-cmd", &agent]);
+    let child = spawn(cmd);
+    p.wait_for_status("waiting_input", Duration::from_secs(20));
+    let racers: Vec<_> = (0..20)
+        .map(|i| {
+            let mut c = p.ralph();
+            c.args(["answer", &format!("answer number {i}")]);
+            spawn(c)
+        })
+        .collect();
+    let results: Vec<Run> = racers
+        .into_iter()
+        .map(|c| Run::finish(c, Duration::from_secs(30)))
+        .collect();
+    let winners = results.iter().filter(|r| r.code == Some(0)).count();
+    assert_eq!(winners, 1, "{results:#?}");
+    for loser in results.iter().filter(|r| r.code != Some(0)) {
+        assert_eq!(loser.code, Some(1));
+        assert!(
+            loser.stderr.contains("answered first")
+                || loser.stderr.contains("no question is waiting"),
+            "{}",
+            loser.stderr
+        );
+    }
+    Run::finish(child, Duration::from_secs(30)).expect_code(3);
+    let prompt = p.read("prompt-2.txt");
+    assert_eq!(prompt.matches("> answer number").count(), 1, "{prompt}");
+}
+
+#[test]
+fn ralph_ask_without_a_loop_is_answered_by_ralph_answer() {
+    let p = Project::new();
+    let mut cmd = p.ralph();
+    cmd.args([
+        "ask",
+        "Which database?",
+        "--option",
+        "Postgres",
+        "--option",
+        "SQLite",
+        "--timeout",
+        "1m",
+    ]);
+    let asker = spawn(cmd);
+    let state = p.wait_for_status("waiting_input", Duration::from_secs(20));
+    assert_eq!(state["pending_question"]["raised_by"], "ask");
+    let status = Run::from_output(p.ralph().args(["status"]).output().unwrap());
+    assert!(
+        status.stdout.contains("Which database?"),
+        "{}",
+        status.stdout
+    );
+    Run::from_output(p.ralph().args(["answer", "2"]).output().unwrap()).expect_code(0);
+    let asked = Run::finish(asker, Duration::from_secs(20));
+    asked.expect_code(0);
+    assert_eq!(asked.stdout.trim(), "SQLite");
+    assert!(
+        !p.exists(".ralph/question.md")
+            && !p.exists(".ralph/answer.md")
+            && !p.exists(".ralph/ask.json")
+    );
+    assert!(p.read(".ralph/clarifications.md").contains("SQLite"));
+    assert!(p.state()["pending_question"].is_null());
+}
+
+#[test]
+fn ralph_ask_without_a_loop_times_out_with_exit_3_and_a_hint() {
+    let p = Project::new();
+    let asked = Run::from_output(
+        p.ralph()
+            .args([
+                "ask",
+                "Which database?",
+                "--option",
+                "Postgres",
+                "--default",
+                "Postgres",
+                "--timeout",
+                "300ms",
+            ])
+            .output()
+            .unwrap(),
+    );
+    asked.expect_code(3);
+    assert!(
+        asked
+            .stdout
+            .contains("proceed with your default (Postgres)"),
+        "{}",
+        asked.stdout
+    );
+    assert!(p.read(".ralph/clarifications.md").contains("Unanswered"));
+}
+
+#[test]
+fn ralph_ask_inside_a_running_loop_is_shown_and_answered_while_the_agent_waits() {
+    let p = Project::with_task("task: Ask inline\nmax_iterations: 1", "- [ ] x\n");
+    let agent = p.agent(
+        "[iteration 1]\nrun-capture ask-out.txt ralph ask \"Which database?\" --option Postgres --option SQLite --timeout 1m\nprint asked and got an answer\n",
+    );
+    let mut cmd = p.ralph();
+    cmd.args(["run", "--no-tui", "--agent-cmd", &agent]);
+    let child = spawn(cmd);
+    let state = p.wait_for_status("waiting_input", Duration::from_secs(20));
+    assert_eq!(state["pending_question"]["raised_by"], "ask");
+    assert_eq!(state["pending_question"]["text"], "Which database?");
+    Run::from_output(
+        p.ralph()
+            .args(["answer", "SQLite, it is small"])
+            .output()
+            .unwrap(),
+    )
+    .expect_code(0);
+    let run = Run::finish(child, Duration::from_secs(30));
+    run.expect_code(3);
+    assert_eq!(p.read("ask-out.txt").trim(), "SQLite, it is small");
+    assert_eq!(p.read("ask-out.txt.code").trim(), "0");
+    assert!(
+        run.stdout.contains("asked and got an answer"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        p.read(".ralph/clarifications.md")
+            .contains("SQLite, it is small")
+    );
+    assert!(!p.exists(".ralph/answer.md"));
+}
+
+#[test]
+fn ralph_ask_inside_a_running_loop_times_out_and_the_agent_goes_on() {
+    let p = Project::with_task("task: Ask inline\nmax_iterations: 1", "- [ ] x\n");
+    let agent = p.agent(
+        "[iteration 1]\nrun-capture ask-out.txt ralph ask \"Which database?\" --default Postgres --timeout 400ms\nprint went on\n",
+    );
+    let run = p.run(&agent, &[]);
+    run.expect_code(3);
+    assert_eq!(p.read("ask-out.txt.code").trim(), "3");
+    assert!(
+        p.read("ask-out.txt")
+            .contains("proceed with your default (Postgres)")
+    );
+    assert!(run.stdout.contains("went on"), "{}", run.stdout);
+}
+
+#[test]
+fn notify_command_gets_the_question_in_its_environment_and_runs_nothing_from_it() {
+    let p = Project::with_task(
+        "task: Notify\nmax_iterations: 2\nquestion_timeout: 0\nnotify_command: printf '%s' \"$RALPH_QUESTION\" > notified.txt",
+        "- [ ] x\n",
+    );
+    let agent = p.agent(
+        "[iteration 1]\nquestion \"Delete $(touch pwned) and `touch pwned2`?\"\nsignal QUESTION\n[iteration 2]\nsave-prompt prompt-2.txt\n",
+    );
+    p.run(&agent, &[]).expect_code(3);
+    let text = wait_until(Duration::from_secs(10), "notified.txt", || {
+        std::fs::read_to_string(p.path("notified.txt")).ok()
+    });
+    assert_eq!(text, "Delete $(touch pwned) and `touch pwned2`?");
+    assert!(
+        !p.exists("pwned") && !p.exists("pwned2"),
+        "nothing in the question may run"
+    );
+    assert!(
+        p.read("prompt-2.txt")
+            .contains("Delete $(touch pwned) and `touch pwned2`?"),
+        "delivered verbatim"
+    );
+}
+
+#[test]
+fn the_webhook_is_posted_and_a_dead_one_does_not_hold_the_loop() {
+    use std::io::{Read as _, Write as _};
+    // A live webhook: reads one request, answers 200, hands the body over.
+    let live = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let live_port = live.local_addr().unwrap().port();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let (mut s, _) = live.accept().unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 4096];
+        while let Ok(n) = s.read(&mut chunk) {
+            if n == 0 {
+                break;
+            }
+            buf.extend_from_slice(&chunk[..n]);
+            let text = String::from_utf8_lossy(&buf);
+            if let Some(i) = text.find("\r\n\r\n") {
+                let len: usize = text
+                    .lines()
+                    .find_map(|l| {
+                        l.to_ascii_lowercase()
+                            .strip_prefix("content-length:")
+                            .map(|v| v.trim().parse().unwrap())
+                    })
+                    .unwrap_or(0);
+                if buf.len() >= i + 4 + len {
+                    break;
+                }
+            }
+        }
+        let _ = s.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
+        let _ = tx.send(String::from_utf8_lossy(&buf).into_owned());
+    });
+    let p = Project::with_task(
+        &format!(
+            "task: Hook\nmax_iterations: 2\nquestion_timeout: 0\nwebhook_url: http://127.0.0.1:{live_port}/hook"
+        ),
+        "- [ ] x\n",
+    );
+    let agent =
+        p.agent("[iteration 1]\nquestion \"Ship it?\" --option yes --option no\nsignal QUESTION\n");
+    p.run(&agent, &[]).expect_code(3);
+    let request = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the webhook was called");
+    assert!(request.starts_with("POST /hook"), "{request}");
+    assert!(request.contains("\"question\":\"Ship it?\""), "{request}");
+
+    // A dead webhook: accepts the connection and never answers.
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead_port = dead.local_addr().unwrap().port();
+    let p = Project::with_task(
+        &format!(
+            "task: Hook\nmax_iterations: 2\nquestion_timeout: 0\nwebhook_url: http://127.0.0.1:{dead_port}/hook"
+        ),
+        "- [ ] x\n",
+    );
+    let agent = p.agent(
+        "[iteration 1]\nquestion \"Ship it?\"\nsignal QUESTION\n[iteration 2]\nprint second\n",
+    );
+    let start = std::time::Instant::now();
+    let run = p.run(&agent, &[]);
+    run.expect_code(3);
+    // The webhook's own timeout is 5 s; the loop did not wait for it.
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
+    drop(dead);
+}

@@ -1,0 +1,290 @@
+//! The terminal view in a real terminal: `ralph run` inside tmux, driven with `send-keys` and
+//! read with `capture-pane`.
+//!
+//! tmux is required (CI installs it); without it these tests fail and say so rather than skip.
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use super::util::*;
+
+const ASK_THEN_SAVE: &str = "\
+[iteration 1]
+print \"I need to choose a cache backend before going on.\"
+question \"Should the session cache use **Redis** or *Memcached*?\" --option Redis --option Memcached --default Redis
+signal QUESTION
+[iteration 2]
+save-prompt prompt-2.txt
+print \"Using the answer.\"
+check-all
+signal DONE
+";
+
+/// A tmux server of our own (its own socket), killed when dropped, even when the test fails.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    /// Starts a detached 100x30 session running `sh` in `dir`.
+    fn start(dir: &Path) -> Tmux {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let socket = format!(
+            "ralph-e2e-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::SeqCst)
+        );
+        let tmux = Tmux { socket };
+        let out = tmux.try_cmd(&[
+            "new-session",
+            "-d",
+            "-x",
+            "100",
+            "-y",
+            "30",
+            "-c",
+            &dir.display().to_string(),
+            "sh",
+        ]);
+        let out = match out {
+            Ok(out) => out,
+            Err(e) => panic!(
+                "these tests need tmux, which could not be run ({e}); install it (apt-get install tmux)"
+            ),
+        };
+        assert!(
+            out.status.success(),
+            "tmux new-session failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        tmux
+    }
+
+    fn try_cmd(&self, args: &[&str]) -> std::io::Result<Output> {
+        Command::new("tmux")
+            .args(["-L", &self.socket, "-f", "/dev/null"])
+            .args(args)
+            .env_remove("TMUX")
+            .env("TERM", "xterm-256color")
+            .output()
+    }
+
+    fn cmd(&self, args: &[&str]) -> String {
+        let out = self.try_cmd(args).expect("tmux runs");
+        assert!(
+            out.status.success(),
+            "tmux {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Types `text` literally.
+    fn type_text(&self, text: &str) {
+        self.cmd(&["send-keys", "-t", "0", "-l", text]);
+    }
+
+    /// Presses a key by tmux name (`Enter`, `C-c`).
+    fn key(&self, key: &str) {
+        self.cmd(&["send-keys", "-t", "0", key]);
+    }
+
+    /// What the pane shows.
+    fn screen(&self) -> String {
+        self.cmd(&["capture-pane", "-p", "-t", "0"])
+    }
+
+    /// The pane's visible screen and its history.
+    fn everything(&self) -> String {
+        self.cmd(&["capture-pane", "-p", "-t", "0", "-S", "-"])
+    }
+
+    /// Waits until the pane shows `needle`, or fails with what it shows.
+    fn wait_for(&self, needle: &str, limit: Duration) -> String {
+        let start = std::time::Instant::now();
+        loop {
+            let screen = self.everything();
+            if screen.contains(needle) {
+                return screen;
+            }
+            assert!(
+                start.elapsed() < limit,
+                "timed out waiting for {needle:?}; the pane shows:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Checks the terminal is back to normal after ralph exited: line editing and echo on
+    /// (`stty`), the cursor shown.
+    fn assert_sane(&self) {
+        assert_eq!(
+            self.cmd(&["display", "-p", "-t", "0", "#{cursor_flag}"])
+                .trim(),
+            "1",
+            "the cursor is hidden after exit:\n{}",
+            self.screen()
+        );
+        self.type_text("stty -a > stty.txt; echo stty-done");
+        self.key("Enter");
+        self.wait_for("\nstty-done", Duration::from_secs(10));
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.try_cmd(&["kill-server"]);
+    }
+}
+
+/// Starts `ralph run` (terminal view) with `agent` in the pane; the shell prints the exit
+/// code after it.
+fn run_ralph(tmux: &Tmux, p: &Project, agent: &str) {
+    p.write(
+        "run.sh",
+        &format!(
+            "'{}' run --agent-cmd \"{agent}\"\necho \"ralph exited: $?\"\n",
+            ralph_bin().display()
+        ),
+    );
+    tmux.type_text("sh run.sh");
+    tmux.key("Enter");
+}
+
+fn assert_stty_sane(p: &Project) {
+    let stty = p.read("stty.txt");
+    let flags: Vec<&str> = stty.split([' ', ';', '\n']).collect();
+    assert!(
+        flags.contains(&"icanon"),
+        "line editing is off after exit:\n{stty}"
+    );
+    assert!(flags.contains(&"echo"), "echo is off after exit:\n{stty}");
+}
+
+#[test]
+fn an_answer_typed_in_the_terminal_view_reaches_the_next_iteration() {
+    let p = Project::with_task(
+        "task: Cache\nmax_iterations: 2\nquestion_timeout: 5m",
+        "- [ ] cache\n",
+    );
+    let agent = p.agent(ASK_THEN_SAVE);
+    let tmux = Tmux::start(p.root());
+    run_ralph(&tmux, &p, &agent);
+
+    let screen = tmux.wait_for("The agent asks", Duration::from_secs(30));
+    assert!(screen.contains("1. Redis"), "{screen}");
+    assert!(screen.contains("left ━"), "no countdown:\n{screen}");
+    assert!(screen.contains("Ctrl+C stop"), "no status area:\n{screen}");
+
+    // Half the answer, a resize in the middle of it (the view asks the cursor position
+    // again), the other half: nothing typed is lost.
+    tmux.type_text("Use Redis, we need ");
+    std::thread::sleep(Duration::from_millis(300));
+    tmux.cmd(&["resize-window", "-t", "0", "-x", "72", "-y", "24"]);
+    std::thread::sleep(Duration::from_millis(300));
+    tmux.type_text("pub/sub later");
+    let screen = tmux.wait_for("pub/sub later", Duration::from_secs(10));
+    assert!(
+        screen.contains("Use Redis, we need pub/sub later"),
+        "{screen}"
+    );
+    // Regression: a failed cursor query after the resize left the old viewport's re-flowed
+    // title on screen above the new one.
+    let visible = tmux.screen();
+    assert_eq!(visible.matches("The agent asks").count(), 1, "{visible}");
+    tmux.key("Enter");
+    let screen = tmux.wait_for("ralph exited: 0", Duration::from_secs(30));
+    assert!(
+        screen.contains("ralph: answer sent to the agent: Use Redis, we need pub/sub later"),
+        "{screen}"
+    );
+    // The view is gone: only the scrollback remains.
+    assert!(!screen.contains("Ctrl+C stop"), "{screen}");
+
+    let prompt = p.read("prompt-2.txt");
+    assert!(
+        prompt.contains("> Use Redis, we need pub/sub later"),
+        "{prompt}"
+    );
+    tmux.assert_sane();
+    assert_stty_sane(&p);
+}
+
+#[test]
+fn an_unanswered_question_in_the_terminal_view_lets_the_loop_go_on() {
+    let p = Project::with_task(
+        "task: Cache\nmax_iterations: 2\nquestion_timeout: 2s",
+        "- [ ] cache\n",
+    );
+    let agent = p.agent(ASK_THEN_SAVE);
+    let tmux = Tmux::start(p.root());
+    run_ralph(&tmux, &p, &agent);
+
+    tmux.wait_for("The agent asks", Duration::from_secs(30));
+    let screen = tmux.wait_for("ralph exited: 0", Duration::from_secs(30));
+    assert!(
+        screen.contains("no answer in time; the agent goes on with its default (Redis)"),
+        "{screen}"
+    );
+    let prompt = p.read("prompt-2.txt");
+    assert!(prompt.contains("Your question went unanswered"), "{prompt}");
+    tmux.assert_sane();
+    assert_stty_sane(&p);
+}
+
+#[test]
+fn ctrl_c_in_the_terminal_view_asks_then_stops_and_restores_the_terminal() {
+    let p = Project::with_task(
+        "task: Cache\nmax_iterations: 2\nquestion_timeout: 5m",
+        "- [ ] cache\n",
+    );
+    let agent = p.agent(ASK_THEN_SAVE);
+    let tmux = Tmux::start(p.root());
+    run_ralph(&tmux, &p, &agent);
+
+    tmux.wait_for("The agent asks", Duration::from_secs(30));
+    tmux.key("C-c");
+    tmux.wait_for(
+        "Stop the loop? The question stays pending",
+        Duration::from_secs(10),
+    );
+    tmux.key("y");
+    let screen = tmux.wait_for("ralph exited: 130", Duration::from_secs(30));
+    assert!(
+        screen.contains("the question stays pending for the next `ralph run`"),
+        "{screen}"
+    );
+    assert!(!p.exists("prompt-2.txt"));
+    tmux.assert_sane();
+    assert_stty_sane(&p);
+}
+
+#[test]
+fn sigterm_while_a_question_is_open_stops_the_loop_and_restores_the_terminal() {
+    let p = Project::with_task(
+        "task: Cache\nmax_iterations: 2\nquestion_timeout: 5m",
+        "- [ ] cache\n",
+    );
+    let agent = p.agent(ASK_THEN_SAVE);
+    let tmux = Tmux::start(p.root());
+    run_ralph(&tmux, &p, &agent);
+
+    tmux.wait_for("The agent asks", Duration::from_secs(30));
+    let pid = p.state()["pid"]
+        .as_i64()
+        .expect("state.json has ralph's pid") as i32;
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let screen = tmux.wait_for("ralph exited: 130", Duration::from_secs(30));
+    assert!(
+        screen.contains("the question stays pending for the next `ralph run`"),
+        "{screen}"
+    );
+    tmux.assert_sane();
+    assert_stty_sane(&p);
+}

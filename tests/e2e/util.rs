@@ -1,0 +1,238 @@
+//! The harness: a throwaway project with a task file and a fake-agent script, and ways to run
+//! `ralph` in it and look at what it left.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// The `ralph` binary under test.
+pub fn ralph_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_ralph"))
+}
+
+/// The scripted fake agent, built by `make test` (or here, once, if it is missing).
+pub fn fake_agent_bin() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let path = ralph_bin().with_file_name("ralph-fake-agent");
+            if !path.exists() {
+                let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+                let status = Command::new(cargo)
+                    .args(["build", "-p", "ralph-fake-agent"])
+                    .status()
+                    .expect("cargo runs");
+                assert!(status.success(), "building ralph-fake-agent failed");
+            }
+            assert!(
+                path.exists(),
+                "{} is missing; run `make build`",
+                path.display()
+            );
+            path
+        })
+        .clone()
+}
+
+/// A temporary project directory.
+pub struct Project {
+    dir: tempfile::TempDir,
+}
+
+impl Project {
+    /// An empty project.
+    pub fn new() -> Self {
+        Project {
+            dir: tempfile::Builder::new()
+                .prefix("ralph-e2e-")
+                .tempdir()
+                .unwrap(),
+        }
+    }
+
+    /// A project with a task file: `frontmatter` lines (without the `---`) and a body.
+    pub fn with_task(frontmatter: &str, body: &str) -> Self {
+        let p = Project::new();
+        p.write(
+            "RALPH_TASK.md",
+            &format!("---\n{}\n---\n{body}", frontmatter.trim()),
+        );
+        p
+    }
+
+    pub fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    pub fn write(&self, rel: &str, text: &str) {
+        let p = self.path(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+
+    pub fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.path(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+    }
+
+    pub fn exists(&self, rel: &str) -> bool {
+        self.path(rel).exists()
+    }
+
+    /// Writes the fake agent's script and returns the `--agent-cmd` that runs it.
+    pub fn agent(&self, script: &str) -> String {
+        self.write("agent-script.txt", script);
+        format!(
+            "'{}' --script '{}'",
+            fake_agent_bin().display(),
+            self.path("agent-script.txt").display()
+        )
+    }
+
+    /// `ralph ARGS -C ROOT`-style command, with a clean environment for reproducible output.
+    pub fn ralph(&self) -> Command {
+        let mut cmd = Command::new(ralph_bin());
+        cmd.current_dir(self.root())
+            .env_remove("RALPH_DIR")
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    /// Runs `ralph run --no-tui` with the given agent and extra args; fails the test on a hang.
+    pub fn run(&self, agent_cmd: &str, extra: &[&str]) -> Run {
+        let mut cmd = self.ralph();
+        cmd.args(["run", "--no-tui", "--agent-cmd", agent_cmd])
+            .args(extra);
+        Run::finish(spawn(cmd), Duration::from_secs(60))
+    }
+
+    /// `state.json` as JSON.
+    pub fn state(&self) -> serde_json::Value {
+        serde_json::from_str(&self.read(".ralph/state.json")).unwrap()
+    }
+
+    /// Every line of `events.jsonl`.
+    pub fn events(&self) -> Vec<serde_json::Value> {
+        self.read(".ralph/events.jsonl")
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    /// Waits until `state.json` says `status`, or fails after `limit`.
+    pub fn wait_for_status(&self, status: &str, limit: Duration) -> serde_json::Value {
+        wait_until(limit, &format!("state.json status {status}"), || {
+            let text = std::fs::read_to_string(self.path(".ralph/state.json")).ok()?;
+            let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+            (v["status"] == status).then_some(v)
+        })
+    }
+}
+
+/// Starts `cmd` with piped output.
+pub fn spawn(mut cmd: Command) -> Child {
+    cmd.stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Calls `f` until it returns `Some`, with short pauses; panics after `limit`.
+pub fn wait_until<T>(limit: Duration, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let start = Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(start.elapsed() < limit, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A finished `ralph` run.
+#[derive(Debug)]
+pub struct Run {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    /// Waits for `child` (killing it and failing after `limit`) and collects its output.
+    pub fn finish(mut child: Child, limit: Duration) -> Run {
+        let mut out = child.stdout.take().unwrap();
+        let mut err = child.stderr.take().unwrap();
+        let out_t = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = out.read_to_string(&mut s);
+            s
+        });
+        let err_t = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = err.read_to_string(&mut s);
+            s
+        });
+        let start = Instant::now();
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            if start.elapsed() > limit {
+                let _ = child.kill();
+                let _ = child.wait();
+                let stdout = out_t.join().unwrap();
+                panic!("ralph did not finish within {limit:?}; its output:\n{stdout}");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        Run {
+            code: status.code(),
+            stdout: out_t.join().unwrap(),
+            stderr: err_t.join().unwrap(),
+        }
+    }
+
+    pub fn from_output(o: Output) -> Run {
+        Run {
+            code: o.status.code(),
+            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        }
+    }
+
+    /// Asserts the exit code, showing the output when it is wrong.
+    #[track_caller]
+    pub fn expect_code(&self, code: i32) -> &Self {
+        assert_eq!(
+            self.code,
+            Some(code),
+            "unexpected exit code\n--- stdout\n{}\n--- stderr\n{}",
+            self.stdout,
+            self.stderr
+        );
+        self
+    }
+}
+
+/// Whether a process with this pid is alive (and not a zombie).
+pub fn pid_alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            let state = stat
+                .rsplit(')')
+                .next()
+                .unwrap_or("")
+                .split_whitespace()
+                .next()
+                .unwrap_or("");
+            state != "Z" && state != "X"
+        }
+        Err(_) => false,
+    }
+}
