@@ -4,4 +4,5 @@ mod bad_tasks;
 mod loop_basics;
 mod processes;
 mod questions;
+mod resume;
 mod tui;

@@ -46,29 +46,27 @@ fn command(cmd: &str) -> Result<AgentSpec, String> {
     if cmd.trim().is_empty() {
         return Err("--agent-cmd is empty: give the command that runs your agent, for example --agent-cmd \"my-agent --yes\"".into());
     }
-    Ok(AgentSpec {
-        name: cmd.split_whitespace().next().unwrap_or(cmd).to_string(),
-        command: cmd.to_string(),
-        format: StreamFormat::Text,
-    })
+    Ok(AgentSpec::command(
+        cmd.split_whitespace().next().unwrap_or(cmd),
+        cmd,
+    ))
 }
 
 fn preset(name: &str) -> Option<AgentSpec> {
     match name {
         "demo" => {
             let exe = std::env::current_exe().ok()?;
-            Some(AgentSpec {
-                name: "demo".into(),
-                command: format!("{} __demo-agent", shell_quote(&exe.display().to_string())),
-                format: StreamFormat::Text,
-            })
+            Some(AgentSpec::command(
+                "demo",
+                format!("{} __demo-agent", shell_quote(&exe.display().to_string())),
+            ))
         }
         "claude" => Some(AgentSpec {
-            name: "claude".into(),
-            command:
-                "claude -p --output-format stream-json --verbose --dangerously-skip-permissions"
-                    .into(),
             format: StreamFormat::ClaudeStreamJson,
+            ..AgentSpec::command(
+                "claude",
+                "claude -p --output-format stream-json --verbose --dangerously-skip-permissions",
+            )
         }),
         _ => None,
     }

@@ -127,6 +127,14 @@ pub struct RunArgs {
     /// Any agent: a shell command that reads the prompt on stdin.
     #[arg(long, value_name = "CMD")]
     pub agent_cmd: Option<String>,
+    /// How to read --agent-cmd's output: `text` (default) or `claude` (stream-json), for
+    /// wrappers around a known agent.
+    #[arg(long, value_name = "FORMAT", requires = "agent_cmd")]
+    pub agent_format: Option<String>,
+    /// How --agent-cmd resumes a session after an answer: a command line where `{session_id}`
+    /// stands for the session; the answer arrives on stdin.
+    #[arg(long, value_name = "CMD", requires = "agent_cmd")]
+    pub agent_resume_cmd: Option<String>,
     /// Stop (exit 3) after this many iterations.
     #[arg(long, value_name = "N")]
     pub max_iterations: Option<u32>,

@@ -8,9 +8,12 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use ralph_loop::event::{Control, LoopEvent};
-use ralph_loop::runner::{RunConfig, Runner, Settings};
+use std::sync::Arc;
+
+use ralph_loop::runner::{AgentSpec, Invocation, RunConfig, Runner, Settings};
 use ralph_loop::task::{TaskFile, parse_wait};
 use ralph_loop::workspace::Workspace;
+use ralph_signal::StreamFormat;
 use tokio::sync::mpsc;
 
 use crate::args::RunArgs;
@@ -47,6 +50,11 @@ pub fn run(args: RunArgs) -> CmdResult {
         task.agent.as_deref(),
     )
     .map_err(|e| Failure::usage(anyhow::anyhow!(e)))?;
+    let agent = customize(
+        agent,
+        args.agent_format.as_deref(),
+        args.agent_resume_cmd.as_deref(),
+    )?;
     let workspace = Workspace::new(&root);
     workspace.check_not_symlink().map_err(Failure::usage)?;
     let tui = !args.no_tui
@@ -61,6 +69,50 @@ pub fn run(args: RunArgs) -> CmdResult {
         settings,
     };
     run_loop(cfg, tui, bell)
+}
+
+/// Applies `--agent-format` and `--agent-resume-cmd` to a custom command agent.
+fn customize(
+    mut agent: AgentSpec,
+    format: Option<&str>,
+    resume: Option<&str>,
+) -> Result<AgentSpec, Failure> {
+    if let Some(name) = format {
+        agent.format = stream_format(name).ok_or_else(|| {
+            Failure::usage(anyhow::anyhow!(
+                "--agent-format {name}: unknown format; use one of: {}",
+                FORMATS
+                    .iter()
+                    .map(|(n, _)| *n)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })?;
+    }
+    if let Some(template) = resume {
+        if !template.contains("{session_id}") {
+            return Err(Failure::usage(anyhow::anyhow!(
+                "--agent-resume-cmd must contain {{session_id}}, where the session to resume goes"
+            )));
+        }
+        let template = template.to_string();
+        agent.resume = Some(Arc::new(move |session, message, _| Invocation {
+            command: template.replace("{session_id}", &agents::shell_quote(session)),
+            stdin: Some(message.as_bytes().to_vec()),
+            env: Vec::new(),
+        }));
+    }
+    Ok(agent)
+}
+
+/// The output formats a custom command can be read as.
+const FORMATS: &[(&str, StreamFormat)] = &[
+    ("text", StreamFormat::Text),
+    ("claude", StreamFormat::ClaudeStreamJson),
+];
+
+fn stream_format(name: &str) -> Option<StreamFormat> {
+    FORMATS.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
 }
 
 /// Starts the runtime, the loop and its front end; returns the loop's exit code.

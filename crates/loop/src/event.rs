@@ -23,6 +23,8 @@ pub enum Outcome {
     MaxIterations,
     /// Too many agent runs in a row failed.
     TooManyFailures,
+    /// The agent's reported cost passed `max_cost_usd`.
+    CostLimit,
     /// A question timed out under the `stop` policy; the question is kept for the next run.
     QuestionTimeoutStop,
     /// Ctrl-C, SIGTERM or SIGHUP.
@@ -34,7 +36,10 @@ impl Outcome {
     pub fn exit_code(&self) -> i32 {
         match self {
             Outcome::Done => 0,
-            Outcome::Gutter | Outcome::TooManyFailures | Outcome::QuestionTimeoutStop => 1,
+            Outcome::Gutter
+            | Outcome::TooManyFailures
+            | Outcome::CostLimit
+            | Outcome::QuestionTimeoutStop => 1,
             Outcome::MaxIterations => 3,
             Outcome::Interrupted => 130,
         }
@@ -44,7 +49,7 @@ impl Outcome {
     pub fn status(&self) -> Status {
         match self {
             Outcome::Done => Status::Done,
-            Outcome::Gutter | Outcome::TooManyFailures => Status::Failed,
+            Outcome::Gutter | Outcome::TooManyFailures | Outcome::CostLimit => Status::Failed,
             Outcome::MaxIterations => Status::MaxIterations,
             Outcome::QuestionTimeoutStop | Outcome::Interrupted => Status::Stopped,
         }
@@ -143,7 +148,7 @@ pub enum LoopEvent {
         asked_at: SystemTime,
         /// How it was raised.
         raised_by: RaisedBy,
-        /// Whether a human can answer inline (the loop reads the terminal).
+        /// The iteration that asked.
         iteration: u32,
     },
     /// The question's deadline moved (extended, or paused while typing), as the loop sees it.

@@ -221,6 +221,16 @@ fn default_prompt(inputs: &PromptInputs<'_>, s: &Sections) -> String {
     p
 }
 
+/// The message that resumes an agent's session after its question was answered.
+///
+/// The agent still has the task and the protocol in its context; it needs only what changed.
+pub fn resume_message(carryover: &[Carryover]) -> String {
+    let mut m = String::from("ralph: here is what happened while you waited.\n\n");
+    m.push_str(&render_carryover(carryover));
+    m.push_str("Continue the task with this in mind. The protocol is unchanged: update .ralph/progress.md, and signal when you are done or need to ask again.\n");
+    m
+}
+
 fn render_carryover(items: &[Carryover]) -> String {
     let mut out = String::new();
     for item in items {

@@ -17,8 +17,9 @@
 //! Nothing here sleeps for a fixed time: every wait is on a process, a pipe, a channel, a file
 //! watch or an exact deadline.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use ralph_signal::{AgentEvent, Decoder, SignalKind, StreamFormat};
@@ -42,15 +43,60 @@ use crate::supervisor::{self, describe_exit};
 use crate::task::{OnQuestionTimeout, TaskFile, Wait};
 use crate::workspace::{self, Workspace, WorkspaceError, WorkspaceLock};
 
-/// The agent to run: a name for humans, a shell command, and how to read its output.
-#[derive(Debug, Clone)]
+/// How to start one run of an agent: the shell command, what goes on its stdin, extra env.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Invocation {
+    /// Run with `sh -c`; every piece that came from outside is already shell-quoted.
+    pub command: String,
+    /// Written to the agent's stdin, which is then closed; `None` gives it no stdin at all.
+    pub stdin: Option<Vec<u8>>,
+    /// Extra environment variables for this agent.
+    pub env: Vec<(String, String)>,
+}
+
+/// Builds a fresh run from the prompt (and the path of the file that holds it).
+pub type FreshFn = Arc<dyn Fn(&str, &Path) -> Invocation + Send + Sync>;
+/// Builds a resumed run from a session id and the new user message (and the prompt file path).
+pub type ResumeFn = Arc<dyn Fn(&str, &str, &Path) -> Invocation + Send + Sync>;
+
+/// The agent to run: a name for humans, how to start it, and how to read its output.
+#[derive(Clone)]
 pub struct AgentSpec {
     /// Shown in the status area and logs.
     pub name: String,
-    /// Run with `sh -c`, the prompt on stdin.
-    pub command: String,
     /// How its stdout is decoded.
     pub format: StreamFormat,
+    /// A fresh run with the whole prompt.
+    pub fresh: FreshFn,
+    /// Continuing a session with a new message, for agents that can (`None` otherwise).
+    pub resume: Option<ResumeFn>,
+}
+
+impl AgentSpec {
+    /// Any command line, run with `sh -c`, the prompt on stdin, its output read as plain text.
+    pub fn command(name: impl Into<String>, command: impl Into<String>) -> Self {
+        let command = command.into();
+        AgentSpec {
+            name: name.into(),
+            format: StreamFormat::Text,
+            fresh: Arc::new(move |prompt, _| Invocation {
+                command: command.clone(),
+                stdin: Some(prompt.as_bytes().to_vec()),
+                env: Vec::new(),
+            }),
+            resume: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for AgentSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentSpec")
+            .field("name", &self.name)
+            .field("format", &self.format)
+            .field("resume", &self.resume.is_some())
+            .finish()
+    }
 }
 
 /// The knobs of a run: the task file's values with command-line overrides applied.
@@ -153,6 +199,10 @@ struct AgentRun {
     interrupted: bool,
     /// A `ralph ask` question still open when the agent ended (it was killed while asking).
     asking: Option<OpenQuestion>,
+    /// The agent's session id, when its stream reports one.
+    session_id: Option<String>,
+    /// Errors the agent reported (API errors, failed resumes).
+    errors: Vec<String>,
 }
 
 impl AgentRun {
@@ -207,6 +257,12 @@ pub struct Runner {
     resume_question: Option<PendingQuestion>,
     notifier: Notifier,
     _registration: Option<registry::Registration>,
+    /// The last session the agent reported, for resuming it with an answer.
+    session_id: Option<String>,
+    /// The next iteration resumes that session with the carried answer instead of starting fresh.
+    resume_next: bool,
+    /// The last iteration was a resume that failed: not the agent's fault, not a failure.
+    resume_failed: bool,
 }
 
 impl Runner {
@@ -302,6 +358,9 @@ impl Runner {
             resume_question,
             notifier,
             _registration: registration,
+            session_id: None,
+            resume_next: false,
+            resume_failed: false,
         })
     }
 
@@ -403,7 +462,10 @@ impl Runner {
                         .await;
                 }
             }
-            self.after_delivery()?;
+            if !self.resume_failed {
+                // A failed resume did not really deliver: the fallback iteration needs the file.
+                self.after_delivery()?;
+            }
             // The agent checks boxes as it goes; show where it got to.
             let now = TaskFile::load(&self.cfg.task_path);
             let (checked, total) = criteria_counts(now.as_ref().unwrap_or(&self.cfg.task));
@@ -447,7 +509,9 @@ impl Runner {
                 };
                 return self.finish(outcome, reason).await;
             }
-            if run.failed() {
+            if std::mem::take(&mut self.resume_failed) {
+                // Not counted: the fallback iteration is what matters.
+            } else if run.failed() {
                 failures += 1;
                 self.carryover.push(Carryover::AgentFailed {
                     how: format!(
@@ -464,6 +528,14 @@ impl Runner {
                 }
             } else {
                 failures = 0;
+            }
+            if let (Some(limit), Some(spent)) =
+                (self.cfg.task.max_cost_usd, self.state.total_cost_usd)
+                && spent > limit
+            {
+                let reason =
+                    format!("the agent has cost ${spent:.2}, past max_cost_usd (${limit:.2})");
+                return self.finish(Outcome::CostLimit, &reason).await;
             }
             iteration += 1;
         }
@@ -605,17 +677,42 @@ impl Runner {
         let guardrails = workspace::read_text(&self.ws.guardrails())?.unwrap_or_default();
         let template = workspace::read_text(&self.ws.prompt_template())?;
         let carryover = std::mem::take(&mut self.carryover);
-        let prompt = prompt::build(&PromptInputs {
-            task: &self.cfg.task,
-            iteration,
-            max_iterations: settings.max_iterations,
-            progress: &progress,
-            guardrails: &guardrails,
-            carryover: &carryover,
-            template: template.as_deref(),
-        });
         let stem = format!("iter-{iteration:04}");
         let prompt_path = self.ws.logs().join(format!("{stem}.prompt.md"));
+        // After an answer, an agent that can resume its session gets the answer as a new
+        // message in the same conversation; otherwise (or if that fails) a fresh prompt.
+        let resume = match (
+            std::mem::take(&mut self.resume_next),
+            &self.cfg.agent.resume,
+            &self.session_id,
+        ) {
+            (true, Some(resume), Some(session)) => Some((resume.clone(), session.clone())),
+            _ => None,
+        };
+        let (prompt, invocation) = match &resume {
+            Some((resume, session)) => {
+                let message = prompt::resume_message(&carryover);
+                let invocation = resume(session, &message, &prompt_path);
+                self.emit(LoopEvent::Note(format!(
+                    "resuming the agent's session {session} with the answer"
+                )))
+                .await;
+                (message, invocation)
+            }
+            None => {
+                let prompt = prompt::build(&PromptInputs {
+                    task: &self.cfg.task,
+                    iteration,
+                    max_iterations: settings.max_iterations,
+                    progress: &progress,
+                    guardrails: &guardrails,
+                    carryover: &carryover,
+                    template: template.as_deref(),
+                });
+                let invocation = (self.cfg.agent.fresh)(&prompt, &prompt_path);
+                (prompt, invocation)
+            }
+        };
         workspace::write_atomic(&prompt_path, prompt.as_bytes())?;
 
         let started = Instant::now();
@@ -631,26 +728,49 @@ impl Runner {
         .await;
         self.log(
             "iteration_start",
-            json!({"iteration": iteration, "prompt": prompt_path.display().to_string(), "carryover": carryover.len()}),
+            json!({"iteration": iteration, "prompt": prompt_path.display().to_string(), "carryover": carryover.len(), "resumed_session": resume.as_ref().map(|r| r.1.clone())}),
         );
 
-        let env = agent_env(&self.ws, &self.cfg.task_path, iteration, &prompt_path);
-        let spawned = supervisor::spawn_shell(
-            &self.cfg.agent.command,
-            self.ws.root(),
-            env,
-            Some(prompt.into_bytes()),
-        )
-        .map_err(|source| RunError::Spawn {
-            command: self.cfg.agent.command.clone(),
-            source,
-        })?;
+        let mut env = agent_env(&self.ws, &self.cfg.task_path, iteration, &prompt_path);
+        env.extend(invocation.env.iter().cloned());
+        let spawned =
+            supervisor::spawn_shell(&invocation.command, self.ws.root(), env, invocation.stdin)
+                .map_err(|source| RunError::Spawn {
+                    command: invocation.command.clone(),
+                    source,
+                })?;
         self.state.agent_pgid = Some(spawned.pgid);
         self.state.save(&self.ws)?;
 
         let run = self
             .stream_agent(spawned, iteration, started, timeout)
             .await?;
+        if let Some(id) = &run.session_id {
+            self.session_id = Some(id.clone());
+        }
+        if let Some((_, session)) = &resume
+            && !run.interrupted
+            && run.signals.is_empty()
+            && (run.timed_out || run.exit.is_some_and(|s| !s.success()))
+        {
+            // The resume did not take (an expired session, say): nothing is lost, the next
+            // iteration starts fresh and carries the answer in its prompt.
+            let why = run
+                .errors
+                .last()
+                .cloned()
+                .unwrap_or_else(|| run.describe(timeout));
+            self.emit(LoopEvent::Warning(format!(
+                "resuming session {session} failed ({why}); the next iteration starts fresh and carries the answer"
+            )))
+            .await;
+            self.log(
+                "resume_failed",
+                json!({"iteration": iteration, "session": session, "why": why}),
+            );
+            self.carryover = carryover;
+            self.resume_failed = true;
+        }
 
         self.state.agent_pgid = None;
         self.state.save(&self.ws)?;
@@ -889,6 +1009,24 @@ impl Runner {
                     let _ = self
                         .events
                         .send(LoopEvent::Agent(AgentEvent::Usage(usage)))
+                        .await;
+                }
+                AgentEvent::SessionId(id) => {
+                    run.session_id = Some(id.clone());
+                    let _ = self
+                        .events
+                        .send(LoopEvent::Agent(AgentEvent::SessionId(id)))
+                        .await;
+                }
+                AgentEvent::Error(e) => {
+                    self.log(
+                        "agent_error",
+                        json!({"iteration": self.state.iteration, "message": e}),
+                    );
+                    run.errors.push(e.clone());
+                    let _ = self
+                        .events
+                        .send(LoopEvent::Agent(AgentEvent::Error(e)))
                         .await;
                 }
                 other => {
@@ -1243,6 +1381,7 @@ impl Runner {
                         by: ans.by.describe().to_string(),
                         late: false,
                     });
+                    self.resume_next = true;
                 }
                 self.delivering = Some(Delivery {
                     question: Some(question),

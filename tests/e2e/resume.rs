@@ -1,0 +1,113 @@
+//! After an answer, an agent that can resume gets the answer in the same session; if the
+//! resume fails, a fresh iteration carries the answer instead. Nothing is lost either way.
+
+use std::time::Duration;
+
+use super::util::*;
+
+/// A Claude stream-json turn that asks a question in session `sess-42`.
+const ASKING_TURN: &str = r#"{"type":"system","subtype":"init","session_id":"sess-42"}
+{"type":"assistant","message":{"content":[{"type":"text","text":"I need a decision first.\n<ralph>QUESTION</ralph>"}]},"session_id":"sess-42"}
+{"type":"result","subtype":"success","is_error":false,"result":"asked","session_id":"sess-42","total_cost_usd":0.01}
+"#;
+
+/// A failed resume, as Claude Code reports it.
+const FAILED_RESUME: &str = r#"{"type":"result","subtype":"error_during_execution","is_error":true,"session_id":"sess-42","errors":["No conversation found with session ID: sess-42"]}
+"#;
+
+fn setup(resume_script: &str) -> (Project, String, String) {
+    let p = Project::with_task(
+        "task: Resume\nmax_iterations: 3\nquestion_timeout: 1m",
+        "- [ ] x\n",
+    );
+    p.write("turn-1.jsonl", ASKING_TURN);
+    p.write("failed-resume.jsonl", FAILED_RESUME);
+    let script = format!(
+        "[call 1]\nquestion \"Redis or Memcached?\" --option Redis --option Memcached\nstream-json turn-1.jsonl\n{resume_script}"
+    );
+    p.write("agent-script.txt", &script);
+    let base = format!(
+        "'{}' --script '{}' --counter '{}'",
+        fake_agent_bin().display(),
+        p.path("agent-script.txt").display(),
+        p.path("counter").display()
+    );
+    let resume = format!("RALPH_RESUMED_SESSION={{session_id}} {base}");
+    (p, base, resume)
+}
+
+fn run_and_answer(p: &Project, base: &str, resume: &str) -> Run {
+    let mut cmd = p.ralph();
+    cmd.args([
+        "run",
+        "--no-tui",
+        "--agent-cmd",
+        base,
+        "--agent-format",
+        "claude",
+        "--agent-resume-cmd",
+        resume,
+    ]);
+    let child = spawn(cmd);
+    p.wait_for_status("waiting_input", Duration::from_secs(20));
+    Run::from_output(p.ralph().args(["answer", "Use Redis"]).output().unwrap()).expect_code(0);
+    Run::finish(child, Duration::from_secs(30))
+}
+
+#[test]
+fn an_answer_resumes_the_same_session_as_a_new_message() {
+    let (p, base, resume) = setup(
+        "[call 2]\nsave-prompt resumed-stdin.txt\nsave-env resumed-env.txt\n[call 3..]\nprint fresh\n",
+    );
+    let run = run_and_answer(&p, &base, &resume);
+    run.expect_code(3);
+    let env = p.read("resumed-env.txt");
+    assert!(
+        env.contains("RALPH_RESUMED_SESSION=sess-42"),
+        "resumed with the session id: {env}"
+    );
+    let message = p.read("resumed-stdin.txt");
+    assert!(message.contains("> Use Redis"), "{message}");
+    assert!(message.contains("> Redis or Memcached?"), "{message}");
+    assert!(
+        !message.contains("## Criteria still open"),
+        "a resume sends only what changed: {message}"
+    );
+    let events = p.events();
+    assert!(
+        events
+            .iter()
+            .any(|e| e["event"] == "iteration_start" && e["resumed_session"] == "sess-42")
+    );
+}
+
+#[test]
+fn a_failed_resume_falls_back_to_a_fresh_iteration_that_carries_the_answer() {
+    let (p, base, resume) = setup(
+        "[call 2]\nstream-json failed-resume.jsonl\neprint No conversation found with session ID: sess-42\nexit 1\n\
+         [call 3]\nsave-prompt fresh-prompt.txt\ncopy .ralph/answer.md answer-in-fallback.md\n",
+    );
+    let run = run_and_answer(&p, &base, &resume);
+    run.expect_code(3);
+    assert!(
+        run.stdout.contains("resuming session sess-42 failed"),
+        "{}",
+        run.stdout
+    );
+    let prompt = p.read("fresh-prompt.txt");
+    assert!(prompt.contains("Your question was answered"), "{prompt}");
+    assert!(prompt.contains("> Use Redis"), "{prompt}");
+    assert!(
+        prompt.contains("## Criteria still open"),
+        "a full fresh prompt: {prompt}"
+    );
+    assert!(p.events().iter().any(|e| e["event"] == "resume_failed"));
+    assert!(
+        p.read("answer-in-fallback.md").contains("Use Redis"),
+        "the answer file is there for the fallback run"
+    );
+    assert!(
+        !p.exists(".ralph/answer.md"),
+        "archived after the run that really got it"
+    );
+}
