@@ -1,6 +1,7 @@
 mod util;
 
 mod bad_tasks;
+mod commands;
 mod loop_basics;
 mod processes;
 mod questions;

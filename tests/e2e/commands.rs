@@ -1,0 +1,119 @@
+//! The smaller commands: init, status, and the question-timeout policies seen through them.
+
+use std::time::Duration;
+
+use super::util::*;
+
+#[test]
+fn init_writes_a_valid_task_file_and_refuses_to_overwrite_it() {
+    let p = Project::new();
+    Run::from_output(p.ralph().args(["init"]).output().unwrap()).expect_code(0);
+    assert!(p.exists("RALPH_TASK.md"));
+    assert!(p.exists(".ralph/progress.md") && p.exists(".ralph/guardrails.md"));
+    let again = Run::from_output(p.ralph().args(["init"]).output().unwrap());
+    again.expect_code(1);
+    assert!(again.stderr.contains("--force"), "{}", again.stderr);
+    p.write("RALPH_TASK.md", "edited");
+    Run::from_output(p.ralph().args(["init", "--force"]).output().unwrap()).expect_code(0);
+    assert_ne!(p.read("RALPH_TASK.md"), "edited");
+    // The file it writes is one `ralph run` accepts.
+    let agent = p.agent("[iteration *]\nprint ok\n");
+    p.run(&agent, &["--max-iterations", "1"]).expect_code(3);
+}
+
+#[test]
+fn init_works_with_dash_c() {
+    let p = Project::new();
+    let sub = p.path("sub");
+    std::fs::create_dir(&sub).unwrap();
+    Run::from_output(p.ralph().args(["init", "-C"]).arg(&sub).output().unwrap()).expect_code(0);
+    assert!(sub.join("RALPH_TASK.md").exists());
+}
+
+#[test]
+fn status_before_any_run_says_so() {
+    let p = Project::new();
+    let s = Run::from_output(p.ralph().args(["status"]).output().unwrap());
+    s.expect_code(0);
+    assert!(s.stdout.contains("No loop has run"), "{}", s.stdout);
+    let j = Run::from_output(p.ralph().args(["status", "--json"]).output().unwrap());
+    let v: serde_json::Value = serde_json::from_str(&j.stdout).unwrap();
+    assert_eq!(v["status"], "none");
+    assert!(v["pending_question"].is_null());
+}
+
+#[test]
+fn status_shows_a_waiting_question_first_with_the_command_that_answers_it() {
+    let p = Project::with_task("task: Cache\nmax_iterations: 2\nquestion_timeout: 1m", "- [ ] cache\n");
+    let agent = p.agent(
+        "[iteration 1]\nquestion \"Redis or Memcached?\" --option Redis --option Memcached --default Redis\nsignal QUESTION\n",
+    );
+    let mut cmd = p.ralph();
+    cmd.args(["run", "--no-tui", "--agent-cmd", &agent]);
+    let mut child = spawn(cmd);
+    p.wait_for_status("waiting_input", Duration::from_secs(20));
+    let s = Run::from_output(p.ralph().args(["status"]).output().unwrap());
+    s.expect_code(0);
+    let out = &s.stdout;
+    assert!(out.contains("WAITING FOR YOUR ANSWER"), "{out}");
+    let q = out.find("Redis or Memcached?").expect("the question is shown");
+    assert!(q < out.find("task:").unwrap(), "the question comes first: {out}");
+    assert!(out.contains("1. Redis (default)") && out.contains("2. Memcached"), "{out}");
+    assert!(out.contains("left"), "time left: {out}");
+    assert!(out.contains("ralph answer -C"), "{out}");
+    let j = Run::from_output(p.ralph().args(["status", "--json"]).output().unwrap());
+    let v: serde_json::Value = serde_json::from_str(&j.stdout).unwrap();
+    assert!(v["pending_question"]["seconds_left"].as_u64().unwrap() <= 60);
+    assert!(v["pending_question"]["answer_command"].as_str().unwrap().starts_with("ralph answer -C"));
+    assert!(v["pid"].as_u64().unwrap() > 0);
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[test]
+fn the_stop_policy_saves_the_question_exits_1_and_the_next_run_asks_again() {
+    let p = Project::with_task(
+        "task: Cache\nmax_iterations: 3\nquestion_timeout: 200ms\non_question_timeout: stop",
+        "- [ ] cache\n",
+    );
+    let agent = p.agent(
+        "[iteration 1]\nquestion \"Redis or Memcached?\" --option Redis\nsignal QUESTION\n[iteration 2]\nsave-prompt prompt-2.txt\n",
+    );
+    let first = p.run(&agent, &[]);
+    first.expect_code(1);
+    let state = p.state();
+    assert_eq!(state["status"], "stopped");
+    assert_eq!(state["pending_question"]["text"], "Redis or Memcached?");
+    assert!(p.exists(".ralph/question.md"));
+
+    // The next run shows it again first; this time it is answered.
+    let mut cmd = p.ralph();
+    cmd.args(["run", "--no-tui", "--agent-cmd", &agent, "--question-timeout", "1m"]);
+    let child = spawn(cmd);
+    p.wait_for_status("waiting_input", Duration::from_secs(20));
+    Run::from_output(p.ralph().args(["answer", "Redis"]).output().unwrap()).expect_code(0);
+    Run::finish(child, Duration::from_secs(30)).expect_code(3);
+    assert!(p.read("prompt-2.txt").contains("> Redis"));
+}
+
+#[test]
+fn the_wait_policy_has_no_deadline() {
+    let p = Project::with_task(
+        "task: Cache\nmax_iterations: 2\nquestion_timeout: 100ms\non_question_timeout: wait",
+        "- [ ] cache\n",
+    );
+    let agent = p.agent(
+        "[iteration 1]\nquestion \"Redis or Memcached?\"\nsignal QUESTION\n[iteration 2]\nsave-prompt prompt-2.txt\n",
+    );
+    let mut cmd = p.ralph();
+    cmd.args(["run", "--no-tui", "--agent-cmd", &agent]);
+    let child = spawn(cmd);
+    let state = p.wait_for_status("waiting_input", Duration::from_secs(20));
+    assert!(state["pending_question"]["deadline"].is_null(), "{state}");
+    // Well past the 100 ms question_timeout, it still waits.
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(p.state()["status"], "waiting_input");
+    Run::from_output(p.ralph().args(["answer", "Memcached"]).output().unwrap()).expect_code(0);
+    Run::finish(child, Duration::from_secs(30)).expect_code(3);
+    assert!(p.read("prompt-2.txt").contains("> Memcached"));
+}
