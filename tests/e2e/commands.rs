@@ -44,7 +44,10 @@ fn status_before_any_run_says_so() {
 
 #[test]
 fn status_shows_a_waiting_question_first_with_the_command_that_answers_it() {
-    let p = Project::with_task("task: Cache\nmax_iterations: 2\nquestion_timeout: 1m", "- [ ] cache\n");
+    let p = Project::with_task(
+        "task: Cache\nmax_iterations: 2\nquestion_timeout: 1m",
+        "- [ ] cache\n",
+    );
     let agent = p.agent(
         "[iteration 1]\nquestion \"Redis or Memcached?\" --option Redis --option Memcached --default Redis\nsignal QUESTION\n",
     );
@@ -56,15 +59,28 @@ fn status_shows_a_waiting_question_first_with_the_command_that_answers_it() {
     s.expect_code(0);
     let out = &s.stdout;
     assert!(out.contains("WAITING FOR YOUR ANSWER"), "{out}");
-    let q = out.find("Redis or Memcached?").expect("the question is shown");
-    assert!(q < out.find("task:").unwrap(), "the question comes first: {out}");
-    assert!(out.contains("1. Redis (default)") && out.contains("2. Memcached"), "{out}");
+    let q = out
+        .find("Redis or Memcached?")
+        .expect("the question is shown");
+    assert!(
+        q < out.find("task:").unwrap(),
+        "the question comes first: {out}"
+    );
+    assert!(
+        out.contains("1. Redis (default)") && out.contains("2. Memcached"),
+        "{out}"
+    );
     assert!(out.contains("left"), "time left: {out}");
     assert!(out.contains("ralph answer -C"), "{out}");
     let j = Run::from_output(p.ralph().args(["status", "--json"]).output().unwrap());
     let v: serde_json::Value = serde_json::from_str(&j.stdout).unwrap();
     assert!(v["pending_question"]["seconds_left"].as_u64().unwrap() <= 60);
-    assert!(v["pending_question"]["answer_command"].as_str().unwrap().starts_with("ralph answer -C"));
+    assert!(
+        v["pending_question"]["answer_command"]
+            .as_str()
+            .unwrap()
+            .starts_with("ralph answer -C")
+    );
     assert!(v["pid"].as_u64().unwrap() > 0);
     let _ = child.kill();
     let _ = child.wait();
@@ -88,7 +104,14 @@ fn the_stop_policy_saves_the_question_exits_1_and_the_next_run_asks_again() {
 
     // The next run shows it again first; this time it is answered.
     let mut cmd = p.ralph();
-    cmd.args(["run", "--no-tui", "--agent-cmd", &agent, "--question-timeout", "1m"]);
+    cmd.args([
+        "run",
+        "--no-tui",
+        "--agent-cmd",
+        &agent,
+        "--question-timeout",
+        "1m",
+    ]);
     let child = spawn(cmd);
     p.wait_for_status("waiting_input", Duration::from_secs(20));
     Run::from_output(p.ralph().args(["answer", "Redis"]).output().unwrap()).expect_code(0);
@@ -116,4 +139,32 @@ fn the_wait_policy_has_no_deadline() {
     Run::from_output(p.ralph().args(["answer", "Memcached"]).output().unwrap()).expect_code(0);
     Run::finish(child, Duration::from_secs(30)).expect_code(3);
     assert!(p.read("prompt-2.txt").contains("> Memcached"));
+}
+
+#[test]
+fn ralph_config_toml_sets_notifications_and_a_bad_one_is_refused_before_anything_runs() {
+    let p = Project::with_task(
+        "task: Notify\nmax_iterations: 1\nquestion_timeout: 0",
+        "- [ ] x\n",
+    );
+    p.write(".ralph/config.toml", "notify_comand = \"touch notified\"\n");
+    let agent = p.agent("[iteration 1]\nquestion \"Ship?\"\nsignal QUESTION\n");
+    let bad = p.run(&agent, &[]);
+    bad.expect_code(2);
+    assert!(
+        bad.stderr.contains("config.toml:1:1:") && bad.stderr.contains("notify_comand"),
+        "{}",
+        bad.stderr
+    );
+    assert!(!p.exists(".ralph/state.json"), "nothing written");
+
+    p.write(
+        ".ralph/config.toml",
+        "notify_command = \"printf '%s' \\\"$RALPH_QUESTION\\\" > notified.txt\"\n",
+    );
+    p.run(&agent, &[]).expect_code(3);
+    let text = wait_until(Duration::from_secs(10), "notified.txt", || {
+        std::fs::read_to_string(p.path("notified.txt")).ok()
+    });
+    assert_eq!(text, "Ship?");
 }

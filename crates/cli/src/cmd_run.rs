@@ -7,6 +7,7 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
+use ralph_loop::config::Config;
 use ralph_loop::event::{Control, LoopEvent};
 use std::sync::Arc;
 
@@ -26,7 +27,10 @@ use crate::{CmdResult, Failure, agents};
 pub fn run(args: RunArgs) -> CmdResult {
     let root = project_root(&args.dir.dir)?;
     let task_path = root.join(&args.task);
-    let task = TaskFile::load(&task_path).map_err(Failure::usage)?;
+    let mut task = TaskFile::load(&task_path).map_err(Failure::usage)?;
+    if let Some(config) = Config::load(&Workspace::new(&root)).map_err(Failure::usage)? {
+        task.notify = config.apply(task.notify);
+    }
     let mut settings = Settings::from_task(&task);
     if let Some(n) = args.max_iterations {
         if n == 0 {

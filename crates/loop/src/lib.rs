@@ -19,6 +19,7 @@
 
 pub mod answer;
 pub mod clarifications;
+pub mod config;
 pub mod countdown;
 pub mod event;
 pub mod notify;
