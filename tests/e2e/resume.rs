@@ -114,7 +114,10 @@ fn a_failed_resume_falls_back_to_a_fresh_iteration_that_carries_the_answer() {
 
 #[test]
 fn max_cost_usd_stops_the_loop_once_the_reported_cost_passes_it() {
-    let p = Project::with_task("task: Costly\nmax_iterations: 10\nmax_cost_usd: 1.0", "- [ ] x\n");
+    let p = Project::with_task(
+        "task: Costly\nmax_iterations: 10\nmax_cost_usd: 1.0",
+        "- [ ] x\n",
+    );
     p.write(
         "turn.jsonl",
         r#"{"type":"system","subtype":"init","session_id":"s"}
@@ -124,7 +127,14 @@ fn max_cost_usd_stops_the_loop_once_the_reported_cost_passes_it() {
     );
     let agent = p.agent("[iteration *]\nstream-json turn.jsonl\n");
     let mut cmd = p.ralph();
-    cmd.args(["run", "--no-tui", "--agent-cmd", &agent, "--agent-format", "claude"]);
+    cmd.args([
+        "run",
+        "--no-tui",
+        "--agent-cmd",
+        &agent,
+        "--agent-format",
+        "claude",
+    ]);
     let run = Run::finish(spawn(cmd), Duration::from_secs(30));
     run.expect_code(1);
     assert!(run.stdout.contains("max_cost_usd"), "{}", run.stdout);
