@@ -111,7 +111,15 @@ pub fn agent() -> CmdResult {
     ));
     if prompt.contains("Your DONE was not accepted") {
         say("My last DONE was rejected. The prompt says why:");
-        for line in prompt.lines().filter(|l| l.starts_with("- [ ]")) {
+        // Only the rejection's own lines, not the open-criteria list above it.
+        let reason = prompt
+            .split("### Your DONE was not accepted")
+            .nth(1)
+            .unwrap_or("")
+            .split("\n#")
+            .next()
+            .unwrap_or("");
+        for line in reason.lines().filter(|l| l.starts_with("- [ ]")) {
             say(&format!("  {line}"));
         }
         say("Writing NOTES.md, which I forgot last time.");
