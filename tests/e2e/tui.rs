@@ -25,6 +25,8 @@ signal DONE
 /// A tmux server of our own (its own socket), killed when dropped, even when the test fails.
 struct Tmux {
     socket: String,
+    /// The socket file, removed after the server (tmux leaves it behind).
+    socket_path: Option<String>,
 }
 
 impl Tmux {
@@ -36,7 +38,10 @@ impl Tmux {
             std::process::id(),
             N.fetch_add(1, Ordering::SeqCst)
         );
-        let tmux = Tmux { socket };
+        let mut tmux = Tmux {
+            socket,
+            socket_path: None,
+        };
         let out = tmux.try_cmd(&[
             "new-session",
             "-d",
@@ -58,6 +63,11 @@ impl Tmux {
             out.status.success(),
             "tmux new-session failed: {}",
             String::from_utf8_lossy(&out.stderr)
+        );
+        tmux.socket_path = Some(
+            tmux.cmd(&["display", "-p", "#{socket_path}"])
+                .trim()
+                .to_owned(),
         );
         tmux
     }
@@ -136,6 +146,9 @@ impl Tmux {
 impl Drop for Tmux {
     fn drop(&mut self) {
         let _ = self.try_cmd(&["kill-server"]);
+        if let Some(path) = &self.socket_path {
+            let _ = std::fs::remove_file(path);
+        }
     }
 }
 

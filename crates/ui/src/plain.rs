@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use ralph_loop::countdown::Countdown;
 use ralph_loop::event::{Control, LoopEvent, QuestionClosed};
 use ralph_loop::question::Question;
-use ralph_signal::AgentEvent;
+use ralph_signal::{AgentEvent, sanitize};
 use tokio::sync::mpsc;
 
 /// How the plain front end behaves.
@@ -175,8 +175,10 @@ fn show(out: &mut impl Write, ev: LoopEvent, open: &mut Option<Open>, opts: &Opt
             criteria,
         } => writeln!(
             out,
-            "ralph: {task}\nralph: agent {agent} · up to {max_iterations} iterations · criteria {}/{} checked",
-            criteria.0, criteria.1
+            "ralph: {}\nralph: agent {agent} · up to {max_iterations} iterations · criteria {}/{} checked",
+            sanitize(&task),
+            criteria.0,
+            criteria.1
         ),
         LoopEvent::IterationStarted {
             iteration,
@@ -237,18 +239,22 @@ fn show(out: &mut impl Write, ev: LoopEvent, open: &mut Option<Open>, opts: &Opt
             )
         }
         LoopEvent::TestsStarted { command } => {
-            writeln!(out, "ralph: DONE signalled; running the tests: {command}")
+            writeln!(
+                out,
+                "ralph: DONE signalled; running the tests: {}",
+                sanitize(&command)
+            )
         }
         LoopEvent::Verdict {
             accepted: true,
             reason,
-        } => writeln!(out, "ralph: DONE accepted: {reason}"),
+        } => writeln!(out, "ralph: DONE accepted: {}", sanitize(&reason)),
         LoopEvent::Verdict {
             accepted: false,
             reason,
         } => {
             let _ = writeln!(out, "ralph: DONE rejected; the next iteration is told why:");
-            for l in reason.lines() {
+            for l in sanitize(&reason).lines() {
                 let _ = writeln!(out, "  {l}");
             }
             Ok(())
@@ -270,11 +276,11 @@ fn show(out: &mut impl Write, ev: LoopEvent, open: &mut Option<Open>, opts: &Opt
                 out,
                 "ralph: ──── the agent asks (iteration {iteration}) ────"
             );
-            for l in question.text.lines() {
+            for l in sanitize(&question.text).lines() {
                 let _ = writeln!(out, "  {l}");
             }
             if let Some(c) = &question.context {
-                let _ = writeln!(out, "  ({c})");
+                let _ = writeln!(out, "  ({})", sanitize(c));
             }
             for (i, o) in question.options.iter().enumerate() {
                 let default = if question.default.as_deref() == Some(o.label.as_str()) {
@@ -285,14 +291,14 @@ fn show(out: &mut impl Write, ev: LoopEvent, open: &mut Option<Open>, opts: &Opt
                 let desc = o
                     .description
                     .as_deref()
-                    .map(|d| format!(" — {d}"))
+                    .map(|d| format!(" — {}", sanitize(d)))
                     .unwrap_or_default();
-                let _ = writeln!(out, "    {}. {}{default}{desc}", i + 1, o.label);
+                let _ = writeln!(out, "    {}. {}{default}{desc}", i + 1, sanitize(&o.label));
             }
             if let Some(d) = &question.default
                 && !question.options.iter().any(|o| &o.label == d)
             {
-                let _ = writeln!(out, "  Default if nobody answers: {d}");
+                let _ = writeln!(out, "  Default if nobody answers: {}", sanitize(d));
             }
             let left = match countdown.remaining(now) {
                 Some(l) if l.is_zero() => "no time to wait (question_timeout is 0)".to_string(),
@@ -334,14 +340,24 @@ fn show(out: &mut impl Write, ev: LoopEvent, open: &mut Option<Open>, opts: &Opt
             writeln!(out, "{line}")
         }
         LoopEvent::QuestionClosed(how) => {
-            let default = open.as_ref().and_then(|o| o.question.default.clone());
+            let default = open
+                .as_ref()
+                .and_then(|o| o.question.default.as_deref().map(sanitize));
             *open = None;
             match how {
                 QuestionClosed::Answered { text } => {
-                    writeln!(out, "ralph: answer sent to the agent: {}", one_line(&text))
+                    writeln!(
+                        out,
+                        "ralph: answer sent to the agent: {}",
+                        one_line(&sanitize(&text))
+                    )
                 }
                 QuestionClosed::AnsweredElsewhere { by, text } => {
-                    writeln!(out, "ralph: answered from {by}: {}", one_line(&text))
+                    writeln!(
+                        out,
+                        "ralph: answered from {by}: {}",
+                        one_line(&sanitize(&text))
+                    )
                 }
                 QuestionClosed::TimedOut => writeln!(
                     out,
@@ -359,9 +375,9 @@ fn show(out: &mut impl Write, ev: LoopEvent, open: &mut Option<Open>, opts: &Opt
                 ),
             }
         }
-        LoopEvent::AnswerRefused { reason } => writeln!(out, "ralph: {reason}"),
-        LoopEvent::Warning(w) => writeln!(out, "ralph: warning: {w}"),
-        LoopEvent::Note(n) => writeln!(out, "ralph: {n}"),
+        LoopEvent::AnswerRefused { reason } => writeln!(out, "ralph: {}", sanitize(&reason)),
+        LoopEvent::Warning(w) => writeln!(out, "ralph: warning: {}", sanitize(&w)),
+        LoopEvent::Note(n) => writeln!(out, "ralph: {}", sanitize(&n)),
         LoopEvent::Finished { outcome, reason } => {
             writeln!(
                 out,

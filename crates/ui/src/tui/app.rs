@@ -1,24 +1,22 @@
 //! The loop view's state, and how loop events and keys change it.
 //!
-//! [`App`] is pure: it takes a [`LoopEvent`] or a key with the current instant, updates what
-//! the status area and the question panel show, queues lines for the scrollback, and answers
-//! keys with the [`Control`] to send to the loop. Drawing is in `view`; the terminal is the
-//! event loop's business. So every state can be built in a test, without a terminal or a
-//! clock.
+//! [`App`] is pure: it takes a [`LoopEvent`] (or, in `keys`, a key) with the current instant,
+//! updates what the status area and the question panel show, and queues lines for the
+//! scrollback. Drawing is in `view`; the terminal is the event loop's business. So every state
+//! can be built in a test, without a terminal or a clock.
 
 use std::time::{Duration, Instant};
 
-use ralph_loop::event::{Control, LoopEvent, Outcome, QuestionClosed};
+use ralph_loop::event::{LoopEvent, Outcome, QuestionClosed};
 use ralph_loop::state::RaisedBy;
 use ralph_signal::{AgentEvent, SignalKind};
-use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
 use crate::countdown_view::format_span;
 use crate::question_panel::clean;
 use crate::theme::Theme;
-use crate::{Closed, PanelAction, QuestionPanel};
+use crate::{Closed, QuestionPanel};
 
 /// Rows of the status area.
 pub(crate) const STATUS_ROWS: u16 = 3;
@@ -488,87 +486,6 @@ impl App {
                     "stopping; the question stays pending for the next `ralph run`".into(),
                 );
             }
-        }
-    }
-
-    /// Applies a key press; the control to send to the loop, if any.
-    pub fn on_key(&mut self, key: KeyEvent, now: Instant) -> Option<Control> {
-        if key.kind == KeyEventKind::Release || self.is_done() {
-            return None;
-        }
-        let ctrl_c = matches!(key.code, KeyCode::Char('c' | 'C'))
-            && key.modifiers.contains(KeyModifiers::CONTROL);
-        if self.confirm_stop {
-            self.confirm_stop = false;
-            // Anything but yes keeps waiting; a second Ctrl+C means yes.
-            let yes = ctrl_c || matches!(key.code, KeyCode::Char('y' | 'Y'));
-            return yes.then(|| self.stop_now());
-        }
-        if ctrl_c {
-            return match self.stop {
-                Stop::Running if self.question.is_some() => {
-                    self.confirm_stop = true;
-                    None
-                }
-                Stop::Running => Some(self.stop_now()),
-                Stop::Stopping | Stop::Killing => {
-                    self.stop = Stop::Killing;
-                    Some(Control::Kill)
-                }
-            };
-        }
-        if self.stop != Stop::Running {
-            return None;
-        }
-        let q = self.question.as_mut()?;
-        if q.sending.is_some() {
-            return None;
-        }
-        let action = q.panel.handle_key(key, now);
-        self.act(action)
-    }
-
-    /// Applies pasted text; the control to send, if any.
-    pub fn on_paste(&mut self, text: &str, now: Instant) -> Option<Control> {
-        if self.confirm_stop {
-            self.confirm_stop = false;
-            return None;
-        }
-        if self.stop != Stop::Running || self.is_done() {
-            return None;
-        }
-        let q = self.question.as_mut()?;
-        if q.sending.is_some() {
-            return None;
-        }
-        let action = q.panel.handle_paste(text, now);
-        self.act(action)
-    }
-
-    fn stop_now(&mut self) -> Control {
-        self.stop = Stop::Stopping;
-        Control::Stop
-    }
-
-    fn act(&mut self, action: PanelAction) -> Option<Control> {
-        let q = self.question.as_mut()?;
-        match action {
-            PanelAction::Submit(text) => {
-                q.sending = Some(Sending::Answer);
-                q.refused = None;
-                Some(Control::Answer(text))
-            }
-            PanelAction::Skip => {
-                q.sending = Some(Sending::Skip);
-                q.refused = None;
-                Some(Control::Skip)
-            }
-            PanelAction::Typing => {
-                q.refused = None;
-                Some(Control::Typing)
-            }
-            PanelAction::Extend => Some(Control::Extend),
-            PanelAction::None | PanelAction::Redraw | PanelAction::RefusedEmpty => None,
         }
     }
 

@@ -13,7 +13,8 @@
 //!
 //! The pieces, by idea:
 //!
-//! - `app`: the state and how loop events and keys change it, with no terminal in sight.
+//! - `app`: the state and how loop events change it, with no terminal in sight; `keys`:
+//!   how keys change it and what they ask of the loop.
 //! - `view`: drawing the status area and the panel from that state.
 //! - `screen`: the inline viewport, recreated whenever its height changes or output goes
 //!   above it, and `backend`, the ratatui backend under it that tracks the cursor instead of
@@ -36,6 +37,7 @@
 mod app;
 mod backend;
 mod event_loop;
+mod keys;
 mod screen;
 mod terminal;
 mod view;
@@ -90,7 +92,7 @@ impl TuiOptions {
 /// A terminal taken over for the loop view: [`Tui::start`], then [`Tui::run`].
 ///
 /// Starting is separate from running so a caller can fall back to
-/// [`plain::run`](crate::plain::run) with the same channels when there is no usable terminal.
+/// [`plain::run`] with the same channels when there is no usable terminal.
 #[derive(Debug)]
 pub struct Tui {
     guard: Guard,
