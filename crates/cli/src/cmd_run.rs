@@ -61,10 +61,7 @@ pub fn run(args: RunArgs) -> CmdResult {
     )?;
     let workspace = Workspace::new(&root);
     workspace.check_not_symlink().map_err(Failure::usage)?;
-    let tui = !args.no_tui
-        && std::io::stdout().is_terminal()
-        && std::env::var("TERM").is_ok_and(|t| t != "dumb");
-    let bell = task.notify.bell;
+    let tui = wants_tui(args.no_tui);
     let cfg = RunConfig {
         workspace,
         task_path,
@@ -72,7 +69,14 @@ pub fn run(args: RunArgs) -> CmdResult {
         agent,
         settings,
     };
-    run_loop(cfg, tui, bell)
+    run_loop(cfg, tui)
+}
+
+/// The terminal view, unless asked for plain lines or there is no terminal to draw on.
+pub fn wants_tui(no_tui: bool) -> bool {
+    !no_tui
+        && std::io::stdout().is_terminal()
+        && std::env::var("TERM").is_ok_and(|t| !t.is_empty() && t != "dumb")
 }
 
 /// Applies `--agent-format` and `--agent-resume-cmd` to a custom command agent.
@@ -120,7 +124,9 @@ fn stream_format(name: &str) -> Option<StreamFormat> {
 }
 
 /// Starts the runtime, the loop and its front end; returns the loop's exit code.
-pub fn run_loop(cfg: RunConfig, tui: bool, bell: bool) -> CmdResult {
+pub fn run_loop(cfg: RunConfig, tui: bool) -> CmdResult {
+    let bell = cfg.task.notify.bell;
+    let desktop = cfg.task.notify.desktop_notification;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -133,7 +139,11 @@ pub fn run_loop(cfg: RunConfig, tui: bool, bell: bool) -> CmdResult {
         let runner = Runner::new(cfg, event_tx, control_rx).map_err(Failure::failed)?;
         let signals = tokio::spawn(forward_signals(control_tx.clone()));
         // The terminal view when there is a terminal for it; plain lines otherwise.
-        let view = tui.then(|| Tui::start(TuiOptions::new(answer_hint_dir.clone(), bell)));
+        let view = tui.then(|| {
+            let mut opts = TuiOptions::new(answer_hint_dir.clone(), bell);
+            opts.desktop = desktop;
+            Tui::start(opts)
+        });
         let front = match view {
             Some(Ok(view)) => tokio::spawn(async move {
                 let _ = view.run(event_rx, control_tx).await;
@@ -150,6 +160,7 @@ pub fn run_loop(cfg: RunConfig, tui: bool, bell: bool) -> CmdResult {
                     plain::Options {
                         answer_hint_dir,
                         bell,
+                        desktop,
                     },
                 ))
             }

@@ -5,6 +5,7 @@ use std::time::SystemTime;
 use ralph_loop::registry;
 use ralph_loop::state::{PendingQuestion, State, Status};
 use ralph_loop::workspace::Workspace;
+use ralph_signal::sanitize;
 use serde_json::json;
 
 use crate::args::StatusArgs;
@@ -59,7 +60,7 @@ pub fn run(args: &StatusArgs) -> CmdResult {
     if let Some(q) = &state.pending_question {
         print_question(q, &hint);
     }
-    println!("  task:  {}", state.task);
+    println!("  task:  {}", sanitize(&state.task));
     println!("  agent: {}", state.agent);
     if let Some(sig) = &state.last_signal {
         println!("  last signal: {sig}");
@@ -70,7 +71,7 @@ pub fn run(args: &StatusArgs) -> CmdResult {
     if let Some(reason) = &state.reason
         && !active
     {
-        println!("  why: {reason}");
+        println!("  why: {}", sanitize(reason));
     }
     Ok(0)
 }
@@ -168,11 +169,12 @@ fn print_question(q: &PendingQuestion, hint: &str) {
         "\n  Question from iteration {} (waiting {waited}; {left}):\n",
         q.iteration
     );
-    for line in q.text.lines() {
+    // The agent wrote all of this: no control sequence of its may reach the terminal.
+    for line in sanitize(&q.text).lines() {
         println!("    {line}");
     }
     if let Some(c) = &q.context {
-        println!("    ({c})");
+        println!("    ({})", sanitize(c));
     }
     if !q.options.is_empty() {
         println!();
@@ -182,11 +184,11 @@ fn print_question(q: &PendingQuestion, hint: &str) {
             } else {
                 ""
             };
-            println!("      {}. {}{default}", i + 1, o.label);
+            println!("      {}. {}{default}", i + 1, sanitize(&o.label));
         }
     }
     if let Some(d) = &q.default {
-        println!("\n    Default if nobody answers: {d}");
+        println!("\n    Default if nobody answers: {}", sanitize(d));
     }
     println!("\n  Answer it with:\n    {hint}");
     if !q.options.is_empty() {

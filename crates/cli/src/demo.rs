@@ -74,7 +74,6 @@ pub fn run(args: DemoArgs) -> CmdResult {
          or let the {} run out and watch it go on with its default.\n",
         args.question_timeout
     );
-    let bell = task.notify.bell;
     let cfg = RunConfig {
         workspace: Workspace::new(&dir),
         task_path,
@@ -82,7 +81,7 @@ pub fn run(args: DemoArgs) -> CmdResult {
         agent,
         settings,
     };
-    let code = cmd_run::run_loop(cfg, !args.no_tui, bell)?;
+    let code = cmd_run::run_loop(cfg, cmd_run::wants_tui(args.no_tui))?;
     println!(
         "\nralph demo: the files it made are in {quoted}: greeting.txt, NOTES.md, and .ralph/ (progress, clarifications, events, logs).\nTry `ralph status -C {quoted}` too."
     );

@@ -22,6 +22,8 @@ pub struct Options {
     pub answer_hint_dir: String,
     /// Ring the terminal bell when a question arrives.
     pub bell: bool,
+    /// Ask the terminal for a desktop notification (OSC 9 / OSC 777) when a question arrives.
+    pub desktop: bool,
 }
 
 struct Open {
@@ -224,8 +226,9 @@ fn show(out: &mut impl Write, ev: LoopEvent, open: &mut Option<Open>, opts: &Opt
         LoopEvent::Stderr(line) => writeln!(out, "  stderr: {line}"),
         LoopEvent::Signal(s) => writeln!(
             out,
-            "ralph: signal {:?} (output line {})",
-            s.kind, s.line_number
+            "ralph: the agent signalled {} (output line {})",
+            format!("{:?}", s.kind).to_uppercase(),
+            s.line_number
         ),
         LoopEvent::IterationEnded {
             iteration,
@@ -271,6 +274,14 @@ fn show(out: &mut impl Write, ev: LoopEvent, open: &mut Option<Open>, opts: &Opt
             let now = Instant::now();
             if opts.bell && tty {
                 let _ = write!(out, "\x07");
+            }
+            if opts.desktop && tty {
+                let first = question.text.lines().next().unwrap_or("");
+                let _ = write!(
+                    out,
+                    "{}",
+                    ralph_loop::notify::terminal_notification("ralph: the agent asks", first)
+                );
             }
             let _ = writeln!(
                 out,

@@ -33,6 +33,10 @@ pub(crate) struct App {
     /// The `-C` argument for the `ralph answer` hint.
     answer_hint_dir: String,
     bell_enabled: bool,
+    /// Whether a question also asks the terminal for a desktop notification.
+    pub desktop_notifications: bool,
+    /// The text of a desktop notification not yet sent.
+    notice: Option<String>,
     pub status: Status,
     pub question: Option<OpenQuestion>,
     /// "Stop the loop? y/N" is showing.
@@ -146,6 +150,8 @@ impl App {
             theme,
             answer_hint_dir,
             bell_enabled: bell,
+            desktop_notifications: false,
+            notice: None,
             status: Status::default(),
             question: None,
             confirm_stop: false,
@@ -194,6 +200,11 @@ impl App {
     /// Whether to ring the bell (once per question).
     pub fn take_bell(&mut self) -> bool {
         std::mem::take(&mut self.bell)
+    }
+
+    /// The desktop notification to send, if a question just arrived (once per question).
+    pub fn take_notice(&mut self) -> Option<String> {
+        self.notice.take()
     }
 
     /// Applies an event from the loop.
@@ -329,6 +340,9 @@ impl App {
                         self.answer_hint_dir
                     ),
                 );
+                if self.desktop_notifications {
+                    self.notice = Some(question.text.lines().next().unwrap_or("").to_string());
+                }
                 let panel = QuestionPanel::new(question, countdown, asked_at, now)
                     .with_theme(self.theme.clone());
                 self.question = Some(OpenQuestion {

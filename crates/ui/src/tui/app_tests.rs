@@ -511,3 +511,24 @@ fn the_bottom_area_grows_with_the_panel_up_to_most_of_the_terminal() {
     assert_eq!(app.height(80, 8), 7);
     assert_eq!(app.height(80, 5), 5);
 }
+
+#[test]
+fn a_question_asks_for_one_desktop_notification_only_when_enabled() {
+    let t0 = Instant::now();
+    let mut quiet = app();
+    quiet.on_event(started(), t0);
+    quiet.on_event(asked(cache_question(), Some(secs(300)), t0), t0);
+    assert_eq!(
+        quiet.take_notice(),
+        None,
+        "off unless desktop_notification is on"
+    );
+
+    let mut loud = app();
+    loud.desktop_notifications = true;
+    loud.on_event(started(), t0);
+    loud.on_event(asked(cache_question(), Some(secs(300)), t0), t0);
+    let notice = loud.take_notice().expect("a notice for the question");
+    assert!(notice.contains("Redis"), "{notice}");
+    assert_eq!(loud.take_notice(), None, "once per question");
+}

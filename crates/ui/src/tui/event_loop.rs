@@ -129,5 +129,8 @@ fn frame<W: Write>(app: &mut App, screen: &mut Screen<W>, now: Instant) -> io::R
     if app.take_bell() {
         screen.bell()?;
     }
+    if let Some(text) = app.take_notice() {
+        screen.notify("ralph: the agent asks", &text)?;
+    }
     screen.draw(|f| app.render(f.area(), f.buffer_mut(), now))
 }

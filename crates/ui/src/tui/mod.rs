@@ -74,6 +74,8 @@ pub struct TuiOptions {
     pub answer_hint_dir: String,
     /// Ring the terminal bell when a question arrives.
     pub bell: bool,
+    /// Also ask the terminal for a desktop notification (OSC 9 / OSC 777) when a question arrives.
+    pub desktop: bool,
     /// Colours, or none under `NO_COLOR` ([`Theme::from_env`]).
     pub theme: Theme,
 }
@@ -84,6 +86,7 @@ impl TuiOptions {
         Self {
             answer_hint_dir,
             bell,
+            desktop: false,
             theme: Theme::from_env(),
         }
     }
@@ -123,6 +126,7 @@ impl Tui {
     ) -> io::Result<()> {
         let Tui { guard, found, opts } = self;
         let mut app = App::new(opts.theme.clone(), opts.answer_hint_dir.clone(), opts.bell);
+        app.desktop_notifications = opts.desktop;
         let backend = TrackedBackend::new(TermOut::default(), found.size, found.cursor);
         let view = async {
             let height = app.height(found.size.width, found.size.height);
@@ -142,6 +146,7 @@ impl Tui {
             let opts = plain::Options {
                 answer_hint_dir: opts.answer_hint_dir,
                 bell: opts.bell,
+                desktop: opts.desktop,
             };
             // Plain mode only knows what it is told: show it the open question again first.
             let events = match app.open_question_event() {

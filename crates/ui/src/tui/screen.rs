@@ -98,6 +98,12 @@ impl<W: Write> Screen<W> {
         self.terminal.backend_mut().write_raw(b"\x07")
     }
 
+    /// Asks the terminal for a desktop notification (OSC 9 or OSC 777; the text is sanitized).
+    pub fn notify(&mut self, title: &str, body: &str) -> io::Result<()> {
+        let seq = ralph_loop::notify::terminal_notification(title, body);
+        self.terminal.backend_mut().write_raw(seq.as_bytes())
+    }
+
     /// Erases the viewport, writes the last `lines` in its place and shows the cursor under
     /// them, where the shell prompt will appear.
     pub fn finish(&mut self, lines: &[Line<'_>]) -> io::Result<()> {
