@@ -26,3 +26,12 @@ fmt:
 demo:
 	@$(CARGO) build --quiet --bin ralph
 	@./target/debug/ralph demo
+
+.PHONY: e2e
+
+## The real Claude Code CLI (pinned, installed from npm into target/real-agents) driven by
+## `ralph run --agent claude` against the scripted mock API. Offline apart from the install.
+e2e:
+	tests/real-agents/install.sh
+	$(CARGO) build --bin ralph
+	$(CARGO) test -p ralph-mock-api --test real_agents -- --ignored --nocapture
