@@ -199,10 +199,14 @@ impl Run {
     }
 
     pub fn from_output(o: Output) -> Run {
+        let text = |bytes: Vec<u8>| {
+            String::from_utf8(bytes)
+                .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+        };
         Run {
             code: o.status.code(),
-            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+            stdout: text(o.stdout),
+            stderr: text(o.stderr),
         }
     }
 

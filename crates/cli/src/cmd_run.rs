@@ -24,7 +24,7 @@ use ralph_ui::tui::{Tui, TuiOptions};
 use crate::{CmdResult, Failure, agents};
 
 /// Runs the loop in `args.dir`.
-pub fn run(args: RunArgs) -> CmdResult {
+pub fn run(args: &RunArgs) -> CmdResult {
     let root = project_root(&args.dir.dir)?;
     let task_path = root.join(&args.task);
     let mut task = TaskFile::load(&task_path).map_err(Failure::usage)?;

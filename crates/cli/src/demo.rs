@@ -37,7 +37,7 @@ The loop ends when every box below is checked and `test_command` passes.
 "#;
 
 /// Runs a loop with the demo agent in a fresh directory.
-pub fn run(args: DemoArgs) -> CmdResult {
+pub fn run(args: &DemoArgs) -> CmdResult {
     let dir = match &args.dir {
         Some(d) => {
             std::fs::create_dir_all(d)

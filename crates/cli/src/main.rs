@@ -74,11 +74,11 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> CmdResult {
     match cli.command {
         Command::Init(a) => cmd_init::run(&a),
-        Command::Run(a) => cmd_run::run(a),
+        Command::Run(a) => cmd_run::run(&a),
         Command::Status(a) => cmd_status::run(&a),
         Command::Answer(a) => cmd_answer::run(&a),
         Command::Ask(a) => cmd_ask::run(&a),
-        Command::Demo(a) => demo::run(a),
+        Command::Demo(a) => demo::run(&a),
         Command::DemoAgent => demo::agent(),
     }
 }
