@@ -67,6 +67,8 @@ pub enum Command {
     CloseStdout,
     /// `hang`.
     Hang,
+    /// `read-line PATH`: one line from stdin (the section needs `no-stdin`), appended to PATH.
+    ReadLine(PathBuf),
     /// `flood BYTES [--line-len N] [--signal-at-end]`.
     Flood {
         bytes: u64,
@@ -293,6 +295,7 @@ pub fn parse_command(words: Vec<Vec<u8>>) -> Result<Command, String> {
         }
         "close-stdout" => Command::CloseStdout,
         "hang" => Command::Hang,
+        "read-line" => Command::ReadLine(to_path(w.next("a file to append the line to")?)),
         "flood" => {
             let o = w.options(&["--line-len"], &["--signal-at-end"])?;
             let bytes = parse_size(&w.next("a byte count like 65536 or 1M")?)?;

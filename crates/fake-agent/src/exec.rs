@@ -190,6 +190,18 @@ fn step(command: &Command, prompt: &[u8]) -> Result<Flow, StepError> {
             nix::unistd::dup2_stdout(&null)
                 .map_err(|e| failed(format!("cannot close stdout: {e}")))?;
         }
+        Command::ReadLine(path) => {
+            let mut line = String::new();
+            std::io::BufRead::read_line(&mut std::io::stdin().lock(), &mut line)
+                .map_err(|e| failed(format!("cannot read stdin: {e}")))?;
+            let mut file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .map_err(|e| failed(format!("{}: {e}", path.display())))?;
+            std::io::Write::write_all(&mut file, line.as_bytes())
+                .map_err(|e| failed(format!("{}: {e}", path.display())))?;
+        }
         Command::Hang => loop {
             std::thread::sleep(Duration::from_secs(3600));
         },
