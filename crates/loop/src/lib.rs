@@ -17,11 +17,13 @@
 //!
 //! The crate does no terminal I/O: front ends live in `ralph-ui`.
 
+pub mod agents;
 pub mod answer;
 pub mod clarifications;
 pub mod config;
 pub mod countdown;
 pub mod event;
+pub mod native;
 pub mod notify;
 pub mod prompt;
 pub mod question;
