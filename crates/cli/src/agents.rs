@@ -1,45 +1,114 @@
 //! Choosing the agent: `--agent-cmd`, `--agent NAME`, or `agent:` in the task file.
 //!
-//! A preset knows how to start an agent non-interactively with the prompt on stdin, and how to
-//! read its output. Anything else is a command line run through `sh -c`, read as plain text.
+//! The presets (how to run Claude Code, Codex, Cursor, Gemini, opencode, Amp and the demo
+//! agent) are data in [`ralph_loop::agents`]. Anything else is a command line run through
+//! `sh -c` with the prompt on stdin, read as plain text.
 
+use ralph_loop::agents::{self, Preset};
 use ralph_loop::runner::AgentSpec;
-use ralph_signal::StreamFormat;
 
-/// The presets, in the order ralph looks for them when no agent is given.
-pub const PRESETS: &[(&str, &str)] = &[
-    ("claude", "Claude Code (`claude -p`, stream-json output)"),
-    ("demo", "the built-in demo agent (needs nothing installed)"),
-];
+pub use ralph_loop::runner::shell_quote;
 
-/// Turns the user's choice into something the loop can start.
+/// The agent to run, and how it was chosen when nobody said.
+#[derive(Debug)]
+pub struct Resolved {
+    /// What the loop starts.
+    pub spec: AgentSpec,
+    /// Set when no agent was given and one was found on `PATH`: a line saying which.
+    pub detected: Option<String>,
+}
+
+/// Turns the user's choice into something the loop can start, with no `agent_args` or
+/// `model` (see [`resolve_with`]). When the agent was detected, says which on stderr.
 pub fn resolve(
     agent: Option<&str>,
     agent_cmd: Option<&str>,
     from_task: Option<&str>,
 ) -> Result<AgentSpec, String> {
-    if let Some(cmd) = agent_cmd {
-        return command(cmd);
+    let resolved = resolve_with(agent, agent_cmd, from_task, &[], None)?;
+    if let Some(note) = &resolved.detected {
+        eprintln!("ralph: {note}");
     }
-    let name = match agent.or(from_task) {
-        Some(n) => n.trim(),
-        None => return detect(),
+    Ok(resolved.spec)
+}
+
+/// Turns the user's choice into something the loop can start.
+///
+/// - `agent_cmd` (`--agent-cmd`): any command line, read as plain text;
+/// - else `agent` (`--agent NAME`): a preset;
+/// - else `from_task` (`agent:`): a preset name, or a command line (it has a space or a `/`);
+/// - else the first preset installed on `PATH`, in [`agents::presets`] order.
+///
+/// `agent_args` and `model` (from the task file) apply to presets; a command line is run as
+/// given. The error is the message for the user (exit 2).
+pub fn resolve_with(
+    agent: Option<&str>,
+    agent_cmd: Option<&str>,
+    from_task: Option<&str>,
+    agent_args: &[String],
+    model: Option<&str>,
+) -> Result<Resolved, String> {
+    let spec = |preset: &'static Preset| preset.spec(agent_args.to_vec(), model.map(str::to_owned));
+    if let Some(cmd) = agent_cmd {
+        return command(cmd).map(|spec| Resolved {
+            spec,
+            detected: None,
+        });
+    }
+    let Some(name) = agent.or(from_task).map(str::trim) else {
+        let path = std::env::var_os("PATH");
+        return match agents::detect(path.as_deref()) {
+            Some(preset) => Ok(Resolved {
+                spec: spec(preset),
+                detected: Some(format!(
+                    "no agent given: using {} ({}), the first found on PATH",
+                    preset.name, preset.about
+                )),
+            }),
+            None => Err(format!(
+                "no agent given and none found on PATH (looked for {}). Pass --agent-cmd \"my-agent --flags\", --agent demo to try ralph, or set `agent:` in RALPH_TASK.md",
+                searched()
+            )),
+        };
     };
-    match preset(name) {
-        Some(spec) => Ok(spec),
+    match agents::find(name) {
+        Some(preset) => Ok(Resolved {
+            spec: spec(preset),
+            detected: None,
+        }),
         // `agent:` in the task file may be a whole command line.
         None if agent.is_none() && (name.contains(char::is_whitespace) || name.contains('/')) => {
-            command(name)
+            command(name).map(|spec| Resolved {
+                spec,
+                detected: None,
+            })
         }
         None => Err(format!(
             "unknown agent preset '{name}'. The presets are: {}. For any other agent, pass the command that runs it: --agent-cmd \"my-agent --flags\"",
-            PRESETS
-                .iter()
-                .map(|(n, _)| *n)
-                .collect::<Vec<_>>()
-                .join(", ")
+            names()
         )),
     }
+}
+
+/// The preset names, comma-separated, for messages.
+pub fn names() -> String {
+    agents::presets()
+        .iter()
+        .map(|p| p.name)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The programs detection looks for, in order.
+fn searched() -> String {
+    agents::presets()
+        .iter()
+        .filter_map(|p| match p.program {
+            agents::Program::Path(program) => Some(program),
+            agents::Program::Ralph => None,
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn command(cmd: &str) -> Result<AgentSpec, String> {
@@ -52,41 +121,45 @@ fn command(cmd: &str) -> Result<AgentSpec, String> {
     ))
 }
 
-fn preset(name: &str) -> Option<AgentSpec> {
-    match name {
-        "demo" => {
-            let exe = std::env::current_exe().ok()?;
-            Some(AgentSpec::command(
-                "demo",
-                format!("{} __demo-agent", shell_quote(&exe.display().to_string())),
-            ))
-        }
-        "claude" => Some(AgentSpec {
-            format: StreamFormat::ClaudeStreamJson,
-            ..AgentSpec::command(
-                "claude",
-                "claude -p --output-format stream-json --verbose --dangerously-skip-permissions",
-            )
-        }),
-        _ => None,
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presets_commands_and_unknown_names() {
+        let spec = resolve(Some("codex"), None, None).unwrap();
+        assert_eq!(spec.name, "codex");
+        assert!(spec.resume.is_some());
+        let spec = resolve(None, None, Some("my-agent --yes")).unwrap();
+        assert_eq!(spec.name, "my-agent");
+        let spec = resolve(Some("demo"), Some("custom --flag"), None).unwrap();
+        assert_eq!(spec.name, "custom");
+        let err = resolve(Some("clade"), None, None).unwrap_err();
+        assert!(
+            err.contains("claude, codex, cursor, gemini, opencode, amp, demo"),
+            "{err}"
+        );
+        // `--agent` is always a preset name, never a command line.
+        assert!(resolve(Some("my agent"), None, None).is_err());
+        assert!(resolve(None, Some("  "), None).is_err());
+    }
+
+    #[test]
+    fn task_args_and_model_reach_the_preset() {
+        let resolved = resolve_with(
+            None,
+            None,
+            Some("claude"),
+            &["--max-turns".into(), "5".into()],
+            Some("opus"),
+        )
+        .unwrap();
+        let run = (resolved.spec.fresh)("prompt", std::path::Path::new("p.md"));
+        assert!(
+            run.command.ends_with("--model opus --max-turns 5"),
+            "{}",
+            run.command
+        );
+        assert_eq!(resolved.detected, None);
     }
 }
-
-/// With no agent given: the first preset whose program is installed.
-fn detect() -> Result<AgentSpec, String> {
-    if which("claude") {
-        return preset("claude").ok_or_else(String::new);
-    }
-    Err("no agent given and none found on PATH. Pass --agent-cmd \"my-agent --flags\", --agent demo to try ralph, or set `agent:` in RALPH_TASK.md".into())
-}
-
-fn which(program: &str) -> bool {
-    std::env::var_os("PATH").is_some_and(|path| {
-        std::env::split_paths(&path).any(|dir| {
-            let p = dir.join(program);
-            std::fs::metadata(&p).is_ok_and(|m| m.is_file())
-        })
-    })
-}
-
-pub use ralph_loop::runner::shell_quote;

@@ -121,14 +121,15 @@ pub struct RunArgs {
     /// The task file, relative to DIR.
     #[arg(long, value_name = "FILE", default_value = "RALPH_TASK.md")]
     pub task: PathBuf,
-    /// An agent preset: `demo` (built in), `claude`. Overrides `agent:` in the task file.
+    /// An agent preset: claude, claude-sdk, codex, cursor, gemini, opencode, amp, or demo (built
+    /// in). Overrides `agent:` in the task file.
     #[arg(long, value_name = "NAME", conflicts_with = "agent_cmd")]
     pub agent: Option<String>,
     /// Any agent: a shell command that reads the prompt on stdin.
     #[arg(long, value_name = "CMD")]
     pub agent_cmd: Option<String>,
-    /// How to read --agent-cmd's output: `text` (default) or `claude` (stream-json), for
-    /// wrappers around a known agent.
+    /// How to read --agent-cmd's output: `text` (default), or an agent's stream format
+    /// (`claude`, `codex`, `gemini`, `opencode`, `amp`, `cursor`), for wrappers around one.
     #[arg(long, value_name = "FORMAT", requires = "agent_cmd")]
     pub agent_format: Option<String>,
     /// How --agent-cmd resumes a session after an answer: a command line where `{session_id}`

@@ -48,12 +48,15 @@ pub fn run(args: &RunArgs) -> CmdResult {
         settings.iteration_timeout = parse_wait(s)
             .map_err(|e| Failure::usage(anyhow::anyhow!("--iteration-timeout {s}: {e}")))?;
     }
-    let agent = agents::resolve(
+    let agent = agents::resolve_with(
         args.agent.as_deref(),
         args.agent_cmd.as_deref(),
         task.agent.as_deref(),
+        &task.agent_args,
+        task.model.as_deref(),
     )
-    .map_err(|e| Failure::usage(anyhow::anyhow!(e)))?;
+    .map_err(|e| Failure::usage(anyhow::anyhow!(e)))?
+    .spec;
     let agent = customize(
         agent,
         args.agent_format.as_deref(),
@@ -86,14 +89,11 @@ fn customize(
     resume: Option<&str>,
 ) -> Result<AgentSpec, Failure> {
     if let Some(name) = format {
-        agent.format = stream_format(name).ok_or_else(|| {
+        agent.format = StreamFormat::from_name(name).ok_or_else(|| {
+            let names: Vec<_> = StreamFormat::ALL.iter().map(|f| f.name()).collect();
             Failure::usage(anyhow::anyhow!(
                 "--agent-format {name}: unknown format; use one of: {}",
-                FORMATS
-                    .iter()
-                    .map(|(n, _)| *n)
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                names.join(", ")
             ))
         })?;
     }
@@ -107,20 +107,10 @@ fn customize(
         agent.resume = Some(Arc::new(move |session, message, _| Invocation {
             command: template.replace("{session_id}", &agents::shell_quote(session)),
             stdin: Some(message.as_bytes().to_vec()),
-            env: Vec::new(),
+            ..Invocation::default()
         }));
     }
     Ok(agent)
-}
-
-/// The output formats a custom command can be read as.
-const FORMATS: &[(&str, StreamFormat)] = &[
-    ("text", StreamFormat::Text),
-    ("claude", StreamFormat::ClaudeStreamJson),
-];
-
-fn stream_format(name: &str) -> Option<StreamFormat> {
-    FORMATS.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
 }
 
 /// Starts the runtime, the loop and its front end; returns the loop's exit code.

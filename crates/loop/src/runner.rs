@@ -44,7 +44,7 @@ use crate::task::{OnQuestionTimeout, TaskFile, Wait};
 use crate::workspace::{self, Workspace, WorkspaceError, WorkspaceLock};
 
 /// How to start one run of an agent: the shell command, what goes on its stdin, extra env.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Invocation {
     /// Run with `sh -c`; every piece that came from outside is already shell-quoted.
     pub command: String,
@@ -52,6 +52,9 @@ pub struct Invocation {
     pub stdin: Option<Vec<u8>>,
     /// Extra environment variables for this agent.
     pub env: Vec<(String, String)>,
+    /// Keep stdin open after `stdin` is written: the agent talks with its host (Claude Code's
+    /// stdio permission protocol), and stdin closes when its turn ends.
+    pub conversation: bool,
 }
 
 /// Builds a fresh run from the prompt (and the path of the file that holds it).
@@ -82,7 +85,7 @@ impl AgentSpec {
             fresh: Arc::new(move |prompt, _| Invocation {
                 command: command.clone(),
                 stdin: Some(prompt.as_bytes().to_vec()),
-                env: Vec::new(),
+                ..Invocation::default()
             }),
             resume: None,
         }
@@ -483,7 +486,11 @@ impl Runner {
                     .await;
             }
             if run.saw(SignalKind::Done) {
-                let (accepted, reason) = self.verify().await;
+                let Some((accepted, reason)) = self.verify().await else {
+                    return self
+                        .finish(Outcome::Interrupted, "interrupted while the tests ran")
+                        .await;
+                };
                 self.emit(LoopEvent::Verdict {
                     accepted,
                     reason: reason.clone(),
@@ -577,7 +584,7 @@ impl Runner {
         // Drain file-watch wake-ups that arrived while the agent ran; we look at the files now.
         while self.fs_events.try_recv().is_ok() {}
         if self.delivering.is_none()
-            && let Some(ans) = answer::read(&self.ws)?
+            && let Some(ans) = self.read_answer().await?
         {
             let pending = self.state.pending_question.clone();
             let matches_pending = pending.as_ref().is_some_and(|p| {
@@ -638,6 +645,25 @@ impl Runner {
             workspace::remove(&self.ws.question())?;
         }
         Ok(())
+    }
+
+    /// Reads `.ralph/answer.md`. A symlink there (the agent can plant one) is refused: removed
+    /// unread, never followed, and reported; stopping the loop over it would let an agent end an
+    /// unattended run, and the next run would stop on it again.
+    async fn read_answer(&mut self) -> Result<Option<Answer>, RunError> {
+        match answer::read(&self.ws) {
+            Err(WorkspaceError::Symlink { path }) => {
+                workspace::remove(&path)?;
+                let msg = format!(
+                    "{} was a symlink; ralph never reads or writes through links in .ralph/, so it removed the link unread",
+                    path.display()
+                );
+                self.emit(LoopEvent::Warning(msg.clone())).await;
+                self.log("warning", json!({"message": msg}));
+                Ok(None)
+            }
+            read => Ok(read?),
+        }
     }
 
     /// After the iteration that received an answer: archive it, then remove the files.
@@ -1037,14 +1063,16 @@ impl Runner {
     }
 
     /// DONE: every criterion checked, and the test command passes within its timeout.
-    async fn verify(&mut self) -> (bool, String) {
+    ///
+    /// `None` when the human stopped the loop (Ctrl-C, SIGTERM, SIGHUP) while the tests ran.
+    async fn verify(&mut self) -> Option<(bool, String)> {
         let task = match TaskFile::load(&self.cfg.task_path) {
             Ok(t) => t,
             Err(e) => {
-                return (
+                return Some((
                     false,
                     format!("RALPH_TASK.md could not be read to check the criteria: {e}"),
-                );
+                ));
             }
         };
         let open: Vec<_> = task.unchecked().collect();
@@ -1057,13 +1085,13 @@ impl Runner {
             for c in &open {
                 reason.push_str(&format!("- [ ] {} (line {})\n", c.text, c.line));
             }
-            return (false, reason);
+            return Some((false, reason));
         }
         let Some(command) = task.test_command.clone() else {
-            return (
+            return Some((
                 true,
                 "every criterion is checked (no test_command set)".into(),
-            );
+            ));
         };
         self.emit(LoopEvent::TestsStarted {
             command: command.clone(),
@@ -1074,10 +1102,11 @@ impl Runner {
             self.ws.root(),
             task.test_timeout,
             self.cfg.settings.kill_grace,
+            stop_requested(&mut self.controls, self.controls_open),
         )
         .await;
         self.cfg.task = task;
-        match result {
+        Some(match result {
             Ok((status, _)) if status.success() => (
                 true,
                 format!("every criterion is checked and `{command}` passed"),
@@ -1102,7 +1131,8 @@ impl Runner {
                 false,
                 format!("The test command `{command}` could not be started: {e}"),
             ),
-        }
+            Err(TestError::Interrupted) => return None,
+        })
     }
 
     /// QUESTION: read `.ralph/question.md` and wait for an answer; `Some` when the run must end.
@@ -1311,7 +1341,7 @@ impl Runner {
             Step::Wake | Step::Files => {}
         }
         // An answer may have landed from elsewhere (`ralph answer`, a hand-written file).
-        if let Some(ans) = answer::read(&self.ws)?
+        if let Some(ans) = self.read_answer().await?
             && ans
                 .question_asked_at
                 .as_deref()
@@ -1603,6 +1633,10 @@ fn agent_env(
 
 /// After a crash of ralph itself, the agent it started may still be running: stop it, but only
 /// if it really is ours (its environment names this `.ralph/`), since a pgid can be reused.
+///
+/// Any member of the group will do: the agent itself may have exited, leaving a background
+/// process behind (see the regression test
+/// `an_orphaned_grandchild_whose_agent_had_exited_survived_the_next_run`).
 fn reap_orphaned_agent(pgid: i32, dir: &std::path::Path) {
     if !supervisor::group_alive(pgid) {
         return;
@@ -1613,9 +1647,13 @@ fn reap_orphaned_agent(pgid: i32, dir: &std::path::Path) {
             .unwrap_or_else(|_| dir.to_path_buf())
             .display()
     );
-    let ours = std::fs::read(format!("/proc/{pgid}/environ"))
-        .map(|env| env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()))
-        .unwrap_or(false);
+    let ours = supervisor::live_members(pgid)
+        .unwrap_or_default()
+        .into_iter()
+        .any(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()))
+        });
     if ours {
         supervisor::kill_group_now(pgid);
     }
@@ -1725,6 +1763,21 @@ fn memchr_newline(bytes: &[u8]) -> Option<usize> {
 enum TestError {
     TimedOut(String),
     Spawn(std::io::Error),
+    /// The human stopped the loop while the tests ran.
+    Interrupted,
+}
+
+/// Resolves when the human asks the loop to stop (Ctrl-C, SIGTERM, SIGHUP); other controls
+/// (nothing is being asked) are dropped.
+async fn stop_requested(controls: &mut mpsc::UnboundedReceiver<Control>, open: bool) {
+    if open {
+        while let Some(c) = controls.recv().await {
+            if matches!(c, Control::Stop | Control::Kill) {
+                return;
+            }
+        }
+    }
+    std::future::pending::<()>().await
 }
 
 /// Runs `test_command` in its own process group with stderr merged into stdout; keeps the tail.
@@ -1733,6 +1786,7 @@ async fn run_tests(
     dir: &std::path::Path,
     timeout: Duration,
     kill_grace: Duration,
+    stop: impl std::future::Future<Output = ()>,
 ) -> Result<(ExitStatus, String), TestError> {
     let script = format!("exec 2>&1\n{command}");
     let spawned = supervisor::spawn_shell(&script, dir, std::iter::empty::<(&str, &str)>(), None)
@@ -1748,6 +1802,8 @@ async fn run_tests(
     let deadline = Instant::now() + timeout;
     let mut status = None;
     let mut open = true;
+    let mut interrupted = false;
+    tokio::pin!(stop);
     let timed_out = loop {
         if status.is_some() && !open {
             break false;
@@ -1765,9 +1821,17 @@ async fn run_tests(
                 }
             },
             () = tokio::time::sleep_until(deadline) => break true,
+            () = &mut stop => {
+                interrupted = true;
+                break true;
+            },
         }
     };
     supervisor::stop_group(pgid, kill_grace, std::future::pending()).await;
+    if interrupted {
+        let _ = child.wait().await;
+        return Err(TestError::Interrupted);
+    }
     if timed_out {
         let _ = child.wait().await;
         return Err(TestError::TimedOut(tail.text()));

@@ -20,7 +20,7 @@ use nix::errno::Errno;
 use nix::sys::signal::{Signal as Sig, killpg};
 use nix::unistd::Pid;
 use tokio::io::AsyncWriteExt;
-use tokio::process::{Child, ChildStderr, ChildStdout, Command};
+use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 use tokio::time::{Instant, sleep};
 
 /// A started process group: the leader, its output pipes, and the group id.
@@ -52,13 +52,52 @@ where
     K: AsRef<OsStr>,
     V: AsRef<OsStr>,
 {
+    let piped = stdin_data.is_some();
+    let (spawned, stdin) = start(command, dir, env, piped)?;
+    if let (Some(data), Some(mut stdin)) = (stdin_data, stdin) {
+        tokio::spawn(async move {
+            // EPIPE here just means the agent did not want its prompt on stdin.
+            let _ = stdin.write_all(&data).await;
+            let _ = stdin.shutdown().await;
+        });
+    }
+    Ok(spawned)
+}
+
+/// Starts `sh -c command` like [`spawn_shell`], but hands back its stdin, open, for a
+/// conversation (an agent that asks its host questions on stdout and reads answers on stdin).
+pub fn spawn_shell_open<I, K, V>(
+    command: &str,
+    dir: &Path,
+    env: I,
+) -> io::Result<(Spawned, ChildStdin)>
+where
+    I: IntoIterator<Item = (K, V)>,
+    K: AsRef<OsStr>,
+    V: AsRef<OsStr>,
+{
+    let (spawned, stdin) = start(command, dir, env, true)?;
+    Ok((spawned, stdin.expect("stdin was piped")))
+}
+
+fn start<I, K, V>(
+    command: &str,
+    dir: &Path,
+    env: I,
+    piped_stdin: bool,
+) -> io::Result<(Spawned, Option<ChildStdin>)>
+where
+    I: IntoIterator<Item = (K, V)>,
+    K: AsRef<OsStr>,
+    V: AsRef<OsStr>,
+{
     let mut cmd = Command::new("sh");
     cmd.arg("-c")
         .arg(command)
         .current_dir(dir)
         .envs(env)
         .process_group(0)
-        .stdin(if stdin_data.is_some() {
+        .stdin(if piped_stdin {
             Stdio::piped()
         } else {
             Stdio::null()
@@ -67,21 +106,18 @@ where
         .stderr(Stdio::piped());
     let mut child = cmd.spawn()?;
     let pgid = child.id().map(|p| p as i32).unwrap_or(0);
-    if let (Some(data), Some(mut stdin)) = (stdin_data, child.stdin.take()) {
-        tokio::spawn(async move {
-            // EPIPE here just means the agent did not want its prompt on stdin.
-            let _ = stdin.write_all(&data).await;
-            let _ = stdin.shutdown().await;
-        });
-    }
+    let stdin = child.stdin.take();
     let stdout = child.stdout.take().expect("stdout was piped");
     let stderr = child.stderr.take().expect("stderr was piped");
-    Ok(Spawned {
-        child,
-        pgid,
-        stdout,
-        stderr,
-    })
+    Ok((
+        Spawned {
+            child,
+            pgid,
+            stdout,
+            stderr,
+        },
+        stdin,
+    ))
 }
 
 /// How stopping a process group went.
@@ -111,15 +147,19 @@ pub fn group_alive(pgid: i32) -> bool {
 
 /// Scans `/proc` for a member of `pgid` that is not a zombie.
 fn group_has_live_member(pgid: i32) -> bool {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return true;
-    };
+    live_members(pgid).is_none_or(|members| !members.is_empty())
+}
+
+/// The pids of the members of group `pgid` that are not zombies; `None` if `/proc` cannot be
+/// read.
+pub fn live_members(pgid: i32) -> Option<Vec<i32>> {
+    let entries = std::fs::read_dir("/proc").ok()?;
+    let mut members = Vec::new();
     for entry in entries.flatten() {
         let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
-        if !name.bytes().all(|b| b.is_ascii_digit()) {
+        let Some(pid) = name.to_str().and_then(|n| n.parse::<i32>().ok()) else {
             continue;
-        }
+        };
         let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
             continue;
         };
@@ -132,10 +172,10 @@ fn group_has_live_member(pgid: i32) -> bool {
         let _ppid = fields.next();
         let pgrp: i32 = fields.next().and_then(|s| s.parse().ok()).unwrap_or(0);
         if pgrp == pgid && state != "Z" && state != "X" {
-            return true;
+            members.push(pid);
         }
     }
-    false
+    Some(members)
 }
 
 /// Sends SIGKILL to the whole group at once (the "second Ctrl-C" path).

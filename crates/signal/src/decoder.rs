@@ -1,7 +1,12 @@
 //! The format-dispatching [`Decoder`].
 
 use crate::AgentEvent;
-use crate::claude::ClaudeDecoder;
+use crate::claude::{Claude, Dialect};
+use crate::codex::Codex;
+use crate::cursor::Cursor;
+use crate::gemini::Gemini;
+use crate::json::{JsonDecoder, JsonFormat};
+use crate::opencode::Opencode;
 use crate::text::TextScanner;
 
 /// How an agent's output is encoded.
@@ -11,6 +16,48 @@ pub enum StreamFormat {
     Text,
     /// Claude Code's `-p --output-format stream-json --verbose`: one JSON object per line.
     ClaudeStreamJson,
+    /// Amp's `-x --stream-json`: Claude Code's format, with usage on assistant messages.
+    AmpStreamJson,
+    /// OpenAI Codex CLI's `codex exec --json`: JSON lines of thread, turn and item events.
+    CodexJson,
+    /// Gemini CLI's `-o stream-json`: JSON lines, assistant text in deltas.
+    GeminiStreamJson,
+    /// opencode's `run --format json`: JSON lines of message parts.
+    OpencodeJson,
+    /// Cursor CLI's `cursor-agent -p --output-format stream-json`: JSON lines, Claude-like.
+    CursorStreamJson,
+}
+
+impl StreamFormat {
+    /// Every format, [`StreamFormat::Text`] first.
+    pub const ALL: [StreamFormat; 7] = [
+        StreamFormat::Text,
+        StreamFormat::ClaudeStreamJson,
+        StreamFormat::AmpStreamJson,
+        StreamFormat::CodexJson,
+        StreamFormat::GeminiStreamJson,
+        StreamFormat::OpencodeJson,
+        StreamFormat::CursorStreamJson,
+    ];
+
+    /// A short name for the format, as a command-line value: `text`, `claude`, `amp`,
+    /// `codex`, `gemini`, `opencode`, `cursor`.
+    pub fn name(self) -> &'static str {
+        match self {
+            StreamFormat::Text => "text",
+            StreamFormat::ClaudeStreamJson => "claude",
+            StreamFormat::AmpStreamJson => "amp",
+            StreamFormat::CodexJson => "codex",
+            StreamFormat::GeminiStreamJson => "gemini",
+            StreamFormat::OpencodeJson => "opencode",
+            StreamFormat::CursorStreamJson => "cursor",
+        }
+    }
+
+    /// The format called `name` (see [`StreamFormat::name`]).
+    pub fn from_name(name: &str) -> Option<StreamFormat> {
+        StreamFormat::ALL.into_iter().find(|f| f.name() == name)
+    }
 }
 
 /// Turns an agent's output bytes, in chunks of any size, into [`AgentEvent`]s.
@@ -23,20 +70,26 @@ pub struct Decoder {
     inner: Inner,
 }
 
-/// One decoder per format. Adding a format is a module, a variant here and in
-/// [`StreamFormat`], and its arms below.
+/// Plain text, or one of the JSON-lines formats. Adding a format is a module implementing
+/// [`JsonFormat`], a variant of [`StreamFormat`] and its arm in [`Decoder::new`].
 #[derive(Debug)]
 enum Inner {
     Text(TextScanner),
-    Claude(ClaudeDecoder),
+    Json(JsonDecoder),
 }
 
 impl Decoder {
     /// A decoder for a stream in `format`.
     pub fn new(format: StreamFormat) -> Self {
+        let json = |f: Box<dyn JsonFormat>| Inner::Json(JsonDecoder::new(f));
         let inner = match format {
             StreamFormat::Text => Inner::Text(TextScanner::default()),
-            StreamFormat::ClaudeStreamJson => Inner::Claude(ClaudeDecoder::default()),
+            StreamFormat::ClaudeStreamJson => json(Box::new(Claude::new(Dialect::Claude))),
+            StreamFormat::AmpStreamJson => json(Box::new(Claude::new(Dialect::Amp))),
+            StreamFormat::CodexJson => json(Box::<Codex>::default()),
+            StreamFormat::GeminiStreamJson => json(Box::<Gemini>::default()),
+            StreamFormat::OpencodeJson => json(Box::<Opencode>::default()),
+            StreamFormat::CursorStreamJson => json(Box::<Cursor>::default()),
         };
         Decoder { format, inner }
     }
@@ -52,7 +105,7 @@ impl Decoder {
     pub fn feed(&mut self, bytes: &[u8], out: &mut Vec<AgentEvent>) {
         match &mut self.inner {
             Inner::Text(d) => d.feed(bytes, out),
-            Inner::Claude(d) => d.feed(bytes, out),
+            Inner::Json(d) => d.feed(bytes, out),
         }
     }
 
@@ -62,18 +115,32 @@ impl Decoder {
     pub fn finish(&mut self, out: &mut Vec<AgentEvent>) {
         match &mut self.inner {
             Inner::Text(d) => d.finish(out),
-            Inner::Claude(d) => d.finish(out),
+            Inner::Json(d) => d.finish(out),
         }
     }
 
     /// How many bytes of input the decoder holds between calls (an unfinished line).
     ///
     /// Bounded by [`LINE_CAP`](crate::LINE_CAP) plus a few bytes for plain text and by
-    /// [`JSON_LINE_CAP`](crate::JSON_LINE_CAP) for JSON formats, whatever the input.
+    /// [`JSON_LINE_CAP`](crate::JSON_LINE_CAP) (plus [`LINE_CAP`](crate::LINE_CAP) of open
+    /// message text) for JSON formats, whatever the input.
     pub fn buffered_len(&self) -> usize {
         match &self.inner {
             Inner::Text(d) => d.buffered_len(),
-            Inner::Claude(d) => d.buffered_len(),
+            Inner::Json(d) => d.buffered_len(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_format_has_a_name_that_reads_back() {
+        for format in StreamFormat::ALL {
+            assert_eq!(StreamFormat::from_name(format.name()), Some(format));
+        }
+        assert_eq!(StreamFormat::from_name("nope"), None);
     }
 }

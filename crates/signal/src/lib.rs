@@ -22,12 +22,35 @@
 //!
 //! [`StreamFormat::Text`] treats the stream as markdown-ish plain text: every line becomes a
 //! [`AgentEvent::Text`], fences are tracked across lines, code spans within a line.
-//! [`StreamFormat::ClaudeStreamJson`] reads Claude Code's `--output-format stream-json
-//! --verbose` output: one JSON object per line, read in one pass by a small borrowing JSON
-//! reader that decodes the few fields it needs and skips the rest (file bodies, command output)
-//! with a quote search; the text of each assistant text block goes through the same plain-text
-//! scanner. A new format is a new module plus a [`StreamFormat`] variant and its arm in the
-//! decoder's dispatch; JSON-lines formats reuse the line framing and the reader.
+//!
+//! The other formats are JSON lines, one module each, written by a coding-agent CLI:
+//!
+//! | format | CLI | module |
+//! | --- | --- | --- |
+//! | [`StreamFormat::ClaudeStreamJson`] | `claude -p --output-format stream-json --verbose` | `claude` |
+//! | [`StreamFormat::AmpStreamJson`] | `amp -x --stream-json` (Claude-compatible) | `claude` (Amp dialect) |
+//! | [`StreamFormat::CodexJson`] | `codex exec --json` | `codex` |
+//! | [`StreamFormat::GeminiStreamJson`] | `gemini -o stream-json` | `gemini` |
+//! | [`StreamFormat::OpencodeJson`] | `opencode run --format json` | `opencode` |
+//! | [`StreamFormat::CursorStreamJson`] | `cursor-agent -p --output-format stream-json` | `cursor` |
+//!
+//! Each line is read in one pass by a small borrowing JSON reader that decodes the few fields
+//! it needs and skips the rest (file bodies, command output) with a quote search. The agent's
+//! own text (and only it) goes through the same plain-text scanner as [`StreamFormat::Text`],
+//! so fences and code spans count the same way; where a CLI streams text in pieces (Gemini's
+//! deltas) the pieces of one message go through one continuing scanner, so a signal cut
+//! between two events is found once. Each module's docs table which line gives which events.
+//! A new format is a module implementing the JSON-lines format trait, a [`StreamFormat`]
+//! variant and one arm in the decoder; the line framing, blank, non-JSON and over-long lines
+//! are handled for it.
+//!
+//! ## Usage, errors and rate limits
+//!
+//! [`AgentEvent::Usage`] events are increments: what a run cost is the sum of its `Usage`
+//! events (each module says where its figures come from; Codex's cumulative thread totals are
+//! turned into per-turn figures). A failed turn gives an [`AgentEvent::Error`]; a rate limit
+//! or quota refusal also gives an [`AgentEvent::RateLimited`] first (or alone, when the CLI
+//! retries by itself). Notices a CLI recovers from are [`AgentEvent::Unknown`], for the log.
 //!
 //! ## Bounds
 //!
@@ -44,10 +67,16 @@
 //! clear or hyperlink the user's terminal.
 
 mod claude;
+mod codex;
+mod cursor;
 mod decoder;
+mod gemini;
+mod json;
 mod jsonl;
 mod long_line;
 mod markdown;
+mod opencode;
+mod rate_limit;
 mod sanitize;
 mod skim;
 mod summary;
@@ -90,11 +119,13 @@ pub struct Signal {
     pub line_number: u64,
 }
 
-/// Token and cost figures an agent reported for a turn.
+/// Token and cost figures an agent reported: what one turn (or step) added.
 ///
-/// For Claude Code these come from the `result` line: `total_cost_usd` (cumulative for the
-/// process), `usage.input_tokens` (not counting cache reads and writes) and
-/// `usage.output_tokens`.
+/// The `Usage` events of a run add up to what it spent. For Claude Code these come from the
+/// `result` line: `total_cost_usd` (cumulative for the process, which runs one turn),
+/// `usage.input_tokens` (not counting cache reads and writes) and `usage.output_tokens`. Each
+/// format's module says where its figures come from; only Claude Code and opencode report a
+/// cost.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct Usage {
     /// Cost in US dollars, if the agent reported one.
@@ -134,6 +165,16 @@ pub enum AgentEvent {
     Usage(Usage),
     /// An error the agent or its API reported (a result with `is_error`, an API error message).
     Error(String),
+    /// The agent's API refused for a rate limit or quota (HTTP 429 and the like).
+    ///
+    /// The CLI may be retrying by itself (Claude Code's `api_retry`); when the turn fails
+    /// because of it, an [`AgentEvent::Error`] follows.
+    RateLimited {
+        /// How long the agent or its API said to wait, when it said.
+        retry_after: Option<std::time::Duration>,
+        /// What was said, as one sanitized line.
+        message: String,
+    },
     /// The agent's turn ended (Claude's `result` line), with the final result text if any.
     TurnEnd {
         /// The final text the agent reported for the turn, sanitized.
@@ -142,4 +183,8 @@ pub enum AgentEvent {
     /// A line the decoder did not recognise (unknown type, malformed JSON), kept short for the
     /// log. Never fatal.
     Unknown(String),
+    /// A request the agent's host must answer on the agent's stdin, as the raw JSON line:
+    /// Claude Code's `control_request` (for example `can_use_tool` for its AskUserQuestion
+    /// tool) when it runs with `--permission-prompt-tool stdio`.
+    ControlRequest(String),
 }

@@ -80,6 +80,13 @@ impl FenceState {
         }
     }
 
+    /// Whether [`FenceState::line`] could call `line` code or change state: a fence is open,
+    /// or the line starts the way a fence marker does. A cheap first look for prose lines.
+    #[inline]
+    pub(crate) fn may_change(&self, line: &[u8]) -> bool {
+        self.open.is_some() || matches!(line.first(), Some(b' ' | b'`' | b'~'))
+    }
+
     /// Like [`FenceState::line`] for a line too long to keep: only its first bytes (`prefix`)
     /// are known, plus whether a backtick run other than the leading one appeared in it.
     ///
@@ -214,6 +221,24 @@ mod tests {
         // Two backticks are no fence, a backtick in the info string makes it inline code.
         let text = "``\n```a`b\nprose";
         assert_eq!(code_lines(text), [false, false, false]);
+    }
+
+    #[test]
+    fn may_change_is_false_only_where_line_says_prose_and_keeps_state() {
+        let lines = [
+            "prose", "", "  ```", "```rust", "~~~", "   ~~~", "    ```", "`code`", "- item", "```",
+            "text", "```", "> quote",
+        ];
+        let mut fence = FenceState::default();
+        for line in lines {
+            let before = fence.open;
+            let may = fence.may_change(line.as_bytes());
+            let code = fence.line(line.as_bytes());
+            if !may {
+                assert!(!code, "{line:?}");
+                assert_eq!(fence.open, before, "{line:?}");
+            }
+        }
     }
 
     #[test]

@@ -135,12 +135,6 @@ fn suspicious(b: u8) -> bool {
     (b < 0x20) & (b != b'\t') | (b == 0x7F) | (b == 0xC2)
 }
 
-/// Like [`suspicious`], for a stream of lines: newlines are fine too.
-#[inline(always)]
-fn suspicious_in_lines(b: u8) -> bool {
-    suspicious(b) & (b != b'\n')
-}
-
 /// Whether any byte of a block is flagged by `test`. Written as a branch-free fold over a
 /// fixed-size block so the compiler vectorizes it.
 #[inline(always)]
@@ -163,28 +157,6 @@ fn is_plain(bytes: &[u8]) -> bool {
     let mut padded = [b' '; 16];
     padded[..tail.len()].copy_from_slice(tail);
     !any_in_block(&padded, suspicious)
-}
-
-/// The position of the first byte at or after `from` that sanitizing might change, or
-/// `bytes.len()`. Newlines, and the `\r` of a CRLF pair, do not count: they end lines.
-pub(crate) fn find_suspicious(bytes: &[u8], from: usize) -> usize {
-    let mut i = from;
-    while i < bytes.len() {
-        let end = (i + 16).min(bytes.len());
-        if let Ok(block) = <&[u8; 16]>::try_from(&bytes[i..end])
-            && !any_in_block(block, suspicious_in_lines)
-        {
-            i = end;
-            continue;
-        }
-        for (p, &b) in bytes.iter().enumerate().take(end).skip(i) {
-            if suspicious_in_lines(b) && !(b == b'\r' && bytes.get(p + 1) == Some(&b'\n')) {
-                return p;
-            }
-        }
-        i = end;
-    }
-    bytes.len()
 }
 
 /// One line (no newline) as the user would see it: borrowed when nothing needed stripping,
@@ -314,19 +286,6 @@ mod tests {
     fn cut_respects_char_boundaries() {
         let s = "é".repeat(10);
         assert_eq!(cut(Cow::Borrowed(&s), 5, 0), "éé … [16 more bytes]");
-    }
-
-    #[test]
-    fn find_suspicious_skips_newlines_and_crlf_only() {
-        let text = b"plain line\r\nanother\nstill plain\r\n";
-        assert_eq!(find_suspicious(text, 0), text.len());
-        for (at, b) in [(3, b'\r'), (20, 0x1b), (33, 0xc2), (0, 0x7f), (40, 0)] {
-            let mut text = vec![b'a'; 48];
-            text[at] = b;
-            assert_eq!(find_suspicious(&text, 0), at, "byte {b:#x} at {at}");
-            assert_eq!(find_suspicious(&text, at + 1), 48);
-        }
-        assert_eq!(find_suspicious(b"ab\r", 0), 2, "a lone \\r at the end");
     }
 
     #[test]

@@ -233,7 +233,11 @@ impl ToolInput {
         let mut fields = r.object()?;
         while let Some(key) = fields.next_key(r)? {
             let slot = match key {
-                b"file_path" | b"notebook_path" => &mut input.file_path,
+                // Claude's names first; `path` (Amp, Cursor, Claude's LS), `filePath`
+                // (opencode) and `absolute_path` (Gemini) name a file or directory too.
+                b"file_path" | b"notebook_path" | b"path" | b"filePath" | b"absolute_path" => {
+                    &mut input.file_path
+                }
                 b"command" => &mut input.command,
                 b"pattern" => &mut input.pattern,
                 b"url" => &mut input.url,
@@ -312,7 +316,7 @@ fn first_question(r: &mut Reader<'_>) -> Result<Option<String>, Error> {
 }
 
 /// `path` relative to `cwd` when it lies under it.
-fn relative(path: &str, cwd: Option<&str>) -> String {
+pub(crate) fn relative(path: &str, cwd: Option<&str>) -> String {
     cwd.map(|c| c.trim_end_matches('/'))
         .filter(|c| !c.is_empty())
         .and_then(|c| path.strip_prefix(c))

@@ -3,14 +3,19 @@
 //!
 //! Lines that arrive whole within a chunk are handled in place, without copying; only the
 //! unfinished line at the end of a chunk is kept, up to [`LINE_CAP`] bytes. Newlines are found
-//! with `memchr` and tags with one `memmem` pass per chunk, so a line with no `<ralph>` costs a
-//! newline search, a vectorized control-byte check, UTF-8 validation and the copy into its
-//! `Text` event. Whether a tag sits inside code needs the whole line, so a line's signals are
+//! with `memchr` and tags with one `memmem` pass per chunk. Whether bytes need sanitizing is
+//! decided for long stretches at once (`PlainRegion`): one vectorized pass finds the next byte
+//! a terminal could act on, and one UTF-8 validation covers everything before it. So a line
+//! with no `<ralph>` costs its share of those passes, a newline search, a glance at its first
+//! byte for fences, and the copy into its `Text` event, which is the one allocation a line
+//! must cost. Whether a tag sits inside code needs the whole line, so a line's signals are
 //! decided, and emitted, when the line ends.
 //!
-//! Lines are judged as the user sees them, after [`sanitize()`](crate::sanitize()). The one
-//! exception is a line longer than [`LINE_CAP`]: its bytes are scanned raw as they pass (see
-//! `long_line`), and only its start is shown.
+//! Lines are judged as the user sees them, after [`sanitize()`](crate::sanitize()). Lines
+//! whose only control sequences are CSI (colours, cursor moves) are cleaned here without the
+//! full terminal parser (`strip_csi`), with the same result; anything else goes through
+//! `sanitize`. The one exception is a line longer than [`LINE_CAP`]: its bytes are scanned raw
+//! as they pass (see `long_line`), and only its start is shown.
 
 use std::borrow::Cow;
 use std::ops::Range;
@@ -19,7 +24,7 @@ use memchr::{memchr, memchr_iter};
 
 use crate::long_line::LongLine;
 use crate::markdown::{FenceState, code_spans};
-use crate::sanitize::{clean_line, cut, display_line, find_suspicious};
+use crate::sanitize::{clean_line, cut, display_line};
 use crate::tag::{KindSet, OPEN_FINDER, match_tag};
 use crate::{AgentEvent, DISPLAY_CAP, LINE_CAP, Signal};
 
@@ -63,7 +68,7 @@ impl TextScanner {
                 self.extend_partial(&rest[start..nl]);
                 self.end_partial_line(out);
             } else if let Some(line) = plain.line(start, nl) {
-                self.clean_line(Cow::Borrowed(line), tagged, out);
+                self.plain_line(line, tagged, out);
             } else {
                 self.whole_line(&rest[start..nl], tagged, out);
             }
@@ -130,13 +135,24 @@ impl TextScanner {
     /// wrapped in colour codes counts, one hidden in a terminal title does not.
     fn whole_line(&mut self, line: &[u8], tagged: bool, out: &mut Vec<AgentEvent>) {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
-        let clean = clean_line(line);
+        let clean = strip_csi(line).unwrap_or_else(|| clean_line(line));
         // Sanitizing can join a tag that escape sequences had split.
         let tagged = match clean {
             Cow::Borrowed(_) => tagged,
             Cow::Owned(ref s) => OPEN_FINDER.find(s.as_bytes()).is_some(),
         };
         self.clean_line(clean, tagged, out);
+    }
+
+    /// The common case, kept short: a line from a plain region (nothing to sanitize, no
+    /// `\r\n`), shown as it is.
+    #[inline]
+    fn plain_line(&mut self, line: &str, tagged: bool, out: &mut Vec<AgentEvent>) {
+        if tagged || line.len() > DISPLAY_CAP || self.fence.may_change(line.as_bytes()) {
+            return self.clean_line(Cow::Borrowed(line), tagged, out);
+        }
+        self.line_number += 1;
+        out.push(AgentEvent::Text(line.to_owned()));
     }
 
     /// Handles one line as the user sees it (no `\r\n`); `tagged` says whether `<ralph>`
@@ -216,7 +232,7 @@ impl<'a> PlainRegion<'a> {
             bytes,
             start: 0,
             text: "",
-            suspicious: find_suspicious(bytes, 0),
+            suspicious: next_unclean(bytes, 0),
         };
         region.restart(0);
         region
@@ -225,7 +241,7 @@ impl<'a> PlainRegion<'a> {
     /// Starts the region at `from`, a line start.
     fn restart(&mut self, from: usize) {
         if from > self.suspicious {
-            self.suspicious = find_suspicious(self.bytes, from);
+            self.suspicious = next_unclean(self.bytes, from);
         }
         let candidate = &self.bytes[from..self.suspicious.max(from)];
         self.text = match std::str::from_utf8(candidate) {
@@ -244,5 +260,218 @@ impl<'a> PlainRegion<'a> {
         }
         self.restart(nl + 1);
         None
+    }
+}
+
+/// Bytes a terminal could act on: C0 controls but tab and newline, and DEL; and `0xC2`, the
+/// first byte of the C1 controls in UTF-8, which [`first_unclean`] then looks at closely.
+#[inline(always)]
+fn maybe_unclean(b: u8) -> bool {
+    ((b < 0x20) & (b != b'\t') & (b != b'\n')) | (b == 0x7F) | (b == 0xC2)
+}
+
+/// The position of the first byte at or after `from` that sanitizing might change, or
+/// `bytes.len()`. Newlines, tabs and the `\r` of a CRLF pair do not count; a C1 control
+/// (U+0080–U+009F, `C2 80`–`C2 9F` in UTF-8) does, other non-ASCII text does not.
+///
+/// Looks at 32 bytes per step with a test the compiler turns into a few SIMD instructions;
+/// only a block that holds a candidate is looked at byte by byte.
+pub(crate) fn next_unclean(bytes: &[u8], from: usize) -> usize {
+    const BLOCK: usize = 32;
+    let mut i = from;
+    while let Some(block) = bytes.get(i..i + BLOCK) {
+        let block: &[u8; BLOCK] = block.try_into().expect("a whole block");
+        if block.iter().fold(false, |acc, &b| acc | maybe_unclean(b))
+            && let Some(p) = first_unclean(bytes, i, i + BLOCK)
+        {
+            return p;
+        }
+        i += BLOCK;
+    }
+    first_unclean(bytes, i, bytes.len()).unwrap_or(bytes.len())
+}
+
+/// The exact, byte-at-a-time test of [`next_unclean`] over `bytes[from..to]`.
+fn first_unclean(bytes: &[u8], from: usize, to: usize) -> Option<usize> {
+    (from..to).find(|&p| {
+        let b = bytes[p];
+        let next = bytes.get(p + 1).copied();
+        match b {
+            b'\r' => next != Some(b'\n'),
+            0xC2 => next.is_none_or(|n| (0x80..=0x9F).contains(&n)),
+            _ => maybe_unclean(b),
+        }
+    })
+}
+
+/// `line` (no newline) as [`sanitize`](crate::sanitize()) would show it, when it holds
+/// nothing but text and CSI sequences (`ESC [` parameters, intermediates, a final byte:
+/// colours, cursor moves, erase): borrowed if there is nothing to strip. `None` for anything
+/// else (other escapes, other controls, invalid UTF-8), which the full parser handles.
+///
+/// A terminal (and `vte`) consumes such a CSI sequence whole, printing nothing; the text
+/// around it prints as it is. Colour is the control sequence agents print most, so this keeps
+/// coloured tool output off the slow path.
+fn strip_csi(line: &[u8]) -> Option<Cow<'_, str>> {
+    let text = std::str::from_utf8(line).ok()?;
+    let mut at = next_unclean(line, 0);
+    if at == line.len() {
+        return Some(Cow::Borrowed(text));
+    }
+    let mut out = String::with_capacity(line.len());
+    let mut start = 0;
+    loop {
+        if line[at] != 0x1B || line.get(at + 1) != Some(&b'[') {
+            return None;
+        }
+        out.push_str(&text[start..at]);
+        let body = &line[at + 2..];
+        let params = body
+            .iter()
+            .take_while(|b| (0x20..=0x3F).contains(*b))
+            .count();
+        let fin = *body.get(params)?;
+        if !(0x40..=0x7E).contains(&fin) {
+            return None;
+        }
+        start = at + 2 + params + 1;
+        at = next_unclean(line, start);
+        if at == line.len() {
+            out.push_str(&text[start..]);
+            return Some(Cow::Owned(out));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::sanitize::sanitize_bytes;
+
+    /// Pieces of agent output, including every kind of control sequence.
+    fn piece() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            4 => "[a-zA-Z0-9 .,:;`~<>/\\-]{0,40}".prop_map(String::into_bytes),
+            1 => Just("é → ✓ \u{a0}°".as_bytes().to_vec()),
+            2 => ("[0-9;]{0,12}", "[@A-Za-z~]").prop_map(|(p, f)| format!("\x1b[{p}{f}").into_bytes()),
+            1 => ("[ -?]{0,6}", 0x40u8..=0x7E).prop_map(|(p, f)| {
+                let mut v = format!("\x1b[{p}").into_bytes();
+                v.push(f);
+                v
+            }),
+            1 => Just(b"\t".to_vec()),
+            1 => prop::sample::select(vec![
+                &b"\x1b]0;title\x07"[..], b"\x1b", b"\x1b[", b"\x1b[31", b"\x1b(B", b"\r", b"\x07",
+                b"\x7f", b"\x00", "\u{9b}31m".as_bytes(), "\u{85}".as_bytes(), b"\xc2", b"\xff",
+                b"\x1b[1\x07m", b"\x1b[1\tm", "\x1b[1\u{e9}m".as_bytes(),
+            ]).prop_map(<[u8]>::to_vec),
+        ]
+    }
+
+    fn line() -> impl Strategy<Value = Vec<u8>> {
+        prop::collection::vec(piece(), 0..8).prop_map(|p| p.concat())
+    }
+
+    /// The obvious definition: the first byte a terminal could act on.
+    fn reference(bytes: &[u8], from: usize) -> usize {
+        (from..bytes.len())
+            .find(|&p| match bytes[p] {
+                b'\t' | b'\n' => false,
+                b'\r' => bytes.get(p + 1) != Some(&b'\n'),
+                0xC2 => bytes.get(p + 1).is_none_or(|n| (0x80..=0x9F).contains(n)),
+                b => b < 0x20 || b == 0x7F,
+            })
+            .unwrap_or(bytes.len())
+    }
+
+    #[test]
+    fn next_unclean_finds_each_unclean_byte_at_every_position() {
+        for len in [1, 31, 32, 33, 64, 100] {
+            for at in 0..len {
+                for bad in [
+                    &[0u8][..],
+                    b"\r",
+                    b"\x1b",
+                    b"\x7f",
+                    "\u{85}".as_bytes(),
+                    "\u{9f}".as_bytes(),
+                ] {
+                    let mut text = vec![b'a'; len];
+                    text.splice(at..(at + bad.len()).min(len), bad.iter().copied());
+                    assert_eq!(next_unclean(&text, 0), at, "{bad:?} at {at} of {len}");
+                }
+                for fine in [
+                    &b"\t"[..],
+                    b"\n",
+                    b"\r\n",
+                    "é".as_bytes(),
+                    "\u{a0}".as_bytes(),
+                    "→".as_bytes(),
+                ] {
+                    let mut text = vec![b'a'; len + 3];
+                    text.splice(at..at + fine.len(), fine.iter().copied());
+                    assert_eq!(
+                        next_unclean(&text, 0),
+                        text.len(),
+                        "{fine:?} at {at} of {len}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn strip_csi_removes_colours_and_leaves_other_escapes_to_the_parser() {
+        let stripped = |s: &str| strip_csi(s.as_bytes()).map(Cow::into_owned);
+        assert_eq!(stripped("plain"), Some("plain".into()));
+        assert_eq!(
+            stripped("\x1b[1m\x1b[32m   Compiling\x1b[0m x"),
+            Some("   Compiling x".into())
+        );
+        assert_eq!(
+            stripped("test ... \x1b[32mok\x1b[0m"),
+            Some("test ... ok".into())
+        );
+        assert_eq!(
+            stripped("\x1b[38;2;255;0;0mtrue\x1b[m\x1b[?25l"),
+            Some("true".into())
+        );
+        assert_eq!(stripped("\x1b]0;title\x07after"), None);
+        assert_eq!(stripped("cut \x1b[31"), None);
+        assert_eq!(stripped("50%\r100%"), None);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2048))]
+
+        #[test]
+        fn next_unclean_agrees_with_the_obvious_definition(
+            bytes in prop::collection::vec(prop::sample::select(vec![
+                b'a', b' ', b'\t', b'\n', b'\r', 0, 0x1b, 0x7f, 0x80, 0x85, 0x9f, 0xa0, 0xc2, 0xc3, 0xe2, 0xff,
+            ]), 0..200),
+            from in 0usize..200,
+        ) {
+            let from = from.min(bytes.len());
+            prop_assert_eq!(next_unclean(&bytes, from), reference(&bytes, from));
+        }
+
+        #[test]
+        fn a_clean_line_is_what_sanitize_shows(line in line()) {
+            if next_unclean(&line, 0) == line.len()
+                && let Ok(text) = std::str::from_utf8(&line)
+            {
+                prop_assert_eq!(sanitize_bytes(&line), text);
+            }
+        }
+
+        #[test]
+        fn strip_csi_agrees_with_sanitize_whenever_it_answers(line in line()) {
+            if let Some(clean) = strip_csi(&line) {
+                let want = sanitize_bytes(&line);
+                prop_assert_eq!(clean.as_ref(), want.as_str());
+            }
+        }
     }
 }

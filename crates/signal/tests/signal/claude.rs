@@ -20,6 +20,7 @@ fn each_claude_fixture_yields_exactly_its_signals() {
         ("claude-api-error.jsonl", &[]),
         ("claude-error-results.jsonl", &[]),
         ("claude-question-write-then-signal.jsonl", &[(Question, 3)]),
+        ("claude-rate-limit.jsonl", &[]),
         ("claude-signal-in-code-fence.jsonl", &[(Done, 2)]),
         ("claude-signal-in-tool-result.jsonl", &[]),
         ("claude-subagent-text.jsonl", &[]),
@@ -100,7 +101,7 @@ fn ask_user_question_is_a_tool_call_and_control_requests_are_kept() {
     assert!(
         events
             .iter()
-            .any(|e| matches!(e, AgentEvent::Unknown(u) if u.contains("control_request")))
+            .any(|e| matches!(e, AgentEvent::ControlRequest(c) if c.contains("can_use_tool") && c.contains("Redis or Memcached?")))
     );
     let denied = crate::claude::events("real-2.1.197-03_askuser_print.jsonl");
     assert!(denied.iter().any(

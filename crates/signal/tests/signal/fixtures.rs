@@ -27,3 +27,38 @@ fn claude_fixtures_decode_the_same_at_every_split() {
         check(path, StreamFormat::ClaudeStreamJson);
     });
 }
+
+#[test]
+fn codex_fixtures_decode_the_same_at_every_split() {
+    insta::glob!("../../../../fixtures/streams/codex", "*.jsonl", |path| {
+        check(path, StreamFormat::CodexJson);
+    });
+}
+
+#[test]
+fn gemini_fixtures_decode_the_same_at_every_split() {
+    insta::glob!("../../../../fixtures/streams/gemini", "*.jsonl", |path| {
+        check(path, StreamFormat::GeminiStreamJson);
+    });
+}
+
+#[test]
+fn opencode_fixtures_decode_the_same_at_every_split() {
+    insta::glob!("../../../../fixtures/streams/opencode", "*.jsonl", |path| {
+        check(path, StreamFormat::OpencodeJson);
+    });
+}
+
+#[test]
+fn amp_fixtures_decode_the_same_at_every_split() {
+    insta::glob!("../../../../fixtures/streams/amp", "*.jsonl", |path| {
+        check(path, StreamFormat::AmpStreamJson);
+    });
+}
+
+#[test]
+fn cursor_fixtures_decode_the_same_at_every_split() {
+    insta::glob!("../../../../fixtures/streams/cursor", "*.jsonl", |path| {
+        check(path, StreamFormat::CursorStreamJson);
+    });
+}

@@ -1,6 +1,7 @@
 //! Integration tests for ralph-signal: fixtures at every split point, targeted cases per
 //! format, memory bounds, properties, and (ignored) throughput measurements.
 
+mod agents;
 mod claude;
 mod fixtures;
 mod memory;

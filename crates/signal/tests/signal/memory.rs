@@ -94,3 +94,31 @@ fn an_over_long_json_line_is_skipped_in_bounded_memory() {
         "only the line after the skipped one"
     );
 }
+
+/// Gemini text with no newline, in 10 MB of deltas, is held only up to the caps while its
+/// message stays open; the signal at its end is found.
+#[test]
+fn an_endless_gemini_message_is_held_in_bounded_memory() {
+    let mut decoder = Decoder::new(StreamFormat::GeminiStreamJson);
+    let mut out = Vec::new();
+    let piece = "a".repeat(CHUNK);
+    let line = format!(
+        "{{\"type\":\"message\",\"role\":\"assistant\",\"content\":\"{piece}\",\"delta\":true}}\n"
+    );
+    let mut max_buffered = 0;
+    for _ in 0..160 {
+        decoder.feed(line.as_bytes(), &mut out);
+        max_buffered = max_buffered.max(decoder.buffered_len());
+    }
+    decoder.feed(
+        b"{\"type\":\"message\",\"role\":\"assistant\",\"content\":\" <ralph>DONE</ralph>\",\"delta\":true}\n",
+        &mut out,
+    );
+    decoder.finish(&mut out);
+    assert!(
+        max_buffered <= 2 * LINE_CAP + 64,
+        "buffered {max_buffered} bytes"
+    );
+    assert_eq!(decoder.buffered_len(), 0);
+    assert_eq!(signals(&out), [(Done, 1)]);
+}

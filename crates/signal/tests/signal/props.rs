@@ -135,4 +135,88 @@ proptest! {
         let events = decode_chunks(StreamFormat::ClaudeStreamJson, split_at(line.as_bytes(), &cuts));
         prop_assert_eq!(signals(&events), want);
     }
+
+    /// Each format's agent text goes through the same scanner: the same text, written as each
+    /// CLI writes it, gives the same signals as plain text. Gemini's text is also cut into
+    /// deltas at arbitrary points.
+    #[test]
+    fn every_format_finds_in_agent_text_what_plain_text_finds(
+        pieces in prop::collection::vec(piece(), 0..40),
+        raw_cuts in prop::collection::vec(any::<usize>(), 0..6),
+        raw_deltas in prop::collection::vec(any::<usize>(), 0..6),
+    ) {
+        let (text, want) = build(&pieces, false);
+        let text = String::from_utf8(text).unwrap();
+        let mut streams = vec![
+            (StreamFormat::CodexJson, serde_json::json!({
+                "type": "item.completed", "item": {"id": "i", "type": "agent_message", "text": text},
+            }).to_string()),
+            (StreamFormat::OpencodeJson, serde_json::json!({
+                "type": "text", "sessionID": "s", "part": {"type": "text", "text": text},
+            }).to_string()),
+            (StreamFormat::CursorStreamJson, serde_json::json!({
+                "type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": text}]},
+            }).to_string()),
+            (StreamFormat::AmpStreamJson, serde_json::json!({
+                "type": "assistant", "message": {"content": [{"type": "text", "text": text}]},
+            }).to_string()),
+        ];
+        let deltas = cuts(&raw_deltas, text.len());
+        let gemini: Vec<String> = split_at(text.as_bytes(), &deltas)
+            .into_iter()
+            .map(|piece| serde_json::json!({
+                "type": "message", "role": "assistant", "delta": true,
+                "content": std::str::from_utf8(piece).unwrap(),
+            }).to_string())
+            .collect();
+        streams.push((StreamFormat::GeminiStreamJson, gemini.join("\n")));
+        for (format, stream) in streams {
+            let stream = stream + "\n";
+            let cuts = cuts(&raw_cuts, stream.len());
+            let events = decode_chunks(format, split_at(stream.as_bytes(), &cuts));
+            prop_assert_eq!(signals(&events), want.clone(), "{:?}", format);
+        }
+    }
+
+    /// Whatever bytes come, no format panics, and none depends on the chunking.
+    #[test]
+    fn any_json_ish_bytes_decode_the_same_in_every_format(
+        atoms in prop::collection::vec(prop::sample::select(JSON_ATOMS.to_vec()), 0..60),
+        raw_cuts in prop::collection::vec(any::<usize>(), 0..8),
+    ) {
+        let bytes = atoms.concat();
+        let cuts = cuts(&raw_cuts, bytes.len());
+        for format in StreamFormat::ALL {
+            let whole = decode(format, &bytes);
+            prop_assert_eq!(decode_chunks(format, split_at(&bytes, &cuts)), whole, "{:?}", format);
+        }
+    }
 }
+
+/// Pieces of the lines agents write, and of broken ones.
+const JSON_ATOMS: [&[u8]; 24] = [
+    br#"{"type":"message","role":"assistant","content":""#,
+    br#"","delta":true}"#,
+    br#"{"type":"item.completed","item":{"id":"i","type":"agent_message","text":""#,
+    br#"{"type":"item.started","item":{"id":"i","type":"command_execution","command":""#,
+    br#""}}"#,
+    br#"{"type":"text","sessionID":"s","part":{"text":""#,
+    br#"{"type":"assistant","message":{"content":[{"type":"text","text":""#,
+    br#""}]}}"#,
+    br#"{"type":"tool_call","subtype":"completed","call_id":"c","tool_call":{"readToolCall":{"args":{"path":""#,
+    br#"{"type":"result","status":"error","is_error":true,"result":""#,
+    br#"{"type":"turn.completed","usage":{"input_tokens":5}}"#,
+    br#"{"type":"step_finish","part":{"reason":"stop","cost":0.5}}"#,
+    b"<ralph>",
+    b"DONE</ralph>",
+    b"```",
+    b"`",
+    br"\n",
+    br#"\""#,
+    br"\\",
+    br"\u00e9",
+    b"\n",
+    b"\"",
+    b"{",
+    b"429 Too Many Requests",
+];

@@ -73,7 +73,12 @@ pub fn render(events: &[AgentEvent]) -> String {
             ),
             AgentEvent::Error(e) => writeln!(out, "Error {e:?}"),
             AgentEvent::TurnEnd { result } => writeln!(out, "TurnEnd {result:?}"),
+            AgentEvent::RateLimited {
+                retry_after,
+                message,
+            } => writeln!(out, "RateLimited retry_after={retry_after:?} {message:?}"),
             AgentEvent::Unknown(u) => writeln!(out, "Unknown {u:?}"),
+            AgentEvent::ControlRequest(c) => writeln!(out, "ControlRequest {c:?}"),
         };
     }
     out

@@ -444,7 +444,12 @@ impl App {
             | AgentEvent::Signal(_)
             | AgentEvent::SessionId(_)
             | AgentEvent::TurnEnd { .. }
-            | AgentEvent::Unknown(_) => {}
+            | AgentEvent::Unknown(_)
+            | AgentEvent::ControlRequest(_) => {}
+            AgentEvent::RateLimited { message, .. } => self.out.push(Line::styled(
+                format!("✗ the agent is rate limited: {}", clean(&message)),
+                self.theme.error,
+            )),
         }
     }
 
