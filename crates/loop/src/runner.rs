@@ -24,7 +24,8 @@ use std::time::{Duration, SystemTime};
 
 use ralph_signal::{AgentEvent, Decoder, SignalKind, StreamFormat};
 use serde_json::json;
-use tokio::io::AsyncReadExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::process::ChildStdin;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
@@ -32,6 +33,7 @@ use crate::answer::{self, Answer, AnsweredBy, Submitted};
 use crate::clarifications;
 use crate::countdown::{Countdown, EXTEND_BY};
 use crate::event::{Control, LoopEvent, Outcome, QuestionClosed};
+use crate::native::{self, ToolRequest};
 use crate::notify::{Notifier, NotifyConfig, QuestionNotice};
 use crate::prompt::{self, Carryover, PromptInputs};
 use crate::question::{MAX_QUESTION_BYTES, Question};
@@ -206,6 +208,10 @@ struct AgentRun {
     session_id: Option<String>,
     /// Errors the agent reported (API errors, failed resumes).
     errors: Vec<String>,
+    /// Requests from the agent not yet answered (`control_request` lines).
+    requests: Vec<String>,
+    /// The agent said its turn is over.
+    turn_ended: bool,
 }
 
 impl AgentRun {
@@ -759,17 +765,31 @@ impl Runner {
 
         let mut env = agent_env(&self.ws, &self.cfg.task_path, iteration, &prompt_path);
         env.extend(invocation.env.iter().cloned());
-        let spawned =
-            supervisor::spawn_shell(&invocation.command, self.ws.root(), env, invocation.stdin)
-                .map_err(|source| RunError::Spawn {
-                    command: invocation.command.clone(),
-                    source,
-                })?;
+        let spawn_error = |source| RunError::Spawn {
+            command: invocation.command.clone(),
+            source,
+        };
+        let (spawned, conversation) = if invocation.conversation {
+            let (spawned, mut stdin) =
+                supervisor::spawn_shell_open(&invocation.command, self.ws.root(), env)
+                    .map_err(spawn_error)?;
+            if let Some(first) = &invocation.stdin {
+                // An agent that dies before reading shows up when it exits; nothing to do here.
+                let _ = stdin.write_all(first).await;
+                let _ = stdin.flush().await;
+            }
+            (spawned, Some(stdin))
+        } else {
+            let stdin = invocation.stdin.clone();
+            let spawned = supervisor::spawn_shell(&invocation.command, self.ws.root(), env, stdin)
+                .map_err(spawn_error)?;
+            (spawned, None)
+        };
         self.state.agent_pgid = Some(spawned.pgid);
         self.state.save(&self.ws)?;
 
         let run = self
-            .stream_agent(spawned, iteration, started, timeout)
+            .stream_agent(spawned, conversation, iteration, started, timeout)
             .await?;
         if let Some(id) = &run.session_id {
             self.session_id = Some(id.clone());
@@ -818,6 +838,7 @@ impl Runner {
     async fn stream_agent(
         &mut self,
         spawned: supervisor::Spawned,
+        mut conversation: Option<ChildStdin>,
         iteration: u32,
         started: Instant,
         timeout: Option<Duration>,
@@ -860,11 +881,13 @@ impl Runner {
                         out_open = false;
                         decoder.finish(&mut decoded);
                         self.forward(&mut decoded, &mut run, &mut grace_deadline, settings.signal_grace).await;
+                        self.serve_agent(&mut run, &mut conversation, &mut asking, iteration).await?;
                     }
                     Ok(n) => {
                         out_log.write(&out_buf[..n]);
                         decoder.feed(&out_buf[..n], &mut decoded);
                         self.forward(&mut decoded, &mut run, &mut grace_deadline, settings.signal_grace).await;
+                        self.serve_agent(&mut run, &mut conversation, &mut asking, iteration).await?;
                     }
                 },
                 r = stderr.read(&mut err_buf), if err_open => match r {
@@ -927,7 +950,7 @@ impl Runner {
                         Some(open) => {
                             if let Some(end) = self.question_step(open, Step::Files).await? {
                                 let open = asking.take().expect("checked above");
-                                self.close_question(open, end).await?;
+                                asking = self.end_asking(open, end, &mut conversation, iteration).await?;
                             }
                         }
                     }
@@ -937,7 +960,7 @@ impl Runner {
                         && let Some(end) = self.question_step(open, Step::Wake).await?
                     {
                         let open = asking.take().expect("checked above");
-                        self.close_question(open, end).await?;
+                        asking = self.end_asking(open, end, &mut conversation, iteration).await?;
                     }
                 },
                 c = self.controls.recv(), if self.controls_open => match c {
@@ -947,7 +970,7 @@ impl Runner {
                             && let Some(end) = self.question_step(open, Step::Control(c)).await?
                         {
                             let open = asking.take().expect("checked above");
-                            self.close_question(open, end).await?;
+                            asking = self.end_asking(open, end, &mut conversation, iteration).await?;
                         }
                     }
                     Some(Control::Stop) if !run.interrupted => {
@@ -1035,6 +1058,14 @@ impl Runner {
                     let _ = self
                         .events
                         .send(LoopEvent::Agent(AgentEvent::Usage(usage)))
+                        .await;
+                }
+                AgentEvent::ControlRequest(line) => run.requests.push(line),
+                AgentEvent::TurnEnd { result } => {
+                    run.turn_ended = true;
+                    let _ = self
+                        .events
+                        .send(LoopEvent::Agent(AgentEvent::TurnEnd { result }))
                         .await;
                 }
                 AgentEvent::SessionId(id) => {
@@ -1191,10 +1222,7 @@ impl Runner {
         iteration: u32,
         raised_by: RaisedBy,
     ) -> Result<Option<Outcome>, RunError> {
-        let wait = match self.cfg.settings.on_question_timeout {
-            OnQuestionTimeout::Wait => None,
-            _ => wait_duration(self.cfg.settings.question_timeout),
-        };
+        let wait = self.question_wait();
         let open = self
             .open_question(question, asked_at, None, wait, iteration, raised_by)
             .await?;
@@ -1270,7 +1298,134 @@ impl Runner {
             iteration,
             paused: false,
             carry: true,
+            native: None,
         })
+    }
+
+    /// How long a question may wait under the current settings (`None`: no deadline).
+    fn question_wait(&self) -> Option<Duration> {
+        match self.cfg.settings.on_question_timeout {
+            OnQuestionTimeout::Wait => None,
+            _ => wait_duration(self.cfg.settings.question_timeout),
+        }
+    }
+
+    /// Answers what a conversing agent asked of its host: its question tool goes to the human,
+    /// any other tool is allowed (the loop runs unattended). Closes stdin once the turn is over.
+    async fn serve_agent(
+        &mut self,
+        run: &mut AgentRun,
+        stdin: &mut Option<ChildStdin>,
+        asking: &mut Option<OpenQuestion>,
+        iteration: u32,
+    ) -> Result<(), RunError> {
+        for line in std::mem::take(&mut run.requests) {
+            let Some(request) = ToolRequest::parse(&line) else {
+                self.log(
+                    "control_request_ignored",
+                    json!({"line": line.chars().take(200).collect::<String>()}),
+                );
+                continue;
+            };
+            if request.tool_name != native::ASK_TOOL {
+                write_line(stdin, &request.allow()).await;
+                continue;
+            }
+            let mut questions: std::collections::VecDeque<Question> = request.questions().into();
+            let Some(first) = questions.pop_front() else {
+                write_line(
+                    stdin,
+                    &request.deny("The question had no text; ask again with a question."),
+                )
+                .await;
+                continue;
+            };
+            if asking.is_some() {
+                write_line(
+                    stdin,
+                    &request.deny(
+                        "Another question is already waiting for the human; ask one at a time.",
+                    ),
+                )
+                .await;
+                continue;
+            }
+            // The answer this iteration started with has been read; free the answer file.
+            self.after_delivery()?;
+            let wait = self.question_wait();
+            let mut open = self
+                .open_question(
+                    first,
+                    SystemTime::now(),
+                    None,
+                    wait,
+                    iteration,
+                    RaisedBy::Tool,
+                )
+                .await?;
+            open.carry = false;
+            open.native = Some(NativeAsk {
+                request,
+                rest: questions,
+                answers: Vec::new(),
+            });
+            *asking = Some(open);
+        }
+        if run.turn_ended && asking.is_none() {
+            // Its turn is over: closing stdin is how a stream-json agent is told to exit.
+            *stdin = None;
+        }
+        Ok(())
+    }
+
+    /// Ends a question asked while the agent runs; for the agent's own question tool, answers
+    /// it on stdin (or asks the request's next question, which is returned).
+    async fn end_asking(
+        &mut self,
+        mut open: OpenQuestion,
+        end: WaitEnd,
+        stdin: &mut Option<ChildStdin>,
+        iteration: u32,
+    ) -> Result<Option<OpenQuestion>, RunError> {
+        let native = open.native.take();
+        let text = open.question.text.clone();
+        let answer = match &end {
+            WaitEnd::Answered(a, _) => Some(a.text.clone()),
+            _ => None,
+        };
+        let refusal = match &end {
+            WaitEnd::Skipped => native::SKIPPED,
+            _ => native::NO_ANSWER,
+        };
+        self.close_question(open, end).await?;
+        let Some(mut ask) = native else {
+            return Ok(None);
+        };
+        let Some(answer) = answer else {
+            write_line(stdin, &ask.request.deny(refusal)).await;
+            return Ok(None);
+        };
+        ask.answers.push((text, answer));
+        if let Some(next) = ask.rest.pop_front() {
+            // One answer file at a time: archive this one before asking the next.
+            self.after_delivery()?;
+            let wait = self.question_wait();
+            let mut open = self
+                .open_question(
+                    next,
+                    SystemTime::now(),
+                    None,
+                    wait,
+                    iteration,
+                    RaisedBy::Tool,
+                )
+                .await?;
+            open.carry = false;
+            open.native = Some(ask);
+            return Ok(Some(open));
+        }
+        write_line(stdin, &ask.request.answer(&ask.answers)).await;
+        Ok(None)
     }
 
     /// Tells the human through every channel they configured; never waits for any of them.
@@ -1543,6 +1698,18 @@ struct OpenQuestion {
     /// Whether the answer (or its absence) goes into the next prompt: not when the agent that
     /// asked with `ralph ask` is still there to receive it directly.
     carry: bool,
+    /// For a question from the agent's own tool: the request to answer on its stdin.
+    native: Option<NativeAsk>,
+}
+
+/// An `AskUserQuestion` request being answered, one question at a time.
+#[derive(Debug)]
+struct NativeAsk {
+    request: ToolRequest,
+    /// Questions of the same request still to ask.
+    rest: std::collections::VecDeque<Question>,
+    /// Answers so far, keyed by question text (as the tool wants them).
+    answers: Vec<(String, String)>,
 }
 
 impl OpenQuestion {
@@ -1565,6 +1732,15 @@ enum Step {
     Control(Control),
     Wake,
     Files,
+}
+
+/// Writes one line to a conversing agent's stdin; an agent that has gone is seen when it exits.
+async fn write_line(stdin: &mut Option<ChildStdin>, line: &str) {
+    if let Some(pipe) = stdin.as_mut()
+        && (pipe.write_all(line.as_bytes()).await.is_err() || pipe.flush().await.is_err())
+    {
+        *stdin = None;
+    }
 }
 
 /// The time a [`Wait`] allows, or `None` for no limit.

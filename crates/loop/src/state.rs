@@ -52,6 +52,8 @@ pub enum RaisedBy {
     Signal,
     /// The agent ran `ralph ask`.
     Ask,
+    /// The agent's own question tool (Claude Code's AskUserQuestion, answered on its stdin).
+    Tool,
 }
 
 /// A question waiting for (or past waiting for) an answer, as stored in `state.json`.
