@@ -143,3 +143,55 @@ fn max_cost_usd_stops_the_loop_once_the_reported_cost_passes_it() {
     assert_eq!(state["status"], "failed");
     assert!((state["total_cost_usd"].as_f64().unwrap() - 1.2).abs() < 1e-9);
 }
+
+#[test]
+fn a_rate_limited_run_backs_off_and_retries_the_same_iteration_without_counting_a_failure() {
+    let p = Project::with_task(
+        "task: Limited\nmax_iterations: 1\nmax_consecutive_failures: 1",
+        "- [x] done\n",
+    );
+    p.write(
+        "limited.jsonl",
+        r#"{"type":"system","subtype":"init","session_id":"r1"}
+{"type":"system","subtype":"api_retry","attempt":1,"max_retries":0,"retry_delay_ms":200,"error_status":429,"error":"rate_limit","session_id":"r1"}
+{"type":"result","subtype":"success","is_error":true,"api_error_status":429,"result":"API Error: 429 rate limited","session_id":"r1","total_cost_usd":0}
+"#,
+    );
+    p.write(
+        "works.jsonl",
+        r#"{"type":"assistant","message":{"content":[{"type":"text","text":"<ralph>DONE</ralph>"}]},"session_id":"r1"}
+"#,
+    );
+    p.write(
+        "agent-script.txt",
+        "[call 1]\nstream-json limited.jsonl\nexit 1\n[call 2]\nstream-json works.jsonl\n",
+    );
+    let agent = format!(
+        "'{}' --script '{}' --counter '{}'",
+        fake_agent_bin().display(),
+        p.path("agent-script.txt").display(),
+        p.path("counter").display()
+    );
+    let mut cmd = p.ralph();
+    cmd.args([
+        "run",
+        "--no-tui",
+        "--agent-cmd",
+        &agent,
+        "--agent-format",
+        "claude",
+    ]);
+    let run = Run::finish(spawn(cmd), Duration::from_secs(30));
+    // One iteration allowed and one failure allowed: only a retry of the same iteration that
+    // did not count the rate limit as a failure can reach DONE.
+    run.expect_code(0);
+    assert!(run.stdout.contains("rate limited"), "{}", run.stdout);
+    let events = p.events();
+    assert!(events.iter().any(|e| e["event"] == "backoff"));
+    let starts = events
+        .iter()
+        .filter(|e| e["event"] == "iteration_start")
+        .count();
+    assert_eq!(starts, 2, "the same iteration ran twice");
+    assert_eq!(p.state()["iteration"], 1);
+}

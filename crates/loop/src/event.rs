@@ -164,6 +164,13 @@ pub enum LoopEvent {
     Warning(String),
     /// A neutral note for the log view.
     Note(String),
+    /// The agent was rate limited: the loop waits, then retries the same iteration.
+    Backoff {
+        /// When the retry starts.
+        until: Instant,
+        /// Why, in the agent's words.
+        reason: String,
+    },
     /// The run ended.
     Finished {
         /// How.

@@ -212,6 +212,8 @@ struct AgentRun {
     requests: Vec<String>,
     /// The agent said its turn is over.
     turn_ended: bool,
+    /// The agent reported a rate limit (how long it suggests waiting, and its words).
+    rate_limited: Option<(Option<Duration>, String)>,
 }
 
 impl AgentRun {
@@ -431,6 +433,7 @@ impl Runner {
         }
 
         let mut failures = 0u32;
+        let mut rate_limit_streak = 0u32;
         let mut iteration = self.first_iteration;
         while iteration <= max {
             self.cleanup_before_iteration().await?;
@@ -483,6 +486,25 @@ impl Runner {
             if run.interrupted {
                 return self.finish(Outcome::Interrupted, "interrupted").await;
             }
+            if let Some((retry_after, message)) = run.rate_limited.clone()
+                && run.signals.is_empty()
+            {
+                // Not the agent's failure and not an iteration's worth of work: wait, then run
+                // the same iteration again. The wait doubles while the limit lasts.
+                let wait = retry_after
+                    .unwrap_or_else(|| {
+                        BACKOFF_START * 2u32.saturating_pow(rate_limit_streak.min(8))
+                    })
+                    .min(BACKOFF_MAX);
+                rate_limit_streak += 1;
+                if self.back_off(wait, &message).await {
+                    return self
+                        .finish(Outcome::Interrupted, "interrupted while backing off")
+                        .await;
+                }
+                continue;
+            }
+            rate_limit_streak = 0;
             if run.saw(SignalKind::Gutter) {
                 return self
                     .finish(
@@ -1061,6 +1083,29 @@ impl Runner {
                         .await;
                 }
                 AgentEvent::ControlRequest(line) => run.requests.push(line),
+                AgentEvent::RateLimited {
+                    retry_after,
+                    message,
+                } => {
+                    self.log(
+                        "rate_limited",
+                        json!({"iteration": self.state.iteration, "message": message, "retry_after_seconds": retry_after.map(|d| d.as_secs_f64())}),
+                    );
+                    // Keep the longest wait any report suggested; a later report may not say.
+                    let known = run.rate_limited.as_ref().and_then(|(after, _)| *after);
+                    let after = match (known, retry_after) {
+                        (Some(a), Some(b)) => Some(a.max(b)),
+                        (a, b) => a.or(b),
+                    };
+                    run.rate_limited = Some((after, message.clone()));
+                    let _ = self
+                        .events
+                        .send(LoopEvent::Agent(AgentEvent::RateLimited {
+                            retry_after,
+                            message,
+                        }))
+                        .await;
+                }
                 AgentEvent::TurnEnd { result } => {
                     run.turn_ended = true;
                     let _ = self
@@ -1300,6 +1345,30 @@ impl Runner {
             carry: true,
             native: None,
         })
+    }
+
+    /// Waits out a rate limit; `true` if the human stopped the loop meanwhile.
+    async fn back_off(&mut self, wait: Duration, reason: &str) -> bool {
+        let until = Instant::now() + wait;
+        self.log(
+            "backoff",
+            json!({"iteration": self.state.iteration, "seconds": wait.as_secs_f64(), "reason": reason}),
+        );
+        self.emit(LoopEvent::Backoff {
+            until: until.into_std(),
+            reason: reason.to_string(),
+        })
+        .await;
+        loop {
+            tokio::select! {
+                () = tokio::time::sleep_until(until) => return false,
+                c = self.controls.recv(), if self.controls_open => match c {
+                    None => self.controls_open = false,
+                    Some(Control::Stop | Control::Kill) => return true,
+                    Some(_) => {}
+                },
+            }
+        }
     }
 
     /// How long a question may wait under the current settings (`None`: no deadline).
@@ -1733,6 +1802,11 @@ enum Step {
     Wake,
     Files,
 }
+
+/// The first wait after a rate limit that does not say how long to wait.
+const BACKOFF_START: Duration = Duration::from_secs(30);
+/// The longest wait between retries after rate limits.
+const BACKOFF_MAX: Duration = Duration::from_secs(15 * 60);
 
 /// Writes one line to a conversing agent's stdin; an agent that has gone is seen when it exits.
 async fn write_line(stdin: &mut Option<ChildStdin>, line: &str) {

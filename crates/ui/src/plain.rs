@@ -389,6 +389,12 @@ fn show(out: &mut impl Write, ev: LoopEvent, open: &mut Option<Open>, opts: &Opt
         LoopEvent::AnswerRefused { reason } => writeln!(out, "ralph: {}", sanitize(&reason)),
         LoopEvent::Warning(w) => writeln!(out, "ralph: warning: {}", sanitize(&w)),
         LoopEvent::Note(n) => writeln!(out, "ralph: {}", sanitize(&n)),
+        LoopEvent::Backoff { until, reason } => writeln!(
+            out,
+            "ralph: the agent is rate limited ({}); retrying the same iteration in {} (Ctrl-C stops)",
+            sanitize(&reason),
+            fmt_duration(until.saturating_duration_since(tokio::time::Instant::now().into_std()))
+        ),
         LoopEvent::Finished { outcome, reason } => {
             writeln!(
                 out,

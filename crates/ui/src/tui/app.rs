@@ -112,6 +112,8 @@ pub(crate) enum Activity {
     },
     /// DONE was judged; the reason's first line.
     Judged { accepted: bool, reason: String },
+    /// Rate limited: waiting until `until` before retrying.
+    Backoff { until: Instant },
 }
 
 /// A question on screen.
@@ -375,6 +377,18 @@ impl App {
                 self.note(self.theme.warning, format!("warning: {}", clean(&text)));
             }
             LoopEvent::Note(text) => self.note(self.theme.text, clean(&text)),
+            LoopEvent::Backoff { until, reason } => {
+                let wait = until.saturating_duration_since(now);
+                self.note(
+                    self.theme.warning,
+                    format!(
+                        "rate limited ({}); retrying in {}",
+                        clean(&reason),
+                        format_span(wait)
+                    ),
+                );
+                self.status.activity = Activity::Backoff { until };
+            }
             LoopEvent::Finished { outcome, reason } => {
                 let reason = clean(&reason);
                 let style = match outcome {
@@ -518,14 +532,29 @@ impl App {
             .question
             .as_ref()
             .and_then(|q| q.panel.next_redraw(now));
-        let clock = self
-            .status
-            .iteration
-            .filter(|it| it.ended.is_none())
-            .map(|it| {
-                let elapsed = now.saturating_duration_since(it.started);
-                it.started + Duration::from_secs(elapsed.as_secs() + 1)
-            });
+        let clock = match self.status.activity {
+            // The backoff countdown ticks every second until the retry.
+            Activity::Backoff { until } if until > now => {
+                // When the whole seconds shown change.
+                let left = until - now;
+                let fraction = left - Duration::from_secs(left.as_secs());
+                Some(
+                    now + if fraction.is_zero() {
+                        Duration::from_secs(1)
+                    } else {
+                        fraction
+                    },
+                )
+            }
+            _ => self
+                .status
+                .iteration
+                .filter(|it| it.ended.is_none())
+                .map(|it| {
+                    let elapsed = now.saturating_duration_since(it.started);
+                    it.started + Duration::from_secs(elapsed.as_secs() + 1)
+                }),
+        };
         match (panel, clock) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),

@@ -75,7 +75,7 @@ impl App {
         [
             self.rule_line(width, now),
             self.facts_line(width),
-            self.activity_line(width),
+            self.activity_line(width, now),
         ]
     }
 
@@ -237,7 +237,7 @@ impl App {
     }
 
     /// What is going on, left; the key that stops the loop, right.
-    fn activity_line(&self, width: usize) -> Line<'static> {
+    fn activity_line(&self, width: usize, now: Instant) -> Line<'static> {
         let theme = &self.theme;
         let (text, style, hint): (String, Style, &str) = if self.confirm_stop {
             (
@@ -294,6 +294,13 @@ impl App {
                     accepted: false,
                     reason,
                 } => (format!("DONE rejected: {reason}"), theme.warning),
+                Activity::Backoff { until } => (
+                    format!(
+                        "rate limited: retrying in {}",
+                        format_span(until.saturating_duration_since(now))
+                    ),
+                    theme.warning,
+                ),
             };
             (text, style, "Ctrl+C stop")
         };
