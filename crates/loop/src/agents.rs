@@ -159,7 +159,7 @@ static PRESETS: [Preset; 8] = [
         model_flag: Some("--model"),
         env: &[],
         root_env: &[("IS_SANDBOX", "1")],
-        native_questions: true,
+        native_questions: false,
     },
     Preset {
         name: "claude-sdk",
@@ -640,6 +640,15 @@ mod tests {
                     assert_eq!(fresh.stdin, None);
                     assert_eq!(words.last().map(String::as_str), Some(NASTY));
                 }
+                PromptVia::StreamJson => {
+                    let line = String::from_utf8(fresh.stdin.clone().unwrap()).unwrap();
+                    let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+                    assert_eq!(
+                        v["message"]["content"], NASTY,
+                        "the prompt, whole, as a user message"
+                    );
+                    assert!(fresh.conversation, "stdin stays open for the host protocol");
+                }
             }
 
             let resumed = preset.resume(NASTY, NASTY, &file, &extra(), Some(NASTY));
@@ -759,7 +768,7 @@ mod tests {
             Vec::new()
         };
         assert_eq!(env, want);
-        for other in presets().iter().filter(|p| p.name != "claude") {
+        for other in presets().iter().filter(|p| !p.name.starts_with("claude")) {
             assert!(other.fresh("p", Path::new("p"), &[], None).env.is_empty());
         }
     }
@@ -770,7 +779,14 @@ mod tests {
         assert_eq!(
             names,
             [
-                "claude", "codex", "cursor", "gemini", "opencode", "amp", "demo"
+                "claude",
+                "claude-sdk",
+                "codex",
+                "cursor",
+                "gemini",
+                "opencode",
+                "amp",
+                "demo"
             ]
         );
         assert_eq!(find("codex").unwrap().format(), StreamFormat::CodexJson);
@@ -780,7 +796,7 @@ mod tests {
             .filter(|p| p.native_questions)
             .map(|p| p.name)
             .collect();
-        assert_eq!(native, ["claude"]);
+        assert_eq!(native, ["claude-sdk"]);
     }
 
     fn touch(dir: &Path, name: &str, mode: u32) {
