@@ -136,7 +136,7 @@ mod tests {
         assert_eq!(spec.name, "custom");
         let err = resolve(Some("clade"), None, None).unwrap_err();
         assert!(
-            err.contains("claude, codex, cursor, gemini, opencode, amp, demo"),
+            err.contains("claude, claude-sdk, codex, cursor, gemini, opencode, amp, demo"),
             "{err}"
         );
         // `--agent` is always a preset name, never a command line.
