@@ -116,11 +116,11 @@ impl ToolRequest {
 }
 
 fn response(request_id: &str, body: Value) -> String {
-    let mut line = json!({
-        "type": "control_response",
-        "response": {"subtype": "success", "request_id": request_id, "response": body},
-    })
-    .to_string();
+    let mut response = serde_json::Map::new();
+    response.insert("subtype".into(), "success".into());
+    response.insert("request_id".into(), request_id.into());
+    response.insert("response".into(), body);
+    let mut line = json!({"type": "control_response", "response": response}).to_string();
     line.push('\n');
     line
 }

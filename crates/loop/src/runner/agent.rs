@@ -1,0 +1,680 @@
+//! Running one agent: its prompt or resume message, its process, its output, its requests.
+//!
+//! The agent streams; ralph decodes as it reads, forwards what it decoded to the front end,
+//! answers what a conversing agent asks of its host, and stops the whole process group when
+//! the run ends, times out, or the human stops the loop.
+
+use super::*;
+
+impl Runner {
+    /// Steps 2 and 3: build the prompt, run the agent, stream its output.
+    pub(super) async fn run_iteration(&mut self, iteration: u32) -> Result<AgentRun, RunError> {
+        let settings = self.cfg.settings.clone();
+        let progress = workspace::read_text(&self.ws.progress())?.unwrap_or_default();
+        let guardrails = workspace::read_text(&self.ws.guardrails())?.unwrap_or_default();
+        let template = workspace::read_text(&self.ws.prompt_template())?;
+        let carryover = std::mem::take(&mut self.carryover);
+        let stem = format!("iter-{iteration:04}");
+        let prompt_path = self.ws.logs().join(format!("{stem}.prompt.md"));
+        // After an answer, an agent that can resume its session gets the answer as a new
+        // message in the same conversation; otherwise (or if that fails) a fresh prompt.
+        let resume = match (
+            std::mem::take(&mut self.resume_next),
+            &self.cfg.agent.resume,
+            &self.session_id,
+        ) {
+            (true, Some(resume), Some(session)) => Some((resume.clone(), session.clone())),
+            _ => None,
+        };
+        let (prompt, invocation) = match &resume {
+            Some((resume, session)) => {
+                let message = prompt::resume_message(&carryover);
+                let invocation = resume(session, &message, &prompt_path);
+                self.emit(LoopEvent::Note(format!(
+                    "resuming the agent's session {session} with the answer"
+                )))
+                .await;
+                (message, invocation)
+            }
+            None => {
+                let prompt = prompt::build(&PromptInputs {
+                    task: &self.cfg.task,
+                    iteration,
+                    max_iterations: settings.max_iterations,
+                    progress: &progress,
+                    guardrails: &guardrails,
+                    carryover: &carryover,
+                    template: template.as_deref(),
+                });
+                let invocation = (self.cfg.agent.fresh)(&prompt, &prompt_path);
+                (prompt, invocation)
+            }
+        };
+        workspace::write_atomic(&prompt_path, prompt.as_bytes())?;
+
+        let started = Instant::now();
+        let timeout = wait_duration(settings.iteration_timeout);
+        self.state.status = Status::Running;
+        self.state.iteration = iteration;
+        self.emit(LoopEvent::IterationStarted {
+            iteration,
+            max_iterations: settings.max_iterations,
+            at: started.into_std(),
+            timeout,
+        })
+        .await;
+        self.log(
+            "iteration_start",
+            json!({"iteration": iteration, "prompt": prompt_path.display().to_string(), "carryover": carryover.len(), "resumed_session": resume.as_ref().map(|r| r.1.clone())}),
+        );
+
+        let mut env = agent_env(&self.ws, &self.cfg.task_path, iteration, &prompt_path);
+        env.extend(invocation.env.iter().cloned());
+        let spawn_error = |source| RunError::Spawn {
+            command: invocation.command.clone(),
+            source,
+        };
+        let (spawned, conversation) = if invocation.conversation {
+            let (spawned, mut stdin) =
+                supervisor::spawn_shell_open(&invocation.command, self.ws.root(), env)
+                    .map_err(spawn_error)?;
+            if let Some(first) = &invocation.stdin {
+                // An agent that dies before reading shows up when it exits; nothing to do here.
+                let _ = stdin.write_all(first).await;
+                let _ = stdin.flush().await;
+            }
+            (spawned, Some(stdin))
+        } else {
+            let stdin = invocation.stdin.clone();
+            let spawned = supervisor::spawn_shell(&invocation.command, self.ws.root(), env, stdin)
+                .map_err(spawn_error)?;
+            (spawned, None)
+        };
+        self.state.agent_pgid = Some(spawned.pgid);
+        self.state.save(&self.ws)?;
+
+        let run = self
+            .stream_agent(spawned, conversation, iteration, started, timeout)
+            .await?;
+        if let Some(id) = &run.session_id {
+            self.session_id = Some(id.clone());
+        }
+        if let Some((_, session)) = &resume
+            && !run.interrupted
+            && run.signals.is_empty()
+            && (run.timed_out || run.exit.is_some_and(|s| !s.success()))
+        {
+            // The resume did not take (an expired session, say): nothing is lost, the next
+            // iteration starts fresh and carries the answer in its prompt.
+            let why = run
+                .errors
+                .last()
+                .cloned()
+                .unwrap_or_else(|| run.describe(timeout));
+            self.emit(LoopEvent::Warning(format!(
+                "resuming session {session} failed ({why}); the next iteration starts fresh and carries the answer"
+            )))
+            .await;
+            self.log(
+                "resume_failed",
+                json!({"iteration": iteration, "session": session, "why": why}),
+            );
+            self.carryover = carryover;
+            self.resume_failed = true;
+        }
+
+        self.state.agent_pgid = None;
+        self.state.save(&self.ws)?;
+        let how = run.describe(timeout);
+        let elapsed = started.elapsed();
+        self.emit(LoopEvent::IterationEnded {
+            iteration,
+            how: how.clone(),
+            elapsed,
+        })
+        .await;
+        self.log(
+            "iteration_end",
+            json!({"iteration": iteration, "how": how, "seconds": elapsed.as_secs_f64(), "signals": run.signals, "timed_out": run.timed_out, "interrupted": run.interrupted}),
+        );
+        Ok(run)
+    }
+
+    pub(super) async fn stream_agent(
+        &mut self,
+        spawned: supervisor::Spawned,
+        mut conversation: Option<ChildStdin>,
+        iteration: u32,
+        started: Instant,
+        timeout: Option<Duration>,
+    ) -> Result<AgentRun, RunError> {
+        let supervisor::Spawned {
+            mut child,
+            pgid,
+            mut stdout,
+            mut stderr,
+        } = spawned;
+        let settings = self.cfg.settings.clone();
+        let stem = format!("iter-{iteration:04}");
+        let mut out_log = LogFile::create(self.ws.logs().join(format!("{stem}.out")));
+        let mut err_log = LogFile::create(self.ws.logs().join(format!("{stem}.err")));
+
+        let mut decoder = Decoder::new(self.cfg.agent.format);
+        let mut decoded = Vec::with_capacity(64);
+        let mut stderr_lines = LineSplitter::default();
+        let mut out_buf = vec![0u8; 64 * 1024];
+        let mut err_buf = vec![0u8; 16 * 1024];
+        let (mut out_open, mut err_open) = (true, true);
+        let mut run = AgentRun::default();
+
+        let far = started + Duration::from_secs(100 * 365 * 24 * 3600);
+        let iteration_deadline = timeout.map(|t| started + t).unwrap_or(far);
+        let mut grace_deadline = far;
+        let mut kill_at = far;
+        let mut drain_deadline = far;
+        let mut term_sent = false;
+        let mut asking: Option<OpenQuestion> = None;
+
+        loop {
+            if run.exit.is_some() && !out_open && !err_open {
+                break;
+            }
+            let ask_wake = asking.as_ref().map(OpenQuestion::wake).unwrap_or(far);
+            tokio::select! {
+                r = stdout.read(&mut out_buf), if out_open => match r {
+                    Ok(0) | Err(_) => {
+                        out_open = false;
+                        decoder.finish(&mut decoded);
+                        self.forward(&mut decoded, &mut run, &mut grace_deadline, settings.signal_grace).await;
+                        self.serve_agent(&mut run, &mut conversation, &mut asking, iteration).await?;
+                    }
+                    Ok(n) => {
+                        out_log.write(&out_buf[..n]);
+                        decoder.feed(&out_buf[..n], &mut decoded);
+                        self.forward(&mut decoded, &mut run, &mut grace_deadline, settings.signal_grace).await;
+                        self.serve_agent(&mut run, &mut conversation, &mut asking, iteration).await?;
+                    }
+                },
+                r = stderr.read(&mut err_buf), if err_open => match r {
+                    Ok(0) | Err(_) => {
+                        err_open = false;
+                        if let Some(line) = stderr_lines.finish() {
+                            self.emit(LoopEvent::Stderr(line)).await;
+                        }
+                    }
+                    Ok(n) => {
+                        err_log.write(&err_buf[..n]);
+                        for line in stderr_lines.feed(&err_buf[..n]) {
+                            self.emit(LoopEvent::Stderr(line)).await;
+                        }
+                    }
+                },
+                status = child.wait(), if run.exit.is_none() => {
+                    run.exit = status.ok();
+                    if run.exit.is_none() {
+                        // Could not wait (should not happen); make sure nothing is left behind.
+                        supervisor::kill_group_now(pgid);
+                    }
+                    if (out_open || err_open) && !term_sent {
+                        // Something the agent started still holds its output open.
+                        term_sent = true;
+                        term_group(pgid);
+                        kill_at = Instant::now() + settings.kill_grace;
+                    }
+                    drain_deadline = drain_deadline.min(Instant::now() + settings.kill_grace + Duration::from_secs(2));
+                },
+                () = tokio::time::sleep_until(iteration_deadline), if run.exit.is_none() && !run.timed_out => {
+                    run.timed_out = true;
+                    let msg = format!("iteration {iteration} ran past iteration_timeout; stopping the agent");
+                    self.emit(LoopEvent::Warning(msg)).await;
+                    if !term_sent {
+                        term_sent = true;
+                        term_group(pgid);
+                        kill_at = Instant::now() + settings.kill_grace;
+                    }
+                },
+                () = tokio::time::sleep_until(grace_deadline), if run.exit.is_none() && !term_sent => {
+                    self.emit(LoopEvent::Note("the agent did not end its turn after its signal; stopping it".into())).await;
+                    term_sent = true;
+                    term_group(pgid);
+                    kill_at = Instant::now() + settings.kill_grace;
+                },
+                () = tokio::time::sleep_until(kill_at) => {
+                    supervisor::kill_group_now(pgid);
+                    self.log("agent_killed", json!({"iteration": iteration, "pgid": pgid}));
+                    kill_at = far;
+                    drain_deadline = drain_deadline.min(Instant::now() + Duration::from_secs(2));
+                },
+                () = tokio::time::sleep_until(drain_deadline) => {
+                    // The pipes are held open by something outside the group; stop reading.
+                    break;
+                },
+                Some(()) = self.fs_events.recv() => {
+                    match asking.as_mut() {
+                        None => asking = self.notice_ask(iteration).await?,
+                        Some(open) => {
+                            if let Some(end) = self.question_step(open, Step::Files).await? {
+                                let open = asking.take().expect("checked above");
+                                asking = self.end_asking(open, end, &mut conversation, iteration).await?;
+                            }
+                        }
+                    }
+                },
+                () = tokio::time::sleep_until(ask_wake) => {
+                    if let Some(open) = asking.as_mut()
+                        && let Some(end) = self.question_step(open, Step::Wake).await?
+                    {
+                        let open = asking.take().expect("checked above");
+                        asking = self.end_asking(open, end, &mut conversation, iteration).await?;
+                    }
+                },
+                c = self.controls.recv(), if self.controls_open => match c {
+                    None => self.controls_open = false,
+                    Some(c @ (Control::Answer(_) | Control::Skip | Control::Typing | Control::Extend)) => {
+                        if let Some(open) = asking.as_mut()
+                            && let Some(end) = self.question_step(open, Step::Control(c)).await?
+                        {
+                            let open = asking.take().expect("checked above");
+                            asking = self.end_asking(open, end, &mut conversation, iteration).await?;
+                        }
+                    }
+                    Some(Control::Stop) if !run.interrupted => {
+                        run.interrupted = true;
+                        self.emit(LoopEvent::Note("stopping the agent (Ctrl-C again to kill it now)".into())).await;
+                        if !term_sent {
+                            term_sent = true;
+                            term_group(pgid);
+                            kill_at = Instant::now() + settings.kill_grace;
+                        }
+                    }
+                    Some(Control::Stop | Control::Kill) => {
+                        run.interrupted = true;
+                        supervisor::kill_group_now(pgid);
+                        kill_at = far;
+                        drain_deadline = drain_deadline.min(Instant::now() + Duration::from_secs(2));
+                    }
+                },
+            }
+        }
+        out_log.finish();
+        err_log.finish();
+        if run.exit.is_none() {
+            run.exit = child.try_wait().ok().flatten();
+            if run.exit.is_none() {
+                supervisor::kill_group_now(pgid);
+                run.exit = child.wait().await.ok();
+            }
+        }
+        // Anything still alive in the group (it closed its output, or ignored SIGTERM).
+        let hurry = async {
+            if self.controls_open {
+                while let Some(c) = self.controls.recv().await {
+                    if matches!(c, Control::Stop | Control::Kill) {
+                        run.interrupted = true;
+                        return;
+                    }
+                }
+            }
+            std::future::pending::<()>().await
+        };
+        let stopped = supervisor::stop_group(pgid, settings.kill_grace, hurry).await;
+        if stopped != supervisor::Stopped::AlreadyGone {
+            let msg = format!("processes the agent left behind were stopped ({stopped:?})");
+            self.emit(LoopEvent::Note(msg.clone())).await;
+            self.log(
+                "leftovers_stopped",
+                json!({"iteration": iteration, "how": format!("{stopped:?}")}),
+            );
+        }
+        run.asking = asking;
+        Ok(run)
+    }
+
+    /// Sends decoded agent events on, noting signals and arming the post-signal grace.
+    pub(super) async fn forward(
+        &mut self,
+        decoded: &mut Vec<AgentEvent>,
+        run: &mut AgentRun,
+        grace_deadline: &mut Instant,
+        grace: Duration,
+    ) {
+        for event in decoded.drain(..) {
+            match event {
+                AgentEvent::Signal(signal) => {
+                    if run.signals.is_empty() {
+                        *grace_deadline = Instant::now() + grace;
+                    }
+                    run.signals.push(signal.kind);
+                    self.state.last_signal = Some(format!("{:?}", signal.kind).to_uppercase());
+                    self.log(
+                        "signal",
+                        json!({"iteration": self.state.iteration, "signal": signal.kind, "line": signal.line, "line_number": signal.line_number}),
+                    );
+                    let _ = self.events.send(LoopEvent::Signal(signal)).await;
+                }
+                AgentEvent::Usage(usage) => {
+                    if let Some(cost) = usage.cost_usd {
+                        *self.state.total_cost_usd.get_or_insert(0.0) += cost;
+                    }
+                    self.log(
+                        "usage",
+                        json!({"iteration": self.state.iteration, "usage": usage}),
+                    );
+                    let _ = self
+                        .events
+                        .send(LoopEvent::Agent(AgentEvent::Usage(usage)))
+                        .await;
+                }
+                AgentEvent::ControlRequest(line) => run.requests.push(line),
+                AgentEvent::RateLimited {
+                    retry_after,
+                    message,
+                } => {
+                    self.log(
+                        "rate_limited",
+                        json!({"iteration": self.state.iteration, "message": message, "retry_after_seconds": retry_after.map(|d| d.as_secs_f64())}),
+                    );
+                    // Keep the longest wait any report suggested; a later report may not say.
+                    let known = run.rate_limited.as_ref().and_then(|(after, _)| *after);
+                    let after = match (known, retry_after) {
+                        (Some(a), Some(b)) => Some(a.max(b)),
+                        (a, b) => a.or(b),
+                    };
+                    run.rate_limited = Some((after, message.clone()));
+                    let _ = self
+                        .events
+                        .send(LoopEvent::Agent(AgentEvent::RateLimited {
+                            retry_after,
+                            message,
+                        }))
+                        .await;
+                }
+                AgentEvent::TurnEnd { result } => {
+                    run.turn_ended = true;
+                    let _ = self
+                        .events
+                        .send(LoopEvent::Agent(AgentEvent::TurnEnd { result }))
+                        .await;
+                }
+                AgentEvent::SessionId(id) => {
+                    run.session_id = Some(id.clone());
+                    let _ = self
+                        .events
+                        .send(LoopEvent::Agent(AgentEvent::SessionId(id)))
+                        .await;
+                }
+                AgentEvent::Error(e) => {
+                    self.log(
+                        "agent_error",
+                        json!({"iteration": self.state.iteration, "message": e}),
+                    );
+                    run.errors.push(e.clone());
+                    let _ = self
+                        .events
+                        .send(LoopEvent::Agent(AgentEvent::Error(e)))
+                        .await;
+                }
+                other => {
+                    let _ = self.events.send(LoopEvent::Agent(other)).await;
+                }
+            }
+        }
+    }
+
+    /// Waits out a rate limit; `true` if the human stopped the loop meanwhile.
+    pub(super) async fn back_off(&mut self, wait: Duration, reason: &str) -> bool {
+        let until = Instant::now() + wait;
+        self.log(
+            "backoff",
+            json!({"iteration": self.state.iteration, "seconds": wait.as_secs_f64(), "reason": reason}),
+        );
+        self.emit(LoopEvent::Backoff {
+            until: until.into_std(),
+            reason: reason.to_string(),
+        })
+        .await;
+        loop {
+            tokio::select! {
+                () = tokio::time::sleep_until(until) => return false,
+                c = self.controls.recv(), if self.controls_open => match c {
+                    None => self.controls_open = false,
+                    Some(Control::Stop | Control::Kill) => return true,
+                    Some(_) => {}
+                },
+            }
+        }
+    }
+
+    /// Answers what a conversing agent asked of its host: its question tool goes to the human,
+    /// any other tool is allowed (the loop runs unattended). Closes stdin once the turn is over.
+    pub(super) async fn serve_agent(
+        &mut self,
+        run: &mut AgentRun,
+        stdin: &mut Option<ChildStdin>,
+        asking: &mut Option<OpenQuestion>,
+        iteration: u32,
+    ) -> Result<(), RunError> {
+        for line in std::mem::take(&mut run.requests) {
+            let Some(request) = ToolRequest::parse(&line) else {
+                self.log(
+                    "control_request_ignored",
+                    json!({"line": line.chars().take(200).collect::<String>()}),
+                );
+                continue;
+            };
+            if request.tool_name != native::ASK_TOOL {
+                write_line(stdin, &request.allow()).await;
+                continue;
+            }
+            let mut questions: std::collections::VecDeque<Question> = request.questions().into();
+            let Some(first) = questions.pop_front() else {
+                write_line(
+                    stdin,
+                    &request.deny("The question had no text; ask again with a question."),
+                )
+                .await;
+                continue;
+            };
+            if asking.is_some() {
+                write_line(
+                    stdin,
+                    &request.deny(
+                        "Another question is already waiting for the human; ask one at a time.",
+                    ),
+                )
+                .await;
+                continue;
+            }
+            // The answer this iteration started with has been read; free the answer file.
+            self.after_delivery()?;
+            let wait = self.question_wait();
+            let mut open = self
+                .open_question(
+                    first,
+                    SystemTime::now(),
+                    None,
+                    wait,
+                    iteration,
+                    RaisedBy::Tool,
+                )
+                .await?;
+            open.carry = false;
+            open.native = Some(NativeAsk {
+                request,
+                rest: questions,
+                answers: Vec::new(),
+            });
+            *asking = Some(open);
+        }
+        if run.turn_ended && asking.is_none() {
+            // Its turn is over: closing stdin is how a stream-json agent is told to exit.
+            *stdin = None;
+        }
+        Ok(())
+    }
+
+    /// Ends a question asked while the agent runs; for the agent's own question tool, answers
+    /// it on stdin (or asks the request's next question, which is returned).
+    pub(super) async fn end_asking(
+        &mut self,
+        mut open: OpenQuestion,
+        end: WaitEnd,
+        stdin: &mut Option<ChildStdin>,
+        iteration: u32,
+    ) -> Result<Option<OpenQuestion>, RunError> {
+        let native = open.native.take();
+        let text = open.question.text.clone();
+        let answer = match &end {
+            WaitEnd::Answered(a, _) => Some(a.text.clone()),
+            _ => None,
+        };
+        let refusal = match &end {
+            WaitEnd::Skipped => native::SKIPPED,
+            _ => native::NO_ANSWER,
+        };
+        self.close_question(open, end).await?;
+        let Some(mut ask) = native else {
+            return Ok(None);
+        };
+        let Some(answer) = answer else {
+            write_line(stdin, &ask.request.deny(refusal)).await;
+            return Ok(None);
+        };
+        ask.answers.push((text, answer));
+        if let Some(next) = ask.rest.pop_front() {
+            // One answer file at a time: archive this one before asking the next.
+            self.after_delivery()?;
+            let wait = self.question_wait();
+            let mut open = self
+                .open_question(
+                    next,
+                    SystemTime::now(),
+                    None,
+                    wait,
+                    iteration,
+                    RaisedBy::Tool,
+                )
+                .await?;
+            open.carry = false;
+            open.native = Some(ask);
+            return Ok(Some(open));
+        }
+        write_line(stdin, &ask.request.answer(&ask.answers)).await;
+        Ok(None)
+    }
+}
+
+/// Writes one line to a conversing agent's stdin; an agent that has gone is seen when it exits.
+pub(super) async fn write_line(stdin: &mut Option<ChildStdin>, line: &str) {
+    if let Some(pipe) = stdin.as_mut()
+        && (pipe.write_all(line.as_bytes()).await.is_err() || pipe.flush().await.is_err())
+    {
+        *stdin = None;
+    }
+}
+
+pub(super) fn term_group(pgid: i32) {
+    use nix::sys::signal::{Signal as Sig, killpg};
+    let _ = killpg(nix::unistd::Pid::from_raw(pgid), Sig::SIGTERM);
+    let _ = killpg(nix::unistd::Pid::from_raw(pgid), Sig::SIGCONT);
+}
+
+/// Raw output of one agent run, on disk; capped so a runaway agent cannot fill the disk.
+struct LogFile {
+    file: Option<std::io::BufWriter<std::fs::File>>,
+    written: u64,
+    path: PathBuf,
+}
+
+/// Per-stream cap on what `.ralph/logs/` keeps of one iteration.
+const LOG_CAP: u64 = 256 * 1024 * 1024;
+
+impl LogFile {
+    fn create(path: PathBuf) -> Self {
+        use std::os::unix::fs::OpenOptionsExt;
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .custom_flags(nix::libc::O_NOFOLLOW)
+            .open(&path)
+            .ok()
+            .map(|f| std::io::BufWriter::with_capacity(256 * 1024, f));
+        LogFile {
+            file,
+            written: 0,
+            path,
+        }
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        use std::io::Write;
+        let Some(file) = self.file.as_mut() else {
+            return;
+        };
+        let room = LOG_CAP.saturating_sub(self.written) as usize;
+        let take = bytes.len().min(room);
+        if file.write_all(&bytes[..take]).is_err() {
+            self.file = None;
+            return;
+        }
+        self.written += take as u64;
+        if take < bytes.len() {
+            let _ = write!(
+                file,
+                "\n[ralph: log cut at {LOG_CAP} bytes; see {}]\n",
+                self.path.display()
+            );
+            self.file = None;
+        }
+    }
+
+    fn finish(&mut self) {
+        use std::io::Write;
+        if let Some(f) = self.file.as_mut() {
+            let _ = f.flush();
+        }
+    }
+}
+
+/// Splits stderr into display lines: bounded, sanitized.
+#[derive(Default)]
+struct LineSplitter {
+    partial: Vec<u8>,
+}
+
+const STDERR_LINE_CAP: usize = 4096;
+
+impl LineSplitter {
+    fn feed(&mut self, bytes: &[u8]) -> Vec<String> {
+        let mut lines = Vec::new();
+        let mut rest = bytes;
+        while let Some(i) = memchr_newline(rest) {
+            self.push_capped(&rest[..i]);
+            lines.push(self.take());
+            rest = &rest[i + 1..];
+        }
+        self.push_capped(rest);
+        lines
+    }
+
+    fn push_capped(&mut self, bytes: &[u8]) {
+        let room = STDERR_LINE_CAP.saturating_sub(self.partial.len());
+        self.partial
+            .extend_from_slice(&bytes[..bytes.len().min(room)]);
+    }
+
+    fn take(&mut self) -> String {
+        let line = ralph_signal::sanitize(&String::from_utf8_lossy(&self.partial));
+        self.partial.clear();
+        line
+    }
+
+    fn finish(&mut self) -> Option<String> {
+        (!self.partial.is_empty()).then(|| self.take())
+    }
+}
+
+pub(super) fn memchr_newline(bytes: &[u8]) -> Option<usize> {
+    bytes.iter().position(|b| *b == b'\n')
+}

@@ -1,0 +1,902 @@
+//! The loop: iterations of cleanup, prompt, agent, stream, act, record.
+//!
+//! [`Runner::run`] owns the `.ralph/` workspace for its whole life (it holds the lock). It talks
+//! to a front end only through channels: [`LoopEvent`]s out, [`Control`]s in. Each iteration:
+//!
+//! 1. **Cleanup**: stray temporary files go; an answer waiting in `.ralph/answer.md` is picked
+//!    up for this iteration (never removed before it is delivered).
+//! 2. **Prompt**: built from the task file as it is now (the agent edits it), progress,
+//!    guardrails and whatever the previous iteration left ([`Carryover`]).
+//! 3. **Agent**: started in its own process group, its stdout decoded as it streams, stderr
+//!    drained alongside, both logged raw to `.ralph/logs/`.
+//! 4. **Act**: GUTTER stops; DONE is verified (every criterion checked, `test_command` passes)
+//!    and either ends the run or is rejected with the reason carried to the next prompt;
+//!    QUESTION shows `.ralph/question.md` and waits for an answer until its deadline.
+//! 5. **Record**: `state.json`, `events.jsonl`, `clarifications.md` for delivered answers.
+//!
+//! Nothing here sleeps for a fixed time: every wait is on a process, a pipe, a channel, a file
+//! watch or an exact deadline.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitStatus;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use ralph_signal::{AgentEvent, Decoder, SignalKind, StreamFormat};
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::process::ChildStdin;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use crate::answer::{self, Answer, AnsweredBy, Submitted};
+use crate::clarifications;
+use crate::countdown::{Countdown, EXTEND_BY};
+use crate::event::{Control, LoopEvent, Outcome, QuestionClosed};
+use crate::native::{self, ToolRequest};
+use crate::notify::{Notifier, NotifyConfig, QuestionNotice};
+use crate::prompt::{self, Carryover, PromptInputs};
+use crate::question::{MAX_QUESTION_BYTES, Question};
+use crate::registry;
+use crate::state::{
+    self, AskClaim, PendingQuestion, RaisedBy, State, Status, log_event, timestamp,
+};
+use crate::supervisor::{self, describe_exit};
+use crate::task::{OnQuestionTimeout, TaskFile, Wait};
+use crate::workspace::{self, Workspace, WorkspaceError, WorkspaceLock};
+
+mod agent;
+mod questions;
+mod verify;
+
+/// How to start one run of an agent: the shell command, what goes on its stdin, extra env.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Invocation {
+    /// Run with `sh -c`; every piece that came from outside is already shell-quoted.
+    pub command: String,
+    /// Written to the agent's stdin, which is then closed; `None` gives it no stdin at all.
+    pub stdin: Option<Vec<u8>>,
+    /// Extra environment variables for this agent.
+    pub env: Vec<(String, String)>,
+    /// Keep stdin open after `stdin` is written: the agent talks with its host (Claude Code's
+    /// stdio permission protocol), and stdin closes when its turn ends.
+    pub conversation: bool,
+}
+
+/// Builds a fresh run from the prompt (and the path of the file that holds it).
+pub type FreshFn = Arc<dyn Fn(&str, &Path) -> Invocation + Send + Sync>;
+/// Builds a resumed run from a session id and the new user message (and the prompt file path).
+pub type ResumeFn = Arc<dyn Fn(&str, &str, &Path) -> Invocation + Send + Sync>;
+
+/// The agent to run: a name for humans, how to start it, and how to read its output.
+#[derive(Clone)]
+pub struct AgentSpec {
+    /// Shown in the status area and logs.
+    pub name: String,
+    /// How its stdout is decoded.
+    pub format: StreamFormat,
+    /// A fresh run with the whole prompt.
+    pub fresh: FreshFn,
+    /// Continuing a session with a new message, for agents that can (`None` otherwise).
+    pub resume: Option<ResumeFn>,
+}
+
+impl AgentSpec {
+    /// Any command line, run with `sh -c`, the prompt on stdin, its output read as plain text.
+    pub fn command(name: impl Into<String>, command: impl Into<String>) -> Self {
+        let command = command.into();
+        AgentSpec {
+            name: name.into(),
+            format: StreamFormat::Text,
+            fresh: Arc::new(move |prompt, _| Invocation {
+                command: command.clone(),
+                stdin: Some(prompt.as_bytes().to_vec()),
+                ..Invocation::default()
+            }),
+            resume: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for AgentSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentSpec")
+            .field("name", &self.name)
+            .field("format", &self.format)
+            .field("resume", &self.resume.is_some())
+            .finish()
+    }
+}
+
+/// The knobs of a run: the task file's values with command-line overrides applied.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Stop with exit 3 after this many iterations.
+    pub max_iterations: u32,
+    /// How long a question waits for an answer.
+    pub question_timeout: Wait,
+    /// How long one agent run may take.
+    pub iteration_timeout: Wait,
+    /// How long the test command may take.
+    pub test_timeout: Duration,
+    /// What to do when a question times out.
+    pub on_question_timeout: OnQuestionTimeout,
+    /// Stop after this many failed agent runs in a row.
+    pub max_consecutive_failures: u32,
+    /// After a signal, how long the agent may take to end its turn before it is stopped.
+    pub signal_grace: Duration,
+    /// Between SIGTERM and SIGKILL when stopping an agent.
+    pub kill_grace: Duration,
+}
+
+impl Settings {
+    /// The task file's settings, with ralph's defaults for the rest.
+    pub fn from_task(task: &TaskFile) -> Self {
+        Settings {
+            max_iterations: task.max_iterations,
+            question_timeout: task.question_timeout,
+            iteration_timeout: task.iteration_timeout,
+            test_timeout: task.test_timeout,
+            on_question_timeout: task.on_question_timeout,
+            max_consecutive_failures: task.max_consecutive_failures,
+            signal_grace: Duration::from_secs(10),
+            kill_grace: Duration::from_secs(3),
+        }
+    }
+}
+
+/// Everything a run needs.
+#[derive(Debug)]
+pub struct RunConfig {
+    /// The project and its `.ralph/`.
+    pub workspace: Workspace,
+    /// The task file (re-read every iteration).
+    pub task_path: PathBuf,
+    /// The task file as first loaded (already validated).
+    pub task: TaskFile,
+    /// The agent.
+    pub agent: AgentSpec,
+    /// The knobs.
+    pub settings: Settings,
+}
+
+/// Why a run could not go on.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// A file in `.ralph/` could not be read or written.
+    #[error(transparent)]
+    Workspace(#[from] WorkspaceError),
+    /// `state.json` could not be read or written.
+    #[error(transparent)]
+    State(#[from] state::StateError),
+    /// The agent could not be started at all.
+    #[error(
+        "could not start the agent `{command}`: {source}. Check that the command exists and runs by itself."
+    )]
+    Spawn {
+        /// The command line.
+        command: String,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+    /// The file watcher on `.ralph/` could not be set up.
+    #[error("could not watch {path} for answers: {message}")]
+    Watch {
+        /// The directory.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// An answer on its way to the agent: picked up before an iteration, archived after it.
+#[derive(Debug, Clone)]
+struct Delivery {
+    question: Option<Question>,
+    question_raw: Option<Vec<u8>>,
+    asked_at: Option<String>,
+    answer: Answer,
+    late: bool,
+}
+
+/// What one run of the agent amounted to.
+#[derive(Debug, Default)]
+struct AgentRun {
+    signals: Vec<SignalKind>,
+    exit: Option<ExitStatus>,
+    timed_out: bool,
+    interrupted: bool,
+    /// A `ralph ask` question still open when the agent ended (it was killed while asking).
+    asking: Option<OpenQuestion>,
+    /// The agent's session id, when its stream reports one.
+    session_id: Option<String>,
+    /// Errors the agent reported (API errors, failed resumes).
+    errors: Vec<String>,
+    /// Requests from the agent not yet answered (`control_request` lines).
+    requests: Vec<String>,
+    /// The agent said its turn is over.
+    turn_ended: bool,
+    /// The agent reported a rate limit (how long it suggests waiting, and its words).
+    rate_limited: Option<(Option<Duration>, String)>,
+}
+
+impl AgentRun {
+    fn saw(&self, kind: SignalKind) -> bool {
+        self.signals.contains(&kind)
+    }
+
+    fn describe(&self, timeout: Option<Duration>) -> String {
+        if self.interrupted {
+            return "was stopped (interrupted)".into();
+        }
+        if self.timed_out {
+            let limit = timeout
+                .map(|t| humantime::format_duration(t).to_string())
+                .unwrap_or_default();
+            return format!("ran past iteration_timeout ({limit}) and was stopped");
+        }
+        match &self.exit {
+            Some(status) => describe_exit(status),
+            None => "ended".into(),
+        }
+    }
+
+    fn failed(&self) -> bool {
+        self.timed_out || self.exit.is_some_and(|s| !s.success()) && self.signals.is_empty()
+    }
+}
+
+/// How a wait for an answer ended, inside the runner.
+enum WaitEnd {
+    Answered(Answer, bool /* in this terminal */),
+    TimedOut,
+    Skipped,
+    Interrupted,
+}
+
+/// Runs the loop; see the module docs.
+#[derive(Debug)]
+pub struct Runner {
+    cfg: RunConfig,
+    ws: Workspace,
+    state: State,
+    events: mpsc::Sender<LoopEvent>,
+    controls: mpsc::UnboundedReceiver<Control>,
+    controls_open: bool,
+    fs_events: mpsc::UnboundedReceiver<()>,
+    _watcher: notify::RecommendedWatcher,
+    _lock: WorkspaceLock,
+    carryover: Vec<Carryover>,
+    delivering: Option<Delivery>,
+    first_iteration: u32,
+    resume_question: Option<PendingQuestion>,
+    notifier: Notifier,
+    _registration: Option<registry::Registration>,
+    /// The last session the agent reported, for resuming it with an answer.
+    session_id: Option<String>,
+    /// The next iteration resumes that session with the carried answer instead of starting fresh.
+    resume_next: bool,
+    /// The last iteration was a resume that failed: not the agent's fault, not a failure.
+    resume_failed: bool,
+}
+
+impl Runner {
+    /// Prepares a run: takes the lock, creates `.ralph/`, and reads what a previous run left.
+    ///
+    /// Nothing in `.ralph/` is written before the lock is held.
+    pub fn new(
+        cfg: RunConfig,
+        events: mpsc::Sender<LoopEvent>,
+        controls: mpsc::UnboundedReceiver<Control>,
+    ) -> Result<Self, RunError> {
+        let ws = cfg.workspace.clone();
+        ws.ensure()?;
+        let lock = ws.lock()?;
+        for (path, initial) in [
+            (
+                ws.progress(),
+                "# Progress\n\nWhat each iteration did, learned and assumed.\n",
+            ),
+            (
+                ws.guardrails(),
+                "# Guardrails\n\nRules every iteration must keep.\n",
+            ),
+        ] {
+            if std::fs::symlink_metadata(&path).is_err() {
+                workspace::write_atomic(&path, initial.as_bytes())?;
+            }
+        }
+
+        let previous = State::load(&ws).unwrap_or(None);
+        let mut first_iteration = 1;
+        let mut resume_question = None;
+        if let Some(prev) = &previous {
+            if let Some(pgid) = prev.agent_pgid {
+                reap_orphaned_agent(pgid, ws.dir());
+            }
+            if matches!(
+                prev.status,
+                Status::Running | Status::WaitingInput | Status::Stopped
+            ) {
+                first_iteration = prev.iteration.saturating_add(1).max(1);
+                if let Some(q) = &prev.pending_question
+                    && !q.timed_out
+                    && ws.question().exists()
+                {
+                    resume_question = Some(q.clone());
+                }
+            }
+        }
+        let pending_from_before = previous.as_ref().and_then(|p| p.pending_question.clone());
+
+        let (fs_tx, fs_events) = mpsc::unbounded_channel();
+        let watcher = watch_dir(ws.dir(), fs_tx)?;
+        let notify = &cfg.task.notify;
+        let notifier = Notifier::new(NotifyConfig {
+            desktop: notify.desktop_notification,
+            command: notify.notify_command.clone(),
+            webhook_url: notify.webhook_url.clone(),
+            ..NotifyConfig::default()
+        });
+        // Best effort: `ralph status --all` is a convenience, never a reason not to run.
+        let registration = registry::register(ws.root()).ok();
+        let now = SystemTime::now();
+        let state = State {
+            status: Status::Running,
+            iteration: first_iteration.saturating_sub(1),
+            max_iterations: cfg.settings.max_iterations,
+            pid: std::process::id(),
+            agent_pgid: None,
+            root: ws.root().display().to_string(),
+            task: cfg.task.task.lines().next().unwrap_or("").to_string(),
+            agent: cfg.agent.name.clone(),
+            started_at: timestamp(now),
+            updated_at: timestamp(now),
+            pending_question: pending_from_before,
+            last_signal: None,
+            reason: None,
+            total_cost_usd: previous.as_ref().and_then(|p| p.total_cost_usd),
+        };
+        Ok(Runner {
+            cfg,
+            ws,
+            state,
+            events,
+            controls,
+            controls_open: true,
+            fs_events,
+            _watcher: watcher,
+            _lock: lock,
+            carryover: Vec::new(),
+            delivering: None,
+            first_iteration,
+            resume_question,
+            notifier,
+            _registration: registration,
+            session_id: None,
+            resume_next: false,
+            resume_failed: false,
+        })
+    }
+
+    async fn emit(&self, event: LoopEvent) {
+        // A front end that has gone away must not stop the loop.
+        let _ = self.events.send(event).await;
+    }
+
+    fn log(&self, kind: &str, fields: serde_json::Value) {
+        if let Err(e) = log_event(&self.ws, kind, fields) {
+            // The event log is a record, not a dependency: say so and carry on.
+            let _ = self.events.try_send(LoopEvent::Warning(format!(
+                "could not write the event log: {e}"
+            )));
+        }
+    }
+
+    /// Runs iterations until the task is done, the agent gives up, or a limit is reached.
+    pub async fn run(mut self) -> Result<Outcome, RunError> {
+        let max = self.cfg.settings.max_iterations;
+        self.state.save(&self.ws)?;
+        let counts = criteria_counts(&self.cfg.task);
+        self.emit(LoopEvent::Started {
+            task: self.state.task.clone(),
+            agent: self.cfg.agent.name.clone(),
+            max_iterations: max,
+            criteria: counts,
+        })
+        .await;
+        self.log(
+            "run_start",
+            json!({"pid": self.state.pid, "agent": self.cfg.agent.name, "max_iterations": max, "first_iteration": self.first_iteration}),
+        );
+        for w in &self.cfg.task.warnings {
+            let text = w.to_string();
+            self.emit(LoopEvent::Warning(text.clone())).await;
+            self.log("warning", json!({"message": text}));
+        }
+
+        if let Some(pending) = self.resume_question.take() {
+            let asked_at = pending.asked_at_time().unwrap_or_else(SystemTime::now);
+            let waited = SystemTime::now()
+                .duration_since(asked_at)
+                .unwrap_or_default();
+            self.emit(LoopEvent::Note(format!(
+                "A question from the last run is still waiting (asked {} ago); showing it first.",
+                humantime::format_duration(Duration::from_secs(waited.as_secs()))
+            )))
+            .await;
+            let question = pending.question();
+            if let Some(outcome) = self
+                .present_question(question, asked_at, pending.iteration, pending.raised_by)
+                .await?
+            {
+                return self
+                    .finish(outcome, "stopped while a question was waiting")
+                    .await;
+            }
+        }
+
+        let mut failures = 0u32;
+        let mut rate_limit_streak = 0u32;
+        let mut iteration = self.first_iteration;
+        while iteration <= max {
+            self.cleanup_before_iteration().await?;
+            let task = match TaskFile::load(&self.cfg.task_path) {
+                Ok(t) => t,
+                Err(e) => {
+                    // The agent may have broken the task file; run on the last good copy and
+                    // tell it, rather than stopping an unattended loop.
+                    let msg =
+                        format!("the task file no longer parses, using the last good copy: {e}");
+                    self.emit(LoopEvent::Warning(msg.clone())).await;
+                    self.log("warning", json!({"message": msg}));
+                    self.carryover.push(Carryover::Rejected {
+                        reason: format!("RALPH_TASK.md no longer parses. Repair it:\n\n{e}"),
+                    });
+                    self.cfg.task.clone()
+                }
+            };
+            self.cfg.task = task;
+
+            let mut run = self.run_iteration(iteration).await?;
+            if let Some(mut open) = run.asking.take() {
+                if run.interrupted {
+                    // Kept pending in state.json: the next `ralph run` shows it again.
+                    return self
+                        .finish(
+                            Outcome::Interrupted,
+                            "interrupted while a question was waiting",
+                        )
+                        .await;
+                }
+                // The agent that asked is gone; its question still deserves an answer, which
+                // the next iteration gets.
+                open.carry = true;
+                if let Some(outcome) = self.wait_and_close(open).await? {
+                    return self
+                        .finish(outcome, "stopped while a question was waiting")
+                        .await;
+                }
+            }
+            if !self.resume_failed {
+                // A failed resume did not really deliver: the fallback iteration needs the file.
+                self.after_delivery()?;
+            }
+            // The agent checks boxes as it goes; show where it got to.
+            let now = TaskFile::load(&self.cfg.task_path);
+            let (checked, total) = criteria_counts(now.as_ref().unwrap_or(&self.cfg.task));
+            self.emit(LoopEvent::Criteria { checked, total }).await;
+
+            if run.interrupted {
+                return self.finish(Outcome::Interrupted, "interrupted").await;
+            }
+            if let Some((retry_after, message)) = run.rate_limited.clone()
+                && run.signals.is_empty()
+            {
+                // Not the agent's failure and not an iteration's worth of work: wait, then run
+                // the same iteration again. The wait doubles while the limit lasts.
+                let wait = retry_after
+                    .unwrap_or_else(|| {
+                        BACKOFF_START * 2u32.saturating_pow(rate_limit_streak.min(8))
+                    })
+                    .min(BACKOFF_MAX);
+                rate_limit_streak += 1;
+                if self.back_off(wait, &message).await {
+                    return self
+                        .finish(Outcome::Interrupted, "interrupted while backing off")
+                        .await;
+                }
+                continue;
+            }
+            rate_limit_streak = 0;
+            if run.saw(SignalKind::Gutter) {
+                return self
+                    .finish(
+                        Outcome::Gutter,
+                        "the agent signalled GUTTER: it is stuck and asked to stop",
+                    )
+                    .await;
+            }
+            if run.saw(SignalKind::Done) {
+                let Some((accepted, reason)) = self.verify().await else {
+                    return self
+                        .finish(Outcome::Interrupted, "interrupted while the tests ran")
+                        .await;
+                };
+                self.emit(LoopEvent::Verdict {
+                    accepted,
+                    reason: reason.clone(),
+                })
+                .await;
+                self.log(
+                    "verification",
+                    json!({"iteration": iteration, "accepted": accepted, "reason": reason}),
+                );
+                if accepted {
+                    return self.finish(Outcome::Done, "DONE verified").await;
+                }
+                self.carryover.push(Carryover::Rejected { reason });
+            }
+            if run.saw(SignalKind::Question)
+                && let Some(outcome) = self.handle_question_signal(iteration).await?
+            {
+                let reason = match outcome {
+                    Outcome::QuestionTimeoutStop => {
+                        "a question timed out and on_question_timeout is `stop`; it is kept for the next run"
+                    }
+                    _ => "stopped while a question was waiting",
+                };
+                return self.finish(outcome, reason).await;
+            }
+            if std::mem::take(&mut self.resume_failed) {
+                // Not counted: the fallback iteration is what matters.
+            } else if run.failed() {
+                failures += 1;
+                self.carryover.push(Carryover::AgentFailed {
+                    how: format!(
+                        "It {}",
+                        run.describe(wait_duration(self.cfg.settings.iteration_timeout))
+                    ),
+                });
+                if failures >= self.cfg.settings.max_consecutive_failures {
+                    let reason = format!(
+                        "the agent failed {failures} times in a row (max_consecutive_failures); last: it {}",
+                        run.describe(wait_duration(self.cfg.settings.iteration_timeout))
+                    );
+                    return self.finish(Outcome::TooManyFailures, &reason).await;
+                }
+            } else {
+                failures = 0;
+            }
+            if let (Some(limit), Some(spent)) =
+                (self.cfg.task.max_cost_usd, self.state.total_cost_usd)
+                && spent > limit
+            {
+                let reason =
+                    format!("the agent has cost ${spent:.2}, past max_cost_usd (${limit:.2})");
+                return self.finish(Outcome::CostLimit, &reason).await;
+            }
+            iteration += 1;
+        }
+        let reason = format!("max_iterations ({max}) reached without a verified DONE");
+        self.finish(Outcome::MaxIterations, &reason).await
+    }
+
+    async fn finish(mut self, outcome: Outcome, reason: &str) -> Result<Outcome, RunError> {
+        self.state.status = outcome.status();
+        self.state.reason = Some(reason.to_string());
+        self.state.agent_pgid = None;
+        self.state.save(&self.ws)?;
+        self.log(
+            "run_end",
+            json!({"outcome": self.state.status.as_str(), "reason": reason}),
+        );
+        self.emit(LoopEvent::Finished {
+            outcome: outcome.clone(),
+            reason: reason.to_string(),
+        })
+        .await;
+        Ok(outcome)
+    }
+
+    /// Step 1: clear what a crash may have left, and pick up an answer that is waiting.
+    async fn cleanup_before_iteration(&mut self) -> Result<(), RunError> {
+        if let Ok(entries) = std::fs::read_dir(self.ws.dir()) {
+            for entry in entries.flatten() {
+                // Only stale ones: a `ralph answer` may be writing its temporary file right now.
+                let stale = entry
+                    .metadata()
+                    .and_then(|m| m.modified())
+                    .is_ok_and(|t| t.elapsed().unwrap_or_default() > Duration::from_secs(600));
+                if stale && entry.file_name().to_string_lossy().starts_with(".tmp-") {
+                    let _ = std::fs::remove_file(entry.path());
+                }
+            }
+        }
+        // Drain file-watch wake-ups that arrived while the agent ran; we look at the files now.
+        while self.fs_events.try_recv().is_ok() {}
+        if self.delivering.is_none()
+            && let Some(ans) = self.read_answer().await?
+        {
+            let pending = self.state.pending_question.clone();
+            let matches_pending = pending.as_ref().is_some_and(|p| {
+                ans.question_asked_at.is_none()
+                    || ans.question_asked_at.as_deref() == Some(p.asked_at.as_str())
+            });
+            let (question, late, asked_at) = match (&pending, matches_pending) {
+                (Some(p), true) => (Some(p.question()), p.timed_out, Some(p.asked_at.clone())),
+                _ => (None, false, None),
+            };
+            let question_raw = question
+                .as_ref()
+                .and_then(|_| {
+                    workspace::read_bounded(&self.ws.question(), MAX_QUESTION_BYTES)
+                        .ok()
+                        .flatten()
+                })
+                .map(|b| b.bytes);
+            match &question {
+                Some(q) => self.carryover.push(Carryover::Answer {
+                    question: q.clone(),
+                    answer: ans.text.clone(),
+                    by: ans.by.describe().to_string(),
+                    late,
+                }),
+                None => self.carryover.push(Carryover::Guidance {
+                    text: ans.text.clone(),
+                }),
+            }
+            if late {
+                self.emit(LoopEvent::Note(format!(
+                    "A late answer arrived ({}); this iteration gets it.",
+                    ans.by.describe()
+                )))
+                .await;
+            }
+            self.log(
+                "answer_delivering",
+                json!({"late": late, "by": ans.by, "guidance": question.is_none()}),
+            );
+            self.state.pending_question = None;
+            self.delivering = Some(Delivery {
+                question,
+                question_raw,
+                asked_at,
+                answer: ans,
+                late,
+            });
+        } else if self.delivering.is_none()
+            && self
+                .state
+                .pending_question
+                .as_ref()
+                .is_none_or(|p| !p.timed_out)
+        {
+            // A question file nobody signalled for (or one already answered and archived)
+            // would be shown by mistake on the next QUESTION: clear it.
+            workspace::remove(&self.ws.question())?;
+        }
+        Ok(())
+    }
+
+    /// Reads `.ralph/answer.md`. A symlink there (the agent can plant one) is refused: removed
+    /// unread, never followed, and reported; stopping the loop over it would let an agent end an
+    /// unattended run, and the next run would stop on it again.
+    async fn read_answer(&mut self) -> Result<Option<Answer>, RunError> {
+        match answer::read(&self.ws) {
+            Err(WorkspaceError::Symlink { path }) => {
+                workspace::remove(&path)?;
+                let msg = format!(
+                    "{} was a symlink; ralph never reads or writes through links in .ralph/, so it removed the link unread",
+                    path.display()
+                );
+                self.emit(LoopEvent::Warning(msg.clone())).await;
+                self.log("warning", json!({"message": msg}));
+                Ok(None)
+            }
+            read => Ok(read?),
+        }
+    }
+
+    /// After the iteration that received an answer: archive it, then remove the files.
+    fn after_delivery(&mut self) -> Result<(), RunError> {
+        let Some(d) = self.delivering.take() else {
+            return Ok(());
+        };
+        clarifications::record(
+            &self.ws,
+            &clarifications::Entry {
+                question: d.question.as_ref(),
+                asked_at: d.asked_at.as_deref(),
+                outcome: clarifications::How::Answered {
+                    text: &d.answer.text,
+                    by: d.answer.by,
+                    at: d.answer.at,
+                    late: d.late,
+                },
+            },
+        )?;
+        workspace::remove(&self.ws.answer())?;
+        // Remove the question only if it is the one answered: the agent may have asked a new one.
+        if let Some(raw) = &d.question_raw
+            && let Ok(Some(now)) = workspace::read_bounded(&self.ws.question(), MAX_QUESTION_BYTES)
+            && &now.bytes == raw
+        {
+            workspace::remove(&self.ws.question())?;
+        }
+        self.log("answer_delivered", json!({"late": d.late}));
+        Ok(())
+    }
+}
+
+/// A question being waited on.
+#[derive(Debug)]
+struct OpenQuestion {
+    question: Question,
+    asked_at: String,
+    countdown: Countdown,
+    raised_by: RaisedBy,
+    iteration: u32,
+    /// Whether `state.json` last said the countdown was paused.
+    paused: bool,
+    /// Whether the answer (or its absence) goes into the next prompt: not when the agent that
+    /// asked with `ralph ask` is still there to receive it directly.
+    carry: bool,
+    /// For a question from the agent's own tool: the request to answer on its stdin.
+    native: Option<NativeAsk>,
+}
+
+/// An `AskUserQuestion` request being answered, one question at a time.
+#[derive(Debug)]
+struct NativeAsk {
+    request: ToolRequest,
+    /// Questions of the same request still to ask.
+    rest: std::collections::VecDeque<Question>,
+    /// Answers so far, keyed by question text (as the tool wants them).
+    answers: Vec<(String, String)>,
+}
+
+impl OpenQuestion {
+    /// When the question needs looking at again (expiry, or the end of a typing pause).
+    fn wake(&self) -> Instant {
+        let now = std::time::Instant::now();
+        if self.countdown.expired(now) {
+            return Instant::now();
+        }
+        self.countdown
+            .next_wake(now)
+            .map(Instant::from_std)
+            .unwrap_or_else(|| Instant::now() + Duration::from_secs(365 * 24 * 3600))
+    }
+}
+
+/// One thing that can move a waiting question along.
+#[derive(Debug)]
+enum Step {
+    Control(Control),
+    Wake,
+    Files,
+}
+
+/// The first wait after a rate limit that does not say how long to wait.
+const BACKOFF_START: Duration = Duration::from_secs(30);
+/// The longest wait between retries after rate limits.
+const BACKOFF_MAX: Duration = Duration::from_secs(15 * 60);
+
+/// The time a [`Wait`] allows, or `None` for no limit.
+pub fn wait_duration(wait: Wait) -> Option<Duration> {
+    match wait {
+        Wait::Never => None,
+        Wait::For(d) => Some(d),
+    }
+}
+
+/// Criteria checked and total, from the task body (or the frontmatter list when the body has none).
+fn criteria_counts(task: &TaskFile) -> (usize, usize) {
+    let total = task.criteria.len();
+    let open = task.unchecked().count();
+    (total - open, total)
+}
+
+/// Quotes `s` for `sh` if it needs it (for commands shown to the human).
+pub fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-+=:,@".contains(&b))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+/// The environment an agent runs with, on top of ralph's own.
+fn agent_env(
+    ws: &Workspace,
+    task_path: &std::path::Path,
+    iteration: u32,
+    prompt_path: &std::path::Path,
+) -> Vec<(String, String)> {
+    let abs = |p: &std::path::Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let mut env = vec![
+        ("RALPH_DIR".to_string(), abs(ws.dir()).display().to_string()),
+        ("RALPH_ITERATION".to_string(), iteration.to_string()),
+        (
+            "RALPH_TASK_FILE".to_string(),
+            abs(task_path).display().to_string(),
+        ),
+        (
+            "RALPH_PROMPT_FILE".to_string(),
+            abs(prompt_path).display().to_string(),
+        ),
+    ];
+    // So the agent can run `ralph ask` even when ralph is not on its PATH.
+    if let Ok(exe) = std::env::current_exe() {
+        env.push(("RALPH_BIN".to_string(), exe.display().to_string()));
+        if let Some(dir) = exe.parent() {
+            let path = std::env::var("PATH").unwrap_or_default();
+            env.push(("PATH".to_string(), format!("{}:{path}", dir.display())));
+        }
+    }
+    env
+}
+
+/// After a crash of ralph itself, the agent it started may still be running: stop it, but only
+/// if it really is ours (its environment names this `.ralph/`), since a pgid can be reused.
+///
+/// Any member of the group will do: the agent itself may have exited, leaving a background
+/// process behind (see the regression test
+/// `an_orphaned_grandchild_whose_agent_had_exited_survived_the_next_run`).
+fn reap_orphaned_agent(pgid: i32, dir: &std::path::Path) {
+    if !supervisor::group_alive(pgid) {
+        return;
+    }
+    let needle = format!(
+        "RALPH_DIR={}",
+        std::path::absolute(dir)
+            .unwrap_or_else(|_| dir.to_path_buf())
+            .display()
+    );
+    let ours = supervisor::live_members(pgid)
+        .unwrap_or_default()
+        .into_iter()
+        .any(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()))
+        });
+    if ours {
+        supervisor::kill_group_now(pgid);
+    }
+}
+
+/// Watches `.ralph/` and sends a wake-up for every change; the runner then looks at the files.
+fn watch_dir(
+    dir: &std::path::Path,
+    tx: mpsc::UnboundedSender<()>,
+) -> Result<notify::RecommendedWatcher, RunError> {
+    use notify::Watcher;
+    let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+        // Only the question and answer files matter; the loop's own writes (state, events)
+        // would otherwise wake it for nothing.
+        if let Ok(event) = res
+            && !matches!(event.kind, notify::EventKind::Access(_))
+            && event.paths.iter().any(|p| {
+                p.file_name()
+                    .is_some_and(|n| n == "answer.md" || n == "question.md" || n == "ask.json")
+            })
+        {
+            let _ = tx.send(());
+        }
+    })
+    .map_err(|e| RunError::Watch {
+        path: dir.to_path_buf(),
+        message: e.to_string(),
+    })?;
+    watcher
+        .watch(dir, notify::RecursiveMode::NonRecursive)
+        .map_err(|e| RunError::Watch {
+            path: dir.to_path_buf(),
+            message: e.to_string(),
+        })?;
+    Ok(watcher)
+}

@@ -1,0 +1,417 @@
+//! Questions: showing one, waiting for its answer or its deadline, and acting on the outcome.
+//!
+//! One set of steps serves every way a question arrives (a QUESTION signal after the agent
+//! ends, `ralph ask` while it runs, the agent's own question tool over stdin): open it (state
+//! first, then the front end and notifications), advance it on each input, close it.
+
+use super::*;
+
+impl Runner {
+    /// QUESTION: read `.ralph/question.md` and wait for an answer; `Some` when the run must end.
+    pub(super) async fn handle_question_signal(
+        &mut self,
+        iteration: u32,
+    ) -> Result<Option<Outcome>, RunError> {
+        let raw = match workspace::read_bounded(&self.ws.question(), MAX_QUESTION_BYTES) {
+            Ok(Some(raw)) => raw,
+            Ok(None) => {
+                let msg = "the agent signalled QUESTION but wrote no .ralph/question.md; the next iteration is told its question was lost".to_string();
+                self.emit(LoopEvent::Warning(msg.clone())).await;
+                self.log(
+                    "question_lost",
+                    json!({"iteration": iteration, "message": msg}),
+                );
+                self.carryover.push(Carryover::QuestionLost);
+                return Ok(None);
+            }
+            Err(e) => {
+                let msg = format!("refused to read the question: {e}");
+                self.emit(LoopEvent::Warning(msg.clone())).await;
+                self.log(
+                    "question_lost",
+                    json!({"iteration": iteration, "message": msg}),
+                );
+                self.carryover.push(Carryover::QuestionLost);
+                return Ok(None);
+            }
+        };
+        let mut question = Question::parse_bounded(&raw.bytes);
+        if let Some(size) = raw.cut_from {
+            let note = format!(
+                "[question cut: the file is {size} bytes, showing the first {}]",
+                raw.bytes.len()
+            );
+            question.warning = Some(match question.warning.take() {
+                Some(w) => format!("{w}; {note}"),
+                None => note,
+            });
+        }
+        if let Some(w) = &question.warning {
+            let msg = format!(".ralph/question.md: {w}");
+            self.emit(LoopEvent::Warning(msg.clone())).await;
+            self.log("warning", json!({"message": msg}));
+        }
+        self.present_question(question, SystemTime::now(), iteration, RaisedBy::Signal)
+            .await
+    }
+
+    /// Shows a question and waits for its answer, deadline, skip or interruption.
+    pub(super) async fn present_question(
+        &mut self,
+        question: Question,
+        asked_at: SystemTime,
+        iteration: u32,
+        raised_by: RaisedBy,
+    ) -> Result<Option<Outcome>, RunError> {
+        let wait = self.question_wait();
+        let open = self
+            .open_question(question, asked_at, None, wait, iteration, raised_by)
+            .await?;
+        self.wait_and_close(open).await
+    }
+
+    /// Waits on an open question until it ends, then acts on how it ended.
+    pub(super) async fn wait_and_close(
+        &mut self,
+        mut open: OpenQuestion,
+    ) -> Result<Option<Outcome>, RunError> {
+        // Look before waiting: the answer may already be there, or the wait may be zero.
+        let mut step = Step::Wake;
+        let end = loop {
+            if let Some(end) = self.question_step(&mut open, step).await? {
+                break end;
+            }
+            let wake = open.wake();
+            step = tokio::select! {
+                () = tokio::time::sleep_until(wake) => Step::Wake,
+                Some(()) = self.fs_events.recv() => Step::Files,
+                c = self.controls.recv(), if self.controls_open => match c {
+                    None => { self.controls_open = false; Step::Wake }
+                    Some(c) => Step::Control(c),
+                },
+            };
+        };
+        self.close_question(open, end).await
+    }
+
+    /// Records a question as waiting (state first, then the log, the front end, notifications).
+    pub(super) async fn open_question(
+        &mut self,
+        question: Question,
+        asked_at: SystemTime,
+        asked_at_text: Option<String>,
+        wait: Option<Duration>,
+        iteration: u32,
+        raised_by: RaisedBy,
+    ) -> Result<OpenQuestion, RunError> {
+        let now = std::time::Instant::now();
+        let countdown = Countdown::new(wait, now);
+        let deadline = countdown
+            .remaining(now)
+            .map(|left| SystemTime::now() + left);
+        let mut pending = PendingQuestion::new(&question, asked_at, deadline, iteration, raised_by);
+        if let Some(text) = asked_at_text {
+            pending.asked_at = text;
+        }
+        let asked_at_text = pending.asked_at.clone();
+        // Written before anything is shown: `ralph status`, `ralph answer` and `ralph ask` rely on it.
+        self.state.pending_question = Some(pending);
+        self.state.status = Status::WaitingInput;
+        self.state.save(&self.ws)?;
+        self.log(
+            "question",
+            json!({"iteration": iteration, "raised_by": raised_by, "text": question.text, "options": question.options, "default": question.default, "deadline": deadline.map(timestamp)}),
+        );
+        self.emit(LoopEvent::QuestionAsked {
+            question: question.clone(),
+            countdown: countdown.clone(),
+            asked_at,
+            raised_by,
+            iteration,
+        })
+        .await;
+        self.notify_question(&question, deadline, iteration);
+        Ok(OpenQuestion {
+            question,
+            asked_at: asked_at_text,
+            countdown,
+            raised_by,
+            iteration,
+            paused: false,
+            carry: true,
+            native: None,
+        })
+    }
+
+    /// How long a question may wait under the current settings (`None`: no deadline).
+    pub(super) fn question_wait(&self) -> Option<Duration> {
+        match self.cfg.settings.on_question_timeout {
+            OnQuestionTimeout::Wait => None,
+            _ => wait_duration(self.cfg.settings.question_timeout),
+        }
+    }
+
+    /// Tells the human through every channel they configured; never waits for any of them.
+    pub(super) fn notify_question(
+        &self,
+        question: &Question,
+        deadline: Option<SystemTime>,
+        iteration: u32,
+    ) {
+        let root = self.ws.root().display().to_string();
+        let notice = QuestionNotice {
+            answer_command: format!("ralph answer -C {} \"your answer\"", shell_quote(&root)),
+            root,
+            question: question.text.clone(),
+            options: question.options.iter().map(|o| o.label.clone()).collect(),
+            default: question.default.clone(),
+            deadline: deadline.map(timestamp),
+            iteration,
+        };
+        let warnings = self.notifier.question_raised(&notice);
+        let events = self.events.clone();
+        let ws = self.ws.clone();
+        // Failures arrive later (a webhook timing out); pass them on without holding the loop.
+        // A plain thread, not `spawn_blocking`: the runtime waits for those when it shuts down,
+        // and a dead webhook must not hold ralph's exit either.
+        let _ = std::thread::Builder::new()
+            .name("notify-warnings".into())
+            .spawn(move || {
+                while let Ok(warning) = warnings.recv() {
+                    let _ = log_event(&ws, "notify_failed", json!({"message": warning}));
+                    let _ = events.blocking_send(LoopEvent::Warning(warning));
+                }
+            });
+    }
+
+    /// Advances an open question by one step; `Some` when its wait is over.
+    pub(super) async fn question_step(
+        &mut self,
+        open: &mut OpenQuestion,
+        step: Step,
+    ) -> Result<Option<WaitEnd>, RunError> {
+        let now = std::time::Instant::now();
+        let mut deadline_moved = false;
+        match step {
+            Step::Control(Control::Answer(text)) => {
+                let text = text.trim().to_string();
+                if text.is_empty() {
+                    self.emit(LoopEvent::AnswerRefused {
+                        reason: "an empty answer is not an answer: type one, or skip to let the agent decide".into(),
+                    })
+                    .await;
+                    return Ok(None);
+                }
+                let ans = Answer::new(text, AnsweredBy::Terminal, Some(open.asked_at.clone()));
+                return Ok(Some(match answer::submit(&self.ws, &ans)? {
+                    Submitted::Accepted => WaitEnd::Answered(ans, true),
+                    Submitted::AlreadyAnswered(theirs) => WaitEnd::Answered(theirs, false),
+                }));
+            }
+            Step::Control(Control::Skip) => return Ok(Some(WaitEnd::Skipped)),
+            Step::Control(Control::Stop | Control::Kill) => return Ok(Some(WaitEnd::Interrupted)),
+            Step::Control(Control::Typing) => {
+                open.countdown.typing(now);
+                self.emit(LoopEvent::Countdown(open.countdown.clone()))
+                    .await;
+            }
+            Step::Control(Control::Extend) => {
+                open.countdown.extend(EXTEND_BY, now);
+                self.emit(LoopEvent::Countdown(open.countdown.clone()))
+                    .await;
+                deadline_moved = true;
+            }
+            Step::Wake | Step::Files => {}
+        }
+        // An answer may have landed from elsewhere (`ralph answer`, a hand-written file).
+        if let Some(ans) = self.read_answer().await?
+            && ans
+                .question_asked_at
+                .as_deref()
+                .is_none_or(|a| a == open.asked_at)
+        {
+            return Ok(Some(WaitEnd::Answered(ans, false)));
+        }
+        if open.countdown.expired(now) {
+            return Ok(Some(WaitEnd::TimedOut));
+        }
+        // Keep state.json's deadline true while the human types or extends, for `ralph status`
+        // and for a `ralph ask` that follows the loop's deadline.
+        let paused = open.countdown.is_paused(now);
+        if paused != open.paused || deadline_moved {
+            open.paused = paused;
+            if let Some(p) = self.state.pending_question.as_mut() {
+                p.paused = paused;
+                p.deadline = open
+                    .countdown
+                    .remaining(now)
+                    .map(|left| timestamp(SystemTime::now() + left));
+            }
+            self.state.save(&self.ws)?;
+        }
+        Ok(None)
+    }
+
+    /// Acts on how a question's wait ended; `Some` when the run must end.
+    pub(super) async fn close_question(
+        &mut self,
+        open: OpenQuestion,
+        end: WaitEnd,
+    ) -> Result<Option<Outcome>, RunError> {
+        let OpenQuestion {
+            question,
+            asked_at,
+            raised_by,
+            iteration,
+            carry,
+            ..
+        } = open;
+        let question_raw = workspace::read_bounded(&self.ws.question(), MAX_QUESTION_BYTES)
+            .ok()
+            .flatten()
+            .map(|b| b.bytes);
+        match end {
+            WaitEnd::Answered(ans, here) => {
+                let closed = if here {
+                    QuestionClosed::Answered {
+                        text: ans.text.clone(),
+                    }
+                } else {
+                    QuestionClosed::AnsweredElsewhere {
+                        by: ans.by.describe().to_string(),
+                        text: ans.text.clone(),
+                    }
+                };
+                self.emit(LoopEvent::QuestionClosed(closed)).await;
+                self.log(
+                    "answer",
+                    json!({"iteration": iteration, "by": ans.by, "text": ans.text, "raised_by": raised_by}),
+                );
+                if carry {
+                    self.carryover.push(Carryover::Answer {
+                        question: question.clone(),
+                        answer: ans.text.clone(),
+                        by: ans.by.describe().to_string(),
+                        late: false,
+                    });
+                    self.resume_next = true;
+                }
+                self.delivering = Some(Delivery {
+                    question: Some(question),
+                    question_raw,
+                    asked_at: Some(asked_at),
+                    answer: ans,
+                    late: false,
+                });
+                self.state.pending_question = None;
+            }
+            WaitEnd::TimedOut => {
+                self.emit(LoopEvent::QuestionClosed(QuestionClosed::TimedOut))
+                    .await;
+                self.log(
+                    "question_timeout",
+                    json!({"iteration": iteration, "policy": self.cfg.settings.on_question_timeout, "raised_by": raised_by}),
+                );
+                if let Some(p) = self.state.pending_question.as_mut() {
+                    p.paused = false;
+                }
+                if carry && self.cfg.settings.on_question_timeout == OnQuestionTimeout::Stop {
+                    return Ok(Some(Outcome::QuestionTimeoutStop));
+                }
+                clarifications::record(
+                    &self.ws,
+                    &clarifications::Entry {
+                        question: Some(&question),
+                        asked_at: Some(&asked_at),
+                        outcome: clarifications::How::Unanswered,
+                    },
+                )?;
+                if carry {
+                    self.carryover.push(Carryover::Unanswered { question });
+                }
+                // Keep the question open for a late answer, which a later iteration will get.
+                if let Some(p) = self.state.pending_question.as_mut() {
+                    p.timed_out = true;
+                }
+            }
+            WaitEnd::Skipped => {
+                self.emit(LoopEvent::QuestionClosed(QuestionClosed::Skipped))
+                    .await;
+                self.log(
+                    "question_skipped",
+                    json!({"iteration": iteration, "raised_by": raised_by}),
+                );
+                clarifications::record(
+                    &self.ws,
+                    &clarifications::Entry {
+                        question: Some(&question),
+                        asked_at: Some(&asked_at),
+                        outcome: clarifications::How::Skipped,
+                    },
+                )?;
+                if carry {
+                    self.carryover.push(Carryover::Skipped { question });
+                }
+                self.state.pending_question = None;
+                workspace::remove(&self.ws.question())?;
+                // Removing the claim is how a waiting `ralph ask` learns it was skipped.
+                workspace::remove(&self.ws.ask_claim())?;
+            }
+            WaitEnd::Interrupted => {
+                self.emit(LoopEvent::QuestionClosed(QuestionClosed::Interrupted))
+                    .await;
+                if let Some(p) = self.state.pending_question.as_mut() {
+                    p.paused = false;
+                }
+                return Ok(Some(Outcome::Interrupted));
+            }
+        }
+        self.state.status = Status::Running;
+        self.state.save(&self.ws)?;
+        Ok(None)
+    }
+
+    /// A `ralph ask` may have written its claim while the agent runs: show its question now.
+    pub(super) async fn notice_ask(
+        &mut self,
+        iteration: u32,
+    ) -> Result<Option<OpenQuestion>, RunError> {
+        let Some(claim) = AskClaim::read(&self.ws) else {
+            return Ok(None);
+        };
+        if self
+            .state
+            .pending_question
+            .as_ref()
+            .is_some_and(|p| p.asked_at == claim.asked_at)
+        {
+            return Ok(None);
+        }
+        let Ok(Some(raw)) = workspace::read_bounded(&self.ws.question(), MAX_QUESTION_BYTES) else {
+            return Ok(None);
+        };
+        // The agent has had the answer this iteration started with; archive it now, so that
+        // `.ralph/answer.md` is free for the new question's answer.
+        self.after_delivery()?;
+        let question = Question::parse_bounded(&raw.bytes);
+        let asked_at = state::parse_timestamp(&claim.asked_at).unwrap_or_else(SystemTime::now);
+        let wait = claim
+            .deadline
+            .as_deref()
+            .and_then(state::parse_timestamp)
+            .map(|d| d.duration_since(SystemTime::now()).unwrap_or_default());
+        let mut open = self
+            .open_question(
+                question,
+                asked_at,
+                Some(claim.asked_at),
+                wait,
+                iteration,
+                RaisedBy::Ask,
+            )
+            .await?;
+        // The agent is blocked in `ralph ask` and gets the answer from it directly.
+        open.carry = false;
+        Ok(Some(open))
+    }
+}

@@ -1,0 +1,192 @@
+//! DONE, verified: every criterion checked, and the test command passing within its timeout.
+
+use super::*;
+
+impl Runner {
+    /// DONE: every criterion checked, and the test command passes within its timeout.
+    ///
+    /// `None` when the human stopped the loop (Ctrl-C, SIGTERM, SIGHUP) while the tests ran.
+    pub(super) async fn verify(&mut self) -> Option<(bool, String)> {
+        let task = match TaskFile::load(&self.cfg.task_path) {
+            Ok(t) => t,
+            Err(e) => {
+                return Some((
+                    false,
+                    format!("RALPH_TASK.md could not be read to check the criteria: {e}"),
+                ));
+            }
+        };
+        let open: Vec<_> = task.unchecked().collect();
+        if !open.is_empty() {
+            let mut reason = format!(
+                "{} of {} criteria in RALPH_TASK.md are not checked yet:\n",
+                open.len(),
+                task.criteria.len()
+            );
+            for c in &open {
+                reason.push_str(&format!("- [ ] {} (line {})\n", c.text, c.line));
+            }
+            return Some((false, reason));
+        }
+        let Some(command) = task.test_command.clone() else {
+            return Some((
+                true,
+                "every criterion is checked (no test_command set)".into(),
+            ));
+        };
+        self.emit(LoopEvent::TestsStarted {
+            command: command.clone(),
+        })
+        .await;
+        let result = run_tests(
+            &command,
+            self.ws.root(),
+            task.test_timeout,
+            self.cfg.settings.kill_grace,
+            stop_requested(&mut self.controls, self.controls_open),
+        )
+        .await;
+        self.cfg.task = task;
+        Some(match result {
+            Ok((status, _)) if status.success() => (
+                true,
+                format!("every criterion is checked and `{command}` passed"),
+            ),
+            Ok((status, tail)) => (
+                false,
+                format!(
+                    "The test command `{command}` {}. The last lines of its output:\n\n```\n{}\n```",
+                    describe_exit(&status),
+                    tail.trim_end()
+                ),
+            ),
+            Err(TestError::TimedOut(tail)) => (
+                false,
+                format!(
+                    "The test command `{command}` ran past test_timeout ({}) and was stopped. The last lines of its output:\n\n```\n{}\n```",
+                    humantime::format_duration(self.cfg.settings.test_timeout),
+                    tail.trim_end()
+                ),
+            ),
+            Err(TestError::Spawn(e)) => (
+                false,
+                format!("The test command `{command}` could not be started: {e}"),
+            ),
+            Err(TestError::Interrupted) => return None,
+        })
+    }
+}
+
+/// Why a test run produced no verdict of its own.
+enum TestError {
+    TimedOut(String),
+    Spawn(std::io::Error),
+    /// The human stopped the loop while the tests ran.
+    Interrupted,
+}
+
+/// Resolves when the human asks the loop to stop (Ctrl-C, SIGTERM, SIGHUP); other controls
+/// (nothing is being asked) are dropped.
+async fn stop_requested(controls: &mut mpsc::UnboundedReceiver<Control>, open: bool) {
+    if open {
+        while let Some(c) = controls.recv().await {
+            if matches!(c, Control::Stop | Control::Kill) {
+                return;
+            }
+        }
+    }
+    std::future::pending::<()>().await
+}
+
+/// Runs `test_command` in its own process group with stderr merged into stdout; keeps the tail.
+async fn run_tests(
+    command: &str,
+    dir: &std::path::Path,
+    timeout: Duration,
+    kill_grace: Duration,
+    stop: impl std::future::Future<Output = ()>,
+) -> Result<(ExitStatus, String), TestError> {
+    let script = format!("exec 2>&1\n{command}");
+    let spawned = supervisor::spawn_shell(&script, dir, std::iter::empty::<(&str, &str)>(), None)
+        .map_err(TestError::Spawn)?;
+    let supervisor::Spawned {
+        mut child,
+        pgid,
+        mut stdout,
+        stderr: _,
+    } = spawned;
+    let mut tail = Tail::new(8 * 1024);
+    let mut buf = vec![0u8; 32 * 1024];
+    let deadline = Instant::now() + timeout;
+    let mut status = None;
+    let mut open = true;
+    let mut interrupted = false;
+    tokio::pin!(stop);
+    let timed_out = loop {
+        if status.is_some() && !open {
+            break false;
+        }
+        tokio::select! {
+            r = stdout.read(&mut buf), if open => match r {
+                Ok(0) | Err(_) => open = false,
+                Ok(n) => tail.push(&buf[..n]),
+            },
+            s = child.wait(), if status.is_none() => {
+                status = s.ok();
+                if open {
+                    // A background process still holds the output: stop the group.
+                    supervisor::stop_group(pgid, kill_grace, std::future::pending()).await;
+                }
+            },
+            () = tokio::time::sleep_until(deadline) => break true,
+            () = &mut stop => {
+                interrupted = true;
+                break true;
+            },
+        }
+    };
+    supervisor::stop_group(pgid, kill_grace, std::future::pending()).await;
+    if interrupted {
+        let _ = child.wait().await;
+        return Err(TestError::Interrupted);
+    }
+    if timed_out {
+        let _ = child.wait().await;
+        return Err(TestError::TimedOut(tail.text()));
+    }
+    let status = match status {
+        Some(s) => s,
+        None => child.wait().await.map_err(TestError::Spawn)?,
+    };
+    Ok((status, tail.text()))
+}
+
+/// The last `cap` bytes of a stream.
+struct Tail {
+    buf: std::collections::VecDeque<u8>,
+    cap: usize,
+}
+
+impl Tail {
+    fn new(cap: usize) -> Self {
+        Tail {
+            buf: std::collections::VecDeque::with_capacity(cap),
+            cap,
+        }
+    }
+
+    fn push(&mut self, bytes: &[u8]) {
+        let bytes = &bytes[bytes.len().saturating_sub(self.cap)..];
+        let overflow = (self.buf.len() + bytes.len()).saturating_sub(self.cap);
+        self.buf.drain(..overflow);
+        self.buf.extend(bytes);
+    }
+
+    fn text(&self) -> String {
+        let (a, b) = self.buf.as_slices();
+        let mut v = Vec::with_capacity(a.len() + b.len());
+        v.extend_from_slice(a);
+        v.extend_from_slice(b);
+        ralph_signal::sanitize(&String::from_utf8_lossy(&v))
+    }
+}
