@@ -301,3 +301,31 @@ fn sigterm_while_a_question_is_open_stops_the_loop_and_restores_the_terminal() {
     tmux.assert_sane();
     assert_stty_sane(&p);
 }
+
+#[test]
+fn esc_skips_the_question_and_the_agent_is_told_to_decide() {
+    let p = Project::with_task(
+        "task: Cache\nmax_iterations: 2\nquestion_timeout: 5m",
+        "- [ ] cache\n",
+    );
+    let agent = p.agent(ASK_THEN_SAVE);
+    let tmux = Tmux::start(p.root());
+    run_ralph(&tmux, &p, &agent);
+
+    tmux.wait_for("The agent asks", Duration::from_secs(30));
+    tmux.key("Escape");
+    tmux.wait_for("ralph exited: 0", Duration::from_secs(30));
+    let prompt = p.read("prompt-2.txt");
+    assert!(
+        prompt.contains("skipped your question and asks you to decide"),
+        "{prompt}"
+    );
+    assert!(
+        prompt.contains("Proceed with your stated default, \"Redis\""),
+        "{prompt}"
+    );
+    let log = p.read(".ralph/clarifications.md");
+    assert!(log.contains("**Skipped**"), "{log}");
+    tmux.assert_sane();
+    assert_stty_sane(&p);
+}
