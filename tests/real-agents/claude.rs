@@ -6,19 +6,7 @@ use std::time::Instant;
 use serde_json::Value;
 
 use crate::harness::*;
-
-/// The signal kinds ralph recorded in `events.jsonl`.
-fn signals(p: &Project) -> Vec<String> {
-    p.events_of("signal")
-        .iter()
-        .filter_map(|e| e["signal"].as_str().map(str::to_lowercase))
-        .collect()
-}
-
-/// How many iterations ralph started.
-fn iterations(p: &Project) -> usize {
-    p.events_of("iteration_start").len()
-}
+use crate::protocol::{iterations, signals};
 
 #[test]
 #[ignore = "needs the real Claude Code CLI: run `make e2e`"]
@@ -222,13 +210,6 @@ fn an_api_error_400_is_reported_and_not_looped_on() {
 #[test]
 #[ignore = "needs the real Claude Code CLI: run `make e2e`"]
 fn the_pinned_cli_is_the_one_under_test() {
-    let out = std::process::Command::new(claude_bin_dir().join("claude"))
-        .arg("--version")
-        .env("DISABLE_AUTOUPDATER", "1")
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .env("HOME", std::env::temp_dir())
-        .output()
-        .unwrap();
-    let version = String::from_utf8_lossy(&out.stdout);
+    let version = Cli::Claude.version();
     assert!(version.starts_with("2.1.197 "), "{version}");
 }

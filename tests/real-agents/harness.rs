@@ -1,5 +1,6 @@
 //! The harness: a scratch project and `HOME`, a mock API serving one scenario, and `ralph run
-//! --agent claude` with the environment that keeps the real CLI offline and on the mock.
+//! --agent NAME` with the environment that keeps the real CLI offline and on the mock
+//! ([`crate::clis`]).
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -9,23 +10,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-/// How long one `ralph run` may take before the test fails. A scripted turn of the real CLI
-/// takes about half a second; this leaves room for a loaded machine.
-pub const RUN_LIMIT: Duration = Duration::from_secs(120);
+pub use crate::clis::Cli;
 
-/// The directory holding the `claude` that install.sh put there.
-pub fn claude_bin_dir() -> PathBuf {
-    let dir = std::env::var_os("REAL_AGENTS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/real-agents"))
-        .join("bin");
-    assert!(
-        dir.join("claude").exists(),
-        "{} is missing: run tests/real-agents/install.sh first (`make e2e` does)",
-        dir.join("claude").display()
-    );
-    dir
-}
+/// How long one `ralph run` may take before the test fails. A scripted run of a real CLI
+/// takes about a second (Claude Code, Codex) to 5 s (Gemini CLI, opencode, which start
+/// slowly), three times that on a loaded machine; this leaves room beyond.
+pub const RUN_LIMIT: Duration = Duration::from_secs(120);
 
 /// The `ralph` binary next to this test's target directory, built once if missing.
 pub fn ralph_bin() -> PathBuf {
@@ -62,7 +52,8 @@ pub struct Mock {
 }
 
 impl Mock {
-    /// Starts the mock on `scenarios/<name>.json`, logging to `dir/requests.jsonl`.
+    /// Starts the mock on `scenarios/<name>.json` (`name` may be `cli/name`), logging to
+    /// `dir/requests.jsonl`.
     pub fn start(name: &str, dir: &Path) -> Mock {
         let scenario = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../../tests/real-agents/scenarios")
@@ -99,7 +90,7 @@ impl Mock {
             .collect()
     }
 
-    /// The Messages API calls only.
+    /// The model calls only.
     pub fn requests(&self) -> Vec<Value> {
         self.log()
             .into_iter()
@@ -121,20 +112,28 @@ pub struct Project {
     // Declared first so the mock stops before its directory goes.
     pub mock: Mock,
     dir: tempfile::TempDir,
+    cli: Cli,
 }
 
 impl Project {
-    /// A project whose RALPH_TASK.md has `frontmatter` (without the `---`) and `body`, and
-    /// whose agent talks to a mock serving `scenario`.
+    /// A Claude Code project: see [`Project::with_cli`].
     pub fn new(scenario: &str, frontmatter: &str, body: &str) -> Project {
+        Project::with_cli(Cli::Claude, scenario, frontmatter, body)
+    }
+
+    /// A project whose RALPH_TASK.md has `frontmatter` (without the `---`) and `body`, and
+    /// whose agent, `cli`, talks to a mock serving `scenario`.
+    pub fn with_cli(cli: Cli, scenario: &str, frontmatter: &str, body: &str) -> Project {
         let dir = tempfile::Builder::new()
             .prefix("ralph-real-")
             .tempdir()
             .unwrap();
         std::fs::create_dir_all(dir.path().join("project")).unwrap();
         std::fs::create_dir_all(dir.path().join("home")).unwrap();
+        std::fs::create_dir_all(dir.path().join("tmp")).unwrap();
         let mock = Mock::start(scenario, dir.path());
-        let p = Project { mock, dir };
+        cli.configure(&dir.path().join("home"), &mock.url);
+        let p = Project { mock, dir, cli };
         p.write(
             "RALPH_TASK.md",
             &format!("---\n{}\n---\n{body}", frontmatter.trim()),
@@ -162,42 +161,29 @@ impl Project {
     }
 
     /// `ralph` in the project, with the environment the real CLI needs to run offline against
-    /// the mock. ralph passes its environment on to the agent.
+    /// the mock.
     pub fn ralph(&self) -> Command {
         let mut cmd = Command::new(ralph_bin());
         cmd.current_dir(self.root()).stdin(Stdio::null());
-        // Nothing from the developer's own setup: no real key, no other config dir.
-        for (name, _) in std::env::vars_os() {
-            let n = name.to_string_lossy();
-            if n.starts_with("ANTHROPIC_") || n.starts_with("CLAUDE_") || n.starts_with("RALPH_") {
-                cmd.env_remove(&name);
-            }
-        }
-        let path = std::env::join_paths(std::iter::once(claude_bin_dir()).chain(
-            std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
-        ))
-        .unwrap();
-        cmd.env("PATH", path)
-            .env("HOME", self.dir.path().join("home"))
-            .env("NO_COLOR", "1")
-            .env("ANTHROPIC_BASE_URL", &self.mock.url)
-            .env("ANTHROPIC_API_KEY", "sk-test")
-            // Without these the CLI looks up and calls api.anthropic.com (and more).
-            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-            .env("DISABLE_TELEMETRY", "1")
-            .env("DISABLE_ERROR_REPORTING", "1")
-            .env("DISABLE_AUTOUPDATER", "1")
-            // As root, --dangerously-skip-permissions is refused without it.
-            .env("IS_SANDBOX", "1")
-            // A 5xx is otherwise retried 10 times with backoff.
-            .env("CLAUDE_CODE_MAX_RETRIES", "0");
+        let scratch = self.dir.path();
+        self.cli.env(
+            &mut cmd,
+            &scratch.join("home"),
+            &scratch.join("tmp"),
+            &self.mock.url,
+        );
         cmd
     }
 
     /// `ralph run --no-tui --agent claude EXTRA` started in the background.
     pub fn spawn_run(&self, extra: &[&str]) -> Running {
+        self.spawn_agent("claude", extra)
+    }
+
+    /// `ralph run --no-tui --agent AGENT EXTRA` started in the background.
+    pub fn spawn_agent(&self, agent: &str, extra: &[&str]) -> Running {
         let mut cmd = self.ralph();
-        cmd.args(["run", "--no-tui", "--agent", "claude"])
+        cmd.args(["run", "--no-tui", "--agent", agent])
             .args(extra)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());

@@ -1,6 +1,7 @@
 //! `ralph-mock-api --scenario FILE [--log FILE] [--port N]`: serves the scenario on 127.0.0.1
-//! until killed. The first line on stdout is the base URL (`http://127.0.0.1:PORT`), for
-//! `ANTHROPIC_BASE_URL`.
+//! until killed. The first line on stdout is the base URL (`http://127.0.0.1:PORT`): Claude
+//! Code's `ANTHROPIC_BASE_URL` and Gemini CLI's `GOOGLE_GEMINI_BASE_URL` as it is, opencode's
+//! and Codex's provider `baseURL` with `/v1` added.
 
 use std::io::Write;
 use std::path::PathBuf;

@@ -1,7 +1,7 @@
-//! The scenario file: which reply each Messages API request gets.
+//! The scenario file: which reply each model call gets.
 //!
-//! A scenario is a list of rules, tried in order for every `POST /v1/messages`; the first rule
-//! whose conditions all hold gives the reply:
+//! A scenario is a list of rules, tried in order for every model call; the first rule whose
+//! conditions all hold gives the reply:
 //!
 //! ```json
 //! {"rules": [
@@ -15,15 +15,18 @@
 //! ]}
 //! ```
 //!
-//! - `request`: the 0-based number of this Messages API call since the mock started.
-//! - `match`: a substring of the request's last user message, as [`last_user_digest`] renders
-//!   it: its text, and each tool result's `tool_use_id` and content. Matching a tool_use id the
-//!   scenario chose is the robust way to say "after that tool ran".
-//! - `times`: how many requests the rule may answer; unlimited when absent.
+//! - `request`: the 0-based number of this model call since the mock started.
+//! - `match`: a substring of the call's newest user input, as [`crate::api::Api::digest`]
+//!   renders it: the user's words, and each tool result as `[tool_result <id>]` and its
+//!   output. Matching a tool call id the scenario chose is the robust way to say "after that
+//!   tool ran".
+//! - `times`: how many calls the rule may answer; unlimited when absent.
 //!
-//! In every string of a reply, `{cwd}` becomes the working directory Claude Code names in its
-//! system prompt (`Primary working directory: /abs/path`), since its file tools want absolute
-//! paths. A request no rule matches gets a text reply saying so, and the log records it.
+//! The format is the same whatever the API; a `tool_use` names one of the CLI's own tools
+//! (`Write` for Claude Code, `write` for opencode, `exec_command` for Codex, `write_file` for
+//! Gemini CLI) with the arguments that tool takes. In every string of a reply, `{cwd}` becomes
+//! the working directory the CLI names in its system prompt, since file tools want absolute
+//! paths. A call no rule matches gets a text reply saying so, and the log records it.
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -40,7 +43,7 @@ pub struct Scenario {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Rule {
-    /// Only this Messages API call (0-based).
+    /// Only this model call (0-based).
     #[serde(default)]
     pub request: Option<usize>,
     /// Only when the last user message's digest contains this.
@@ -74,7 +77,7 @@ pub enum Block {
     ToolUse(ToolUse),
 }
 
-/// A tool call: `name` and `input` as Claude Code's tools expect them.
+/// A tool call: `name` and `input` as the CLI's tool expects them.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolUse {
@@ -94,7 +97,8 @@ pub struct ToolUse {
 pub struct ErrorReply {
     /// The HTTP status, e.g. 400, 429, 500, 529.
     pub status: u16,
-    /// The error's `type`; derived from the status when absent.
+    /// The error's `type` (Anthropic, OpenAI) or `status` (Gemini); derived from the HTTP
+    /// status when absent.
     #[serde(default, rename = "type")]
     pub kind: Option<String>,
     /// The error's `message`.
@@ -111,7 +115,7 @@ fn default_error_message() -> String {
 }
 
 impl ErrorReply {
-    /// The error `type` the real API uses for this status.
+    /// The error `type` the Anthropic API uses for this status.
     pub fn kind(&self) -> &str {
         if let Some(k) = &self.kind {
             return k;
@@ -135,7 +139,7 @@ impl Scenario {
         serde_json::from_str(text)
     }
 
-    /// The index of the rule that answers Messages API call number `request`, whose last user
+    /// The index of the rule that answers model call number `request`, whose newest user
     /// message renders as `digest`; `uses[i]` counts the requests rule `i` has answered so far.
     pub fn pick(&self, request: usize, digest: &str, uses: &[usize]) -> Option<usize> {
         self.rules.iter().enumerate().position(|(i, rule)| {
@@ -145,69 +149,6 @@ impl Scenario {
                     .times
                     .is_none_or(|t| uses.get(i).copied().unwrap_or(0) < t)
         })
-    }
-}
-
-/// The last `role: user` message of a Messages request, as text to match on: its text blocks,
-/// and for each tool_result `[tool_result <id>]` and its content, one per line.
-///
-/// Claude Code puts a `role: system` message after the user turn, so this is not simply the
-/// last message.
-pub fn last_user_digest(body: &Value) -> String {
-    let Some(msg) = body["messages"]
-        .as_array()
-        .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
-    else {
-        return String::new();
-    };
-    let mut out = String::new();
-    digest_content(&msg["content"], &mut out);
-    out
-}
-
-fn digest_content(content: &Value, out: &mut String) {
-    match content {
-        Value::String(s) => push_line(out, s),
-        Value::Array(blocks) => {
-            for block in blocks {
-                match block["type"].as_str() {
-                    Some("text") => push_line(out, block["text"].as_str().unwrap_or("")),
-                    Some("tool_result") => {
-                        let id = block["tool_use_id"].as_str().unwrap_or("");
-                        push_line(out, &format!("[tool_result {id}]"));
-                        digest_content(&block["content"], out);
-                    }
-                    _ => {}
-                }
-            }
-        }
-        _ => {}
-    }
-}
-
-fn push_line(out: &mut String, s: &str) {
-    if !out.is_empty() {
-        out.push('\n');
-    }
-    out.push_str(s);
-}
-
-/// The working directory Claude Code names in its system prompt, if any.
-pub fn working_dir(body: &Value) -> Option<String> {
-    const MARK: &str = "Primary working directory: ";
-    // The system prompt first, then anywhere (versions move it around).
-    find_in_strings(&body["system"], MARK).or_else(|| find_in_strings(body, MARK))
-}
-
-fn find_in_strings(v: &Value, mark: &str) -> Option<String> {
-    match v {
-        Value::String(s) => s.find(mark).map(|at| {
-            let rest = &s[at + mark.len()..];
-            rest.lines().next().unwrap_or("").trim().to_string()
-        }),
-        Value::Array(items) => items.iter().find_map(|i| find_in_strings(i, mark)),
-        Value::Object(map) => map.values().find_map(|i| find_in_strings(i, mark)),
-        _ => None,
     }
 }
 
@@ -280,35 +221,6 @@ mod tests {
             (e.status, e.kind(), e.message.as_str()),
             (500, "api_error", "mock error")
         );
-    }
-
-    #[test]
-    fn the_digest_is_the_last_user_message_not_the_system_one_after_it() {
-        let body = json!({"messages": [
-            {"role": "user", "content": "first"},
-            {"role": "assistant", "content": [{"type": "text", "text": "hi"}]},
-            {"role": "user", "content": [
-                {"type": "tool_result", "tool_use_id": "toolu_1", "content": "file text"},
-                {"type": "tool_result", "tool_use_id": "toolu_2",
-                 "content": [{"type": "text", "text": "cmd output"}]},
-                {"type": "text", "text": "and more"}
-            ]},
-            {"role": "system", "content": "a reminder"}
-        ]});
-        assert_eq!(
-            last_user_digest(&body),
-            "[tool_result toolu_1]\nfile text\n[tool_result toolu_2]\ncmd output\nand more"
-        );
-    }
-
-    #[test]
-    fn the_working_dir_comes_from_the_system_prompt() {
-        let body = json!({"system": [
-            {"type": "text", "text": "You are Claude Code."},
-            {"type": "text", "text": "Env:\n - Primary working directory: /tmp/p x\n - Platform: linux"}
-        ]});
-        assert_eq!(working_dir(&body).as_deref(), Some("/tmp/p x"));
-        assert_eq!(working_dir(&json!({"messages": []})), None);
     }
 
     #[test]

@@ -10,9 +10,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 
+use crate::api::{Api, Response};
 use crate::http::{self, Request};
-use crate::reply::{Turn, error_body};
-use crate::scenario::{Reply, Scenario, last_user_digest, working_dir};
+use crate::reply::Turn;
+use crate::scenario::{Block, Reply, Scenario};
 
 /// A running mock. It serves until the process exits.
 #[derive(Debug)]
@@ -26,7 +27,7 @@ pub struct Server {
 struct State {
     scenario: Scenario,
     uses: Vec<usize>,
-    /// Messages API calls so far.
+    /// Model calls so far, whatever the API.
     requests: usize,
     /// Every request so far.
     seq: usize,
@@ -110,8 +111,8 @@ impl State {
             "method": req.method,
             "target": req.target,
         });
-        let (status, content_type, body) = if req.method == "POST" && req.path() == "/v1/messages" {
-            self.messages(req, &mut entry)
+        let (status, content_type, body) = if let Some(api) = Api::route(&req.method, req.path()) {
+            self.model_call(api, req, &mut entry)
         } else if req.method == "HEAD" || (req.method == "GET" && req.path() == "/") {
             (200, "text/plain", String::new())
         } else {
@@ -129,50 +130,41 @@ impl State {
         (status, content_type, body)
     }
 
-    /// A Messages API call: pick the rule, build the reply.
-    fn messages(&mut self, req: &Request, entry: &mut Value) -> (u16, &'static str, String) {
+    /// A model call: pick the rule, build the reply in the call's API.
+    fn model_call(&mut self, api: Api, req: &Request, entry: &mut Value) -> Response {
         let n = self.requests;
         self.requests += 1;
+        entry["request"] = n.into();
+        entry["api"] = api.name().into();
         let body: Value = match serde_json::from_slice(&req.body) {
             Ok(v) => v,
             Err(e) => {
-                entry["request"] = n.into();
                 entry["body_error"] = e.to_string().into();
-                let e = json!({"type": "error", "error": {"type": "invalid_request_error",
-                    "message": format!("ralph-mock-api: the body is not JSON: {e}")}});
-                return (400, "application/json", e.to_string());
+                return api.bad_json(&e.to_string());
             }
         };
-        let digest = last_user_digest(&body);
-        let cwd = working_dir(&body).unwrap_or_default();
+        let digest = api.digest(&body);
+        let cwd = api.working_dir(&body).unwrap_or_default();
         let rule = self.scenario.pick(n, &digest, &self.uses);
-        entry["request"] = n.into();
         entry["rule"] = rule.into();
         entry["working_dir"] = cwd.clone().into();
         entry["last_user"] = digest.into();
-        let stream = body["stream"] == true;
-        let model = body["model"].as_str().unwrap_or("claude-mock").to_string();
+        let stream = api.streams(req.path(), &body);
+        let model = api.model(req.path(), &body);
         let input_tokens = (req.body.len() / 4) as u64;
         entry["body"] = body;
         let blocks = match rule {
             Some(i) => {
                 self.uses[i] += 1;
                 match &self.scenario.rules[i].reply {
-                    Reply::Error(e) => {
-                        return (e.status, "application/json", error_body(e).to_string());
-                    }
+                    Reply::Error(e) => return api.error(e),
                     Reply::Content(blocks) => blocks.clone(),
                 }
             }
-            None => vec![crate::scenario::Block::Text(format!(
+            None => vec![Block::Text(format!(
                 "ralph-mock-api: no scenario rule matches request {n}."
             ))],
         };
-        let turn = Turn::new(n, &model, input_tokens, &blocks, &cwd);
-        if stream {
-            (200, "text/event-stream", turn.to_sse())
-        } else {
-            (200, "application/json", turn.to_message().to_string())
-        }
+        api.turn(&Turn::new(n, &model, input_tokens, &blocks, &cwd), stream)
     }
 }

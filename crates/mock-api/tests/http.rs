@@ -1,5 +1,5 @@
 //! The mock over real HTTP, with a plain client: the probe, a streamed turn, rule matching on
-//! a tool result, errors, and the request log.
+//! a tool result, errors, the request log, and the same scenario served in every API.
 
 use std::path::Path;
 
@@ -162,6 +162,81 @@ fn an_unmatched_request_gets_a_text_saying_so_and_a_non_stream_gets_json() {
     );
     assert_eq!(v["stop_reason"], "end_turn");
     assert_eq!(log_lines(&log)[1]["rule"], Value::Null);
+}
+
+/// POSTs `body` to `path` and returns the status, content type and body.
+fn post_to(server: &Server, path: &str, body: &Value) -> (u16, String, String) {
+    let mut resp = agent()
+        .post(format!("{}{path}", server.url()))
+        .header("content-type", "application/json")
+        .send(body.to_string())
+        .unwrap();
+    let ct = resp
+        .headers()
+        .get("content-type")
+        .map(|v| v.to_str().unwrap().to_string())
+        .unwrap_or_default();
+    (
+        resp.status().as_u16(),
+        ct,
+        resp.body_mut().read_to_string().unwrap(),
+    )
+}
+
+#[test]
+fn one_scenario_serves_every_api_by_its_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log.jsonl");
+    let server = start(&log);
+
+    // OpenAI Responses (Codex), request 0: the working directory is in the environment
+    // context.
+    let responses = json!({"model": "m", "stream": true, "input": [
+        {"type": "message", "role": "user", "content": [
+            {"type": "input_text", "text": "<environment_context>\n  <cwd>/tmp/cx</cwd>\n</environment_context>"},
+            {"type": "input_text", "text": "do the task"}]}]});
+    let (status, ct, body) = post_to(&server, "/v1/responses", &responses);
+    assert_eq!((status, ct.as_str()), (200, "text/event-stream"));
+    let call = events(&body)
+        .into_iter()
+        .find(|e| e["type"] == "response.output_item.done" && e["item"]["type"] == "function_call")
+        .unwrap();
+    let args: Value = serde_json::from_str(call["item"]["arguments"].as_str().unwrap()).unwrap();
+    assert_eq!(args["file_path"], "/tmp/cx/a.txt");
+
+    // OpenAI Chat Completions (opencode): a tool result is a `role: tool` message.
+    let chat = json!({"model": "m", "stream": true, "messages": [
+        {"role": "system", "content": "<env>\n  Working directory: /tmp/oc\n</env>"},
+        {"role": "user", "content": "do the task"},
+        {"role": "assistant", "tool_calls": [{"id": "toolu_w"}]},
+        {"role": "tool", "tool_call_id": "toolu_w", "content": "File created"}]});
+    let (status, ct, body) = post_to(&server, "/v1/chat/completions", &chat);
+    assert_eq!((status, ct.as_str()), (200, "text/event-stream"));
+    assert!(body.ends_with("data: [DONE]\n\n"), "{body}");
+    let text: String = events(&body[..body.len() - "data: [DONE]\n\n".len()])
+        .iter()
+        .filter_map(|c| c["choices"][0]["delta"]["content"].as_str())
+        .collect();
+    assert_eq!(text, "written <ralph>DONE</ralph>");
+
+    // Gemini: the model is in the path; an error has Google's shape.
+    let gemini = json!({"contents": [{"role": "user", "parts": [{"text": "please fail"}]}]});
+    let (status, _, body) = post_to(
+        &server,
+        "/v1beta/models/gemini-x:streamGenerateContent?alt=sse",
+        &gemini,
+    );
+    assert_eq!(status, 529);
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["error"]["message"], "busy");
+
+    let lines = log_lines(&log);
+    let apis: Vec<&str> = lines.iter().map(|l| l["api"].as_str().unwrap()).collect();
+    assert_eq!(apis, ["responses", "chat", "gemini"]);
+    let rules: Vec<&Value> = lines.iter().map(|l| &l["rule"]).collect();
+    assert_eq!(rules, [&json!(2), &json!(0), &json!(1)]);
+    assert_eq!(lines[1]["working_dir"], "/tmp/oc");
+    assert_eq!(lines[1]["last_user"], "[tool_result toolu_w]\nFile created");
 }
 
 #[test]
