@@ -29,9 +29,40 @@ demo:
 
 .PHONY: e2e
 
-## The real Claude Code CLI (pinned, installed from npm into target/real-agents) driven by
-## `ralph run --agent claude` against the scripted mock API. Offline apart from the install.
+## The real agent CLIs (Claude Code, opencode, Codex, Gemini; pinned, installed from npm into
+## target/real-agents) driven by `ralph run` against local mocks of their APIs. Offline apart
+## from the install.
 e2e:
 	tests/real-agents/install.sh
 	$(CARGO) build --bin ralph
 	$(CARGO) test -p ralph-mock-api --test real_agents -- --ignored --nocapture
+
+.PHONY: bench
+
+## Benchmarks: the stream decoders in process (criterion, next to a memmem scan and a naive
+## serde_json reader), then the release binary with the fake agent (huge outputs next to a
+## pipe through cat, overhead per iteration, question round trips, idle cost, start-up).
+## Prints one table and writes target/bench/results.json; see docs/benchmarks.md. About 10
+## minutes; BENCH_QUICK=1 for a short run. Nothing here asserts on time.
+bench:
+	$(CARGO) build --release --bins -p ralph -p ralph-fake-agent -p ralph-bench
+	$(CARGO) bench -p ralph-bench --bench decode
+	$(CARGO) run --release --quiet -p ralph-bench --bin ralph-bench
+
+.PHONY: soak fuzz
+
+## Long runs on the release build: 1000 short iterations with random kills of the agent and of
+## ralph (no process or file descriptor may leak), 1 GB of agent output (bounded memory, no
+## control sequence shown), and 300 answers fired at a question's deadline (each delivered
+## exactly once). SOAK_ITERATIONS, SOAK_SEED and RALPH_RACE_TRIALS tune them. A few minutes.
+soak:
+	$(CARGO) build --release --workspace --bins
+	$(CARGO) test --release --test soak -- --ignored --nocapture soak_
+	RALPH_RACE_TRIALS=$${RALPH_RACE_TRIALS:-300} $(CARGO) test --release --test integration e2e::races -- --nocapture
+
+## Property-based fuzzing (proptest; cargo-fuzz would need nightly and libFuzzer) of the task,
+## question and answer file parsers and every stream decoder, seeded with the fixtures.
+## PROPTEST_CASES cases per target (default 20000); `make test` runs a small number.
+fuzz:
+	PROPTEST_CASES=$${PROPTEST_CASES:-20000} $(CARGO) test --release -p ralph-signal --test fuzz -- --nocapture
+	PROPTEST_CASES=$${PROPTEST_CASES:-20000} $(CARGO) test --release -p ralph-loop --test fuzz -- --nocapture
