@@ -2,8 +2,12 @@ mod util;
 
 mod bad_tasks;
 mod commands;
+mod crashes;
+mod hostile;
 mod loop_basics;
+mod native;
 mod processes;
 mod questions;
+mod races;
 mod resume;
 mod tui;

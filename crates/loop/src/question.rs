@@ -168,17 +168,23 @@ impl Question {
             && !frontmatter.multi_select
             && frontmatter.default.is_none()
             && frontmatter.context.is_none();
-        // A text that itself starts with a `---` line would be read back as frontmatter, so it
-        // gets an explicit (empty) one in front.
-        if empty && !starts_with_fence(&self.text) {
+        // A text that itself starts with a `---` line would be read back as frontmatter, and
+        // one that starts with a byte-order mark would lose it, so both get an explicit (empty)
+        // frontmatter in front.
+        if empty && !starts_with_fence(&self.text) && !self.text.starts_with('\u{feff}') {
             return format!("{}\n", self.text);
         }
-        let yaml = if empty {
+        let mut yaml = if empty {
             String::new()
         } else {
             // Serializing plain strings, bools and options cannot fail.
             serde_yaml_ng::to_string(&frontmatter).unwrap_or_default()
         };
+        // The YAML writer may end on a line break of its own (U+2028 at the end of a block
+        // scalar) rather than a newline, and the closing fence must start a line.
+        if !yaml.is_empty() && !yaml.ends_with('\n') {
+            yaml.push('\n');
+        }
         format!("---\n{yaml}---\n{}\n", self.text)
     }
 

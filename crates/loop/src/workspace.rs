@@ -210,11 +210,7 @@ impl Workspace {
                 Ok(WorkspaceLock { _lock: lock })
             }
             Err((_, _)) => {
-                let pid = fs::read_to_string(&path)
-                    .ok()
-                    .map(|s| s.trim().to_string())
-                    .filter(|s| !s.is_empty())
-                    .unwrap_or_else(|| "?".into());
+                let pid = holder_pid(&path);
                 Err(WorkspaceError::Locked {
                     dir: self.dir.clone(),
                     root: self.root.clone(),
@@ -235,6 +231,36 @@ impl Workspace {
         };
         Flock::lock(file, FlockArg::LockSharedNonblock).is_err()
     }
+}
+
+/// The pid written in the lock file by the process holding it (`?` if it cannot be read).
+///
+/// The holder writes its pid just after taking the lock, so a run started at the same moment
+/// may find the file still empty, or still naming a dead previous holder: it looks again, for
+/// a quarter of a second at most, until the file names a live process. (Regression test:
+/// `runs_started_together_in_one_workspace_have_exactly_one_winner_named_by_the_rest`, which
+/// saw "pid ?".)
+fn holder_pid(path: &Path) -> String {
+    let read = || {
+        fs::read_to_string(path)
+            .ok()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+    };
+    let live = |pid: &str| {
+        pid.parse::<i32>().is_ok_and(|p| {
+            p > 0 && nix::sys::signal::kill(nix::unistd::Pid::from_raw(p), None).is_ok()
+        })
+    };
+    let mut pid = read();
+    for _ in 0..50 {
+        if pid.as_deref().is_some_and(live) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        pid = read();
+    }
+    pid.unwrap_or_else(|| "?".into())
 }
 
 /// Proof that this process owns the workspace; dropping it releases the lock.
