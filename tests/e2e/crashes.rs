@@ -85,7 +85,7 @@ fn agent_pgid(p: &Project) -> i32 {
     })
 }
 
-fn start_run(p: &Project, agent: &str, extra: &[&str]) -> std::process::Child {
+fn start_run(p: &Project, agent: &str, extra: &[&str]) -> Guarded {
     let mut cmd = p.ralph();
     cmd.args(["run", "--no-tui", "--agent-cmd", agent])
         .args(extra);

@@ -7,7 +7,7 @@
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
+use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -200,7 +200,7 @@ pub fn run_watched(cmd: Command, limit: Duration) -> Watched {
 }
 
 /// [`run_watched`] for a child already started with piped output.
-pub fn watch(mut child: Child, limit: Duration) -> Watched {
+pub fn watch(mut child: Guarded, limit: Duration) -> Watched {
     let start = Instant::now();
     let pid = child.id();
     let mut stdout = child.stdout.take().unwrap();

@@ -135,12 +135,42 @@ impl Project {
     }
 }
 
-/// Starts `cmd` with piped output.
-pub fn spawn(mut cmd: Command) -> Child {
-    cmd.stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
+/// Starts `cmd` with piped output; the process is killed if the test ends (or fails) first.
+pub fn spawn(mut cmd: Command) -> Guarded {
+    Guarded(
+        cmd.stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    )
+}
+
+/// A child process that cannot outlive its test: dropped while still running, it is killed.
+///
+/// Regression: tests that failed between starting `ralph run` and waiting for it left the loop
+/// (and its agent) running after the test binary moved on.
+pub struct Guarded(pub Child);
+
+impl std::ops::Deref for Guarded {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Guarded {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+impl Drop for Guarded {
+    fn drop(&mut self) {
+        if matches!(self.0.try_wait(), Ok(None)) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
 }
 
 /// Calls `f` until it returns `Some`, with short pauses; panics after `limit`.
@@ -165,7 +195,7 @@ pub struct Run {
 
 impl Run {
     /// Waits for `child` (killing it and failing after `limit`) and collects its output.
-    pub fn finish(mut child: Child, limit: Duration) -> Run {
+    pub fn finish(mut child: Guarded, limit: Duration) -> Run {
         let mut out = child.stdout.take().unwrap();
         let mut err = child.stderr.take().unwrap();
         let out_t = std::thread::spawn(move || {
