@@ -14,12 +14,7 @@ fn every_bad_task_file_exits_2_with_file_and_line_and_writes_nothing() {
         cases += 1;
         let p = Project::new();
         std::fs::copy(&path, p.path("RALPH_TASK.md")).unwrap();
-        let run = Run::from_output(
-            p.ralph()
-                .args(["run", "--no-tui", "--agent-cmd", "true"])
-                .output()
-                .unwrap(),
-        );
+        let run = p.exec(&["run", "--no-tui", "--agent-cmd", "true"]);
         assert_eq!(run.code, Some(2), "{}: {}", path.display(), run.stderr);
         assert!(
             run.stderr.contains("RALPH_TASK.md:"),
@@ -39,12 +34,7 @@ fn every_bad_task_file_exits_2_with_file_and_line_and_writes_nothing() {
 #[test]
 fn a_missing_task_file_says_how_to_make_one() {
     let p = Project::new();
-    let run = Run::from_output(
-        p.ralph()
-            .args(["run", "--agent-cmd", "true"])
-            .output()
-            .unwrap(),
-    );
+    let run = p.exec(&["run", "--agent-cmd", "true"]);
     run.expect_code(2);
     assert!(run.stderr.contains("ralph init"), "{}", run.stderr);
     assert!(!p.exists(".ralph"));
@@ -53,18 +43,13 @@ fn a_missing_task_file_says_how_to_make_one() {
 #[test]
 fn a_bad_flag_value_exits_2_and_writes_nothing() {
     let p = Project::with_task("task: x", "- [ ] x\n");
-    let run = Run::from_output(
-        p.ralph()
-            .args([
-                "run",
-                "--agent-cmd",
-                "true",
-                "--question-timeout",
-                "5 minutes",
-            ])
-            .output()
-            .unwrap(),
-    );
+    let run = p.exec(&[
+        "run",
+        "--agent-cmd",
+        "true",
+        "--question-timeout",
+        "5 minutes",
+    ]);
     run.expect_code(2);
     assert!(run.stderr.contains("--question-timeout"), "{}", run.stderr);
     assert!(!p.exists(".ralph"));

@@ -7,14 +7,14 @@ use super::util::*;
 #[test]
 fn init_writes_a_valid_task_file_and_refuses_to_overwrite_it() {
     let p = Project::new();
-    Run::from_output(p.ralph().args(["init"]).output().unwrap()).expect_code(0);
+    p.exec(&["init"]).expect_code(0);
     assert!(p.exists("RALPH_TASK.md"));
     assert!(p.exists(".ralph/progress.md") && p.exists(".ralph/guardrails.md"));
-    let again = Run::from_output(p.ralph().args(["init"]).output().unwrap());
+    let again = p.exec(&["init"]);
     again.expect_code(1);
     assert!(again.stderr.contains("--force"), "{}", again.stderr);
     p.write("RALPH_TASK.md", "edited");
-    Run::from_output(p.ralph().args(["init", "--force"]).output().unwrap()).expect_code(0);
+    p.exec(&["init", "--force"]).expect_code(0);
     assert_ne!(p.read("RALPH_TASK.md"), "edited");
     // The file it writes is one `ralph run` accepts.
     let agent = p.agent("[iteration *]\nprint ok\n");
@@ -33,10 +33,10 @@ fn init_works_with_dash_c() {
 #[test]
 fn status_before_any_run_says_so() {
     let p = Project::new();
-    let s = Run::from_output(p.ralph().args(["status"]).output().unwrap());
+    let s = p.exec(&["status"]);
     s.expect_code(0);
     assert!(s.stdout.contains("No loop has run"), "{}", s.stdout);
-    let j = Run::from_output(p.ralph().args(["status", "--json"]).output().unwrap());
+    let j = p.exec(&["status", "--json"]);
     let v: serde_json::Value = serde_json::from_str(&j.stdout).unwrap();
     assert_eq!(v["status"], "none");
     assert!(v["pending_question"].is_null());
@@ -51,11 +51,9 @@ fn status_shows_a_waiting_question_first_with_the_command_that_answers_it() {
     let agent = p.agent(
         "[iteration 1]\nquestion \"Redis or Memcached?\" --option Redis --option Memcached --default Redis\nsignal QUESTION\n",
     );
-    let mut cmd = p.ralph();
-    cmd.args(["run", "--no-tui", "--agent-cmd", &agent]);
-    let mut child = spawn(cmd);
+    let mut child = p.start(&agent, &[]);
     p.wait_for_status("waiting_input", Duration::from_secs(20));
-    let s = Run::from_output(p.ralph().args(["status"]).output().unwrap());
+    let s = p.exec(&["status"]);
     s.expect_code(0);
     let out = &s.stdout;
     assert!(out.contains("WAITING FOR YOUR ANSWER"), "{out}");
@@ -72,7 +70,7 @@ fn status_shows_a_waiting_question_first_with_the_command_that_answers_it() {
     );
     assert!(out.contains("left"), "time left: {out}");
     assert!(out.contains("ralph answer -C"), "{out}");
-    let j = Run::from_output(p.ralph().args(["status", "--json"]).output().unwrap());
+    let j = p.exec(&["status", "--json"]);
     let v: serde_json::Value = serde_json::from_str(&j.stdout).unwrap();
     assert!(v["pending_question"]["seconds_left"].as_u64().unwrap() <= 60);
     assert!(
@@ -114,7 +112,7 @@ fn the_stop_policy_saves_the_question_exits_1_and_the_next_run_asks_again() {
     ]);
     let child = spawn(cmd);
     p.wait_for_status("waiting_input", Duration::from_secs(20));
-    Run::from_output(p.ralph().args(["answer", "Redis"]).output().unwrap()).expect_code(0);
+    p.exec(&["answer", "Redis"]).expect_code(0);
     Run::finish(child, Duration::from_secs(30)).expect_code(3);
     assert!(p.read("prompt-2.txt").contains("> Redis"));
 }
@@ -128,15 +126,13 @@ fn the_wait_policy_has_no_deadline() {
     let agent = p.agent(
         "[iteration 1]\nquestion \"Redis or Memcached?\"\nsignal QUESTION\n[iteration 2]\nsave-prompt prompt-2.txt\n",
     );
-    let mut cmd = p.ralph();
-    cmd.args(["run", "--no-tui", "--agent-cmd", &agent]);
-    let child = spawn(cmd);
+    let child = p.start(&agent, &[]);
     let state = p.wait_for_status("waiting_input", Duration::from_secs(20));
     assert!(state["pending_question"]["deadline"].is_null(), "{state}");
     // Well past the 100 ms question_timeout, it still waits.
     std::thread::sleep(Duration::from_millis(500));
     assert_eq!(p.state()["status"], "waiting_input");
-    Run::from_output(p.ralph().args(["answer", "Memcached"]).output().unwrap()).expect_code(0);
+    p.exec(&["answer", "Memcached"]).expect_code(0);
     Run::finish(child, Duration::from_secs(30)).expect_code(3);
     assert!(p.read("prompt-2.txt").contains("> Memcached"));
 }

@@ -378,7 +378,7 @@ fn after_sigkill_while_a_question_waits_the_next_run_asks_it_again() {
         let s = p.state();
         (s["status"] == "waiting_input" && s["pid"] == pid).then_some(())
     });
-    Run::from_output(p.ralph().args(["answer", "2"]).output().unwrap()).expect_code(0);
+    p.exec(&["answer", "2"]).expect_code(0);
     let second = watch(child, Duration::from_secs(60));
     second.expect_code(3);
     let out = second.stdout();

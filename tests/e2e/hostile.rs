@@ -291,12 +291,7 @@ fn a_task_file_that_is_a_symlink_to_a_directory_exits_2_and_writes_nothing() {
     let p = Project::new();
     std::fs::create_dir(p.path("somewhere")).unwrap();
     std::os::unix::fs::symlink(p.path("somewhere"), p.path("RALPH_TASK.md")).unwrap();
-    let run = Run::from_output(
-        p.ralph()
-            .args(["run", "--no-tui", "--agent-cmd", "true"])
-            .output()
-            .unwrap(),
-    );
+    let run = p.exec(&["run", "--no-tui", "--agent-cmd", "true"]);
     run.expect_code(2);
     assert!(run.stderr.contains("RALPH_TASK.md"), "{}", run.stderr);
     assert!(run.stderr.contains("directory"), "{}", run.stderr);
@@ -714,14 +709,12 @@ fn a_symlinked_answer_file_planted_by_the_agent_stopped_the_loop() {
          [iteration 2]\nsave-prompt prompt-2.txt\n",
         s.path.display()
     ));
-    let mut cmd = p.ralph();
-    cmd.args(["run", "--no-tui", "--agent-cmd", &agent]);
-    let child = spawn(cmd);
+    let child = p.start(&agent, &[]);
     p.wait_for_status("waiting_input", Duration::from_secs(30));
     // `ralph answer` racing the loop's cleanup sees the link and refuses it; once the loop has
     // removed it, the answer goes through.
     let by_answer = wait_until(Duration::from_secs(20), "an accepted answer", || {
-        let r = Run::from_output(p.ralph().args(["answer", "B"]).output().unwrap());
+        let r = p.exec(&["answer", "B"]);
         assert!(
             !r.stderr.contains(SECRET) && !r.stdout.contains(SECRET),
             "{r:?}"
@@ -872,9 +865,7 @@ fn a_question_file_that_changes_while_shown_keeps_the_question_that_was_shown() 
          signal QUESTION\n\
          [iteration 2]\nsave-prompt prompt-2.txt\n",
     );
-    let mut cmd = p.ralph();
-    cmd.args(["run", "--no-tui", "--agent-cmd", &agent]);
-    let child = spawn(cmd);
+    let child = p.start(&agent, &[]);
     p.wait_for_status("waiting_input", Duration::from_secs(30));
     // Rewrite it in place, swap it, empty it, break it: each wakes the loop's file watch.
     for (i, text) in [
@@ -893,12 +884,12 @@ fn a_question_file_that_changes_while_shown_keeps_the_question_that_was_shown() 
             std::fs::rename(p.path(".ralph/q.tmp"), p.path(".ralph/question.md")).unwrap();
         }
         std::thread::sleep(Duration::from_millis(50));
-        let status = Run::from_output(p.ralph().args(["status", "--json"]).output().unwrap());
+        let status = p.exec(&["status", "--json"]);
         let json: serde_json::Value = serde_json::from_str(&status.stdout).unwrap();
         assert_eq!(json["status"], "waiting_input");
         assert_eq!(json["pending_question"]["text"], "The original question?");
     }
-    Run::from_output(p.ralph().args(["answer", "2"]).output().unwrap()).expect_code(0);
+    p.exec(&["answer", "2"]).expect_code(0);
     let run = watch(child, Duration::from_secs(60));
     run.expect_code(3);
     run.out.assert_clean();
@@ -950,9 +941,7 @@ fn question_option_and_answer_text_with_shell_syntax_stay_verbatim_everywhere() 
          save-prompt prompt-2.txt\n\
          copy .ralph/answer.md answer-2.md\n",
     );
-    let mut cmd = p.ralph();
-    cmd.args(["run", "--no-tui", "--agent-cmd", &agent]);
-    let child = spawn(cmd);
+    let child = p.start(&agent, &[]);
     p.wait_for_status("waiting_input", Duration::from_secs(30));
 
     let question = "Delete $(touch pwned-text) and `touch pwned-text2`; touch pwned-text3?";
@@ -968,7 +957,7 @@ fn question_option_and_answer_text_with_shell_syntax_stay_verbatim_everywhere() 
     for o in options {
         assert!(status.stdout.contains(o), "{o} in {}", status.stdout);
     }
-    let json = Run::from_output(p.ralph().args(["status", "--json"]).output().unwrap());
+    let json = p.exec(&["status", "--json"]);
     let json: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
     assert_eq!(json["pending_question"]["text"], question);
     assert_eq!(
@@ -976,7 +965,7 @@ fn question_option_and_answer_text_with_shell_syntax_stay_verbatim_everywhere() 
         "$(touch pwned-default)"
     );
 
-    let answered = Run::from_output(p.ralph().args(["answer", NASTY_ANSWER]).output().unwrap());
+    let answered = p.exec(&["answer", NASTY_ANSWER]);
     answered.expect_code(0);
     let run = watch(child, Duration::from_secs(60));
     run.expect_code(3);
@@ -1030,17 +1019,10 @@ fn an_option_label_with_shell_syntax_picked_by_number_is_delivered_verbatim() {
         "[iteration 1]\ncopy question-source.md .ralph/question.md\nsignal QUESTION\n\
          [iteration 2]\nsave-prompt prompt-2.txt\n",
     );
-    let mut cmd = p.ralph();
-    cmd.args(["run", "--no-tui", "--agent-cmd", &agent]);
-    let child = spawn(cmd);
+    let child = p.start(&agent, &[]);
     p.wait_for_status("waiting_input", Duration::from_secs(30));
     // Option 4 with a note: `--option` and the note are both data.
-    let answered = Run::from_output(
-        p.ralph()
-            .args(["answer", "--option", "4", "and $(touch pwned-note)"])
-            .output()
-            .unwrap(),
-    );
+    let answered = p.exec(&["answer", "--option", "4", "and $(touch pwned-note)"]);
     answered.expect_code(0);
     let run = watch(child, Duration::from_secs(60));
     run.expect_code(3);

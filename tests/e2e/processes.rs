@@ -44,9 +44,7 @@ fn iteration_timeout_kills_an_agent_that_ignores_sigterm_and_its_grandchild() {
 fn ctrl_c_stops_an_agent_that_ignores_sigterm_and_its_grandchild_and_exits_130() {
     let p = Project::with_task("task: Stubborn\nmax_iterations: 1", "- [ ] x\n");
     let agent = p.agent(STUBBORN);
-    let mut cmd = p.ralph();
-    cmd.args(["run", "--no-tui", "--agent-cmd", &agent]);
-    let child = spawn(cmd);
+    let child = p.start(&agent, &[]);
     let pid = grandchild(&p);
     assert!(pid_alive(pid));
     nix::sys::signal::kill(
@@ -64,9 +62,7 @@ fn ctrl_c_stops_an_agent_that_ignores_sigterm_and_its_grandchild_and_exits_130()
 fn a_second_ctrl_c_kills_at_once() {
     let p = Project::with_task("task: Stubborn\nmax_iterations: 1", "- [ ] x\n");
     let agent = p.agent(STUBBORN);
-    let mut cmd = p.ralph();
-    cmd.args(["run", "--no-tui", "--agent-cmd", &agent]);
-    let child = spawn(cmd);
+    let child = p.start(&agent, &[]);
     let pid = grandchild(&p);
     let ralph = nix::unistd::Pid::from_raw(child.id() as i32);
     nix::sys::signal::kill(ralph, nix::sys::signal::Signal::SIGINT).unwrap();

@@ -22,9 +22,7 @@ fn an_answer_from_ralph_answer_reaches_the_next_iteration_as_file_and_prompt() {
         "- [ ] cache\n",
     );
     let agent = p.agent(ASK_THEN_LOOK);
-    let mut cmd = p.ralph();
-    cmd.args(["run", "--no-tui", "--agent-cmd", &agent]);
-    let child = spawn(cmd);
+    let child = p.start(&agent, &[]);
 
     let state = p.wait_for_status("waiting_input", Duration::from_secs(20));
     let q = &state["pending_question"];
@@ -33,19 +31,14 @@ fn an_answer_from_ralph_answer_reaches_the_next_iteration_as_file_and_prompt() {
     assert_eq!(q["default"], "Redis");
     assert!(q["deadline"].is_string());
 
-    let status = Run::from_output(p.ralph().args(["status", "--json"]).output().unwrap());
+    let status = p.exec(&["status", "--json"]);
     status.expect_code(0);
     let json: serde_json::Value = serde_json::from_str(&status.stdout).unwrap();
     assert_eq!(json["status"], "waiting_input");
     assert_eq!(json["pending_question"]["text"], "Redis or Memcached?");
     assert_eq!(json["running"], true);
 
-    let answered = Run::from_output(
-        p.ralph()
-            .args(["answer", "Use Redis, we need pub/sub later"])
-            .output()
-            .unwrap(),
-    );
+    let answered = p.exec(&["answer", "Use Redis, we need pub/sub later"]);
     answered.expect_code(0);
 
     let run = Run::finish(child, Duration::from_secs(30));
@@ -89,18 +82,16 @@ fn an_answer_by_option_number_is_the_option_label() {
         "- [ ] cache\n",
     );
     let agent = p.agent(ASK_THEN_LOOK);
-    let mut cmd = p.ralph();
-    cmd.args(["run", "--no-tui", "--agent-cmd", &agent]);
-    let child = spawn(cmd);
+    let child = p.start(&agent, &[]);
     p.wait_for_status("waiting_input", Duration::from_secs(20));
-    let out_of_range = Run::from_output(p.ralph().args(["answer", "3"]).output().unwrap());
+    let out_of_range = p.exec(&["answer", "3"]);
     out_of_range.expect_code(2);
     assert!(
         out_of_range.stderr.contains("option 3 is out of range"),
         "{}",
         out_of_range.stderr
     );
-    Run::from_output(p.ralph().args(["answer", "2"]).output().unwrap()).expect_code(0);
+    p.exec(&["answer", "2"]).expect_code(0);
     Run::finish(child, Duration::from_secs(30)).expect_code(3);
     assert!(p.read("prompt-2.txt").contains("> Memcached"));
 }
@@ -162,21 +153,14 @@ expect-file late-answer-given --wait 20s
 save-prompt prompt-3.txt
 ";
     let agent = p.agent(script);
-    let mut cmd = p.ralph();
-    cmd.args(["run", "--no-tui", "--agent-cmd", &agent]);
-    let child = spawn(cmd);
+    let child = p.start(&agent, &[]);
     // Wait for the timeout to have happened: iteration 2 is running.
     wait_until(Duration::from_secs(20), "iteration 2", || {
         p.exists(".ralph/logs/iter-0002.prompt.md").then_some(())
     });
     let state = p.state();
     assert_eq!(state["pending_question"]["timed_out"], true, "{state}");
-    let answered = Run::from_output(
-        p.ralph()
-            .args(["answer", "Memcached after all"])
-            .output()
-            .unwrap(),
-    );
+    let answered = p.exec(&["answer", "Memcached after all"]);
     answered.expect_code(0);
     assert!(answered.stdout.contains("late"), "{}", answered.stdout);
     p.write("late-answer-given", "");
@@ -213,9 +197,7 @@ fn a_pending_question_is_shown_again_after_a_restart() {
         "- [ ] cache\n",
     );
     let agent = p.agent(ASK_THEN_LOOK);
-    let mut cmd = p.ralph();
-    cmd.args(["run", "--no-tui", "--agent-cmd", &agent]);
-    let child = spawn(cmd);
+    let child = p.start(&agent, &[]);
     p.wait_for_status("waiting_input", Duration::from_secs(20));
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.id() as i32),
@@ -229,11 +211,9 @@ fn a_pending_question_is_shown_again_after_a_restart() {
     assert_eq!(state["pending_question"]["text"], "Redis or Memcached?");
 
     // The second run shows the same question first; answer it from outside.
-    let mut cmd = p.ralph();
-    cmd.args(["run", "--no-tui", "--agent-cmd", &agent]);
-    let child = spawn(cmd);
+    let child = p.start(&agent, &[]);
     p.wait_for_status("waiting_input", Duration::from_secs(20));
-    Run::from_output(p.ralph().args(["answer", "1"]).output().unwrap()).expect_code(0);
+    p.exec(&["answer", "1"]).expect_code(0);
     let second = Run::finish(child, Duration::from_secs(30));
     assert!(second.stdout.contains("still waiting"), "{}", second.stdout);
     assert!(
@@ -248,7 +228,7 @@ fn a_pending_question_is_shown_again_after_a_restart() {
 #[test]
 fn answering_with_no_question_waiting_is_refused_unless_forced() {
     let p = Project::with_task("task: Quiet\nmax_iterations: 1", "- [ ] x\n");
-    let refused = Run::from_output(p.ralph().args(["answer", "hello"]).output().unwrap());
+    let refused = p.exec(&["answer", "hello"]);
     refused.expect_code(1);
     assert!(
         refused.stderr.contains("no question is waiting"),
@@ -257,13 +237,8 @@ fn answering_with_no_question_waiting_is_refused_unless_forced() {
     );
     assert!(!p.exists(".ralph/answer.md"));
 
-    Run::from_output(
-        p.ralph()
-            .args(["answer", "--force", "Prefer small commits"])
-            .output()
-            .unwrap(),
-    )
-    .expect_code(0);
+    p.exec(&["answer", "--force", "Prefer small commits"])
+        .expect_code(0);
     let agent = p.agent("[iteration 1]\nsave-prompt prompt.txt\n");
     p.run(&agent, &[]).expect_code(3);
     let prompt = p.read("prompt.txt");
@@ -280,11 +255,9 @@ fn an_empty_answer_is_refused() {
         "- [ ] cache\n",
     );
     let agent = p.agent(ASK_THEN_LOOK);
-    let mut cmd = p.ralph();
-    cmd.args(["run", "--no-tui", "--agent-cmd", &agent]);
-    let mut child = spawn(cmd);
+    let mut child = p.start(&agent, &[]);
     p.wait_for_status("waiting_input", Duration::from_secs(20));
-    let empty = Run::from_output(p.ralph().args(["answer", "   "]).output().unwrap());
+    let empty = p.exec(&["answer", "   "]);
     empty.expect_code(2);
     assert!(empty.stderr.contains("empty"), "{}", empty.stderr);
     assert!(!p.exists(".ralph/answer.md"));
@@ -299,9 +272,7 @@ fn racing_answers_have_exactly_one_winner() {
         "- [ ] cache\n",
     );
     let agent = p.agent(ASK_THEN_LOOK);
-    let mut cmd = p.ralph();
-    cmd.args(["run", "--no-tui", "--agent-cmd", &agent]);
-    let child = spawn(cmd);
+    let child = p.start(&agent, &[]);
     p.wait_for_status("waiting_input", Duration::from_secs(20));
     let racers: Vec<_> = (0..20)
         .map(|i| {
@@ -347,13 +318,13 @@ fn ralph_ask_without_a_loop_is_answered_by_ralph_answer() {
     let asker = spawn(cmd);
     let state = p.wait_for_status("waiting_input", Duration::from_secs(20));
     assert_eq!(state["pending_question"]["raised_by"], "ask");
-    let status = Run::from_output(p.ralph().args(["status"]).output().unwrap());
+    let status = p.exec(&["status"]);
     assert!(
         status.stdout.contains("Which database?"),
         "{}",
         status.stdout
     );
-    Run::from_output(p.ralph().args(["answer", "2"]).output().unwrap()).expect_code(0);
+    p.exec(&["answer", "2"]).expect_code(0);
     let asked = Run::finish(asker, Duration::from_secs(20));
     asked.expect_code(0);
     assert_eq!(asked.stdout.trim(), "SQLite");
@@ -369,21 +340,16 @@ fn ralph_ask_without_a_loop_is_answered_by_ralph_answer() {
 #[test]
 fn ralph_ask_without_a_loop_times_out_with_exit_3_and_a_hint() {
     let p = Project::new();
-    let asked = Run::from_output(
-        p.ralph()
-            .args([
-                "ask",
-                "Which database?",
-                "--option",
-                "Postgres",
-                "--default",
-                "Postgres",
-                "--timeout",
-                "300ms",
-            ])
-            .output()
-            .unwrap(),
-    );
+    let asked = p.exec(&[
+        "ask",
+        "Which database?",
+        "--option",
+        "Postgres",
+        "--default",
+        "Postgres",
+        "--timeout",
+        "300ms",
+    ]);
     asked.expect_code(3);
     assert!(
         asked
@@ -401,19 +367,11 @@ fn ralph_ask_inside_a_running_loop_is_shown_and_answered_while_the_agent_waits()
     let agent = p.agent(
         "[iteration 1]\nrun-capture ask-out.txt ralph ask \"Which database?\" --option Postgres --option SQLite --timeout 1m\nprint asked and got an answer\n",
     );
-    let mut cmd = p.ralph();
-    cmd.args(["run", "--no-tui", "--agent-cmd", &agent]);
-    let child = spawn(cmd);
+    let child = p.start(&agent, &[]);
     let state = p.wait_for_status("waiting_input", Duration::from_secs(20));
     assert_eq!(state["pending_question"]["raised_by"], "ask");
     assert_eq!(state["pending_question"]["text"], "Which database?");
-    Run::from_output(
-        p.ralph()
-            .args(["answer", "SQLite, it is small"])
-            .output()
-            .unwrap(),
-    )
-    .expect_code(0);
+    p.exec(&["answer", "SQLite, it is small"]).expect_code(0);
     let run = Run::finish(child, Duration::from_secs(30));
     run.expect_code(3);
     assert_eq!(p.read("ask-out.txt").trim(), "SQLite, it is small");

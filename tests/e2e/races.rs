@@ -21,9 +21,7 @@ fn fifty_concurrent_answers_have_exactly_one_winner_and_the_rest_are_told() {
         "- [ ] cache\n",
     );
     let agent = p.agent(ASK);
-    let mut cmd = p.ralph();
-    cmd.args(["run", "--no-tui", "--agent-cmd", &agent]);
-    let child = spawn(cmd);
+    let child = p.start(&agent, &[]);
     p.wait_for_status("waiting_input", Duration::from_secs(20));
     // Start them all before waiting for any; half pick an option, half write text.
     let racers: Vec<_> = (0..50)
@@ -131,9 +129,7 @@ fn deadline_trial(trial: u32, offset_ms: i64) -> &'static str {
          [iteration 3]\n\
          save-prompt prompt-3.txt\n",
     );
-    let mut cmd = p.ralph();
-    cmd.args(["run", "--no-tui", "--agent-cmd", &agent]);
-    let child = spawn(cmd);
+    let child = p.start(&agent, &[]);
     let state = p.wait_for_status("waiting_input", Duration::from_secs(20));
     let deadline = parse_utc(state["pending_question"]["deadline"].as_str().unwrap());
     let fire_at = if offset_ms >= 0 {
@@ -145,7 +141,7 @@ fn deadline_trial(trial: u32, offset_ms: i64) -> &'static str {
         std::thread::sleep(wait);
     }
     let text = format!("ANSWER-{trial}-at-{offset_ms}ms");
-    let answered = Run::from_output(p.ralph().args(["answer", &text]).output().unwrap());
+    let answered = p.exec(&["answer", &text]);
     p.write("answer-fired", "");
     let run = Run::finish(child, Duration::from_secs(60));
     let context = format!(

@@ -50,7 +50,7 @@ fn run_and_answer(p: &Project, base: &str, resume: &str) -> Run {
     ]);
     let child = spawn(cmd);
     p.wait_for_status("waiting_input", Duration::from_secs(20));
-    Run::from_output(p.ralph().args(["answer", "Use Redis"]).output().unwrap()).expect_code(0);
+    p.exec(&["answer", "Use Redis"]).expect_code(0);
     Run::finish(child, Duration::from_secs(30))
 }
 

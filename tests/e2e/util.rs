@@ -112,6 +112,19 @@ impl Project {
         Run::finish(spawn(cmd), Duration::from_secs(60))
     }
 
+    /// Starts `ralph run --no-tui` with `agent_cmd` (and `extra` flags) in the background.
+    pub fn start(&self, agent_cmd: &str, extra: &[&str]) -> Guarded {
+        let mut cmd = self.ralph();
+        cmd.args(["run", "--no-tui", "--agent-cmd", agent_cmd])
+            .args(extra);
+        spawn(cmd)
+    }
+
+    /// Runs `ralph ARGS` here to the end (for the quick commands: answer, status, init).
+    pub fn exec(&self, args: &[&str]) -> Run {
+        Run::from_output(self.ralph().args(args).output().unwrap())
+    }
+
     /// `state.json` as JSON.
     pub fn state(&self) -> serde_json::Value {
         serde_json::from_str(&self.read(".ralph/state.json")).unwrap()

@@ -485,26 +485,12 @@ impl Runner {
                 .await;
                 continue;
             }
-            // The answer this iteration started with has been read; free the answer file.
-            self.after_delivery()?;
-            let wait = self.question_wait();
-            let mut open = self
-                .open_question(
-                    first,
-                    SystemTime::now(),
-                    None,
-                    wait,
-                    iteration,
-                    RaisedBy::Tool,
-                )
-                .await?;
-            open.carry = false;
-            open.native = Some(NativeAsk {
+            let ask = NativeAsk {
                 request,
                 rest: questions,
                 answers: Vec::new(),
-            });
-            *asking = Some(open);
+            };
+            *asking = Some(self.open_native(first, ask, iteration).await?);
         }
         if run.turn_ended && asking.is_none() {
             // Its turn is over: closing stdin is how a stream-json agent is told to exit.
@@ -542,22 +528,7 @@ impl Runner {
         };
         ask.answers.push((text, answer));
         if let Some(next) = ask.rest.pop_front() {
-            // One answer file at a time: archive this one before asking the next.
-            self.after_delivery()?;
-            let wait = self.question_wait();
-            let mut open = self
-                .open_question(
-                    next,
-                    SystemTime::now(),
-                    None,
-                    wait,
-                    iteration,
-                    RaisedBy::Tool,
-                )
-                .await?;
-            open.carry = false;
-            open.native = Some(ask);
-            return Ok(Some(open));
+            return Ok(Some(self.open_native(next, ask, iteration).await?));
         }
         write_line(stdin, &ask.request.answer(&ask.answers)).await;
         Ok(None)
@@ -677,4 +648,33 @@ impl LineSplitter {
 
 pub(super) fn memchr_newline(bytes: &[u8]) -> Option<usize> {
     bytes.iter().position(|b| *b == b'\n')
+}
+
+impl Runner {
+    /// Opens one question of an `AskUserQuestion` request. The answer file holds one answer at a
+    /// time: the one this iteration started with (or the request's previous answer) is archived
+    /// first.
+    async fn open_native(
+        &mut self,
+        question: Question,
+        ask: NativeAsk,
+        iteration: u32,
+    ) -> Result<OpenQuestion, RunError> {
+        self.after_delivery()?;
+        let wait = self.question_wait();
+        let mut open = self
+            .open_question(
+                question,
+                SystemTime::now(),
+                None,
+                wait,
+                iteration,
+                RaisedBy::Tool,
+            )
+            .await?;
+        // The agent is waiting on its stdin for this answer; it does not go into a prompt.
+        open.carry = false;
+        open.native = Some(ask);
+        Ok(open)
+    }
 }

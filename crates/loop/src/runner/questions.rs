@@ -318,14 +318,7 @@ impl Runner {
                 if carry && self.cfg.settings.on_question_timeout == OnQuestionTimeout::Stop {
                     return Ok(Some(Outcome::QuestionTimeoutStop));
                 }
-                clarifications::record(
-                    &self.ws,
-                    &clarifications::Entry {
-                        question: Some(&question),
-                        asked_at: Some(&asked_at),
-                        outcome: clarifications::How::Unanswered,
-                    },
-                )?;
+                self.archive(&question, &asked_at, clarifications::How::Unanswered)?;
                 if carry {
                     self.carryover.push(Carryover::Unanswered { question });
                 }
@@ -341,14 +334,7 @@ impl Runner {
                     "question_skipped",
                     json!({"iteration": iteration, "raised_by": raised_by}),
                 );
-                clarifications::record(
-                    &self.ws,
-                    &clarifications::Entry {
-                        question: Some(&question),
-                        asked_at: Some(&asked_at),
-                        outcome: clarifications::How::Skipped,
-                    },
-                )?;
+                self.archive(&question, &asked_at, clarifications::How::Skipped)?;
                 if carry {
                     self.carryover.push(Carryover::Skipped { question });
                 }
@@ -413,5 +399,22 @@ impl Runner {
         // The agent is blocked in `ralph ask` and gets the answer from it directly.
         open.carry = false;
         Ok(Some(open))
+    }
+}
+
+impl Runner {
+    /// Records what became of a question in `.ralph/clarifications.md`.
+    fn archive(
+        &self,
+        question: &Question,
+        asked_at: &str,
+        how: clarifications::How<'_>,
+    ) -> Result<(), RunError> {
+        let entry = clarifications::Entry {
+            question: Some(question),
+            asked_at: Some(asked_at),
+            outcome: how,
+        };
+        Ok(clarifications::record(&self.ws, &entry)?)
     }
 }
