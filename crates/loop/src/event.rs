@@ -106,6 +106,9 @@ pub enum LoopEvent {
     },
     /// Something the agent printed or did, decoded from its stdout.
     Agent(AgentEvent),
+    /// Several such things, in order: what one read of the agent's output decoded to. One
+    /// message per read instead of per line keeps a flood of output cheap.
+    AgentBatch(Vec<AgentEvent>),
     /// A line the agent printed on stderr (control sequences already stripped).
     Stderr(String),
     /// A signal was recognised.

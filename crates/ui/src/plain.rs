@@ -223,6 +223,12 @@ fn show(out: &mut impl Write, ev: LoopEvent, open: &mut Option<Open>, opts: &Opt
             writeln!(out, "ralph: the agent reported an error: {e}")
         }
         LoopEvent::Agent(_) => Ok(()),
+        LoopEvent::AgentBatch(events) => {
+            for event in events {
+                show(out, LoopEvent::Agent(event), open, opts, tty);
+            }
+            Ok(())
+        }
         LoopEvent::Stderr(line) => writeln!(out, "  stderr: {line}"),
         LoopEvent::Signal(s) => writeln!(
             out,

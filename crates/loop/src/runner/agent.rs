@@ -331,6 +331,9 @@ impl Runner {
     }
 
     /// Sends decoded agent events on, noting signals and arming the post-signal grace.
+    ///
+    /// Everything for display goes out as one batch per call, in order; a signal flushes the
+    /// batch first so the front end sees the line that carried it before the signal itself.
     pub(super) async fn forward(
         &mut self,
         decoded: &mut Vec<AgentEvent>,
@@ -338,6 +341,7 @@ impl Runner {
         grace_deadline: &mut Instant,
         grace: Duration,
     ) {
+        let mut batch = Vec::with_capacity(decoded.len());
         for event in decoded.drain(..) {
             match event {
                 AgentEvent::Signal(signal) => {
@@ -350,6 +354,7 @@ impl Runner {
                         "signal",
                         json!({"iteration": self.state.iteration, "signal": signal.kind, "line": signal.line, "line_number": signal.line_number}),
                     );
+                    self.flush(&mut batch).await;
                     let _ = self.events.send(LoopEvent::Signal(signal)).await;
                 }
                 AgentEvent::Usage(usage) => {
@@ -360,10 +365,7 @@ impl Runner {
                         "usage",
                         json!({"iteration": self.state.iteration, "usage": usage}),
                     );
-                    let _ = self
-                        .events
-                        .send(LoopEvent::Agent(AgentEvent::Usage(usage)))
-                        .await;
+                    batch.push(AgentEvent::Usage(usage));
                 }
                 AgentEvent::ControlRequest(line) => run.requests.push(line),
                 AgentEvent::RateLimited {
@@ -381,27 +383,18 @@ impl Runner {
                         (a, b) => a.or(b),
                     };
                     run.rate_limited = Some((after, message.clone()));
-                    let _ = self
-                        .events
-                        .send(LoopEvent::Agent(AgentEvent::RateLimited {
-                            retry_after,
-                            message,
-                        }))
-                        .await;
+                    batch.push(AgentEvent::RateLimited {
+                        retry_after,
+                        message,
+                    });
                 }
                 AgentEvent::TurnEnd { result } => {
                     run.turn_ended = true;
-                    let _ = self
-                        .events
-                        .send(LoopEvent::Agent(AgentEvent::TurnEnd { result }))
-                        .await;
+                    batch.push(AgentEvent::TurnEnd { result });
                 }
                 AgentEvent::SessionId(id) => {
                     run.session_id = Some(id.clone());
-                    let _ = self
-                        .events
-                        .send(LoopEvent::Agent(AgentEvent::SessionId(id)))
-                        .await;
+                    batch.push(AgentEvent::SessionId(id));
                 }
                 AgentEvent::Error(e) => {
                     self.log(
@@ -409,14 +402,27 @@ impl Runner {
                         json!({"iteration": self.state.iteration, "message": e}),
                     );
                     run.errors.push(e.clone());
-                    let _ = self
-                        .events
-                        .send(LoopEvent::Agent(AgentEvent::Error(e)))
-                        .await;
+                    batch.push(AgentEvent::Error(e));
                 }
-                other => {
-                    let _ = self.events.send(LoopEvent::Agent(other)).await;
-                }
+                other => batch.push(other),
+            }
+        }
+        self.flush(&mut batch).await;
+    }
+
+    /// Sends what `forward` gathered as one message.
+    async fn flush(&self, batch: &mut Vec<AgentEvent>) {
+        match batch.len() {
+            0 => {}
+            1 => {
+                let event = batch.pop().expect("one event");
+                let _ = self.events.send(LoopEvent::Agent(event)).await;
+            }
+            _ => {
+                let _ = self
+                    .events
+                    .send(LoopEvent::AgentBatch(std::mem::take(batch)))
+                    .await;
             }
         }
     }

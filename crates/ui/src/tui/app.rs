@@ -260,6 +260,11 @@ impl App {
                 self.status.activity = Activity::Working { tool: None };
             }
             LoopEvent::Agent(event) => self.on_agent(event),
+            LoopEvent::AgentBatch(events) => {
+                for event in events {
+                    self.on_agent(event);
+                }
+            }
             LoopEvent::Stderr(line) => self.out.push(Line::styled(line, self.theme.dim)),
             LoopEvent::Signal(signal) => {
                 self.status.signal = Some(signal.kind);
