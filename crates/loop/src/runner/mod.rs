@@ -278,6 +278,8 @@ pub struct Runner {
     resume_next: bool,
     /// The last iteration was a resume that failed: not the agent's fault, not a failure.
     resume_failed: bool,
+    /// `ralph ask` claims already shown (by `asked_at`), so each is asked once.
+    asks_seen: std::collections::HashSet<String>,
 }
 
 impl Runner {
@@ -376,6 +378,7 @@ impl Runner {
             session_id: None,
             resume_next: false,
             resume_failed: false,
+            asks_seen: std::collections::HashSet::new(),
         })
     }
 

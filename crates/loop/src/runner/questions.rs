@@ -365,14 +365,21 @@ impl Runner {
         let Some(claim) = AskClaim::read(&self.ws) else {
             return Ok(None);
         };
-        if self
-            .state
-            .pending_question
-            .as_ref()
-            .is_some_and(|p| p.asked_at == claim.asked_at)
+        // One claim is one question. The claim stays until `ralph ask` has read its answer and
+        // exited, so a later file event must not open it again: that would archive the answer
+        // before `ralph ask` read it, and both would then wait forever (regression test:
+        // `ralph_ask_inside_a_running_loop_is_shown_and_answered_while_the_agent_waits`, which
+        // hung under load).
+        if self.asks_seen.contains(&claim.asked_at)
+            || self
+                .state
+                .pending_question
+                .as_ref()
+                .is_some_and(|p| p.asked_at == claim.asked_at)
         {
             return Ok(None);
         }
+        self.asks_seen.insert(claim.asked_at.clone());
         let Ok(Some(raw)) = workspace::read_bounded(&self.ws.question(), MAX_QUESTION_BYTES) else {
             return Ok(None);
         };
