@@ -145,11 +145,14 @@ impl TextScanner {
     }
 
     /// The common case, kept short: a line from a plain region (nothing to sanitize, no
-    /// `\r\n`), shown as it is.
+    /// `\r\n`). Without a tag, whether it is code only matters for the fence state.
     #[inline]
     fn plain_line(&mut self, line: &str, tagged: bool, out: &mut Vec<AgentEvent>) {
-        if tagged || line.len() > DISPLAY_CAP || self.fence.may_change(line.as_bytes()) {
+        if tagged || line.len() > DISPLAY_CAP {
             return self.clean_line(Cow::Borrowed(line), tagged, out);
+        }
+        if self.fence.may_change(line.as_bytes()) {
+            self.fence.line(line.as_bytes());
         }
         self.line_number += 1;
         out.push(AgentEvent::Text(line.to_owned()));
@@ -266,7 +269,7 @@ impl<'a> PlainRegion<'a> {
 /// Bytes a terminal could act on: C0 controls but tab and newline, and DEL; and `0xC2`, the
 /// first byte of the C1 controls in UTF-8, which [`first_unclean`] then looks at closely.
 #[inline(always)]
-fn maybe_unclean(b: u8) -> bool {
+const fn maybe_unclean(b: u8) -> bool {
     ((b < 0x20) & (b != b'\t') & (b != b'\n')) | (b == 0x7F) | (b == 0xC2)
 }
 
@@ -293,15 +296,31 @@ pub(crate) fn next_unclean(bytes: &[u8], from: usize) -> usize {
 
 /// The exact, byte-at-a-time test of [`next_unclean`] over `bytes[from..to]`.
 fn first_unclean(bytes: &[u8], from: usize, to: usize) -> Option<usize> {
-    (from..to).find(|&p| {
-        let b = bytes[p];
+    /// [`maybe_unclean`] as a table: one load per byte in the loop below.
+    static MAYBE: [bool; 256] = {
+        let mut t = [false; 256];
+        let mut b = 0;
+        while b < 256 {
+            t[b] = maybe_unclean(b as u8);
+            b += 1;
+        }
+        t
+    };
+    let mut p = from;
+    while p < to {
+        p += bytes[p..to].iter().position(|&b| MAYBE[usize::from(b)])?;
         let next = bytes.get(p + 1).copied();
-        match b {
+        let unclean = match bytes[p] {
             b'\r' => next != Some(b'\n'),
             0xC2 => next.is_none_or(|n| (0x80..=0x9F).contains(&n)),
-            _ => maybe_unclean(b),
+            _ => true,
+        };
+        if unclean {
+            return Some(p);
         }
-    })
+        p += 1;
+    }
+    None
 }
 
 /// `line` (no newline) as [`sanitize`](crate::sanitize()) would show it, when it holds
