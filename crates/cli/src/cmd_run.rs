@@ -124,7 +124,10 @@ pub fn run_loop(cfg: RunConfig, tui: bool) -> CmdResult {
         .context("could not start the async runtime")?;
     let answer_hint_dir = agents::shell_quote(&cfg.workspace.root().display().to_string());
     rt.block_on(async move {
-        let (event_tx, event_rx) = mpsc::channel::<LoopEvent>(1024);
+        // Each message can hold a whole 64 KiB read of agent output: a short queue keeps
+        // memory flat when the terminal is slower than the agent (1024 of them once let a
+        // slow tmux pane push ralph to 115 MiB); the agent is simply slowed to the screen.
+        let (event_tx, event_rx) = mpsc::channel::<LoopEvent>(16);
         let (control_tx, control_rx) = mpsc::unbounded_channel::<Control>();
         let runner = Runner::new(cfg, event_tx, control_rx).map_err(Failure::failed)?;
         let signals = tokio::spawn(forward_signals(control_tx.clone()));
