@@ -420,12 +420,7 @@ fn one_line(text: &str) -> String {
     }
 }
 
-/// `4m 12s`, `1h 3m`, `9s`: what a person reads at a glance.
+/// `4m 12s`, `1h 05m`, `9s`: what a person reads at a glance, as the terminal view shows it.
 pub fn fmt_duration(d: Duration) -> String {
-    let s = d.as_secs();
-    match s {
-        0..60 => format!("{s}s"),
-        60..3600 => format!("{}m {}s", s / 60, s % 60),
-        _ => format!("{}h {}m", s / 3600, (s % 3600) / 60),
-    }
+    crate::countdown_view::format_span(d)
 }
