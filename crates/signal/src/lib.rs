@@ -16,12 +16,15 @@
 //! inline code spans (CommonMark rules); in structured streams, only in the main agent's
 //! assistant text, never in tool calls, tool results, file contents, an echoed prompt or the
 //! final `result` summary (which repeats the assistant text). Each kind counts at most once per
-//! line, and a [`Signal`] event comes right after the [`AgentEvent::Text`] of its line.
+//! line, and a [`Signal`] event comes right after the [`AgentEvent::Text`] that ends with its
+//! line.
 //!
 //! ## Formats
 //!
-//! [`StreamFormat::Text`] treats the stream as markdown-ish plain text: every line becomes a
-//! [`AgentEvent::Text`], fences are tracked across lines, code spans within a line.
+//! [`StreamFormat::Text`] treats the stream as markdown-ish plain text: every line is shown,
+//! fences are tracked across lines, code spans within a line. The lines one `feed` completes
+//! go out together, joined by `\n`, in one [`AgentEvent::Text`] (split only where a signal
+//! must follow its line): an event per line would cost more than finding the lines.
 //!
 //! The other formats are JSON lines, one module each, written by a coding-agent CLI:
 //!
@@ -139,8 +142,10 @@ pub struct Usage {
 /// One thing the agent did, decoded from its output.
 #[derive(Debug, Clone, PartialEq)]
 pub enum AgentEvent {
-    /// A line of the agent's own words for display: control sequences stripped, no trailing
-    /// newline, cut to [`DISPLAY_CAP`] bytes with a " … [N more bytes]" note.
+    /// Lines of the agent's own words for display, joined by `\n` (no trailing newline):
+    /// control sequences stripped, each line cut to [`DISPLAY_CAP`] bytes with a
+    /// " … [N more bytes]" note. How lines group into events follows how the output arrived;
+    /// the lines themselves do not.
     Text(String),
     /// A signal the agent gave; it follows the `Text` of the line that carried it.
     Signal(Signal),

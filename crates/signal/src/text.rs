@@ -1,34 +1,39 @@
 //! The plain-text scanner: splits bytes into lines, shows each line, and finds the signals
 //! that are not inside code.
 //!
-//! Lines that arrive whole within a chunk are handled in place, without copying; only the
-//! unfinished line at the end of a chunk is kept, up to [`LINE_CAP`] bytes. Newlines are found
-//! with `memchr` and tags with one `memmem` pass per chunk. Whether bytes need sanitizing is
-//! decided for long stretches at once (`PlainRegion`): one vectorized pass finds the next byte
-//! a terminal could act on, and one UTF-8 validation covers everything before it. So a line
-//! with no `<ralph>` costs its share of those passes, a newline search, a glance at its first
-//! byte for fences, and the copy into its `Text` event, which is the one allocation a line
-//! must cost. Whether a tag sits inside code needs the whole line, so a line's signals are
-//! decided, and emitted, when the line ends.
+//! Most lines need nothing but to be shown, and the scanner never looks at those one by one.
+//! A chunk is read as stretches of clean text (valid UTF-8 with no byte a terminal could act
+//! on, found with one vectorized pass and one UTF-8 validation), and in such a stretch only the
+//! lines that could matter stop the scanner: one holding `<ralph>`, one holding ```` ``` ```` or
+//! `~~~` (every fence line does), one ending in `\r\n`, and one longer than [`DISPLAY_CAP`]
+//! (every such line holds an aligned block of [`DISPLAY_CAP`]` / 2` bytes with no newline).
+//! Each kind is found with a SIMD search over the whole stretch. The lines between two stops
+//! are copied, as one piece, into the chunk's display text, and counted with one SIMD pass:
+//! one [`AgentEvent::Text`] carries every line one `feed` shows, joined by `\n`, until a
+//! signal needs an event of its own right after its line.
 //!
-//! Lines are judged as the user sees them, after [`sanitize()`](crate::sanitize()). Lines
-//! whose only control sequences are CSI (colours, cursor moves) are cleaned here without the
-//! full terminal parser (`strip_csi`), with the same result; anything else goes through
-//! `sanitize`. The one exception is a line longer than [`LINE_CAP`]: its bytes are scanned raw
-//! as they pass (see `long_line`), and only its start is shown.
+//! Lines are judged as the user sees them, after [`sanitize()`](crate::sanitize()). A line
+//! with anything to sanitize is looked at on its own: if its only control sequences are CSI
+//! (colours, cursor moves) it is cleaned here without the full terminal parser (`strip_csi`),
+//! with the same result; anything else goes through `sanitize`. Only the unfinished line at the
+//! end of a chunk is kept, up to [`LINE_CAP`] bytes; a longer line's bytes are scanned raw as
+//! they pass (see `long_line`), and only its start is shown. Whether a tag sits inside code
+//! needs the whole line, so a line's signals are decided, and emitted, when the line ends.
 
 use std::borrow::Cow;
 use std::ops::Range;
+use std::sync::LazyLock;
 
-use memchr::{memchr, memchr_iter};
+use aho_corasick::{AhoCorasick, packed};
+use memchr::{memchr, memchr_iter, memrchr};
 
 use crate::long_line::LongLine;
 use crate::markdown::{FenceState, code_spans};
 use crate::sanitize::{clean_line, cut, display_line};
-use crate::tag::{KindSet, OPEN_FINDER, match_tag};
+use crate::tag::{KindSet, OPEN, OPEN_FINDER, match_tag};
 use crate::{AgentEvent, DISPLAY_CAP, LINE_CAP, Signal};
 
-/// Splits plain text into [`AgentEvent::Text`] lines and finds [`Signal`]s in them.
+/// Splits plain text into lines for [`AgentEvent::Text`] and finds [`Signal`]s in them.
 #[derive(Debug, Default)]
 pub(crate) struct TextScanner {
     /// The start of the current, unfinished line, at most [`LINE_CAP`] bytes.
@@ -42,6 +47,127 @@ pub(crate) struct TextScanner {
     fence: FenceState,
     /// Scratch for code spans, kept to avoid an allocation per tagged line.
     spans: Vec<Range<usize>>,
+    /// Display lines not yet sent, each followed by `\n`.
+    shown: String,
+}
+
+/// What can make a clean line need a closer look: a tag, the start of a fence marker of
+/// either kind, and the `\r` of a CRLF line end (in clean text a `\r` always comes before a
+/// newline).
+const MARKERS: [&[u8]; 4] = [OPEN, b"```", b"~~~", b"\r\n"];
+
+/// A searcher for every [`MARKERS`] at once: one SIMD pass (Teddy) where the platform has
+/// one, an Aho-Corasick automaton elsewhere.
+enum Markers {
+    Packed(packed::Searcher),
+    Automaton(AhoCorasick),
+}
+
+impl Markers {
+    fn find(&self, haystack: &[u8]) -> Option<usize> {
+        match self {
+            Markers::Packed(s) => s.find(haystack).map(|m| m.start()),
+            Markers::Automaton(a) => a.find(haystack).map(|m| m.start()),
+        }
+    }
+}
+
+static MARKER_FINDER: LazyLock<Markers> =
+    LazyLock::new(
+        || match packed::Config::new().builder().extend(MARKERS).build() {
+            Some(searcher) => Markers::Packed(searcher),
+            None => Markers::Automaton(AhoCorasick::new(MARKERS).expect("four short patterns")),
+        },
+    );
+
+/// Where the next line that needs a closer look is, in one chunk: each search runs once over
+/// the chunk, in pieces, as it is used.
+struct Stops<'a> {
+    bytes: &'a [u8],
+    marker: Next,
+    long: Next,
+}
+
+/// The next hit of one search, found lazily: `at` (`usize::MAX`: none) is the first hit at or
+/// after `from`, so it answers for every position from `from` up to `at`.
+#[derive(Clone, Copy)]
+struct Next {
+    from: usize,
+    at: usize,
+}
+
+impl Next {
+    const UNKNOWN: Next = Next {
+        from: usize::MAX,
+        at: 0,
+    };
+
+    #[inline]
+    fn get(&mut self, pos: usize, search: impl FnOnce(usize) -> Option<usize>) -> usize {
+        if pos < self.from || self.at < pos {
+            self.from = pos;
+            self.at = search(pos).unwrap_or(usize::MAX);
+        }
+        self.at
+    }
+}
+
+impl<'a> Stops<'a> {
+    fn new(bytes: &'a [u8]) -> Self {
+        Stops {
+            bytes,
+            marker: Next::UNKNOWN,
+            long: Next::UNKNOWN,
+        }
+    }
+
+    /// Whether `bytes[start..nl]`, a whole line, holds `<ralph>`.
+    fn tagged(&mut self, start: usize, nl: usize) -> bool {
+        self.marker(start) < nl && OPEN_FINDER.find(&self.bytes[start..nl]).is_some()
+    }
+
+    fn marker(&mut self, pos: usize) -> usize {
+        let bytes = self.bytes;
+        self.marker
+            .get(pos, |p| MARKER_FINDER.find(&bytes[p..]).map(|m| p + m))
+    }
+
+    /// The first byte at or after `pos`, in the clean text up to `end`, of a line that must be
+    /// looked at on its own; `end` if there is none before it.
+    fn next(&mut self, pos: usize, end: usize) -> usize {
+        let bytes = self.bytes;
+        let marker = self.marker(pos);
+        let long = self.long.get(pos, |p| long_line_block(bytes, p));
+        marker.min(long).min(end)
+    }
+}
+
+/// How many bytes of lines the scanner works through at a time: every pass over them then
+/// reads from the L1 cache.
+const WINDOW: usize = 16 * 1024;
+
+/// Half of [`DISPLAY_CAP`]: a line longer than [`DISPLAY_CAP`] holds a whole block of this
+/// size, aligned to the start of the chunk, with no newline in it.
+const BLOCK: usize = DISPLAY_CAP / 2;
+
+/// The start of the first aligned block at or after `from` that lies in a line longer than
+/// [`DISPLAY_CAP`]. One short newline search per block: ordinary text finds a newline in
+/// the first few dozen bytes.
+fn long_line_block(bytes: &[u8], from: usize) -> Option<usize> {
+    let mut block = from.div_ceil(BLOCK) * BLOCK;
+    while block + BLOCK <= bytes.len() {
+        if memchr(b'\n', &bytes[block..block + BLOCK]).is_none() {
+            let start = memrchr(b'\n', &bytes[..block]).map_or(0, |i| i + 1);
+            let end = memchr(b'\n', &bytes[block..]).map_or(bytes.len(), |i| block + i);
+            if end - start > DISPLAY_CAP {
+                return Some(block);
+            }
+            block = end.div_ceil(BLOCK) * BLOCK;
+            continue;
+        }
+        block += BLOCK;
+    }
+    None
 }
 
 impl TextScanner {
@@ -58,26 +184,49 @@ impl TextScanner {
             rest = &rest[nl + 1..];
         }
 
-        let mut next_tag = OPEN_FINDER.find(rest);
-        let mut plain = PlainRegion::new(rest);
-        let mut start = 0;
-        for nl in memchr_iter(b'\n', rest) {
-            let tagged = next_tag.is_some_and(|t| t < nl);
-            if nl - start > LINE_CAP {
-                // The same path as a long line arriving in pieces, so chunking cannot matter.
-                self.extend_partial(&rest[start..nl]);
-                self.end_partial_line(out);
-            } else if let Some(line) = plain.line(start, nl) {
-                self.plain_line(line, tagged, out);
-            } else {
-                self.whole_line(&rest[start..nl], tagged, out);
-            }
-            if tagged {
-                next_tag = OPEN_FINDER.find(&rest[nl + 1..]).map(|t| t + nl + 1);
-            }
-            start = nl + 1;
+        // Complete lines end at the last newline; what follows waits for the next chunk.
+        let end = memrchr(b'\n', rest).map_or(0, |i| i + 1);
+        self.shown.reserve(end);
+        // Every pass over a window finds it in the L1 cache; over a whole chunk they would
+        // each read it from L2.
+        let mut pos = 0;
+        while pos < end {
+            let cap = (pos + WINDOW).min(end);
+            let window_end = match memrchr(b'\n', &rest[pos..cap]) {
+                Some(i) => pos + i + 1,
+                None => cap + memchr(b'\n', &rest[cap..end]).expect("a complete line") + 1,
+            };
+            self.lines(&rest[pos..window_end], out);
+            pos = window_end;
         }
-        self.extend_partial(&rest[start..]);
+        self.flush(out);
+        self.extend_partial(&rest[end..]);
+    }
+
+    /// Complete lines, each ending in a newline.
+    fn lines(&mut self, lines: &[u8], out: &mut Vec<AgentEvent>) {
+        let end = lines.len();
+        let mut stops = Stops::new(lines);
+        let mut pos = 0;
+        while pos < end {
+            let clean = clean_prefix(&lines[pos..]);
+            let lines_end = if clean.len() == end - pos {
+                end
+            } else {
+                memrchr(b'\n', clean.as_bytes()).map_or(pos, |i| pos + i + 1)
+            };
+            if lines_end > pos {
+                self.clean_lines(&clean[..lines_end - pos], pos, &mut stops, out);
+                pos = lines_end;
+            }
+            if pos < end {
+                // The line holding something to sanitize.
+                let nl = pos + memchr(b'\n', &lines[pos..]).expect("a complete line");
+                let tagged = stops.tagged(pos, nl);
+                self.raw_line(&lines[pos..nl], tagged, out);
+                pos = nl + 1;
+            }
+        }
     }
 
     /// Ends the text: an unterminated last line is emitted. The scanner is then ready for a
@@ -86,6 +235,7 @@ impl TextScanner {
         if !self.partial.is_empty() {
             self.end_partial_line(out);
         }
+        self.flush(out);
         self.line_number = 0;
         self.fence = FenceState::default();
     }
@@ -93,6 +243,77 @@ impl TextScanner {
     /// Bytes held between calls.
     pub(crate) fn buffered_len(&self) -> usize {
         self.partial.len() + self.long.as_ref().map_or(0, LongLine::buffered_len)
+    }
+
+    /// Complete lines of clean text (`text` ends with a newline), which starts at `offset` in
+    /// the chunk `stops` searches: shown in bulk between the lines that need a closer look.
+    fn clean_lines(
+        &mut self,
+        text: &str,
+        offset: usize,
+        stops: &mut Stops<'_>,
+        out: &mut Vec<AgentEvent>,
+    ) {
+        let bytes = text.as_bytes();
+        let end = offset + text.len();
+        let mut pos = offset;
+        loop {
+            let stop = stops.next(pos, end);
+            if stop >= end {
+                break;
+            }
+            let (from, to) = (pos - offset, stop - offset);
+            let start = memrchr(b'\n', &bytes[from..to]).map_or(from, |i| from + i + 1);
+            let nl = to + memchr(b'\n', &bytes[to..]).expect("text ends with a newline");
+            self.show_lines(&text[from..start]);
+            let tagged = stops.tagged(offset + start, offset + nl);
+            self.clean_line_at(&text[start..nl], tagged, out);
+            pos = offset + nl + 1;
+        }
+        self.show_lines(&text[pos - offset..]);
+    }
+
+    /// Lines that need nothing (each ends with a newline): shown as they are.
+    #[inline]
+    fn show_lines(&mut self, lines: &str) {
+        if lines.is_empty() {
+            return;
+        }
+        let bytes = lines.as_bytes();
+        // The SIMD count pays for its set-up from a few hundred bytes on.
+        self.line_number += if bytes.len() < 256 {
+            bytes.iter().filter(|&&b| b == b'\n').count()
+        } else {
+            memchr_iter(b'\n', bytes).count()
+        } as u64;
+        self.shown.push_str(lines);
+    }
+
+    /// One line of clean text (no newline) that needs a closer look.
+    fn clean_line_at(&mut self, line: &str, tagged: bool, out: &mut Vec<AgentEvent>) {
+        if line.len() > LINE_CAP {
+            // The same path as a long line arriving in pieces, so chunking cannot matter.
+            self.extend_partial(line.as_bytes());
+            return self.end_partial_line(out);
+        }
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        self.clean_line(Cow::Borrowed(line), tagged, out);
+    }
+
+    /// One raw line (no newline) with something to sanitize.
+    fn raw_line(&mut self, line: &[u8], tagged: bool, out: &mut Vec<AgentEvent>) {
+        if line.len() > LINE_CAP {
+            self.extend_partial(line);
+            return self.end_partial_line(out);
+        }
+        self.whole_line(line, tagged, out);
+    }
+
+    /// Sends the lines shown so far as one event.
+    fn flush(&mut self, out: &mut Vec<AgentEvent>) {
+        if self.shown.pop().is_some() {
+            out.push(AgentEvent::Text(std::mem::take(&mut self.shown)));
+        }
     }
 
     fn extend_partial(&mut self, piece: &[u8]) {
@@ -144,20 +365,6 @@ impl TextScanner {
         self.clean_line(clean, tagged, out);
     }
 
-    /// The common case, kept short: a line from a plain region (nothing to sanitize, no
-    /// `\r\n`). Without a tag, whether it is code only matters for the fence state.
-    #[inline]
-    fn plain_line(&mut self, line: &str, tagged: bool, out: &mut Vec<AgentEvent>) {
-        if tagged || line.len() > DISPLAY_CAP {
-            return self.clean_line(Cow::Borrowed(line), tagged, out);
-        }
-        if self.fence.may_change(line.as_bytes()) {
-            self.fence.line(line.as_bytes());
-        }
-        self.line_number += 1;
-        out.push(AgentEvent::Text(line.to_owned()));
-    }
-
     /// Handles one line as the user sees it (no `\r\n`); `tagged` says whether `<ralph>`
     /// occurs in it.
     fn clean_line(&mut self, clean: Cow<'_, str>, tagged: bool, out: &mut Vec<AgentEvent>) {
@@ -168,7 +375,11 @@ impl TextScanner {
         } else {
             KindSet::default()
         };
-        self.emit(cut(clean, DISPLAY_CAP, 0), kinds, out);
+        if clean.len() <= DISPLAY_CAP {
+            self.emit(&clean, kinds, out);
+        } else {
+            self.emit(&cut(clean, DISPLAY_CAP, 0), kinds, out);
+        }
     }
 
     fn long_line(&mut self, prefix: &[u8], long: LongLine, out: &mut Vec<AgentEvent>) {
@@ -178,19 +389,21 @@ impl TextScanner {
         let is_code = self.fence.long_line(prefix, other_backticks);
         let text = display_line(prefix, self.unseen);
         let kinds = if is_code { KindSet::default() } else { kinds };
-        self.emit(text, kinds, out);
+        self.emit(&text, kinds, out);
     }
 
-    fn emit(&self, text: String, kinds: KindSet, out: &mut Vec<AgentEvent>) {
+    /// Shows one line; its signals, if any, follow the event that holds it.
+    fn emit(&mut self, text: &str, kinds: KindSet, out: &mut Vec<AgentEvent>) {
+        self.shown.push_str(text);
+        self.shown.push('\n');
         if kinds.is_empty() {
-            out.push(AgentEvent::Text(text));
             return;
         }
-        out.push(AgentEvent::Text(text.clone()));
+        self.flush(out);
         for kind in kinds.iter() {
             out.push(AgentEvent::Signal(Signal {
                 kind,
-                line: text.clone(),
+                line: text.to_owned(),
                 line_number: self.line_number,
             }));
         }
@@ -217,52 +430,20 @@ impl TextScanner {
     }
 }
 
-/// The stretch of a chunk, from a line start, that is valid UTF-8 and needs no sanitizing:
-/// lines inside it are shown as they are, without a per-line check. Found once per stretch, so
-/// ordinary text costs one vectorized pass and one UTF-8 validation per chunk.
-struct PlainRegion<'a> {
-    bytes: &'a [u8],
-    /// Where the region starts in `bytes`.
-    start: usize,
-    text: &'a str,
-    /// The next byte at or after `start` that sanitizing might change.
-    suspicious: usize,
-}
-
-impl<'a> PlainRegion<'a> {
-    fn new(bytes: &'a [u8]) -> Self {
-        let mut region = PlainRegion {
-            bytes,
-            start: 0,
-            text: "",
-            suspicious: next_unclean(bytes, 0),
-        };
-        region.restart(0);
-        region
-    }
-
-    /// Starts the region at `from`, a line start.
-    fn restart(&mut self, from: usize) {
-        if from > self.suspicious {
-            self.suspicious = next_unclean(self.bytes, from);
-        }
-        let candidate = &self.bytes[from..self.suspicious.max(from)];
-        self.text = match std::str::from_utf8(candidate) {
+/// The longest prefix of `bytes` that is valid UTF-8 and needs no sanitizing: one vectorized
+/// pass and one UTF-8 validation.
+///
+/// `simdutf8` validates with SIMD chosen at run time (AVX2 here), several times faster than
+/// `std::str::from_utf8` on text with non-ASCII characters in it, which is most agent output.
+fn clean_prefix(bytes: &[u8]) -> &str {
+    let candidate = &bytes[..next_unclean(bytes, 0)];
+    match simdutf8::basic::from_utf8(candidate) {
+        Ok(text) => text,
+        // Only the slower `compat` validator says where the valid part ends.
+        Err(_) => match simdutf8::compat::from_utf8(candidate) {
             Ok(text) => text,
             Err(e) => std::str::from_utf8(&candidate[..e.valid_up_to()]).unwrap_or_default(),
-        };
-        self.start = from;
-    }
-
-    /// The line `start..nl` as text if it lies in the region, `\r` of CRLF removed. Otherwise
-    /// `None`, and the region restarts at the next line.
-    fn line(&mut self, start: usize, nl: usize) -> Option<&'a str> {
-        if start >= self.start && nl <= self.start + self.text.len() {
-            let line = &self.text[start - self.start..nl - self.start];
-            return Some(line.strip_suffix('\r').unwrap_or(line));
-        }
-        self.restart(nl + 1);
-        None
+        },
     }
 }
 
@@ -277,10 +458,10 @@ const fn maybe_unclean(b: u8) -> bool {
 /// `bytes.len()`. Newlines, tabs and the `\r` of a CRLF pair do not count; a C1 control
 /// (U+0080–U+009F, `C2 80`–`C2 9F` in UTF-8) does, other non-ASCII text does not.
 ///
-/// Looks at 32 bytes per step with a test the compiler turns into a few SIMD instructions;
+/// Looks at 64 bytes per step with a test the compiler turns into a few SIMD instructions;
 /// only a block that holds a candidate is looked at byte by byte.
 pub(crate) fn next_unclean(bytes: &[u8], from: usize) -> usize {
-    const BLOCK: usize = 32;
+    const BLOCK: usize = 64;
     let mut i = from;
     while let Some(block) = bytes.get(i..i + BLOCK) {
         let block: &[u8; BLOCK] = block.try_into().expect("a whole block");
@@ -492,5 +673,58 @@ mod tests {
                 prop_assert_eq!(clean.as_ref(), want.as_str());
             }
         }
+    }
+
+    proptest! {
+        // Texts of up to 40 lines, some of them kilobytes long: fewer cases.
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// The lines shown in bulk are exactly what showing each line on its own gives: the
+        /// line sanitized, its `\r\n` ending removed, cut to [`DISPLAY_CAP`].
+        #[test]
+        fn every_line_is_shown_as_sanitize_shows_it(
+            lines in prop::collection::vec(
+                prop_oneof![
+                    6 => line(),
+                    1 => Just(b"```rust".to_vec()),
+                    1 => Just(b"~~~".to_vec()),
+                    1 => Just(b"say <ralph>DONE</ralph> `<ralph>GUTTER</ralph>`".to_vec()),
+                    1 => (1usize..3 * DISPLAY_CAP).prop_map(|n| vec![b'x'; n]),
+                    1 => line().prop_map(|mut l| { l.extend_from_slice(b"\r"); l }),
+                ],
+                0..40,
+            ),
+            cut_at in 0usize..4096,
+        ) {
+            let text = lines.join(&b'\n');
+            let mut scanner = TextScanner::default();
+            let mut out = Vec::new();
+            let cut_at = cut_at.min(text.len());
+            scanner.feed(&text[..cut_at], &mut out);
+            scanner.feed(&text[cut_at..], &mut out);
+            scanner.finish(&mut out);
+            let shown: Vec<String> = out
+                .iter()
+                .filter_map(|e| match e {
+                    AgentEvent::Text(t) => Some(t.split('\n').map(str::to_owned).collect::<Vec<_>>()),
+                    _ => None,
+                })
+                .flatten()
+                .collect();
+            // A newline ends a line; it does not start one.
+            let body = text.strip_suffix(b"\n").unwrap_or(&text);
+            let want: Vec<String> = if text.is_empty() {
+                Vec::new()
+            } else {
+                body.split(|&b| b == b'\n')
+                    .map(|l| {
+                        let l = l.strip_suffix(b"\r").unwrap_or(l);
+                        cut(Cow::Owned(sanitize_bytes(l)), DISPLAY_CAP, 0)
+                    })
+                    .collect()
+            };
+            prop_assert_eq!(shown, want);
+        }
+
     }
 }

@@ -82,6 +82,36 @@ fn a_signal_event_follows_the_text_of_its_line() {
     );
 }
 
+/// A `Text` carries every line one `feed` showed; a signal splits it, so that the signal
+/// still comes right after its own line.
+#[test]
+fn one_feed_shows_its_lines_in_one_event_until_a_signal() {
+    let mut decoder = ralph_signal::Decoder::new(StreamFormat::Text);
+    let mut events = Vec::new();
+    decoder.feed(
+        b"one\r\n```\n<ralph>DONE</ralph>\n```\n\x1b[1mbold\x1b[0m\nnow <ralph>GUTTER</ralph>\nafter\nunfini",
+        &mut events,
+    );
+    let gutter = Signal {
+        kind: Gutter,
+        line: "now <ralph>GUTTER</ralph>".into(),
+        line_number: 6,
+    };
+    assert_eq!(
+        events,
+        [
+            AgentEvent::Text(
+                "one\n```\n<ralph>DONE</ralph>\n```\nbold\nnow <ralph>GUTTER</ralph>".into()
+            ),
+            AgentEvent::Signal(gutter),
+            AgentEvent::Text("after".into()),
+        ]
+    );
+    events.clear();
+    decoder.finish(&mut events);
+    assert_eq!(events, [AgentEvent::Text("unfini".into())]);
+}
+
 #[test]
 fn every_tag_is_found_once_at_every_split_point() {
     for tag in [

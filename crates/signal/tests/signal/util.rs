@@ -28,7 +28,24 @@ pub fn decode_chunks<'a>(
     }
     decoder.finish(&mut out);
     assert_eq!(decoder.buffered_len(), 0, "buffered after finish");
-    out
+    one_text_per_line(out)
+}
+
+/// `events` with each [`AgentEvent::Text`] split into one event per line.
+///
+/// A `Text` carries every line one `feed` showed, so how lines group into events depends on
+/// the chunking; what is shown, and in which order, must not.
+pub fn one_text_per_line(events: Vec<AgentEvent>) -> Vec<AgentEvent> {
+    let mut lines = Vec::with_capacity(events.len());
+    for event in events {
+        match event {
+            AgentEvent::Text(t) if t.contains('\n') => {
+                lines.extend(t.split('\n').map(|l| AgentEvent::Text(l.to_owned())));
+            }
+            other => lines.push(other),
+        }
+    }
+    lines
 }
 
 /// Decodes `bytes` in one feed.

@@ -420,7 +420,13 @@ impl App {
 
     fn on_agent(&mut self, event: AgentEvent) {
         match event {
-            AgentEvent::Text(text) => self.out.push(Line::styled(text, self.theme.text)),
+            // One event carries every line one read of the agent's output showed.
+            AgentEvent::Text(text) => {
+                for line in text.split('\n') {
+                    self.out
+                        .push(Line::styled(line.to_owned(), self.theme.text));
+                }
+            }
             AgentEvent::ToolCall { name, summary } => {
                 let name = clean(&name);
                 let summary = clean(&summary);

@@ -99,7 +99,7 @@ fn events_fill_the_status_and_the_scrollback() {
     app.on_event(started(), t0);
     app.on_event(iteration(1, t0, Some(secs(600))), t0);
     app.on_event(
-        LoopEvent::Agent(AgentEvent::Text("Reading the code.".into())),
+        LoopEvent::Agent(AgentEvent::Text("Reading the code.\n\nIt is short.".into())),
         t0,
     );
     app.on_event(
@@ -147,6 +147,8 @@ fn events_fill_the_status_and_the_scrollback() {
             "ralph: Add a session cache · agent claude · up to 10 iterations · criteria 1/4 checked",
             "── iteration 1/10 · time limit 10m ──",
             "Reading the code.",
+            "",
+            "It is short.",
             "▸ Edit src/cache.rs",
             "  ↳ error[E0425]: cannot find value `ttl`",
             "warning: unused import",
