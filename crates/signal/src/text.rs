@@ -471,6 +471,7 @@ fn count_lines(bytes: &[u8]) -> u64 {
 }
 
 /// A line of a window, `start..nl`, and its text when it is valid UTF-8.
+#[derive(Clone, Copy)]
 struct Line<'a> {
     start: usize,
     nl: usize,
