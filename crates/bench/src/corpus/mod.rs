@@ -431,7 +431,10 @@ mod tests {
                     usize::from(signal),
                     "{corpus:?} signal={signal}"
                 );
-                assert!(seen.events > 100, "{corpus:?}");
+                // Plain text comes as one event per chunk's lines (64 KiB chunks); JSON as
+                // events per line, most of the bytes in a few big tool results.
+                let least = if corpus.format() == StreamFormat::Text { 4 } else { 20 };
+                assert!(seen.events >= least, "{corpus:?}: {} events", seen.events);
             }
         }
     }
