@@ -25,7 +25,11 @@ pub struct Cli {
     pub command: Command,
 }
 
+// `defer`: a subcommand's arguments are built only when it is the one parsed, so `ralph status`
+// and `ralph --version` do not pay for the flags of all the others. Descriptions belong on the
+// variants: a deferred `Args` struct's own doc comment would replace them.
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum Command {
     /// Write RALPH_TASK.md (from the commented example) and the .ralph/ scaffolding.
     #[command(after_help = "Examples:\n  ralph init\n  ralph init -C ~/src/myproject --force")]
@@ -97,7 +101,9 @@ Exit codes:
   2  usage error (empty question, bad --timeout)
   3  nobody answered in time (or the human skipped): proceed with your default or best guess";
 
-/// `-C DIR`, shared by every command that works on a project.
+// `-C DIR`, shared by every command that works on a project. Not a doc comment: clap would make
+// it the description of each subcommand that flattens it, and with `defer` (on `Command`) it
+// would win.
 #[derive(Debug, Args, Clone)]
 pub struct DirArg {
     /// Work in DIR instead of the current directory.
@@ -219,4 +225,33 @@ pub struct DemoArgs {
     /// Plain lines instead of the terminal UI.
     #[arg(long)]
     pub no_tui: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// clap checks a command's arguments (conflicts, requires, duplicate flags) when it builds
+    /// it; with `defer`, only the subcommand parsed gets built, so build all of them here.
+    #[test]
+    fn every_subcommand_passes_clap_checks() {
+        super::Cli::command().debug_assert();
+    }
+
+    /// Regression: with `defer`, the doc comment of the flattened `DirArg` replaced the
+    /// description of `run`, `status`, `init` and `answer` once they were built, in their help.
+    #[test]
+    fn building_a_subcommand_keeps_its_description() {
+        let eager = super::Cli::command();
+        let mut built = super::Cli::command();
+        built.build();
+        for (before, after) in eager.get_subcommands().zip(built.get_subcommands()) {
+            assert_eq!(
+                before.get_about().map(ToString::to_string),
+                after.get_about().map(ToString::to_string),
+                "{}",
+                before.get_name()
+            );
+        }
+    }
 }
