@@ -158,7 +158,13 @@ pub fn run_loop(cfg: RunConfig, tui: bool) -> CmdResult {
                 ))
             }
         };
-        let outcome = runner.run().await;
+        // On a worker thread, not this one: the worker that sees the agent's pipes and exit
+        // become ready then runs the loop itself, where `block_on` needs a second thread woken
+        // to pass them on (a context switch on every step of every iteration).
+        let outcome = match tokio::spawn(runner.run()).await {
+            Ok(outcome) => outcome,
+            Err(e) => std::panic::resume_unwind(e.into_panic()),
+        };
         signals.abort();
         let _ = front.await;
         let outcome = outcome.map_err(Failure::failed)?;

@@ -113,9 +113,32 @@ pub enum Submitted {
 }
 
 /// Creates `.ralph/answer.md` unless an answer is already there.
+///
+/// An answer to a given question (`question_asked_at`) that finds the file free checks that the
+/// question is still waiting: the caller looked at `state.json` before writing, and in between
+/// the loop may have taken the winner's answer, closed the question and removed the file once
+/// the agent had it. Such a late answer is taken back and told it came second. (Regression
+/// test: `fifty_concurrent_answers_have_exactly_one_winner_and_the_rest_are_told`, which saw a
+/// second winner once iterations got faster.)
 pub fn submit(ws: &Workspace, answer: &Answer) -> Result<Submitted, WorkspaceError> {
-    if workspace::create_atomic(&ws.answer(), answer.to_file().as_bytes())? {
-        return Ok(Submitted::Accepted);
+    let contents = answer.to_file();
+    if workspace::create_atomic(&ws.answer(), contents.as_bytes())? {
+        let Some(asked_at) = &answer.question_asked_at else {
+            return Ok(Submitted::Accepted);
+        };
+        if still_waiting(ws, asked_at) {
+            return Ok(Submitted::Accepted);
+        }
+        if workspace::read_bounded(&ws.answer(), workspace::MAX_READ_BYTES)?
+            .is_some_and(|now| now.bytes == contents.as_bytes())
+        {
+            workspace::remove(&ws.answer())?;
+        }
+        return Ok(Submitted::AlreadyAnswered(Answer::new(
+            "",
+            AnsweredBy::File,
+            None,
+        )));
     }
     Ok(match read(ws)? {
         Some(existing) => Submitted::AlreadyAnswered(existing),
@@ -123,6 +146,17 @@ pub fn submit(ws: &Workspace, answer: &Answer) -> Result<Submitted, WorkspaceErr
         // it was delivered, and ours came second all the same.
         None => Submitted::AlreadyAnswered(Answer::new("", AnsweredBy::File, None)),
     })
+}
+
+/// Whether `state.json` still has the question asked at `asked_at` waiting (answered late or
+/// not); without a readable state there is nothing to contradict the caller.
+fn still_waiting(ws: &Workspace, asked_at: &str) -> bool {
+    match crate::state::State::load(ws) {
+        Ok(Some(state)) => state
+            .pending_question
+            .is_some_and(|p| p.asked_at == asked_at),
+        Ok(None) | Err(_) => true,
+    }
 }
 
 /// Reads `.ralph/answer.md`, if there is one.

@@ -3,6 +3,15 @@
 //! The running loop is the only writer of `state.json`; `ralph status`, `ralph answer` and
 //! `ralph ask` only read it. It is rewritten atomically at every change of status, so a reader
 //! never sees half a file. `events.jsonl` is append-only, one JSON object per line.
+//!
+//! # Durability
+//!
+//! Every save of `state.json` is synced before it is renamed into place: after a crash or a
+//! power loss the file is one the loop wrote, whole. The loop keeps at most one save in flight
+//! and makes the ordinary per-iteration save while the agent runs (see `runner/save.rs`), so
+//! after a power loss `state.json` is at most one save behind; a pending question and the final
+//! status are durable before anyone is told about them. `events.jsonl` and the logs are not
+//! synced: after a power loss their last lines may be missing.
 
 use std::path::Path;
 use std::time::SystemTime;
@@ -207,13 +216,23 @@ impl State {
             })
     }
 
-    /// Writes `state.json` atomically, stamping `updated_at`.
+    /// Writes `state.json` atomically and durably, stamping `updated_at`.
+    ///
+    /// The new contents reach the disk before the rename, so after a power loss the file is the
+    /// old state or the new one, never a torn or empty one.
     pub fn save(&mut self, ws: &Workspace) -> Result<(), StateError> {
+        let json = self.stamp_and_encode();
+        workspace::write_atomic(&ws.state(), &json)?;
+        Ok(())
+    }
+
+    /// Stamps `updated_at` and returns what [`State::save`] writes, for a save made elsewhere
+    /// (the running loop saves on a blocking thread while the agent runs).
+    pub fn stamp_and_encode(&mut self) -> Vec<u8> {
         self.updated_at = timestamp(SystemTime::now());
         let mut json = serde_json::to_vec_pretty(self).expect("state serializes");
         json.push(b'\n');
-        workspace::write_atomic(&ws.state(), &json)?;
-        Ok(())
+        json
     }
 }
 

@@ -91,8 +91,16 @@ where
     K: AsRef<OsStr>,
     V: AsRef<OsStr>,
 {
-    let mut cmd = Command::new("sh");
-    cmd.arg("-c")
+    let env: Vec<(K, V)> = env.into_iter().collect();
+    let path_var = env
+        .iter()
+        .rev()
+        .find(|(k, _)| k.as_ref() == "PATH")
+        .map(|(_, v)| v.as_ref().to_os_string())
+        .or_else(|| std::env::var_os("PATH"));
+    let mut cmd = Command::new(find_sh(path_var.as_deref(), dir));
+    cmd.arg0("sh")
+        .arg("-c")
         .arg(command)
         .current_dir(dir)
         .envs(env)
@@ -118,6 +126,33 @@ where
         },
         stdin,
     ))
+}
+
+/// The `sh` that `execvp` would run with the child's `PATH`, as an absolute path.
+///
+/// The standard library starts a child with `posix_spawn` (a `vfork`-like clone that copies
+/// nothing) only when it need not search a `PATH` that differs from ralph's own; the agent's
+/// `PATH` always does (ralph's directory comes first), so looking up `sh` by name made every
+/// spawn a full `fork` of the multi-threaded process and a `PATH` search in the child. Searching
+/// here, the same way, keeps which `sh` runs unchanged. Relative entries (an empty one means
+/// `.`) are taken from `dir`, the child's working directory, as `execvp` in the child would.
+fn find_sh(path_var: Option<&OsStr>, dir: &Path) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path_var = path_var.unwrap_or(OsStr::new("/bin:/usr/bin"));
+    for entry in std::env::split_paths(path_var) {
+        let base = if entry.as_os_str().is_empty() {
+            dir.to_path_buf()
+        } else {
+            dir.join(entry)
+        };
+        let candidate = base.join("sh");
+        if std::fs::metadata(&candidate)
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        {
+            return candidate;
+        }
+    }
+    "/bin/sh".into()
 }
 
 /// How stopping a process group went.

@@ -52,13 +52,15 @@ pub async fn run(
         tokio::select! {
             ev = events.recv() => {
                 let Some(ev) = ev else { break };
-                let finished = matches!(ev, LoopEvent::Finished { .. });
+                let mut finished = matches!(ev, LoopEvent::Finished { .. });
                 show(&mut out, ev, &mut open, &opts, stdout_tty);
-                // Batch what is already queued into one write; flush when caught up.
-                while let Ok(ev) = events.try_recv() {
-                    let done = matches!(ev, LoopEvent::Finished { .. });
+                // Batch what is already queued into one write; flush when caught up. A
+                // `Finished` among them ends the view too: the loop may keep the channel open a
+                // while longer (a notification thread holding a sender), and the view must not
+                // wait for it.
+                while !finished && let Ok(ev) = events.try_recv() {
+                    finished = matches!(ev, LoopEvent::Finished { .. });
                     show(&mut out, ev, &mut open, &opts, stdout_tty);
-                    if done { break; }
                 }
                 let _ = out.flush();
                 if finished { break; }
@@ -423,4 +425,37 @@ fn one_line(text: &str) -> String {
 /// `4m 12s`, `1h 05m`, `9s`: what a person reads at a glance, as the terminal view shows it.
 pub fn fmt_duration(d: Duration) -> String {
     crate::countdown_view::format_span(d)
+}
+
+#[cfg(test)]
+mod tests {
+    use ralph_loop::event::Outcome;
+
+    use super::*;
+
+    /// Regression: a `Finished` read from the queue behind another event ended only the inner
+    /// batch, and the view then waited for the channel to close, which a notification thread
+    /// still holding a sender (a dead webhook) kept open for seconds.
+    #[tokio::test]
+    async fn a_finished_event_queued_behind_another_ends_the_view_with_the_channel_open() {
+        let (tx, rx) = mpsc::channel(8);
+        let (controls, _controls_rx) = mpsc::unbounded_channel();
+        tx.send(LoopEvent::Agent(AgentEvent::Text("last words".into())))
+            .await
+            .unwrap();
+        tx.send(LoopEvent::Finished {
+            outcome: Outcome::MaxIterations,
+            reason: "max_iterations reached".into(),
+        })
+        .await
+        .unwrap();
+        let opts = Options {
+            answer_hint_dir: String::new(),
+            bell: false,
+            desktop: false,
+        };
+        let ended = tokio::time::timeout(Duration::from_secs(10), run(rx, controls, opts)).await;
+        assert!(ended.is_ok(), "the view waited for the channel to close");
+        drop(tx);
+    }
 }

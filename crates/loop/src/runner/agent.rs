@@ -50,7 +50,8 @@ impl Runner {
                 (prompt, invocation)
             }
         };
-        workspace::write_atomic(&prompt_path, prompt.as_bytes())?;
+        // A record the agent reads, not state: readers need the rename, not a sync.
+        workspace::write_atomic_unsynced(&prompt_path, prompt.as_bytes())?;
 
         let started = Instant::now();
         let timeout = wait_duration(settings.iteration_timeout);
@@ -91,7 +92,7 @@ impl Runner {
             (spawned, None)
         };
         self.state.agent_pgid = Some(spawned.pgid);
-        self.state.save(&self.ws)?;
+        self.save_state_soon().await?;
 
         let run = self
             .stream_agent(spawned, conversation, iteration, started, timeout)
@@ -124,7 +125,9 @@ impl Runner {
         }
 
         self.state.agent_pgid = None;
-        self.state.save(&self.ws)?;
+        if !run.leads_straight_on() {
+            self.save_state_soon().await?;
+        }
         let how = run.describe(timeout);
         let elapsed = started.elapsed();
         self.emit(LoopEvent::IterationEnded {
@@ -666,7 +669,7 @@ impl Runner {
         ask: NativeAsk,
         iteration: u32,
     ) -> Result<OpenQuestion, RunError> {
-        self.after_delivery()?;
+        self.after_delivery().await?;
         let wait = self.question_wait();
         let mut open = self
             .open_question(

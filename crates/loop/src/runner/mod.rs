@@ -47,6 +47,8 @@ use crate::workspace::{self, Workspace, WorkspaceError, WorkspaceLock};
 
 mod agent;
 mod questions;
+mod save;
+mod task_file;
 mod verify;
 
 /// How to start one run of an agent: the shell command, what goes on its stdin, extra env.
@@ -241,6 +243,19 @@ impl AgentRun {
         }
     }
 
+    /// Whether the loop goes straight on from this run to the next agent (or to the final
+    /// save): no signal to act on, no question, no rate limit to wait out, no interruption.
+    ///
+    /// After such a run `state.json` is not saved until the next agent starts, a millisecond
+    /// later: what it would record (no agent running) matters to nobody in between, and a
+    /// crash in that window leaves a process group that the next run finds gone.
+    fn leads_straight_on(&self) -> bool {
+        self.signals.is_empty()
+            && self.rate_limited.is_none()
+            && self.asking.is_none()
+            && !self.interrupted
+    }
+
     fn failed(&self) -> bool {
         self.timed_out || self.exit.is_some_and(|s| !s.success()) && self.signals.is_empty()
     }
@@ -265,7 +280,14 @@ pub struct Runner {
     controls_open: bool,
     fs_events: mpsc::UnboundedReceiver<()>,
     _watcher: notify::RecommendedWatcher,
-    _lock: WorkspaceLock,
+    /// Shared with a save in flight, which keeps the workspace locked until it is written.
+    lock: Arc<WorkspaceLock>,
+    /// The save of `state.json` still in flight, if any (see `save.rs`).
+    state_saving: Option<tokio::task::JoinHandle<Result<(), WorkspaceError>>>,
+    /// The last parse of the task file, and the version of the file it came from.
+    task_seen: Option<(task_file::Stamp, TaskFile)>,
+    /// When `.ralph/` was last swept of stale temporary files.
+    last_sweep: Option<std::time::Instant>,
     carryover: Vec<Carryover>,
     delivering: Option<Delivery>,
     first_iteration: u32,
@@ -368,7 +390,10 @@ impl Runner {
             controls_open: true,
             fs_events,
             _watcher: watcher,
-            _lock: lock,
+            lock: Arc::new(lock),
+            state_saving: None,
+            task_seen: None,
+            last_sweep: None,
             carryover: Vec::new(),
             delivering: None,
             first_iteration,
@@ -399,7 +424,7 @@ impl Runner {
     /// Runs iterations until the task is done, the agent gives up, or a limit is reached.
     pub async fn run(mut self) -> Result<Outcome, RunError> {
         let max = self.cfg.settings.max_iterations;
-        self.state.save(&self.ws)?;
+        self.save_state().await?;
         let counts = criteria_counts(&self.cfg.task);
         self.emit(LoopEvent::Started {
             task: self.state.task.clone(),
@@ -444,7 +469,7 @@ impl Runner {
         let mut iteration = self.first_iteration;
         while iteration <= max {
             self.cleanup_before_iteration().await?;
-            let task = match TaskFile::load(&self.cfg.task_path) {
+            let task = match self.load_task() {
                 Ok(t) => t,
                 Err(e) => {
                     // The agent may have broken the task file; run on the last good copy and
@@ -483,10 +508,10 @@ impl Runner {
             }
             if !self.resume_failed {
                 // A failed resume did not really deliver: the fallback iteration needs the file.
-                self.after_delivery()?;
+                self.after_delivery().await?;
             }
             // The agent checks boxes as it goes; show where it got to.
-            let now = TaskFile::load(&self.cfg.task_path);
+            let now = self.load_task();
             let (checked, total) = criteria_counts(now.as_ref().unwrap_or(&self.cfg.task));
             self.emit(LoopEvent::Criteria { checked, total }).await;
 
@@ -589,7 +614,7 @@ impl Runner {
         self.state.status = outcome.status();
         self.state.reason = Some(reason.to_string());
         self.state.agent_pgid = None;
-        self.state.save(&self.ws)?;
+        self.save_state().await?;
         self.log(
             "run_end",
             json!({"outcome": self.state.status.as_str(), "reason": reason}),
@@ -604,7 +629,13 @@ impl Runner {
 
     /// Step 1: clear what a crash may have left, and pick up an answer that is waiting.
     async fn cleanup_before_iteration(&mut self) -> Result<(), RunError> {
-        if let Ok(entries) = std::fs::read_dir(self.ws.dir()) {
+        // Only files older than ten minutes go, so looking once a minute removes the same ones
+        // barely later, without listing `.ralph/` (and waking its watcher) every iteration.
+        let sweep = self
+            .last_sweep
+            .is_none_or(|at| at.elapsed() >= Duration::from_secs(60));
+        if sweep && let Ok(entries) = std::fs::read_dir(self.ws.dir()) {
+            self.last_sweep = Some(std::time::Instant::now());
             for entry in entries.flatten() {
                 // Only stale ones: a `ralph answer` may be writing its temporary file right now.
                 let stale = entry
@@ -702,10 +733,14 @@ impl Runner {
     }
 
     /// After the iteration that received an answer: archive it, then remove the files.
-    fn after_delivery(&mut self) -> Result<(), RunError> {
+    async fn after_delivery(&mut self) -> Result<(), RunError> {
         let Some(d) = self.delivering.take() else {
             return Ok(());
         };
+        // `state.json` must say no question is waiting before the answer file goes: a
+        // `ralph answer` that still saw the question there would find the file free and win a
+        // second time (see `answer::submit`). The save saying so may still be in flight.
+        self.settle_state().await?;
         clarifications::record(
             &self.ws,
             &clarifications::Entry {

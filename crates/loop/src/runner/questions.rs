@@ -117,7 +117,7 @@ impl Runner {
         // Written before anything is shown: `ralph status`, `ralph answer` and `ralph ask` rely on it.
         self.state.pending_question = Some(pending);
         self.state.status = Status::WaitingInput;
-        self.state.save(&self.ws)?;
+        self.save_state().await?;
         self.log(
             "question",
             json!({"iteration": iteration, "raised_by": raised_by, "text": question.text, "options": question.options, "default": question.default, "deadline": deadline.map(timestamp)}),
@@ -169,7 +169,11 @@ impl Runner {
             iteration,
         };
         let warnings = self.notifier.question_raised(&notice);
-        let events = self.events.clone();
+        // Weak: a front end reads until every sender is gone, and a dead webhook must not keep
+        // it (and ralph's exit) waiting after the loop has ended. (Regression test:
+        // `the_webhook_is_posted_and_a_dead_one_does_not_hold_the_loop`, which waited the
+        // webhook's 5 s when the plain front end missed a `Finished` that came in a batch.)
+        let events = self.events.downgrade();
         let ws = self.ws.clone();
         // Failures arrive later (a webhook timing out); pass them on without holding the loop.
         // A plain thread, not `spawn_blocking`: the runtime waits for those when it shuts down,
@@ -179,7 +183,9 @@ impl Runner {
             .spawn(move || {
                 while let Ok(warning) = warnings.recv() {
                     let _ = log_event(&ws, "notify_failed", json!({"message": warning}));
-                    let _ = events.blocking_send(LoopEvent::Warning(warning));
+                    if let Some(events) = events.upgrade() {
+                        let _ = events.blocking_send(LoopEvent::Warning(warning));
+                    }
                 }
             });
     }
@@ -247,7 +253,7 @@ impl Runner {
                     .remaining(now)
                     .map(|left| timestamp(SystemTime::now() + left));
             }
-            self.state.save(&self.ws)?;
+            self.save_state().await?;
         }
         Ok(None)
     }
@@ -353,7 +359,7 @@ impl Runner {
             }
         }
         self.state.status = Status::Running;
-        self.state.save(&self.ws)?;
+        self.save_state().await?;
         Ok(None)
     }
 
@@ -385,7 +391,7 @@ impl Runner {
         };
         // The agent has had the answer this iteration started with; archive it now, so that
         // `.ralph/answer.md` is free for the new question's answer.
-        self.after_delivery()?;
+        self.after_delivery().await?;
         let question = Question::parse_bounded(&raw.bytes);
         let asked_at = state::parse_timestamp(&claim.asked_at).unwrap_or_else(SystemTime::now);
         let wait = claim

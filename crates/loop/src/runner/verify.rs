@@ -7,7 +7,7 @@ impl Runner {
     ///
     /// `None` when the human stopped the loop (Ctrl-C, SIGTERM, SIGHUP) while the tests ran.
     pub(super) async fn verify(&mut self) -> Option<(bool, String)> {
-        let task = match TaskFile::load(&self.cfg.task_path) {
+        let task = match self.load_task() {
             Ok(t) => t,
             Err(e) => {
                 return Some((
