@@ -362,7 +362,7 @@ impl Claude {
                     let name = text(block.name);
                     out.push(AgentEvent::ToolCall {
                         summary: block.input.summary(&name, self.cwd.as_deref()),
-                        name: short(&sanitize(&name)),
+                        name: clean_id(&name),
                     });
                 }
                 Some("thinking" | "redacted_thinking") => {}

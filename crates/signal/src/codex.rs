@@ -30,7 +30,7 @@
 
 use std::borrow::Cow;
 
-use crate::json::{JsonFormat, Obj, clean_id, show_lines, start_of};
+use crate::json::{JsonFormat, Obj, clean_id, malformed, show_lines, start_of};
 use crate::rate_limit;
 use crate::sanitize::sanitize;
 use crate::skim::Raw;
@@ -47,7 +47,8 @@ pub(crate) struct Codex {
     totals: Option<(u64, u64)>,
     /// Ids of tool items whose `ToolCall` was shown at `item.started`.
     started: Vec<String>,
-    /// The text of the turn's last agent message, for `TurnEnd`.
+    /// The text of the turn's last agent message, for `TurnEnd`: kept as it came, and
+    /// sanitized only if it is still the last one when the turn ends.
     last_message: Option<String>,
     /// The last rate-limit message reported, so `turn.failed` repeating it is not reported
     /// twice.
@@ -56,8 +57,13 @@ pub(crate) struct Codex {
 
 impl JsonFormat for Codex {
     fn object(&mut self, line: &[u8], out: &mut Vec<AgentEvent>) {
-        let Some(obj) = Obj::line_or_report(line, out) else {
-            return;
+        // The item, when there is one, is most of the line: it is read in the same pass.
+        let (obj, item) = match Obj::line_with(line, "item") {
+            Ok(read) => read,
+            Err(err) => {
+                out.push(malformed(line, err));
+                return;
+            }
         };
         match obj.str("type").as_deref().unwrap_or("") {
             "thread.started" => {
@@ -70,8 +76,8 @@ impl JsonFormat for Codex {
                 }
             }
             "turn.started" | "item.updated" => {}
-            "item.started" => self.item(obj.obj("item"), false, line, out),
-            "item.completed" => self.item(obj.obj("item"), true, line, out),
+            "item.started" => self.item(item, false, line, out),
+            "item.completed" => self.item(item, true, line, out),
             "turn.completed" => self.turn_completed(&obj, out),
             "turn.failed" => {
                 let message = obj
@@ -114,7 +120,7 @@ impl Codex {
                 let text = item.str("text").unwrap_or_default();
                 self.text.feed(text.as_bytes(), out);
                 self.text.finish(out);
-                self.last_message = Some(sanitize(&text));
+                self.last_message = Some(text.into_owned());
             }
             "plan" if completed => show_lines(&item.str("text").unwrap_or_default(), out),
             "agent_message" | "plan" | "reasoning" => {}
@@ -172,7 +178,7 @@ impl Codex {
         if input.is_some() || output.is_some() {
             self.totals = Some((input.unwrap_or(before_in), output.unwrap_or(before_out)));
         }
-        let result = self.last_message.take();
+        let result = self.last_message.as_deref().map(sanitize);
         self.end_turn(result, out);
     }
 
@@ -210,7 +216,7 @@ fn tool_call(kind: &str, item: &Obj<'_>) -> AgentEvent {
         _ => (kind.to_owned(), field("tool")),
     };
     AgentEvent::ToolCall {
-        name: short(&sanitize(&name)),
+        name: clean_id(&name),
         summary,
     }
 }

@@ -30,7 +30,7 @@ use std::borrow::Cow;
 use crate::json::{JsonFormat, Obj, clean_id, malformed, start_of};
 use crate::rate_limit;
 use crate::sanitize::{cut, display_line, floor_char_boundary, sanitize};
-use crate::summary::{ToolInput, first_line, first_line_of_string, short};
+use crate::summary::{ToolInput, first_line, first_line_of_string};
 use crate::text::TextScanner;
 use crate::{AgentEvent, LINE_CAP, Usage};
 
@@ -83,7 +83,7 @@ impl JsonFormat for Gemini {
                     .map(|input| input.summary(&name, None))
                     .unwrap_or_default();
                 out.push(AgentEvent::ToolCall {
-                    name: short(&sanitize(&name)),
+                    name: clean_id(&name),
                     summary,
                 });
             }

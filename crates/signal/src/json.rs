@@ -13,7 +13,7 @@ use std::borrow::Cow;
 use std::fmt;
 
 use crate::jsonl::{JsonLines, Line};
-use crate::sanitize::{display_line, sanitize};
+use crate::sanitize::{clean_line, display_line, sanitize};
 use crate::skim::{Error, Raw, Reader};
 use crate::summary::{SUMMARY_CAP, short};
 use crate::{AgentEvent, JSON_LINE_CAP};
@@ -91,8 +91,17 @@ fn dispatch(format: &mut dyn JsonFormat, line: Line<'_>, out: &mut Vec<AgentEven
 /// A JSON object's members, as raw values, in order. Values are read only when asked for.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Obj<'a> {
-    members: Vec<(&'a [u8], Raw<'a>)>,
+    /// The first members: the objects of agent streams have a handful, and a line is read
+    /// for every event, so they are kept without allocating.
+    first: [Member<'a>; FIRST],
+    len: usize,
+    /// Members beyond the first [`FIRST`].
+    more: Vec<Member<'a>>,
 }
+
+type Member<'a> = (&'a [u8], Raw<'a>);
+
+const FIRST: usize = 8;
 
 impl<'a> Obj<'a> {
     /// Reads a whole line as one object; anything after it is an error.
@@ -101,6 +110,34 @@ impl<'a> Obj<'a> {
         let obj = Self::read(&mut r)?;
         r.end()?;
         Ok(obj)
+    }
+
+    /// Reads a whole line as one object, and the object under `key` in the same pass: what
+    /// `Obj::line(line)?.obj(key)` gives, without reading that object twice (it is most of
+    /// the line when it holds a tool's output).
+    pub(crate) fn line_with(line: &'a [u8], key: &str) -> Result<(Self, Option<Self>), Error> {
+        let mut r = Reader::new(line);
+        let mut obj = Obj::default();
+        let mut nested = None;
+        let mut seen = false;
+        let mut object = r.object()?;
+        while let Some(k) = object.next_key(&mut r)? {
+            if k == key.as_bytes() && !std::mem::replace(&mut seen, true) && r.peek() == Some(b'{')
+            {
+                // An object that does not read as one is skipped as any value is, and is
+                // not one, as for `Obj::of`.
+                let mut ahead = r.clone();
+                if let Ok((raw, inner)) = ahead.read_value(Self::read) {
+                    r = ahead;
+                    nested = Some(inner);
+                    obj.push((k, raw));
+                    continue;
+                }
+            }
+            obj.push((k, r.value()?));
+        }
+        r.end()?;
+        Ok((obj, nested))
     }
 
     /// Reads a line, or reports it as malformed and gives `None`.
@@ -115,12 +152,22 @@ impl<'a> Obj<'a> {
     }
 
     fn read(r: &mut Reader<'a>) -> Result<Self, Error> {
-        let mut members = Vec::new();
+        let mut obj = Obj::default();
         let mut object = r.object()?;
         while let Some(key) = object.next_key(r)? {
-            members.push((key, r.value()?));
+            obj.push((key, r.value()?));
         }
-        Ok(Obj { members })
+        Ok(obj)
+    }
+
+    fn push(&mut self, member: Member<'a>) {
+        match self.first.get_mut(self.len) {
+            Some(slot) => {
+                *slot = member;
+                self.len += 1;
+            }
+            None => self.more.push(member),
+        }
     }
 
     /// The object `raw` holds; `None` for any other value.
@@ -133,10 +180,9 @@ impl<'a> Obj<'a> {
 
     /// The raw value of `key` (its first occurrence).
     pub(crate) fn get(&self, key: &str) -> Option<Raw<'a>> {
-        self.members
-            .iter()
+        self.members()
             .find(|(k, _)| *k == key.as_bytes())
-            .map(|(_, v)| *v)
+            .map(|(_, v)| v)
     }
 
     /// The text of `key`, if it is a string.
@@ -166,7 +212,7 @@ impl<'a> Obj<'a> {
 
     /// The members, in order.
     pub(crate) fn members(&self) -> impl Iterator<Item = (&'a [u8], Raw<'a>)> + '_ {
-        self.members.iter().copied()
+        self.first[..self.len].iter().chain(&self.more).copied()
     }
 }
 
@@ -190,7 +236,8 @@ pub(crate) fn show_lines(text: &str, out: &mut Vec<AgentEvent>) {
 
 /// A short, sanitized one-line form of an id or name from the stream.
 pub(crate) fn clean_id(id: &str) -> String {
-    short(&sanitize(id))
+    // Names and ids rarely hold anything to strip: the check is much cheaper than `vte`.
+    short(&clean_line(id.as_bytes()))
 }
 
 #[cfg(test)]

@@ -22,7 +22,7 @@ use std::time::Duration;
 use crate::json::{JsonFormat, Obj, clean_id, start_of};
 use crate::rate_limit;
 use crate::sanitize::sanitize;
-use crate::summary::{ToolInput, first_line, first_line_of_string, short};
+use crate::summary::{ToolInput, first_line, first_line_of_string};
 use crate::text::TextScanner;
 use crate::{AgentEvent, Usage};
 
@@ -115,7 +115,7 @@ fn tool_use(part: &Obj<'_>, out: &mut Vec<AgentEvent>) {
             .unwrap_or_default();
     }
     out.push(AgentEvent::ToolCall {
-        name: short(&sanitize(&name)),
+        name: clean_id(&name),
         summary,
     });
     let is_error = state.str("status").as_deref() == Some("error");

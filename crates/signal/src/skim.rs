@@ -2,7 +2,7 @@
 //!
 //! Agent streams are mostly long, escape-dense strings (file bodies, command output) that a
 //! decoder only skips. serde_json checks every byte of a string it skips and stops at every
-//! escape; this reader finds a string's end with `memchr` on quotes alone (a quote ends the
+//! escape; this reader finds a string's end by looking for quotes alone (a quote ends the
 //! string when an even run of backslashes precedes it), descends only into the values it is
 //! asked to, and decodes only the strings it is given. Measured on tool-heavy Claude streams,
 //! that is several times faster than skipping with serde_json.
@@ -89,6 +89,18 @@ impl<'a> Reader<'a> {
         Ok(Raw(&self.s[start..self.pos]))
     }
 
+    /// Reads the next value with `read`, which must take exactly one value, and returns its
+    /// text along with what `read` made of it.
+    pub(crate) fn read_value<T>(
+        &mut self,
+        read: impl FnOnce(&mut Self) -> Result<T, Error>,
+    ) -> Result<(Raw<'a>, T), Error> {
+        self.skip_whitespace();
+        let start = self.pos;
+        let value = read(self)?;
+        Ok((Raw(&self.s[start..self.pos]), value))
+    }
+
     /// Skips the next value.
     pub(crate) fn skip(&mut self) -> Result<(), Error> {
         self.value().map(drop)
@@ -98,10 +110,9 @@ impl<'a> Reader<'a> {
     fn skip_string(&mut self) -> Result<(), Error> {
         let mut from = self.pos + 1;
         loop {
-            let Some(off) = memchr(b'"', &self.s[from..]) else {
+            let Some(quote) = find_quote(self.s, from) else {
                 return self.error("unterminated string");
             };
-            let quote = from + off;
             if !escaped(self.s, quote) {
                 self.pos = quote + 1;
                 return Ok(());
@@ -165,6 +176,39 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// The first quote in `s` at or after `from`.
+///
+/// Most strings are short (keys, ids), and long ones (source code) are dense with escaped
+/// quotes, each a stop: so the next few 16-byte blocks are looked at in place, in a loop the
+/// compiler vectorizes, before `memchr`, whose set-up costs more than those blocks.
+fn find_quote(s: &[u8], from: usize) -> Option<usize> {
+    let rest = &s[from..];
+    let near = rest.len().min(64) / 16 * 16;
+    for (i, block) in rest[..near].chunks_exact(16).enumerate() {
+        if let Ok(block) = <&[u8; 16]>::try_from(block)
+            && block.iter().fold(false, |any, &b| any | (b == b'"'))
+        {
+            return Some(from + 16 * i + first_quote_in(block));
+        }
+    }
+    memchr(b'"', &rest[near..]).map(|at| from + near + at)
+}
+
+/// Where the first quote of a block that has one is, eight bytes at a time: the lowest byte
+/// that was a quote is the lowest one flagged (a borrow only flags bytes above it).
+fn first_quote_in(block: &[u8; 16]) -> usize {
+    let flags = |half: [u8; 8]| {
+        let x = u64::from_le_bytes(half) ^ u64::from_le_bytes([b'"'; 8]);
+        x.wrapping_sub(0x0101_0101_0101_0101) & !x & 0x8080_8080_8080_8080
+    };
+    let (low, high) = block.split_at(8);
+    match (low.try_into().map(flags), high.try_into().map(flags)) {
+        (Ok(low), _) if low != 0 => low.trailing_zeros() as usize / 8,
+        (_, Ok(high)) => 8 + high.trailing_zeros() as usize / 8,
+        _ => 16,
+    }
+}
+
 /// Whether the quote at `quote` is escaped: an odd run of backslashes precedes it.
 fn escaped(s: &[u8], quote: usize) -> bool {
     s[..quote].iter().rev().take_while(|&&b| b == b'\\').count() % 2 == 1
@@ -219,7 +263,7 @@ impl Array {
 }
 
 /// The text of one JSON value, as it appears in the line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Raw<'a>(pub(crate) &'a [u8]);
 
 impl<'a> Raw<'a> {
@@ -228,9 +272,15 @@ impl<'a> Raw<'a> {
         Reader::new(self.0)
     }
 
+    /// The body of a string value (between the quotes, escapes intact), as bytes: a long
+    /// string that is only searched need not be validated as UTF-8.
+    pub(crate) fn string_bytes(self) -> Option<&'a [u8]> {
+        self.0.strip_prefix(b"\"")?.strip_suffix(b"\"")
+    }
+
     /// The body of a string value (between the quotes, escapes intact), as text.
     pub(crate) fn string_body(self) -> Option<Cow<'a, str>> {
-        let body = self.0.strip_prefix(b"\"")?.strip_suffix(b"\"")?;
+        let body = self.string_bytes()?;
         // Validating is much faster than the lossy walk, and agents print valid UTF-8.
         Some(match std::str::from_utf8(body) {
             Ok(body) => Cow::Borrowed(body),
@@ -241,9 +291,7 @@ impl<'a> Raw<'a> {
     /// The decoded text of a string value; `None` for any other value.
     pub(crate) fn str(self) -> Option<Cow<'a, str>> {
         match self.string_body()? {
-            Cow::Borrowed(body) if memchr(b'\\', body.as_bytes()).is_none() => {
-                Some(Cow::Borrowed(body))
-            }
+            Cow::Borrowed(body) if !has_backslash(body.as_bytes()) => Some(Cow::Borrowed(body)),
             body => Some(Cow::Owned(unescape(&body))),
         }
     }
@@ -273,6 +321,16 @@ impl<'a> Raw<'a> {
     /// Whether the value is `null`.
     pub(crate) fn is_null(self) -> bool {
         self.0 == b"null"
+    }
+}
+
+/// Whether `s` holds a backslash. Most values are short, and `memchr` costs more to set up
+/// than a short string takes to check in place.
+fn has_backslash(s: &[u8]) -> bool {
+    if s.len() <= 32 {
+        s.iter().fold(false, |any, &b| any | (b == b'\\'))
+    } else {
+        memchr(b'\\', s).is_some()
     }
 }
 
@@ -328,7 +386,7 @@ impl<'a> Units<'a> {
             self.pos += at;
             return Some(Unit::Plain(&rest[..at]));
         }
-        let (c, len) = decode_escape(rest);
+        let (c, len) = decode_escape(rest.as_bytes());
         self.pos += len;
         Some(Unit::Char(c))
     }
@@ -336,13 +394,14 @@ impl<'a> Units<'a> {
 
 /// Decodes the escape at the start of `s` (which starts with a backslash): the character and
 /// the escape's length. A lone surrogate or a broken escape becomes U+FFFD.
-pub(crate) fn decode_escape(s: &str) -> (char, usize) {
+pub(crate) fn decode_escape(s: &[u8]) -> (char, usize) {
     let hex = |at: usize| {
-        s.get(at..at + 4)
-            .filter(|h| h.bytes().all(|b| b.is_ascii_hexdigit()))
-            .and_then(|h| u32::from_str_radix(h, 16).ok())
+        s.get(at..at + 4)?.iter().try_fold(0u32, |n, &b| {
+            let digit = char::from(b).to_digit(16)?;
+            Some(n << 4 | digit)
+        })
     };
-    match s.as_bytes().get(1) {
+    match s.get(1) {
         Some(b'n') => ('\n', 2),
         Some(b't') => ('\t', 2),
         Some(b'r') => ('\r', 2),
@@ -350,7 +409,7 @@ pub(crate) fn decode_escape(s: &str) -> (char, usize) {
         Some(b'f') => ('\u{c}', 2),
         Some(b'u') => match hex(2) {
             Some(hi @ 0xD800..=0xDBFF) => match (s.get(6..8), hex(8)) {
-                (Some("\\u"), Some(lo @ 0xDC00..=0xDFFF)) => {
+                (Some(b"\\u"), Some(lo @ 0xDC00..=0xDFFF)) => {
                     let c = 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00);
                     (char::from_u32(c).unwrap_or(char::REPLACEMENT_CHARACTER), 12)
                 }

@@ -5,9 +5,11 @@
 //! taken raw and only its first line is decoded. Any field may have any JSON type: a field
 //! changing shape in a new agent version gives an empty summary rather than an error.
 
-use memchr::memchr_iter;
+use std::sync::LazyLock;
 
-use crate::sanitize::{floor_char_boundary, sanitize};
+use memchr::{memchr, memchr_iter, memmem};
+
+use crate::sanitize::{clean_line, floor_char_boundary};
 use crate::skim::{self, Error, Raw, Reader, Unit, Units};
 
 /// Longest summary, in bytes, before it is cut with "…".
@@ -50,7 +52,7 @@ pub(crate) fn first_line(s: &str) -> String {
 }
 
 fn summary_of(line: &str, more_lines: usize) -> String {
-    let mut summary = short(sanitize(line).trim());
+    let mut summary = short(clean_line(line.as_bytes()).trim());
     if more_lines > 0 {
         summary.push_str(&format!(" [+{more_lines} lines]"));
     }
@@ -60,72 +62,128 @@ fn summary_of(line: &str, more_lines: usize) -> String {
 /// [`first_line`] of a string value, without decoding all of it: a tool's output can be
 /// megabytes, and only its first line is shown. `None` if `raw` is not a string.
 pub(crate) fn first_line_of_string(raw: Raw<'_>) -> Option<String> {
-    Some(first_line_of_json_string(&raw.string_body()?))
+    Some(first_line_of_json_string(raw.string_bytes()?))
 }
 
 /// [`first_line`] of the string whose JSON body (between the quotes) is `body`.
-fn first_line_of_json_string(body: &str) -> String {
-    let mut units = Units::new(body);
-
-    // The first line with something on it, or else the last line.
-    let mut line = String::new();
-    let mut ended_by_newline;
-    loop {
-        line.clear();
-        let mut keeping = true;
-        let mut blank = true;
-        ended_by_newline = false;
-        while let Some(unit) = units.next() {
-            match unit {
-                Unit::Char('\n') => {
-                    ended_by_newline = true;
-                    break;
-                }
-                Unit::Char(c) => {
-                    blank &= c.is_whitespace();
-                    if keeping && line.len() + c.len_utf8() <= LINE_KEEP {
-                        line.push(c);
-                    } else {
-                        keeping = false;
-                    }
-                }
-                Unit::Plain(text) => {
-                    blank &= text.trim().is_empty();
-                    if keeping {
-                        let room = floor_char_boundary(text, LINE_KEEP - line.len());
-                        line.push_str(&text[..room]);
-                        keeping = room == text.len();
-                    }
-                }
-            }
-            if !keeping && !blank {
-                ended_by_newline = skip_line(&mut units);
-                break;
-            }
-        }
-        if !blank || !ended_by_newline {
-            break;
-        }
-    }
-
-    // Lines after it, up to the last one with something on it: counted, not decoded.
-    let rest = trim_end_escaped(units.rest());
-    let more = if !ended_by_newline || rest.is_empty() {
-        0
-    } else {
-        count_newline_escapes(rest) + 1
-    };
-    summary_of(&line, more)
+///
+/// Only the lines up to the first one with something on it are validated and decoded; the
+/// lines after it are counted on the raw bytes. Invalid UTF-8 (U+FFFD once decoded) changes
+/// neither: every byte that matters here is ASCII, and a lossy decoding keeps ASCII bytes.
+fn first_line_of_json_string(body: impl AsRef<[u8]>) -> String {
+    first_line_of_body(body.as_ref(), LONG_LINE)
 }
 
-/// Skips to just after the next newline escape, or to the end; says which.
-fn skip_line(units: &mut Units<'_>) -> bool {
-    while let Some(unit) = units.next() {
-        if unit == Unit::Char('\n') {
-            return true;
+/// A line longer than this is decoded from a prefix first: [`LINE_KEEP`] bytes of text take
+/// at most six bytes of escapes each.
+const LONG_LINE: usize = 8 * 1024;
+
+/// [`first_line_of_json_string`], decoding lines longer than `long` from a prefix first.
+fn first_line_of_body(body: &[u8], long: usize) -> String {
+    let mut start = 0;
+    loop {
+        let (end, next) = match next_newline(body, start) {
+            Some((end, next)) => (end, Some(next)),
+            None => (body.len(), None),
+        };
+        let (line, blank) = decode_line(&body[start..end], long);
+        match next {
+            Some(next) if blank => start = next,
+            Some(next) => {
+                // Lines after it, up to the last one with something on it: counted, not decoded.
+                let rest = trim_end_escaped(&body[next..]);
+                let more = if rest.is_empty() {
+                    0
+                } else {
+                    count_newline_escapes(rest) + 1
+                };
+                return summary_of(&line, more);
+            }
+            None => return summary_of(&line, 0),
         }
     }
-    false
+}
+
+/// The next newline escape (`\n`, or `\u000a` as other encoders write it) at or after `from`,
+/// which is where an escape or literal text starts: where the escape starts and ends.
+fn next_newline(body: &[u8], mut from: usize) -> Option<(usize, usize)> {
+    while let Some(off) = memchr(b'\\', &body[from..]) {
+        let at = from + off;
+        let (c, len) = skim::decode_escape(&body[at..]);
+        if c == '\n' {
+            return Some((at, at + len));
+        }
+        from = at + len;
+    }
+    None
+}
+
+/// One line of a JSON string body (it holds no newline escape), decoded and cut to
+/// [`LINE_KEEP`] bytes, and whether all of it is blank.
+fn decode_line(raw: &[u8], long: usize) -> (String, bool) {
+    if raw.len() > long {
+        // Of a prefix, only a verdict reached well before its end counts: its last escape
+        // may be cut (a surrogate pair is 12 bytes).
+        let (line, blank, left) = decode_units(&raw[..utf8_cut(raw, long)]);
+        if !blank && left >= 12 {
+            return (line, false);
+        }
+    }
+    let (line, blank, _) = decode_units(raw);
+    (line, blank)
+}
+
+/// The start of the text `raw` holds, cut to [`LINE_KEEP`] bytes; whether all of it is
+/// blank; and how many bytes of it were left unread, once it was known not to be blank and
+/// too long to keep.
+fn decode_units(raw: &[u8]) -> (String, bool, usize) {
+    let text = String::from_utf8_lossy(raw);
+    let mut units = Units::new(&text);
+    let mut line = String::new();
+    let mut keeping = true;
+    let mut blank = true;
+    while let Some(unit) = units.next() {
+        match unit {
+            Unit::Char(c) => {
+                blank &= c.is_whitespace();
+                if keeping && line.len() + c.len_utf8() <= LINE_KEEP {
+                    line.push(c);
+                } else {
+                    keeping = false;
+                }
+            }
+            Unit::Plain(text) => {
+                blank &= text.trim().is_empty();
+                if keeping {
+                    let room = floor_char_boundary(text, LINE_KEEP - line.len());
+                    line.push_str(&text[..room]);
+                    keeping = room == text.len();
+                }
+            }
+        }
+        if !keeping && !blank {
+            return (line, false, units.rest().len());
+        }
+    }
+    (line, blank, 0)
+}
+
+/// `at`, moved back to where a char starts, so that decoding `s[..at]` lossily gives a
+/// prefix of what decoding all of `s` gives. A char is at most four bytes, and its first
+/// byte is never a continuation byte: after three continuation bytes, a fourth one starts
+/// nothing and ends nothing, and a cut before it is safe too.
+fn utf8_cut(s: &[u8], mut at: usize) -> usize {
+    for _ in 0..3 {
+        if at == 0 || !s.get(at).is_some_and(|&b| is_continuation(b)) {
+            break;
+        }
+        at -= 1;
+    }
+    at
+}
+
+fn is_continuation(b: u8) -> bool {
+    b & 0xC0 == 0x80
 }
 
 /// Whether the escape whose letter is at `at` is real: an odd run of backslashes precedes it.
@@ -133,36 +191,94 @@ fn escaped(body: &[u8], at: usize) -> bool {
     body[..at].iter().rev().take_while(|&&b| b == b'\\').count() % 2 == 1
 }
 
-/// The number of `\n` escapes in a JSON string body. (`\u000a` is not counted: JSON encoders
-/// write `\n`.)
-fn count_newline_escapes(body: &str) -> usize {
-    let body = body.as_bytes();
-    memchr::memmem::find_iter(body, b"\\n")
-        .filter(|&p| escaped(body, p + 1))
-        .count()
+/// The number of `\n` escapes in a JSON string body that starts where an escape or literal
+/// text does. (`\u000a` is not counted: JSON encoders write `\n`.)
+fn count_newline_escapes(body: &[u8]) -> usize {
+    // Every backslash followed by `n`, counted in a loop the compiler vectorizes; then those
+    // that are not escapes but the second half of an escaped backslash (`\\n`, a backslash
+    // and the letter n), which end an even run of backslashes. Such runs are rare, and
+    // searching for two backslashes in a row finds them fast.
+    let mut pairs = backslash_n_pairs(body);
+    if pairs == 0 {
+        return 0;
+    }
+    static TWO_BACKSLASHES: LazyLock<memmem::Finder<'static>> =
+        LazyLock::new(|| memmem::Finder::new(b"\\\\"));
+    let mut from = 0;
+    while let Some(off) = TWO_BACKSLASHES.find(&body[from..]) {
+        let start = from + off;
+        let run = body[start..].iter().take_while(|&&b| b == b'\\').count();
+        from = start + run;
+        if run % 2 == 0 && body.get(from) == Some(&b'n') {
+            pairs -= 1;
+        }
+    }
+    pairs
+}
+
+/// How many times a backslash is followed by `n` in `s`, escape or not.
+fn backslash_n_pairs(s: &[u8]) -> usize {
+    let Some(next) = s.get(1..) else {
+        return 0;
+    };
+    // In pieces of 255 pairs, so that a byte-sized count cannot overflow: the compiler
+    // vectorizes that, not a count into a `usize`.
+    let mut pairs = 0;
+    for (first, second) in s.chunks(255).zip(next.chunks(255)) {
+        let n = first.iter().zip(second).fold(0u8, |n, (&a, &b)| {
+            n + (u8::from(a == b'\\') & u8::from(b == b'n'))
+        });
+        pairs += usize::from(n);
+    }
+    pairs
 }
 
 /// A JSON string body without its trailing whitespace, literal or escaped.
-fn trim_end_escaped(mut body: &str) -> &str {
+fn trim_end_escaped(mut body: &[u8]) -> &[u8] {
     loop {
-        let trimmed = body.trim_end();
-        let bytes = trimmed.as_bytes();
-        let n = bytes.len();
-        let cut =
-            if n >= 2 && matches!(bytes[n - 1], b'n' | b't' | b'r' | b'f') && escaped(bytes, n - 1)
-            {
-                n - 2
-            } else if n >= 6
-                && bytes[n - 5] == b'u'
-                && escaped(bytes, n - 5)
-                && skim::decode_escape(&trimmed[n - 6..]).0.is_whitespace()
-            {
-                n - 6
-            } else {
-                return trimmed;
-            };
+        let trimmed = trim_end_whitespace(body);
+        let n = trimmed.len();
+        let cut = if n >= 2
+            && matches!(trimmed[n - 1], b'n' | b't' | b'r' | b'f')
+            && escaped(trimmed, n - 1)
+        {
+            n - 2
+        } else if n >= 6
+            && trimmed[n - 5] == b'u'
+            && escaped(trimmed, n - 5)
+            && skim::decode_escape(&trimmed[n - 6..]).0.is_whitespace()
+        {
+            n - 6
+        } else {
+            return trimmed;
+        };
         body = &trimmed[..cut];
     }
+}
+
+/// `s` without the trailing whitespace that `str::trim_end` would take off its lossy
+/// decoding. The last char starts at the last byte that is not a continuation byte; if it
+/// does not decode, it would be U+FFFD, which is not whitespace.
+fn trim_end_whitespace(s: &[u8]) -> &[u8] {
+    let mut end = s.len();
+    while let Some(&last) = s[..end].last() {
+        let start = if last.is_ascii() {
+            end - 1
+        } else {
+            match (end.saturating_sub(4)..end)
+                .rev()
+                .find(|&i| !is_continuation(s[i]))
+            {
+                Some(start) => start,
+                None => break,
+            }
+        };
+        match std::str::from_utf8(&s[start..end]) {
+            Ok(c) if c.chars().all(char::is_whitespace) => end = start,
+            _ => break,
+        }
+    }
+    &s[..end]
 }
 
 /// The summary of a tool's output: a string, or the first text part of an array of content
@@ -428,6 +544,171 @@ mod tests {
             first_line_of_json_string(r"\ud83d\ude00 \ud800x"),
             "\u{1F600} \u{fffd}x"
         );
+    }
+
+    /// The first version of [`first_line_of_json_string`], which decoded the whole body
+    /// lossily first: the new one must give the same summary for any bytes.
+    mod reference {
+        use super::super::{LINE_KEEP, floor_char_boundary, skim, summary_of};
+        use crate::skim::{Unit, Units};
+
+        pub(super) fn first_line_of_json_string(body: &str) -> String {
+            let mut units = Units::new(body);
+            let mut line = String::new();
+            let mut ended_by_newline;
+            loop {
+                line.clear();
+                let mut keeping = true;
+                let mut blank = true;
+                ended_by_newline = false;
+                while let Some(unit) = units.next() {
+                    match unit {
+                        Unit::Char('\n') => {
+                            ended_by_newline = true;
+                            break;
+                        }
+                        Unit::Char(c) => {
+                            blank &= c.is_whitespace();
+                            if keeping && line.len() + c.len_utf8() <= LINE_KEEP {
+                                line.push(c);
+                            } else {
+                                keeping = false;
+                            }
+                        }
+                        Unit::Plain(text) => {
+                            blank &= text.trim().is_empty();
+                            if keeping {
+                                let room = floor_char_boundary(text, LINE_KEEP - line.len());
+                                line.push_str(&text[..room]);
+                                keeping = room == text.len();
+                            }
+                        }
+                    }
+                    if !keeping && !blank {
+                        ended_by_newline = skip_line(&mut units);
+                        break;
+                    }
+                }
+                if !blank || !ended_by_newline {
+                    break;
+                }
+            }
+            let rest = trim_end_escaped(units.rest());
+            let more = if !ended_by_newline || rest.is_empty() {
+                0
+            } else {
+                count_newline_escapes(rest) + 1
+            };
+            summary_of(&line, more)
+        }
+
+        fn skip_line(units: &mut Units<'_>) -> bool {
+            while let Some(unit) = units.next() {
+                if unit == Unit::Char('\n') {
+                    return true;
+                }
+            }
+            false
+        }
+
+        fn escaped(body: &[u8], at: usize) -> bool {
+            body[..at].iter().rev().take_while(|&&b| b == b'\\').count() % 2 == 1
+        }
+
+        pub(super) fn count_newline_escapes(body: &str) -> usize {
+            let body = body.as_bytes();
+            memchr::memmem::find_iter(body, b"\\n")
+                .filter(|&p| escaped(body, p + 1))
+                .count()
+        }
+
+        fn trim_end_escaped(mut body: &str) -> &str {
+            loop {
+                let trimmed = body.trim_end();
+                let bytes = trimmed.as_bytes();
+                let n = bytes.len();
+                let cut = if n >= 2
+                    && matches!(bytes[n - 1], b'n' | b't' | b'r' | b'f')
+                    && escaped(bytes, n - 1)
+                {
+                    n - 2
+                } else if n >= 6
+                    && bytes[n - 5] == b'u'
+                    && escaped(bytes, n - 5)
+                    && skim::decode_escape(&bytes[n - 6..]).0.is_whitespace()
+                {
+                    n - 6
+                } else {
+                    return trimmed;
+                };
+                body = &trimmed[..cut];
+            }
+        }
+    }
+
+    /// Pieces of JSON string bodies that make the summary work hard: escapes of newlines,
+    /// whitespace and backslashes, surrogates, Unicode whitespace, invalid UTF-8.
+    const PIECES: [&[u8]; 26] = [
+        b"a",
+        b"n",
+        b" ",
+        b"\t",
+        b"\\n",
+        b"\\\\",
+        b"\\t",
+        b"\\r",
+        b"\\f",
+        b"\\\"",
+        b"\\u000a",
+        b"\\u000A",
+        b"\\u0020",
+        b"\\u00a0",
+        b"\\ud83d",
+        b"\\ude00",
+        b"\\u00",
+        b"\\",
+        "\u{a0}".as_bytes(),
+        "\u{3000}".as_bytes(),
+        "\u{e9}".as_bytes(),
+        b"\x80",
+        b"\xe2\x80",
+        b"\xc3",
+        b"\xf0\x9f\x98",
+        b"xyz ",
+    ];
+
+    proptest::proptest! {
+        #[test]
+        fn first_line_of_json_string_agrees_with_decoding_it_all_on_any_bytes(
+            pieces in proptest::collection::vec(0..PIECES.len(), 0..60),
+            long in 0usize..80,
+        ) {
+            let body: Vec<u8> = pieces.iter().flat_map(|&i| PIECES[i].iter().copied()).collect();
+            let want = reference::first_line_of_json_string(&String::from_utf8_lossy(&body));
+            proptest::prop_assert_eq!(&first_line_of_body(&body, long), &want);
+            proptest::prop_assert_eq!(&first_line_of_json_string(&body), &want);
+        }
+
+        #[test]
+        fn newline_escapes_are_found_and_counted_exactly(
+            pieces in proptest::collection::vec(0..PIECES.len(), 0..600),
+        ) {
+            let body: Vec<u8> = pieces.iter().flat_map(|&i| PIECES[i].iter().copied()).collect();
+            let text = String::from_utf8_lossy(&body);
+            proptest::prop_assert_eq!(
+                count_newline_escapes(&body),
+                reference::count_newline_escapes(&text)
+            );
+            let (mut units, mut want) = (Units::new(&text), 0);
+            while let Some(unit) = units.next() {
+                want += usize::from(unit == Unit::Char('\n'));
+            }
+            let (mut from, mut found) = (0, 0);
+            while let Some((_, next)) = next_newline(&body, from) {
+                (from, found) = (next, found + 1);
+            }
+            proptest::prop_assert_eq!(found, want);
+        }
     }
 
     proptest::proptest! {

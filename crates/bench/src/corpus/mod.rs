@@ -433,7 +433,11 @@ mod tests {
                 );
                 // Plain text comes as one event per chunk's lines (64 KiB chunks); JSON as
                 // events per line, most of the bytes in a few big tool results.
-                let least = if corpus.format() == StreamFormat::Text { 4 } else { 20 };
+                let least = if corpus.format() == StreamFormat::Text {
+                    4
+                } else {
+                    20
+                };
                 assert!(seen.events >= least, "{corpus:?}: {} events", seen.events);
             }
         }
