@@ -4,8 +4,9 @@
 //! The agent is the fake agent running one helper, `ralph-bench __stamp`, that appends the
 //! time; ralph's per-iteration cost is the gap between consecutive stamps, and the bare loop's
 //! gaps (the same agent, spawned with its prompt on stdin and its output read, nothing else)
-//! are subtracted. Durable state stays on: ralph fsyncs `state.json` and the prompt file every
-//! iteration, and [`fsync_cost`] measures what one such atomic write costs on this disk.
+//! are subtracted. Durable state stays on: ralph fsyncs `state.json` once an iteration (on a
+//! blocking thread while the agent runs), and [`fsync_cost`] measures what one such atomic
+//! write costs on this disk.
 
 use std::io::{Read as _, Write as _};
 use std::path::Path;
