@@ -114,19 +114,23 @@ pub enum Submitted {
 
 /// Creates `.ralph/answer.md` unless an answer is already there.
 ///
-/// An answer to a given question (`question_asked_at`) that finds the file free checks that the
-/// question is still waiting: the caller looked at `state.json` before writing, and in between
-/// the loop may have taken the winner's answer, closed the question and removed the file once
-/// the agent had it. Such a late answer is taken back and told it came second. (Regression
-/// test: `fifty_concurrent_answers_have_exactly_one_winner_and_the_rest_are_told`, which saw a
-/// second winner once iterations got faster.)
+/// With no loop running, an answer to a given question (`question_asked_at`) that finds the
+/// file free checks that the question is still waiting: the caller looked at `state.json`
+/// before writing, and in between a loop may have taken the winner's answer, closed the
+/// question, removed the file once the agent had it, and ended. Such a late answer is taken
+/// back and told it came second. (Regression test:
+/// `fifty_concurrent_answers_have_exactly_one_winner_and_the_rest_are_told`, which saw a
+/// second winner once iterations got faster.) With a loop running, the loop decides: it may
+/// already have taken this very answer and closed the question, and the file must stay until
+/// the agent has it. (Regression: the real-agent tests of a question answered from another
+/// process, where the re-check took back the answer the loop had just taken.)
 pub fn submit(ws: &Workspace, answer: &Answer) -> Result<Submitted, WorkspaceError> {
     let contents = answer.to_file();
     if workspace::create_atomic(&ws.answer(), contents.as_bytes())? {
         let Some(asked_at) = &answer.question_asked_at else {
             return Ok(Submitted::Accepted);
         };
-        if still_waiting(ws, asked_at) {
+        if ws.is_locked() || still_waiting(ws, asked_at) {
             return Ok(Submitted::Accepted);
         }
         if workspace::read_bounded(&ws.answer(), workspace::MAX_READ_BYTES)?
@@ -203,5 +207,49 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    /// Regression: with a loop running, an answer whose question is no longer waiting stays.
+    /// The loop may have taken this very answer between the file's creation and the re-check
+    /// (inotify is that fast), and the agent still needs the file.
+    #[test]
+    fn an_answer_the_running_loop_already_took_stays() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::new(dir.path());
+        ws.ensure().unwrap();
+        // The loop: holds the lock; its state shows no question waiting any more.
+        let _loop = ws.lock().unwrap();
+        crate::state::State::fresh(&ws, "agent", 3)
+            .save(&ws)
+            .unwrap();
+        let ours = Answer::new(
+            "use Redis",
+            AnsweredBy::RalphAnswer,
+            Some("2026-11-22T14:00:00.000Z".into()),
+        );
+        assert_eq!(submit(&ws, &ours).unwrap(), Submitted::Accepted);
+        assert_eq!(read(&ws).unwrap().map(|a| a.text), Some("use Redis".into()));
+    }
+
+    /// With no loop running, an answer to a question that is no longer waiting is taken back:
+    /// it read `state.json` before a loop took another answer, closed the question and ended.
+    #[test]
+    fn a_late_answer_with_no_loop_running_is_taken_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::new(dir.path());
+        ws.ensure().unwrap();
+        crate::state::State::fresh(&ws, "agent", 3)
+            .save(&ws)
+            .unwrap();
+        let late = Answer::new(
+            "use Memcached",
+            AnsweredBy::RalphAnswer,
+            Some("2026-11-22T14:00:00.000Z".into()),
+        );
+        assert!(matches!(
+            submit(&ws, &late).unwrap(),
+            Submitted::AlreadyAnswered(_)
+        ));
+        assert_eq!(read(&ws).unwrap(), None);
     }
 }

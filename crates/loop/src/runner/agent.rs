@@ -560,8 +560,15 @@ pub(super) fn term_group(pgid: i32) {
 }
 
 /// Raw output of one agent run, on disk; capped so a runaway agent cannot fill the disk.
+///
+/// The file is created when the first bytes arrive, not before the agent starts: on a busy
+/// ext4 disk a create waits for the journal (a millisecond or more), which would otherwise sit
+/// between one agent and the next; and an agent that prints nothing on a stream leaves no
+/// empty file for it.
 struct LogFile {
     file: Option<std::io::BufWriter<std::fs::File>>,
+    /// Whether creating the file was tried (it is tried once).
+    opened: bool,
     written: u64,
     path: PathBuf,
 }
@@ -571,24 +578,32 @@ const LOG_CAP: u64 = 256 * 1024 * 1024;
 
 impl LogFile {
     fn create(path: PathBuf) -> Self {
-        use std::os::unix::fs::OpenOptionsExt;
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .custom_flags(nix::libc::O_NOFOLLOW)
-            .open(&path)
-            .ok()
-            .map(|f| std::io::BufWriter::with_capacity(256 * 1024, f));
         LogFile {
-            file,
+            file: None,
+            opened: false,
             written: 0,
             path,
         }
     }
 
+    fn open(path: &Path) -> Option<std::io::BufWriter<std::fs::File>> {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .custom_flags(nix::libc::O_NOFOLLOW)
+            .open(path)
+            .ok()
+            .map(|f| std::io::BufWriter::with_capacity(256 * 1024, f))
+    }
+
     fn write(&mut self, bytes: &[u8]) {
         use std::io::Write;
+        if !self.opened && !bytes.is_empty() {
+            self.opened = true;
+            self.file = Self::open(&self.path);
+        }
         let Some(file) = self.file.as_mut() else {
             return;
         };
