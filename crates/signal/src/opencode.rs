@@ -65,7 +65,8 @@ impl JsonFormat for Opencode {
                 let text = part.str("text").unwrap_or_default();
                 self.text.feed(text.as_bytes(), out);
                 self.text.finish(out);
-                self.last_text = Some(sanitize(&text));
+                // Kept as it came: only the last text of a turn is shown, sanitized then.
+                self.last_text = Some(text.into_owned());
             }
             "tool_use" => tool_use(&part, out),
             "step_finish" => {
@@ -95,7 +96,7 @@ impl Opencode {
     fn end_turn(&mut self, out: &mut Vec<AgentEvent>) {
         self.turn_open = false;
         out.push(AgentEvent::TurnEnd {
-            result: self.last_text.take(),
+            result: self.last_text.take().map(|t| sanitize(&t)),
         });
     }
 }
