@@ -57,7 +57,8 @@ pub(crate) struct TextScanner {
 const MARKERS: [&[u8]; 4] = [OPEN, b"```", b"~~~", b"\r\n"];
 
 /// A searcher for every [`MARKERS`] at once: one SIMD pass (Teddy) where the platform has
-/// one, an Aho-Corasick automaton elsewhere.
+/// one, an Aho-Corasick automaton elsewhere. The packed searcher is used directly: through
+/// `AhoCorasick`, which only uses it as a prefilter, the scanner ran 4x the instructions.
 enum Markers {
     Packed(packed::Searcher),
     Automaton(AhoCorasick),

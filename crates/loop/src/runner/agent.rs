@@ -159,8 +159,8 @@ impl Runner {
         } = spawned;
         let settings = self.cfg.settings.clone();
         let stem = format!("iter-{iteration:04}");
-        let mut out_log = LogFile::create(self.ws.logs().join(format!("{stem}.out")));
-        let mut err_log = LogFile::create(self.ws.logs().join(format!("{stem}.err")));
+        let mut out_log = LogFile::new(self.ws.logs().join(format!("{stem}.out")));
+        let mut err_log = LogFile::new(self.ws.logs().join(format!("{stem}.err")));
 
         let mut decoder = Decoder::new(self.cfg.agent.format);
         let mut decoded = Vec::with_capacity(64);
@@ -577,7 +577,7 @@ struct LogFile {
 const LOG_CAP: u64 = 256 * 1024 * 1024;
 
 impl LogFile {
-    fn create(path: PathBuf) -> Self {
+    fn new(path: PathBuf) -> Self {
         LogFile {
             file: None,
             opened: false,
