@@ -252,3 +252,51 @@ fn runs_started_together_in_one_workspace_have_exactly_one_winner_named_by_the_r
         );
     }
 }
+
+/// A second `answer.md` for a question the loop already closed (a racer that lost, but died
+/// before taking its file back) reaches no agent: the next iteration does not get it as
+/// guidance, and the run says why.
+#[test]
+fn a_second_answer_to_a_closed_question_is_never_delivered() {
+    let p = Project::with_task(
+        "task: Cache\nmax_iterations: 4\nquestion_timeout: 2m",
+        "- [ ] cache\n",
+    );
+    let agent = p.agent(
+        "\
+[iteration 1]
+question \"Redis or Memcached?\" --option Redis --option Memcached
+signal QUESTION
+[iteration 2]
+save-prompt prompt-2.txt
+[iteration 3]
+sleep 1500ms
+[iteration 4]
+save-prompt prompt-4.txt
+",
+    );
+    let child = p.start(&agent, &[]);
+    let state = p.wait_for_status("waiting_input", Duration::from_secs(20));
+    let asked_at = state["pending_question"]["asked_at"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    p.exec(&["answer", "Redis, the winner"]).expect_code(0);
+    wait_until(Duration::from_secs(20), "iteration 3", || {
+        (p.state()["iteration"] == 3).then_some(())
+    });
+    p.write(
+        ".ralph/answer.md",
+        &format!(
+            "---\nanswered_by: ralph-answer\nanswered_at: {asked_at}\nquestion_asked_at: {asked_at}\nanswer_id: 1-2\n---\nMemcached, the loser\n"
+        ),
+    );
+    let run = Run::finish(child, Duration::from_secs(30));
+    run.expect_code(3);
+    assert!(p.read("prompt-2.txt").contains("Redis, the winner"));
+    let prompt = p.read("prompt-4.txt");
+    assert!(!prompt.contains("the loser"), "{prompt}");
+    assert!(run.stdout.contains("was not used"), "{}", run.stdout);
+    assert!(!p.exists(".ralph/answer.md"));
+    assert!(!p.read(".ralph/clarifications.md").contains("the loser"));
+}

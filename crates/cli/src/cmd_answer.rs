@@ -118,6 +118,9 @@ pub fn run(args: &AnswerArgs) -> CmdResult {
             },
             " Their answer reaches the agent."
         ))),
+        Submitted::Skipped => Err(Failure::failed(anyhow!(
+            "the question was skipped before your answer arrived; your answer was not used and the agent decides on its own. To leave guidance for the next iteration anyway, add --force."
+        ))),
     }
 }
 

@@ -224,18 +224,24 @@ fn finish_alone(
         },
     )?;
     let mut st = previous.unwrap_or_else(|| State::fresh(ws, "ralph ask", 0));
-    if ans.is_some() {
-        // The answer went straight to the agent that asked: nothing is left to deliver.
+    if let Some(a) = ans {
+        // The answer went straight to the agent that asked: nothing is left to deliver. The
+        // state says so before the file goes, or a `ralph answer` that still saw the question
+        // waiting would find the file free and win a second time (see `answer::submit`).
+        st.close_question(asked_at, Some(a));
+        if st.status == Status::WaitingInput {
+            st.status = Status::Stopped;
+        }
+        st.save(ws)?;
         workspace::remove(&ws.answer())?;
         workspace::remove(&ws.question())?;
-        st.pending_question = None;
-    } else {
-        // Keep the question open: a late `ralph answer` reaches the next `ralph run`.
-        st.pending_question = st.pending_question.take().map(|mut p| {
-            p.timed_out = true;
-            p
-        });
+        return Ok(());
     }
+    // Keep the question open: a late `ralph answer` reaches the next `ralph run`.
+    st.pending_question = st.pending_question.take().map(|mut p| {
+        p.timed_out = true;
+        p
+    });
     if st.status == Status::WaitingInput {
         st.status = Status::Stopped;
     }

@@ -48,6 +48,8 @@ pub struct Answer {
     pub at: SystemTime,
     /// `asked_at` of the question it answers; `None` for guidance given with no question.
     pub question_asked_at: Option<String>,
+    /// This answer's identity (process and time of writing); `None` for a hand-written file.
+    pub id: Option<String>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -56,16 +58,24 @@ struct Header {
     answered_at: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     question_asked_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    answer_id: Option<String>,
 }
 
 impl Answer {
     /// A new answer given now.
     pub fn new(text: impl Into<String>, by: AnsweredBy, question_asked_at: Option<String>) -> Self {
+        let at = SystemTime::now();
+        let nanos = at
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos();
         Answer {
             text: text.into(),
             by,
-            at: SystemTime::now(),
+            at,
             question_asked_at,
+            id: Some(format!("{}-{nanos}", std::process::id())),
         }
     }
 
@@ -75,6 +85,7 @@ impl Answer {
             answered_by: self.by,
             answered_at: timestamp(self.at),
             question_asked_at: self.question_asked_at.clone(),
+            answer_id: self.id.clone(),
         };
         let yaml = serde_yaml_ng::to_string(&header).expect("header serializes");
         format!("---\n{yaml}---\n{}\n", self.text.trim_end())
@@ -92,6 +103,7 @@ impl Answer {
                 by: header.answered_by,
                 at: parse_timestamp(&header.answered_at).unwrap_or_else(SystemTime::now),
                 question_asked_at: header.question_asked_at,
+                id: header.answer_id,
             };
         }
         Answer {
@@ -99,6 +111,7 @@ impl Answer {
             by: AnsweredBy::File,
             at: SystemTime::now(),
             question_asked_at: None,
+            id: None,
         }
     }
 }
@@ -108,41 +121,75 @@ impl Answer {
 pub enum Submitted {
     /// This answer is the one.
     Accepted,
-    /// Someone answered first; here is their answer.
+    /// Someone answered first; here is their answer (its text may be just the first line, or
+    /// empty when it is no longer known).
     AlreadyAnswered(Answer),
+    /// The question was skipped before this answer arrived.
+    Skipped,
 }
 
 /// Creates `.ralph/answer.md` unless an answer is already there.
 ///
-/// With no loop running, an answer to a given question (`question_asked_at`) that finds the
-/// file free checks that the question is still waiting: the caller looked at `state.json`
-/// before writing, and in between a loop may have taken the winner's answer, closed the
-/// question, removed the file once the agent had it, and ended. Such a late answer is taken
-/// back and told it came second. (Regression test:
-/// `fifty_concurrent_answers_have_exactly_one_winner_and_the_rest_are_told`, which saw a
-/// second winner once iterations got faster.) With a loop running, the loop decides: it may
-/// already have taken this very answer and closed the question, and the file must stay until
-/// the agent has it. (Regression: the real-agent tests of a question answered from another
-/// process, where the re-check took back the answer the loop had just taken.)
+/// An answer to a given question (`question_asked_at`) that finds the file free has not won
+/// yet: the caller looked at `state.json` before writing, and in between a loop (or a lone
+/// `ralph ask`) may have taken another answer, closed the question and removed the file. So it
+/// looks at `state.json` again. Whoever takes an answer records the question as closed, with
+/// the taken answer's id, before removing the file; so the state now says either that the
+/// question still waits (this answer is first), that it was closed by this very answer (the
+/// loop was that fast: the file must stay until the agent has it), or that it was closed by
+/// another answer or a skip: then this answer takes its own file back and is told. With no
+/// record of the question and no loop running, it was closed some other way and the answer
+/// is taken back too; with a loop running, the loop decides (it delivers it as guidance).
+/// (Regression test: `fifty_concurrent_answers_have_exactly_one_winner_and_the_rest_are_told`,
+/// which saw second winners twice: with no loop left, and with the loop still ending.)
 pub fn submit(ws: &Workspace, answer: &Answer) -> Result<Submitted, WorkspaceError> {
     let contents = answer.to_file();
     if workspace::create_atomic(&ws.answer(), contents.as_bytes())? {
         let Some(asked_at) = &answer.question_asked_at else {
             return Ok(Submitted::Accepted);
         };
-        if ws.is_locked() || still_waiting(ws, asked_at) {
+        let lost = match crate::state::State::load(ws) {
+            Ok(Some(state)) => {
+                if state
+                    .pending_question
+                    .as_ref()
+                    .is_some_and(|p| &p.asked_at == asked_at)
+                {
+                    None
+                } else if let Some(closed) = state.closed(asked_at) {
+                    match (&closed.answer_id, closed.answered_by) {
+                        (Some(id), _) if answer.id.as_ref() == Some(id) => None,
+                        (_, Some(by)) => Some(Submitted::AlreadyAnswered(Answer {
+                            text: closed.answer_line.clone().unwrap_or_default(),
+                            by,
+                            at: SystemTime::now(),
+                            question_asked_at: Some(asked_at.clone()),
+                            id: closed.answer_id.clone(),
+                        })),
+                        (_, None) => Some(Submitted::Skipped),
+                    }
+                } else if ws.is_locked() {
+                    None
+                } else {
+                    Some(Submitted::AlreadyAnswered(Answer::new(
+                        "",
+                        AnsweredBy::File,
+                        None,
+                    )))
+                }
+            }
+            // Nothing readable to contradict the caller.
+            Ok(None) | Err(_) => None,
+        };
+        let Some(lost) = lost else {
             return Ok(Submitted::Accepted);
-        }
+        };
         if workspace::read_bounded(&ws.answer(), workspace::MAX_READ_BYTES)?
             .is_some_and(|now| now.bytes == contents.as_bytes())
         {
             workspace::remove(&ws.answer())?;
         }
-        return Ok(Submitted::AlreadyAnswered(Answer::new(
-            "",
-            AnsweredBy::File,
-            None,
-        )));
+        return Ok(lost);
     }
     Ok(match read(ws)? {
         Some(existing) => Submitted::AlreadyAnswered(existing),
@@ -150,17 +197,6 @@ pub fn submit(ws: &Workspace, answer: &Answer) -> Result<Submitted, WorkspaceErr
         // it was delivered, and ours came second all the same.
         None => Submitted::AlreadyAnswered(Answer::new("", AnsweredBy::File, None)),
     })
-}
-
-/// Whether `state.json` still has the question asked at `asked_at` waiting (answered late or
-/// not); without a readable state there is nothing to contradict the caller.
-fn still_waiting(ws: &Workspace, asked_at: &str) -> bool {
-    match crate::state::State::load(ws) {
-        Ok(Some(state)) => state
-            .pending_question
-            .is_some_and(|p| p.asked_at == asked_at),
-        Ok(None) | Err(_) => true,
-    }
 }
 
 /// Reads `.ralph/answer.md`, if there is one.
@@ -194,9 +230,7 @@ mod tests {
 
     #[test]
     fn second_submit_is_told_who_won() {
-        let dir = tempfile::tempdir().unwrap();
-        let ws = Workspace::new(dir.path());
-        ws.ensure().unwrap();
+        let (_dir, ws) = workspace();
         let first = Answer::new("first", AnsweredBy::Terminal, None);
         let second = Answer::new("second", AnsweredBy::RalphAnswer, None);
         assert_eq!(submit(&ws, &first).unwrap(), Submitted::Accepted);
@@ -214,9 +248,7 @@ mod tests {
     /// (inotify is that fast), and the agent still needs the file.
     #[test]
     fn an_answer_the_running_loop_already_took_stays() {
-        let dir = tempfile::tempdir().unwrap();
-        let ws = Workspace::new(dir.path());
-        ws.ensure().unwrap();
+        let (_dir, ws) = workspace();
         // The loop: holds the lock; its state shows no question waiting any more.
         let _loop = ws.lock().unwrap();
         crate::state::State::fresh(&ws, "agent", 3)
@@ -235,9 +267,7 @@ mod tests {
     /// it read `state.json` before a loop took another answer, closed the question and ended.
     #[test]
     fn a_late_answer_with_no_loop_running_is_taken_back() {
-        let dir = tempfile::tempdir().unwrap();
-        let ws = Workspace::new(dir.path());
-        ws.ensure().unwrap();
+        let (_dir, ws) = workspace();
         crate::state::State::fresh(&ws, "agent", 3)
             .save(&ws)
             .unwrap();
@@ -251,5 +281,76 @@ mod tests {
             Submitted::AlreadyAnswered(_)
         ));
         assert_eq!(read(&ws).unwrap(), None);
+    }
+
+    fn workspace() -> (tempfile::TempDir, Workspace) {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::new(dir.path());
+        ws.ensure().unwrap();
+        (dir, ws)
+    }
+
+    /// A state whose question (asked at `asked_at`) a loop closed with `taken`, or skipped.
+    fn closed_by(ws: &Workspace, asked_at: &str, taken: Option<&Answer>) {
+        let mut st = crate::state::State::fresh(ws, "agent", 3);
+        st.close_question(asked_at, taken);
+        st.save(ws).unwrap();
+    }
+
+    /// Regression (CI, `fifty_concurrent_answers...`): with the loop still running, a racer
+    /// that read `state.json` before the winner's answer was taken, and created the file after
+    /// the loop removed it, won a second time. The state now names the answer taken.
+    #[test]
+    fn with_a_loop_running_an_answer_after_the_winners_was_removed_is_told_and_taken_back() {
+        let (_dir, ws) = workspace();
+        let _loop = ws.lock().unwrap();
+        let asked_at = "2026-11-22T14:00:00.000Z";
+        let winner = Answer::new(
+            "Redis\nbecause",
+            AnsweredBy::Terminal,
+            Some(asked_at.into()),
+        );
+        closed_by(&ws, asked_at, Some(&winner));
+        let late = Answer::new("Memcached", AnsweredBy::RalphAnswer, Some(asked_at.into()));
+        match submit(&ws, &late).unwrap() {
+            Submitted::AlreadyAnswered(theirs) => {
+                assert_eq!(theirs.by, AnsweredBy::Terminal);
+                assert_eq!(theirs.text, "Redis");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(read(&ws).unwrap(), None, "the loser's file is gone");
+    }
+
+    /// The loop took this very answer and closed the question before the re-check: it stays.
+    #[test]
+    fn an_answer_the_state_names_as_taken_stays() {
+        let (_dir, ws) = workspace();
+        let asked_at = "2026-11-22T14:00:00.000Z";
+        let ours = Answer::new("use Redis", AnsweredBy::RalphAnswer, Some(asked_at.into()));
+        closed_by(&ws, asked_at, Some(&ours));
+        // With or without a loop running.
+        assert_eq!(submit(&ws, &ours).unwrap(), Submitted::Accepted);
+        assert_eq!(read(&ws).unwrap().map(|a| a.text), Some("use Redis".into()));
+    }
+
+    #[test]
+    fn an_answer_to_a_skipped_question_is_told_and_taken_back() {
+        let (_dir, ws) = workspace();
+        let _loop = ws.lock().unwrap();
+        let asked_at = "2026-11-22T14:00:00.000Z";
+        closed_by(&ws, asked_at, None);
+        let late = Answer::new("Memcached", AnsweredBy::RalphAnswer, Some(asked_at.into()));
+        assert_eq!(submit(&ws, &late).unwrap(), Submitted::Skipped);
+        assert_eq!(read(&ws).unwrap(), None);
+    }
+
+    #[test]
+    fn ids_differ_and_survive_the_file() {
+        let a = Answer::new("x", AnsweredBy::RalphAnswer, None);
+        let b = Answer::new("x", AnsweredBy::RalphAnswer, None);
+        assert_ne!(a.id, b.id);
+        assert_eq!(Answer::parse(&a.to_file()).id, a.id);
+        assert_eq!(Answer::parse("hand written").id, None);
     }
 }

@@ -178,7 +178,30 @@ pub struct State {
     /// Dollars spent so far, when the agent reports cost.
     #[serde(default)]
     pub total_cost_usd: Option<f64>,
+    /// The last few questions closed by an answer or a skip, newest last: how a `ralph answer`
+    /// that found `answer.md` free learns whether the loop took its answer or an earlier one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub closed_questions: Vec<ClosedQuestion>,
 }
+
+/// A question that is no longer waiting, and what closed it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClosedQuestion {
+    /// The question's `asked_at`: its identity.
+    pub asked_at: String,
+    /// Who answered it; `None` when it was skipped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answered_by: Option<crate::answer::AnsweredBy>,
+    /// The `answer_id` of the answer taken (`None` for a hand-written file or a skip).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer_id: Option<String>,
+    /// The answer's first line, cut to 200 characters, to tell a later answer who won.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer_line: Option<String>,
+}
+
+/// How many closed questions `state.json` remembers.
+const CLOSED_KEPT: usize = 8;
 
 impl State {
     /// A state for a workspace where no loop has run yet (used by `ralph ask` without a loop).
@@ -198,8 +221,45 @@ impl State {
             pending_question: None,
             last_signal: None,
             reason: None,
+            closed_questions: Vec::new(),
             total_cost_usd: None,
         }
+    }
+
+    /// Closes the waiting question asked at `asked_at`: answered by `answer`, or skipped.
+    pub fn close_question(&mut self, asked_at: &str, answer: Option<&crate::answer::Answer>) {
+        if self
+            .pending_question
+            .as_ref()
+            .is_some_and(|p| p.asked_at == asked_at)
+        {
+            self.pending_question = None;
+        }
+        self.closed_questions.retain(|c| c.asked_at != asked_at);
+        if self.closed_questions.len() >= CLOSED_KEPT {
+            self.closed_questions.remove(0);
+        }
+        self.closed_questions.push(ClosedQuestion {
+            asked_at: asked_at.to_string(),
+            answered_by: answer.map(|a| a.by),
+            answer_id: answer.and_then(|a| a.id.clone()),
+            answer_line: answer.map(|a| {
+                a.text
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .chars()
+                    .take(200)
+                    .collect()
+            }),
+        });
+    }
+
+    /// What closed the question asked at `asked_at`, if this state remembers it.
+    pub fn closed(&self, asked_at: &str) -> Option<&ClosedQuestion> {
+        self.closed_questions
+            .iter()
+            .find(|c| c.asked_at == asked_at)
     }
 
     /// Reads `state.json`; `Ok(None)` when there is none yet.

@@ -380,6 +380,10 @@ impl Runner {
             last_signal: None,
             reason: None,
             total_cost_usd: previous.as_ref().and_then(|p| p.total_cost_usd),
+            closed_questions: previous
+                .as_ref()
+                .map(|p| p.closed_questions.clone())
+                .unwrap_or_default(),
         };
         Ok(Runner {
             cfg,
@@ -653,6 +657,35 @@ impl Runner {
             && let Some(ans) = self.read_answer().await?
         {
             let pending = self.state.pending_question.clone();
+            if let Some(asked_at) = &ans.question_asked_at
+                && pending.as_ref().is_none_or(|p| &p.asked_at != asked_at)
+                && let Some(closed) = self.state.closed(asked_at)
+            {
+                // A second answer to a question already answered or skipped: its giver was
+                // told it lost (see `answer::submit`) and takes it back; it is never delivered.
+                let msg = format!(
+                    "A second answer to a question already {} arrived ({}); it was not used.",
+                    if closed.answered_by.is_some() {
+                        "answered"
+                    } else {
+                        "skipped"
+                    },
+                    ans.by.describe()
+                );
+                let to_file = ans.to_file();
+                if let Ok(Some(now)) =
+                    workspace::read_bounded(&self.ws.answer(), workspace::MAX_READ_BYTES)
+                    && now.bytes == to_file.as_bytes()
+                {
+                    workspace::remove(&self.ws.answer())?;
+                }
+                self.emit(LoopEvent::Note(msg)).await;
+                self.log(
+                    "answer_refused",
+                    json!({"by": ans.by, "asked_at": asked_at}),
+                );
+                return Ok(());
+            }
             let matches_pending = pending.as_ref().is_some_and(|p| {
                 ans.question_asked_at.is_none()
                     || ans.question_asked_at.as_deref() == Some(p.asked_at.as_str())
@@ -691,7 +724,10 @@ impl Runner {
                 "answer_delivering",
                 json!({"late": late, "by": ans.by, "guidance": question.is_none()}),
             );
-            self.state.pending_question = None;
+            match &asked_at {
+                Some(a) => self.state.close_question(a, Some(&ans)),
+                None => self.state.pending_question = None,
+            }
             self.delivering = Some(Delivery {
                 question,
                 question_raw,

@@ -212,6 +212,8 @@ impl Runner {
                 return Ok(Some(match answer::submit(&self.ws, &ans)? {
                     Submitted::Accepted => WaitEnd::Answered(ans, true),
                     Submitted::AlreadyAnswered(theirs) => WaitEnd::Answered(theirs, false),
+                    // Only this loop skips its open question; it has not.
+                    Submitted::Skipped => WaitEnd::Skipped,
                 }));
             }
             Step::Control(Control::Skip) => return Ok(Some(WaitEnd::Skipped)),
@@ -302,6 +304,7 @@ impl Runner {
                     });
                     self.resume_next = true;
                 }
+                self.state.close_question(&asked_at, Some(&ans));
                 self.delivering = Some(Delivery {
                     question: Some(question),
                     question_raw,
@@ -309,7 +312,6 @@ impl Runner {
                     answer: ans,
                     late: false,
                 });
-                self.state.pending_question = None;
             }
             WaitEnd::TimedOut => {
                 self.emit(LoopEvent::QuestionClosed(QuestionClosed::TimedOut))
@@ -344,7 +346,7 @@ impl Runner {
                 if carry {
                     self.carryover.push(Carryover::Skipped { question });
                 }
-                self.state.pending_question = None;
+                self.state.close_question(&asked_at, None);
                 workspace::remove(&self.ws.question())?;
                 // Removing the claim is how a waiting `ralph ask` learns it was skipped.
                 workspace::remove(&self.ws.ask_claim())?;
