@@ -223,3 +223,16 @@ fn a_second_run_in_the_same_workspace_refuses_and_names_the_first() {
     let status = first.wait().unwrap();
     assert_eq!(status.code(), Some(130));
 }
+
+/// A new run counts from 1 again after a finished one; the earlier run's logs stay.
+#[test]
+fn a_second_run_keeps_the_first_runs_logs() {
+    let p = Project::with_task("task: Twice\nmax_iterations: 1", "- [ ] never\n");
+    let first = p.agent("[iteration 1]\nprint first run\n");
+    p.run(&first, &[]).expect_code(3);
+    let second = p.agent("[iteration 1]\nprint second run\n");
+    p.run(&second, &[]).expect_code(3);
+    assert!(p.read(".ralph/logs/iter-0001.out").contains("first run"));
+    assert!(p.read(".ralph/logs/iter-0001-2.out").contains("second run"));
+    assert!(p.exists(".ralph/logs/iter-0001-2.prompt.md"));
+}

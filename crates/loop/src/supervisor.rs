@@ -136,9 +136,35 @@ where
 /// spawn a full `fork` of the multi-threaded process and a `PATH` search in the child. Searching
 /// here, the same way, keeps which `sh` runs unchanged. Relative entries (an empty one means
 /// `.`) are taken from `dir`, the child's working directory, as `execvp` in the child would.
+///
+/// The answer for the last `PATH` and directory is kept (the loop asks the same every
+/// iteration: ten failed `stat` calls on a typical `PATH`) and used while that `sh` is still
+/// there.
 fn find_sh(path_var: Option<&OsStr>, dir: &Path) -> std::path::PathBuf {
-    use std::os::unix::fs::PermissionsExt;
+    type Found = (std::ffi::OsString, std::path::PathBuf, std::path::PathBuf);
+    static LAST: std::sync::Mutex<Option<Found>> = std::sync::Mutex::new(None);
     let path_var = path_var.unwrap_or(OsStr::new("/bin:/usr/bin"));
+    let mut last = LAST
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((p, d, sh)) = last.as_ref()
+        && p == path_var
+        && d == dir
+        && is_executable(sh)
+    {
+        return sh.clone();
+    }
+    let sh = search_sh(path_var, dir);
+    *last = Some((path_var.to_owned(), dir.to_owned(), sh.clone()));
+    sh
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+fn search_sh(path_var: &OsStr, dir: &Path) -> std::path::PathBuf {
     for entry in std::env::split_paths(path_var) {
         let base = if entry.as_os_str().is_empty() {
             dir.to_path_buf()
@@ -146,9 +172,7 @@ fn find_sh(path_var: Option<&OsStr>, dir: &Path) -> std::path::PathBuf {
             dir.join(entry)
         };
         let candidate = base.join("sh");
-        if std::fs::metadata(&candidate)
-            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        {
+        if is_executable(&candidate) {
             return candidate;
         }
     }

@@ -293,6 +293,39 @@ pub fn write_atomic_unsynced(path: &Path, contents: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// An empty temporary file made ahead of time, so that writing a file later costs a write and
+/// a rename but no file creation.
+///
+/// Creating a file is the costly part of [`write_atomic_unsynced`] on ext4 (allocating an inode:
+/// 0.1 to 0.3 ms here, against 0.01 ms on tmpfs); the loop makes the next iteration's prompt
+/// file this way while the current agent runs, off the path from one agent to the next. If it
+/// is never used, dropping it removes it; a crash leaves a `.tmp-` file that the loop's sweep
+/// removes later.
+#[derive(Debug)]
+pub struct SpareFile(tempfile::NamedTempFile);
+
+impl SpareFile {
+    /// Makes one in `dir` (which must be where it will be renamed to).
+    pub fn new_in(dir: &Path) -> Result<SpareFile> {
+        tempfile::Builder::new()
+            .prefix(".tmp-")
+            .tempfile_in(dir)
+            .map(SpareFile)
+            .map_err(|e| WorkspaceError::io(dir, e))
+    }
+
+    /// [`write_atomic_unsynced`] into this file: `path` must be in the directory it was made in.
+    pub fn write_to(mut self, path: &Path, contents: &[u8]) -> Result<()> {
+        self.0
+            .write_all(contents)
+            .map_err(|e| WorkspaceError::io(path, e))?;
+        self.0
+            .persist(path)
+            .map_err(|e| WorkspaceError::io(path, e.error))?;
+        Ok(())
+    }
+}
+
 /// Writes `contents` to `path` atomically only if `path` does not exist yet.
 ///
 /// Returns `Ok(false)` when another writer got there first; exactly one of any number of
@@ -419,6 +452,30 @@ mod tests {
                 .is_symlink()
         );
         assert_eq!(fs::read_to_string(&link).unwrap(), "answer");
+    }
+
+    /// A prompt file made ahead of time becomes the file, like `write_atomic_unsynced`
+    /// (replacing a symlink, not following it); unused, it leaves nothing behind.
+    #[test]
+    fn a_spare_file_becomes_the_file_or_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = dir.path().join("outside.txt");
+        fs::write(&outside, "precious").unwrap();
+        let link = dir.path().join("iter-0001.prompt.md");
+        std::os::unix::fs::symlink(&outside, &link).unwrap();
+        SpareFile::new_in(dir.path())
+            .unwrap()
+            .write_to(&link, b"the prompt")
+            .unwrap();
+        assert_eq!(fs::read_to_string(&link).unwrap(), "the prompt");
+        assert_eq!(fs::read_to_string(&outside).unwrap(), "precious");
+        drop(SpareFile::new_in(dir.path()).unwrap());
+        let mut names: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["iter-0001.prompt.md", "outside.txt"]);
     }
 
     #[test]

@@ -7,6 +7,32 @@
 use super::*;
 
 impl Runner {
+    /// The name of this attempt's files in `.ralph/logs/`: `iter-0007`, and `iter-0007-2`,
+    /// `iter-0007-3`, … for further attempts at the same iteration number (a retry after a
+    /// rate limit; a new run, which counts from 1 again after a finished one), so no attempt's
+    /// raw output overwrites another's.
+    fn log_stem(&mut self, iteration: u32) -> String {
+        let stem = |attempt: u32| match attempt {
+            0 | 1 => format!("iter-{iteration:04}"),
+            n => format!("iter-{iteration:04}-{n}"),
+        };
+        if self.log_attempt.0 != iteration {
+            // A new iteration: its first attempt, unless an earlier run left files by that name
+            // (one `stat`, answered from the dentry cache).
+            let mut attempt = 1;
+            while self
+                .ws
+                .logs()
+                .join(format!("{}.prompt.md", stem(attempt)))
+                .exists()
+            {
+                attempt += 1;
+            }
+            self.log_attempt = (iteration, attempt);
+        }
+        stem(self.log_attempt.1)
+    }
+
     /// Steps 2 and 3: build the prompt, run the agent, stream its output.
     pub(super) async fn run_iteration(&mut self, iteration: u32) -> Result<AgentRun, RunError> {
         let settings = self.cfg.settings.clone();
@@ -14,7 +40,7 @@ impl Runner {
         let guardrails = workspace::read_text(&self.ws.guardrails())?.unwrap_or_default();
         let template = workspace::read_text(&self.ws.prompt_template())?;
         let carryover = std::mem::take(&mut self.carryover);
-        let stem = format!("iter-{iteration:04}");
+        let stem = self.log_stem(iteration);
         let prompt_path = self.ws.logs().join(format!("{stem}.prompt.md"));
         // After an answer, an agent that can resume its session gets the answer as a new
         // message in the same conversation; otherwise (or if that fails) a fresh prompt.
@@ -50,8 +76,18 @@ impl Runner {
                 (prompt, invocation)
             }
         };
-        // A record the agent reads, not state: readers need the rename, not a sync.
-        workspace::write_atomic_unsynced(&prompt_path, prompt.as_bytes())?;
+        // A record the agent reads, not state: readers need the rename, not a sync. Into the
+        // file made while the previous agent ran, when there is one.
+        let spare = match self.prompt_spare.take() {
+            Some(made) => made.await.ok().and_then(Result::ok),
+            None => None,
+        };
+        match spare.map(|f| f.write_to(&prompt_path, prompt.as_bytes())) {
+            Some(Ok(())) => {}
+            Some(Err(_)) | None => {
+                workspace::write_atomic_unsynced(&prompt_path, prompt.as_bytes())?
+            }
+        }
 
         let started = Instant::now();
         let timeout = wait_duration(settings.iteration_timeout);
@@ -93,6 +129,11 @@ impl Runner {
         };
         self.state.agent_pgid = Some(spawned.pgid);
         self.save_state_soon().await?;
+        // The next iteration's prompt file, made now rather than between two agents.
+        let logs = self.ws.logs();
+        self.prompt_spare = Some(tokio::task::spawn_blocking(move || {
+            workspace::SpareFile::new_in(&logs)
+        }));
 
         let run = self
             .stream_agent(spawned, conversation, iteration, started, timeout)
@@ -158,7 +199,7 @@ impl Runner {
             mut stderr,
         } = spawned;
         let settings = self.cfg.settings.clone();
-        let stem = format!("iter-{iteration:04}");
+        let stem = self.log_stem(iteration);
         let mut out_log = LogFile::new(self.ws.logs().join(format!("{stem}.out")));
         let mut err_log = LogFile::new(self.ws.logs().join(format!("{stem}.err")));
 

@@ -284,6 +284,10 @@ pub struct Runner {
     lock: Arc<WorkspaceLock>,
     /// The save of `state.json` still in flight, if any (see `save.rs`).
     state_saving: Option<tokio::task::JoinHandle<Result<(), WorkspaceError>>>,
+    /// The iteration whose files `.ralph/logs/` names now, and which attempt at it (from 1).
+    log_attempt: (u32, u32),
+    /// The next prompt file, being made while the agent runs (see [`workspace::SpareFile`]).
+    prompt_spare: Option<tokio::task::JoinHandle<Result<workspace::SpareFile, WorkspaceError>>>,
     /// The last parse of the task file, and the version of the file it came from.
     task_seen: Option<(task_file::Stamp, TaskFile)>,
     /// When `.ralph/` was last swept of stale temporary files.
@@ -396,6 +400,8 @@ impl Runner {
             _watcher: watcher,
             lock: Arc::new(lock),
             state_saving: None,
+            prompt_spare: None,
+            log_attempt: (0, 0),
             task_seen: None,
             last_sweep: None,
             carryover: Vec::new(),
@@ -533,6 +539,8 @@ impl Runner {
                     })
                     .min(BACKOFF_MAX);
                 rate_limit_streak += 1;
+                // The retry writes its own log files.
+                self.log_attempt.1 += 1;
                 if self.back_off(wait, &message).await {
                     return self
                         .finish(Outcome::Interrupted, "interrupted while backing off")
@@ -638,9 +646,17 @@ impl Runner {
         let sweep = self
             .last_sweep
             .is_none_or(|at| at.elapsed() >= Duration::from_secs(60));
+        // `logs/` only once, before this run made any: a temporary file there is a prompt file
+        // made ahead of time (`workspace::SpareFile`), and only a crashed run leaves one.
+        let logs_too = self.last_sweep.is_none();
         if sweep && let Ok(entries) = std::fs::read_dir(self.ws.dir()) {
             self.last_sweep = Some(std::time::Instant::now());
-            for entry in entries.flatten() {
+            let logs = logs_too
+                .then(|| std::fs::read_dir(self.ws.logs()).ok())
+                .flatten()
+                .into_iter()
+                .flatten();
+            for entry in entries.chain(logs).flatten() {
                 // Only stale ones: a `ralph answer` may be writing its temporary file right now.
                 let stale = entry
                     .metadata()
@@ -904,8 +920,11 @@ fn agent_env(
             abs(prompt_path).display().to_string(),
         ),
     ];
-    // So the agent can run `ralph ask` even when ralph is not on its PATH.
-    if let Ok(exe) = std::env::current_exe() {
+    // So the agent can run `ralph ask` even when ralph is not on its PATH. Looked up once: the
+    // path stays right if the binary is replaced while the loop runs (the link would then end
+    // in " (deleted)").
+    static EXE: std::sync::OnceLock<Option<std::path::PathBuf>> = std::sync::OnceLock::new();
+    if let Some(exe) = EXE.get_or_init(|| std::env::current_exe().ok()) {
         env.push(("RALPH_BIN".to_string(), exe.display().to_string()));
         if let Some(dir) = exe.parent() {
             let path = std::env::var("PATH").unwrap_or_default();
