@@ -421,3 +421,30 @@ fn after_sigkill_during_the_tests_the_next_run_verifies_again() {
     let tests = read_pid(&p, "tests.pid");
     let _ = nix::sys::signal::killpg(Pid::from_raw(tests), Signal::SIGKILL);
 }
+
+/// Regression: ralph killed outright while `test_command` ran left the tests running forever;
+/// only an agent's group was recorded for the next run to stop.
+#[test]
+fn after_sigkill_while_the_tests_run_the_next_run_stops_them() {
+    let p = Project::with_task(
+        "task: Tested\nmax_iterations: 2\ntest_command: echo $$ > tests.pid; exec sleep 300",
+        "- [ ] x\n",
+    );
+    let agent = p.agent("[iteration 1]\ncheck-all\nsignal DONE\n[iteration 2]\nprint resumed\n");
+    let child = start_run(&p, &agent, &[]);
+    let tests = read_pid(&p, "tests.pid");
+    wait_until(
+        Duration::from_secs(10),
+        "the tests' group in state.json",
+        || (p.state()["agent_pgid"] == tests).then_some(()),
+    );
+    signal(&child, Signal::SIGKILL);
+    Run::finish(child, Duration::from_secs(10));
+    assert!(
+        pid_alive(tests),
+        "SIGKILL stops nothing: the tests are orphaned"
+    );
+
+    p.run(&agent, &[]).expect_code(3);
+    assert!(!pid_alive(tests), "the orphaned tests {tests} survived");
+}

@@ -782,6 +782,14 @@ fn a_symlinked_progress_file_is_refused_with_a_message_and_never_read() {
         "it says what it refused ({:?}):\n{all}",
         run.code
     );
+    // The run ended on it: the state says so and why (it said `running` forever before).
+    let state = p.state();
+    assert_eq!(state["status"], "failed", "{state}");
+    assert!(
+        state["reason"].as_str().unwrap().contains("progress.md"),
+        "{state}"
+    );
+    assert!(p.events().iter().any(|e| e["event"] == "run_end"));
 }
 
 #[test]

@@ -433,6 +433,28 @@ impl Runner {
 
     /// Runs iterations until the task is done, the agent gives up, or a limit is reached.
     pub async fn run(mut self) -> Result<Outcome, RunError> {
+        let result = self.run_loop().await;
+        if let Err(e) = &result {
+            self.fail(e).await;
+        }
+        result
+    }
+
+    /// After an error that ends the run (a file ralph cannot read or write, an agent it cannot
+    /// start): stop what may still run, and leave `state.json` saying why, not `running`, for
+    /// `ralph status` and the next `ralph run`. Best effort: the error itself may be the disk.
+    async fn fail(&mut self, e: &RunError) {
+        if let Some(pgid) = self.state.agent_pgid.take() {
+            supervisor::kill_group_now(pgid);
+        }
+        let reason = format!("ralph stopped on an error: {e}");
+        self.state.status = Status::Failed;
+        self.state.reason = Some(reason.clone());
+        let _ = self.save_state().await;
+        self.log("run_end", json!({"outcome": "failed", "reason": reason}));
+    }
+
+    async fn run_loop(&mut self) -> Result<Outcome, RunError> {
         let max = self.cfg.settings.max_iterations;
         self.save_state().await?;
         let counts = criteria_counts(&self.cfg.task);
@@ -622,7 +644,7 @@ impl Runner {
         self.finish(Outcome::MaxIterations, &reason).await
     }
 
-    async fn finish(mut self, outcome: Outcome, reason: &str) -> Result<Outcome, RunError> {
+    async fn finish(&mut self, outcome: Outcome, reason: &str) -> Result<Outcome, RunError> {
         self.state.status = outcome.status();
         self.state.reason = Some(reason.to_string());
         self.state.agent_pgid = None;

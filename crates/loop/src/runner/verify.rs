@@ -38,14 +38,27 @@ impl Runner {
             command: command.clone(),
         })
         .await;
-        let result = run_tests(
-            &command,
-            self.ws.root(),
-            task.test_timeout,
-            self.cfg.settings.kill_grace,
-            stop_requested(&mut self.controls, self.controls_open),
-        )
-        .await;
+        let script = format!("exec 2>&1\n{command}");
+        // RALPH_DIR marks the tests as this loop's, and `agent_pgid` names their group: a run
+        // after ralph was killed outright stops them as it stops an orphaned agent.
+        let dir = std::path::absolute(self.ws.dir()).unwrap_or_else(|_| self.ws.dir().into());
+        let env = [("RALPH_DIR", dir.into_os_string())];
+        let result = match supervisor::spawn_shell(&script, self.ws.root(), env, None) {
+            Err(e) => Err(TestError::Spawn(e)),
+            Ok(spawned) => {
+                self.state.agent_pgid = Some(spawned.pgid);
+                let _ = self.save_state_soon().await;
+                let result = run_tests(
+                    spawned,
+                    task.test_timeout,
+                    self.cfg.settings.kill_grace,
+                    stop_requested(&mut self.controls, self.controls_open),
+                )
+                .await;
+                self.state.agent_pgid = None;
+                result
+            }
+        };
         self.cfg.task = task;
         Some(match result {
             Ok((status, _)) if status.success() => (
@@ -100,15 +113,11 @@ async fn stop_requested(controls: &mut mpsc::UnboundedReceiver<Control>, open: b
 
 /// Runs `test_command` in its own process group with stderr merged into stdout; keeps the tail.
 async fn run_tests(
-    command: &str,
-    dir: &std::path::Path,
+    spawned: supervisor::Spawned,
     timeout: Duration,
     kill_grace: Duration,
     stop: impl std::future::Future<Output = ()>,
 ) -> Result<(ExitStatus, String), TestError> {
-    let script = format!("exec 2>&1\n{command}");
-    let spawned = supervisor::spawn_shell(&script, dir, std::iter::empty::<(&str, &str)>(), None)
-        .map_err(TestError::Spawn)?;
     let supervisor::Spawned {
         mut child,
         pgid,
