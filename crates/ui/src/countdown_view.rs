@@ -29,9 +29,13 @@ pub(crate) fn format_left(d: Duration) -> String {
     }
 }
 
-/// `5m`, `1h 05m`, `30s`: a span of time rounded down, without zero parts.
+/// `5m`, `1h 05m`, `30s`: a span of time rounded down, without zero parts; under a second in
+/// milliseconds (`250ms`), so a short limit or a quick agent does not read `0s`.
 pub(crate) fn format_span(d: Duration) -> String {
     let secs = d.as_secs();
+    if secs == 0 && !d.is_zero() {
+        return format!("{}ms", d.as_millis());
+    }
     match (secs / 3600, secs % 3600 / 60, secs % 60) {
         (0, 0, s) => format!("{s}s"),
         (0, m, 0) => format!("{m}m"),
@@ -196,6 +200,9 @@ mod tests {
         assert_eq!(format_span(secs(5)), "5s");
         assert_eq!(format_span(secs(330)), "5m 30s");
         assert_eq!(format_span(secs(3900)), "1h 05m");
+        assert_eq!(format_span(Duration::from_millis(250)), "250ms");
+        assert_eq!(format_span(Duration::from_micros(300)), "0ms");
+        assert_eq!(format_span(Duration::ZERO), "0s");
     }
 
     #[test]
