@@ -170,7 +170,7 @@ impl<'a> Fields<'a> {
                     // `tool_use_result` there: often a second copy of a whole file (for an
                     // edit, the original file too). Not reading it halves the work on
                     // tool-heavy streams; the rest of the line is then not validated.
-                    if f.kind.is_some_and(|k| k.0 == br#""user""#) {
+                    if f.kind.is_some_and(|k| k.text == br#""user""#) {
                         return Ok(f);
                     }
                     continue;
@@ -244,7 +244,7 @@ fn read_message<'a>(r: &mut Reader<'a>) -> Result<Message<'a>, Error> {
         }
         match r.peek() {
             Some(b'"') => message.blocks.push(Block {
-                kind: Some(Raw(br#""text""#)),
+                kind: Some(Raw::new(br#""text""#)),
                 text: Some(r.value()?),
                 ..Block::default()
             }),

@@ -65,8 +65,8 @@ impl JsonFormat for Codex {
                 return;
             }
         };
-        match obj.str("type").as_deref().unwrap_or("") {
-            "thread.started" => {
+        match obj.tag("type").as_deref().unwrap_or_default() {
+            b"thread.started" => {
                 if let Some(id) = obj.str("thread_id") {
                     if self.thread.as_deref() != Some(&id) {
                         self.totals = None;
@@ -75,11 +75,11 @@ impl JsonFormat for Codex {
                     out.push(AgentEvent::SessionId(clean_id(&id)));
                 }
             }
-            "turn.started" | "item.updated" => {}
-            "item.started" => self.item(item, false, line, out),
-            "item.completed" => self.item(item, true, line, out),
-            "turn.completed" => self.turn_completed(&obj, out),
-            "turn.failed" => {
+            b"turn.started" | b"item.updated" => {}
+            b"item.started" => self.item(item, false, line, out),
+            b"item.completed" => self.item(item, true, line, out),
+            b"turn.completed" => self.turn_completed(&obj, out),
+            b"turn.failed" => {
                 let message = obj
                     .obj("error")
                     .and_then(|e| e.str("message").map(Cow::into_owned))
@@ -93,7 +93,7 @@ impl JsonFormat for Codex {
                 out.push(AgentEvent::Error(message));
                 self.end_turn(None, out);
             }
-            "error" => {
+            b"error" => {
                 let message = obj.str("message").unwrap_or_default();
                 self.notice(&message, line, out);
             }

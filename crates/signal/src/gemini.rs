@@ -58,8 +58,8 @@ impl JsonFormat for Gemini {
                 return;
             }
         };
-        let kind = obj.str("type").unwrap_or_default();
-        if kind == "message" && obj.str("role").as_deref() == Some("assistant") {
+        let kind = obj.tag("type").unwrap_or_default();
+        if *kind == *b"message" && obj.is("role", "assistant") {
             let content = obj.str("content").unwrap_or_default();
             self.delta(&content, out);
             if obj.bool("delta") != Some(true) {
@@ -69,13 +69,13 @@ impl JsonFormat for Gemini {
         }
         self.close(out);
         match kind.as_ref() {
-            "init" => {
+            b"init" => {
                 if let Some(id) = obj.str("session_id") {
                     out.push(AgentEvent::SessionId(clean_id(&id)));
                 }
             }
-            "message" => {}
-            "tool_use" => {
+            b"message" => {}
+            b"tool_use" => {
                 let name = obj.str("tool_name").unwrap_or_default();
                 let summary = obj
                     .get("parameters")
@@ -87,8 +87,8 @@ impl JsonFormat for Gemini {
                     summary,
                 });
             }
-            "tool_result" => {
-                let is_error = obj.str("status").as_deref() != Some("success");
+            b"tool_result" => {
+                let is_error = !obj.is("status", "success");
                 let output = obj.get("output").and_then(first_line_of_string);
                 let error = error_message(&obj);
                 let summary = match (output, error) {
@@ -98,7 +98,7 @@ impl JsonFormat for Gemini {
                 };
                 out.push(AgentEvent::ToolResult { summary, is_error });
             }
-            "error" => {
+            b"error" => {
                 let message = first_line(&obj.str("message").unwrap_or_default());
                 if let Some(event) = rate_limit::from_message(&message) {
                     out.push(event);
@@ -108,7 +108,7 @@ impl JsonFormat for Gemini {
                     out.push(AgentEvent::Unknown(start_of(line)));
                 }
             }
-            "result" => self.result(&obj, out),
+            b"result" => self.result(&obj, out),
             _ => out.push(AgentEvent::Unknown(start_of(line))),
         }
     }
@@ -163,7 +163,7 @@ impl Gemini {
             input_tokens: stat("input_tokens"),
             output_tokens: stat("output_tokens"),
         }));
-        if obj.str("status").as_deref() == Some("error") {
+        if obj.is("status", "error") {
             let message = error_message(obj).unwrap_or_else(|| "the turn failed".to_owned());
             if let Some(event) = rate_limit::from_message(&message) {
                 out.push(event);

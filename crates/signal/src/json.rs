@@ -91,8 +91,9 @@ fn dispatch(format: &mut dyn JsonFormat, line: Line<'_>, out: &mut Vec<AgentEven
 /// A JSON object's members, as raw values, in order. Values are read only when asked for.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Obj<'a> {
-    /// The first members: the objects of agent streams have a handful, and a line is read
-    /// for every event, so they are kept without allocating.
+    /// The first members: the objects of agent streams have a handful (a Codex command item
+    /// has six), and a line is read for every event, so they are kept without allocating;
+    /// not more, as an `Obj` is moved a few times per line.
     first: [Member<'a>; FIRST],
     len: usize,
     /// Members beyond the first [`FIRST`].
@@ -101,10 +102,11 @@ pub(crate) struct Obj<'a> {
 
 type Member<'a> = (&'a [u8], Raw<'a>);
 
-const FIRST: usize = 8;
+const FIRST: usize = 6;
 
 impl<'a> Obj<'a> {
     /// Reads a whole line as one object; anything after it is an error.
+    #[inline]
     pub(crate) fn line(line: &'a [u8]) -> Result<Self, Error> {
         let mut r = Reader::new(line);
         let obj = Self::read(&mut r)?;
@@ -151,6 +153,7 @@ impl<'a> Obj<'a> {
         }
     }
 
+    #[inline]
     fn read(r: &mut Reader<'a>) -> Result<Self, Error> {
         let mut obj = Obj::default();
         let mut object = r.object()?;
@@ -172,7 +175,7 @@ impl<'a> Obj<'a> {
 
     /// The object `raw` holds; `None` for any other value.
     pub(crate) fn of(raw: Raw<'a>) -> Option<Self> {
-        if raw.0.first() != Some(&b'{') {
+        if raw.text.first() != Some(&b'{') {
             return None;
         }
         Self::read(&mut raw.reader()).ok()
@@ -188,6 +191,16 @@ impl<'a> Obj<'a> {
     /// The text of `key`, if it is a string.
     pub(crate) fn str(&self, key: &str) -> Option<Cow<'a, str>> {
         self.get(key)?.str()
+    }
+
+    /// Whether `key` is the string `want`, a name ([`Raw::is_str`]).
+    pub(crate) fn is(&self, key: &str, want: &str) -> bool {
+        self.get(key).is_some_and(|value| value.is_str(want))
+    }
+
+    /// The text of `key` as bytes, if it is a string, to compare with names ([`Raw::tag`]).
+    pub(crate) fn tag(&self, key: &str) -> Option<Cow<'a, [u8]>> {
+        self.get(key)?.tag()
     }
 
     /// The object under `key`, if it is one.

@@ -62,45 +62,58 @@ fn summary_of(line: &str, more_lines: usize) -> String {
 /// [`first_line`] of a string value, without decoding all of it: a tool's output can be
 /// megabytes, and only its first line is shown. `None` if `raw` is not a string.
 pub(crate) fn first_line_of_string(raw: Raw<'_>) -> Option<String> {
-    Some(first_line_of_json_string(raw.string_bytes()?))
+    Some(first_line_of_body(
+        raw.string_bytes()?,
+        LONG_LINE,
+        raw.newlines(),
+    ))
 }
 
 /// [`first_line`] of the string whose JSON body (between the quotes) is `body`.
-///
-/// Only the lines up to the first one with something on it are validated and decoded; the
-/// lines after it are counted on the raw bytes. Invalid UTF-8 (U+FFFD once decoded) changes
-/// neither: every byte that matters here is ASCII, and a lossy decoding keeps ASCII bytes.
+#[cfg(test)]
 fn first_line_of_json_string(body: impl AsRef<[u8]>) -> String {
-    first_line_of_body(body.as_ref(), LONG_LINE)
+    first_line_of_body(body.as_ref(), LONG_LINE, None)
 }
 
 /// A line longer than this is decoded from a prefix first: [`LINE_KEEP`] bytes of text take
 /// at most six bytes of escapes each.
 const LONG_LINE: usize = 8 * 1024;
 
-/// [`first_line_of_json_string`], decoding lines longer than `long` from a prefix first.
-fn first_line_of_body(body: &[u8], long: usize) -> String {
+/// [`first_line`] of the string whose JSON body (between the quotes) is `body`, decoding
+/// lines longer than `long` from a prefix first. `newlines` is the number of `\n` escapes in
+/// `body`, when the reader counted them as it found the string's end.
+///
+/// Only the lines up to the first one with something on it are validated and decoded; the
+/// lines after it are counted, on the raw bytes or from `newlines`. Invalid UTF-8 (U+FFFD
+/// once decoded) changes neither: every byte that matters here is ASCII, and a lossy
+/// decoding keeps ASCII bytes.
+fn first_line_of_body(body: &[u8], long: usize, newlines: Option<usize>) -> String {
     let mut start = 0;
+    // The `\n` escapes before `start` (the newlines found may also be `\u000a`).
+    let mut before = 0;
     loop {
         let (end, next) = match next_newline(body, start) {
             Some((end, next)) => (end, Some(next)),
             None => (body.len(), None),
         };
         let (line, blank) = decode_line(&body[start..end], long);
-        match next {
-            Some(next) if blank => start = next,
-            Some(next) => {
-                // Lines after it, up to the last one with something on it: counted, not decoded.
-                let rest = trim_end_escaped(&body[next..]);
-                let more = if rest.is_empty() {
-                    0
-                } else {
-                    count_newline_escapes(rest) + 1
-                };
-                return summary_of(&line, more);
-            }
-            None => return summary_of(&line, 0),
+        let Some(next) = next else {
+            return summary_of(&line, 0);
+        };
+        before += usize::from(next - end == 2);
+        if blank {
+            start = next;
+            continue;
         }
+        // Lines after it, up to the last one with something on it: counted, not decoded.
+        let (rest, trailing) = trim_end_escaped(&body[next..]);
+        let more = match newlines {
+            _ if rest.is_empty() => 0,
+            // Never more than `all`: both counts are of the same bytes.
+            Some(all) => all.saturating_sub(before + trailing) + 1,
+            None => count_newline_escapes(rest) + 1,
+        };
+        return summary_of(&line, more);
     }
 }
 
@@ -233,8 +246,10 @@ fn backslash_n_pairs(s: &[u8]) -> usize {
     pairs
 }
 
-/// A JSON string body without its trailing whitespace, literal or escaped.
-fn trim_end_escaped(mut body: &[u8]) -> &[u8] {
+/// A JSON string body without its trailing whitespace, literal or escaped, and how many `\n`
+/// escapes were taken off.
+fn trim_end_escaped(mut body: &[u8]) -> (&[u8], usize) {
+    let mut newlines = 0;
     loop {
         let trimmed = trim_end_whitespace(body);
         let n = trimmed.len();
@@ -242,6 +257,7 @@ fn trim_end_escaped(mut body: &[u8]) -> &[u8] {
             && matches!(trimmed[n - 1], b'n' | b't' | b'r' | b'f')
             && escaped(trimmed, n - 1)
         {
+            newlines += usize::from(trimmed[n - 1] == b'n');
             n - 2
         } else if n >= 6
             && trimmed[n - 5] == b'u'
@@ -250,7 +266,7 @@ fn trim_end_escaped(mut body: &[u8]) -> &[u8] {
         {
             n - 6
         } else {
-            return trimmed;
+            return (trimmed, newlines);
         };
         body = &trimmed[..cut];
     }
@@ -284,7 +300,7 @@ fn trim_end_whitespace(s: &[u8]) -> &[u8] {
 /// The summary of a tool's output: a string, or the first text part of an array of content
 /// parts (`[{"type":"image",…}, {"type":"text","text":…}]`).
 pub(crate) fn tool_output(raw: Raw<'_>) -> Option<String> {
-    match raw.0.first() {
+    match raw.text.first() {
         Some(b'"') => first_line_of_string(raw),
         Some(b'[') => first_text_part(raw).ok().flatten(),
         _ => None,
@@ -472,7 +488,7 @@ mod tests {
 
     /// [`first_line_of_json_string`] of a string as serde_json encodes it.
     fn first_line_encoded(s: &str) -> String {
-        first_line_of_string(Raw(serde_json::to_string(s).unwrap().as_bytes())).unwrap()
+        first_line_of_string(Raw::new(serde_json::to_string(s).unwrap().as_bytes())).unwrap()
     }
 
     #[test]
@@ -685,7 +701,10 @@ mod tests {
         ) {
             let body: Vec<u8> = pieces.iter().flat_map(|&i| PIECES[i].iter().copied()).collect();
             let want = reference::first_line_of_json_string(&String::from_utf8_lossy(&body));
-            proptest::prop_assert_eq!(&first_line_of_body(&body, long), &want);
+            proptest::prop_assert_eq!(&first_line_of_body(&body, long, None), &want);
+            // With the count of `\n` escapes the reader gives.
+            let newlines = Some(reference::count_newline_escapes(&String::from_utf8_lossy(&body)));
+            proptest::prop_assert_eq!(&first_line_of_body(&body, long, newlines), &want);
             proptest::prop_assert_eq!(&first_line_of_json_string(&body), &want);
         }
 
@@ -722,7 +741,7 @@ mod tests {
 
     #[test]
     fn tool_output_reads_strings_and_content_parts() {
-        let text = |json: &str| tool_output(Raw(json.as_bytes()));
+        let text = |json: &str| tool_output(Raw::new(json.as_bytes()));
         assert_eq!(text(r#""ok\nmore""#).as_deref(), Some("ok [+1 lines]"));
         assert_eq!(
             text(r#"[{"type":"image","source":{}},{"type":"text","text":"hi"}]"#).as_deref(),
