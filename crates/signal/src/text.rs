@@ -415,6 +415,9 @@ impl TextScanner {
     /// Shows one line; its signals, if any, follow the event that holds it. The line is
     /// number `self.line_number + 1`.
     fn emit(&mut self, text: &str, kinds: KindSet, out: &mut Vec<AgentEvent>) {
+        // One allocation for the line and its newline when `shown` was just handed on (each
+        // small delta of a streaming agent ends one), not one and a regrowth.
+        self.shown.reserve(text.len() + 1);
         self.shown.push_str(text);
         self.shown.push('\n');
         if kinds.is_empty() {
