@@ -40,6 +40,9 @@ pub(crate) struct Gemini {
     /// The assistant message being streamed, if one is open.
     text: TextScanner,
     open: bool,
+    /// Deltas of the open message not yet scanned: the deltas of one read are scanned in one
+    /// piece, as the lines of plain text are (a scan per delta cost a thousand instructions).
+    unscanned: String,
     /// The text of the open (or last) assistant message, for `TurnEnd`, at most
     /// [`LINE_CAP`] bytes.
     message: String,
@@ -124,8 +127,12 @@ impl JsonFormat for Gemini {
         self.message_unseen = 0;
     }
 
+    fn chunk_end(&mut self, out: &mut Vec<AgentEvent>) {
+        self.scan(out);
+    }
+
     fn buffered_len(&self) -> usize {
-        self.text.buffered_len() + self.message.len()
+        self.text.buffered_len() + self.message.len() + self.unscanned.len()
     }
 }
 
@@ -137,7 +144,10 @@ impl Gemini {
             self.message.clear();
             self.message_unseen = 0;
         }
-        self.text.feed(content.as_bytes(), out);
+        if self.unscanned.len() + content.len() > LINE_CAP {
+            self.scan(out);
+        }
+        self.unscanned.push_str(content);
         let room = LINE_CAP.saturating_sub(self.message.len());
         if content.len() <= room {
             self.message.push_str(content);
@@ -148,9 +158,18 @@ impl Gemini {
         }
     }
 
+    /// Scans the deltas held so far.
+    fn scan(&mut self, out: &mut Vec<AgentEvent>) {
+        if !self.unscanned.is_empty() {
+            self.text.feed(self.unscanned.as_bytes(), out);
+            self.unscanned.clear();
+        }
+    }
+
     /// Ends the open assistant message: its last, unterminated line is scanned now.
     fn close(&mut self, out: &mut Vec<AgentEvent>) {
         if std::mem::take(&mut self.open) {
+            self.scan(out);
             self.text.finish(out);
         }
     }

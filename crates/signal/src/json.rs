@@ -31,6 +31,10 @@ pub(crate) trait JsonFormat: fmt::Debug + Send {
     /// The end of the stream: anything still pending is pushed.
     fn end(&mut self, _out: &mut Vec<AgentEvent>) {}
 
+    /// The end of one chunk of the stream: what was held to be handled in one piece (text
+    /// deltas) is handled now, so nothing waits for the next read to be shown.
+    fn chunk_end(&mut self, _out: &mut Vec<AgentEvent>) {}
+
     /// Bytes the format holds between lines (text still open across lines).
     fn buffered_len(&self) -> usize {
         0
@@ -56,6 +60,7 @@ impl JsonDecoder {
     pub(crate) fn feed(&mut self, bytes: &[u8], out: &mut Vec<AgentEvent>) {
         let format = self.format.as_mut();
         self.lines.feed(bytes, |line| dispatch(format, line, out));
+        format.chunk_end(out);
     }
 
     /// Ends the stream, decoding an unterminated last line and anything the format holds.
