@@ -166,6 +166,26 @@ fn run_ralph(tmux: &Tmux, p: &Project, agent: &str) {
     tmux.key("Enter");
 }
 
+/// A loop in the terminal view (in tmux) whose agent has asked its question, with
+/// `question_timeout` set to `timeout`; and the screen once the question shows.
+fn asked_in_the_terminal_view(timeout: &str) -> (Project, Tmux, String) {
+    let p = Project::with_task(
+        &format!("task: Cache\nmax_iterations: 2\nquestion_timeout: {timeout}"),
+        "- [ ] cache\n",
+    );
+    let agent = p.agent(ASK_THEN_SAVE);
+    let tmux = Tmux::start(p.root());
+    run_ralph(&tmux, &p, &agent);
+    let screen = tmux.wait_for("The agent asks", Duration::from_secs(30));
+    (p, tmux, screen)
+}
+
+/// The terminal is as it was before ralph ran: the pane is sane and line editing is back.
+fn assert_restored(tmux: &Tmux, p: &Project) {
+    tmux.assert_sane();
+    assert_stty_sane(p);
+}
+
 fn assert_stty_sane(p: &Project) {
     let stty = p.read("stty.txt");
     let flags: Vec<&str> = stty.split([' ', ';', '\n']).collect();
@@ -178,15 +198,7 @@ fn assert_stty_sane(p: &Project) {
 
 #[test]
 fn an_answer_typed_in_the_terminal_view_reaches_the_next_iteration() {
-    let p = Project::with_task(
-        "task: Cache\nmax_iterations: 2\nquestion_timeout: 5m",
-        "- [ ] cache\n",
-    );
-    let agent = p.agent(ASK_THEN_SAVE);
-    let tmux = Tmux::start(p.root());
-    run_ralph(&tmux, &p, &agent);
-
-    let screen = tmux.wait_for("The agent asks", Duration::from_secs(30));
+    let (p, tmux, screen) = asked_in_the_terminal_view("5m");
     assert!(screen.contains("1. Redis"), "{screen}");
     assert!(screen.contains("left ━"), "no countdown:\n{screen}");
     assert!(screen.contains("Ctrl+C stop"), "no status area:\n{screen}");
@@ -221,21 +233,12 @@ fn an_answer_typed_in_the_terminal_view_reaches_the_next_iteration() {
         prompt.contains("> Use Redis, we need pub/sub later"),
         "{prompt}"
     );
-    tmux.assert_sane();
-    assert_stty_sane(&p);
+    assert_restored(&tmux, &p);
 }
 
 #[test]
 fn an_unanswered_question_in_the_terminal_view_lets_the_loop_go_on() {
-    let p = Project::with_task(
-        "task: Cache\nmax_iterations: 2\nquestion_timeout: 2s",
-        "- [ ] cache\n",
-    );
-    let agent = p.agent(ASK_THEN_SAVE);
-    let tmux = Tmux::start(p.root());
-    run_ralph(&tmux, &p, &agent);
-
-    tmux.wait_for("The agent asks", Duration::from_secs(30));
+    let (p, tmux, _) = asked_in_the_terminal_view("2s");
     let screen = tmux.wait_for("ralph exited: 0", Duration::from_secs(30));
     assert!(
         screen.contains("no answer in time; the agent goes on with its default (Redis)"),
@@ -243,21 +246,12 @@ fn an_unanswered_question_in_the_terminal_view_lets_the_loop_go_on() {
     );
     let prompt = p.read("prompt-2.txt");
     assert!(prompt.contains("Your question went unanswered"), "{prompt}");
-    tmux.assert_sane();
-    assert_stty_sane(&p);
+    assert_restored(&tmux, &p);
 }
 
 #[test]
 fn ctrl_c_in_the_terminal_view_asks_then_stops_and_restores_the_terminal() {
-    let p = Project::with_task(
-        "task: Cache\nmax_iterations: 2\nquestion_timeout: 5m",
-        "- [ ] cache\n",
-    );
-    let agent = p.agent(ASK_THEN_SAVE);
-    let tmux = Tmux::start(p.root());
-    run_ralph(&tmux, &p, &agent);
-
-    tmux.wait_for("The agent asks", Duration::from_secs(30));
+    let (p, tmux, _) = asked_in_the_terminal_view("5m");
     tmux.key("C-c");
     tmux.wait_for(
         "Stop the loop? The question stays pending",
@@ -270,21 +264,12 @@ fn ctrl_c_in_the_terminal_view_asks_then_stops_and_restores_the_terminal() {
         "{screen}"
     );
     assert!(!p.exists("prompt-2.txt"));
-    tmux.assert_sane();
-    assert_stty_sane(&p);
+    assert_restored(&tmux, &p);
 }
 
 #[test]
 fn sigterm_while_a_question_is_open_stops_the_loop_and_restores_the_terminal() {
-    let p = Project::with_task(
-        "task: Cache\nmax_iterations: 2\nquestion_timeout: 5m",
-        "- [ ] cache\n",
-    );
-    let agent = p.agent(ASK_THEN_SAVE);
-    let tmux = Tmux::start(p.root());
-    run_ralph(&tmux, &p, &agent);
-
-    tmux.wait_for("The agent asks", Duration::from_secs(30));
+    let (p, tmux, _) = asked_in_the_terminal_view("5m");
     let pid = p.state()["pid"]
         .as_i64()
         .expect("state.json has ralph's pid") as i32;
@@ -298,21 +283,12 @@ fn sigterm_while_a_question_is_open_stops_the_loop_and_restores_the_terminal() {
         screen.contains("the question stays pending for the next `ralph run`"),
         "{screen}"
     );
-    tmux.assert_sane();
-    assert_stty_sane(&p);
+    assert_restored(&tmux, &p);
 }
 
 #[test]
 fn esc_skips_the_question_and_the_agent_is_told_to_decide() {
-    let p = Project::with_task(
-        "task: Cache\nmax_iterations: 2\nquestion_timeout: 5m",
-        "- [ ] cache\n",
-    );
-    let agent = p.agent(ASK_THEN_SAVE);
-    let tmux = Tmux::start(p.root());
-    run_ralph(&tmux, &p, &agent);
-
-    tmux.wait_for("The agent asks", Duration::from_secs(30));
+    let (p, tmux, _) = asked_in_the_terminal_view("5m");
     tmux.key("Escape");
     tmux.wait_for("ralph exited: 0", Duration::from_secs(30));
     let prompt = p.read("prompt-2.txt");
@@ -326,6 +302,5 @@ fn esc_skips_the_question_and_the_agent_is_told_to_decide() {
     );
     let log = p.read(".ralph/clarifications.md");
     assert!(log.contains("**Skipped**"), "{log}");
-    tmux.assert_sane();
-    assert_stty_sane(&p);
+    assert_restored(&tmux, &p);
 }
