@@ -930,24 +930,35 @@ fn assert_nothing_ran(p: &Project) {
     assert!(pwned.is_empty(), "text was run as a command: {pwned:?}");
 }
 
+/// An agent that asks the question in `fixtures/hostile/questions/{name}` (copied into the
+/// project, then into `.ralph/question.md`) and signals QUESTION; its second iteration runs
+/// `then` (fake-agent commands; empty for none).
+fn asks_fixture(p: &Project, name: &str, then: &str) -> String {
+    std::fs::copy(
+        hostile_fixture(&format!("questions/{name}")),
+        p.path("question-source.md"),
+    )
+    .unwrap();
+    let mut script = String::from(
+        "[iteration 1]\ncopy question-source.md .ralph/question.md\nsignal QUESTION\n",
+    );
+    if !then.is_empty() {
+        script.push_str("[iteration 2]\n");
+        script.push_str(then);
+    }
+    p.agent(&script)
+}
+
 #[test]
 fn question_option_and_answer_text_with_shell_syntax_stay_verbatim_everywhere() {
     let p = Project::with_task(
         "task: Shell safety\nmax_iterations: 2\nquestion_timeout: 1m\nnotify_command: for v in \"$RALPH_QUESTION\" \"$RALPH_QUESTION_OPTIONS\" \"$RALPH_QUESTION_DEFAULT\"; do printf '%s\\n--\\n' \"$v\"; done > notified.txt",
         "- [ ] x\n",
     );
-    std::fs::copy(
-        hostile_fixture("questions/shell-metacharacters.md"),
-        p.path("question-source.md"),
-    )
-    .unwrap();
-    let agent = p.agent(
-        "[iteration 1]\n\
-         copy question-source.md .ralph/question.md\n\
-         signal QUESTION\n\
-         [iteration 2]\n\
-         save-prompt prompt-2.txt\n\
-         copy .ralph/answer.md answer-2.md\n",
+    let agent = asks_fixture(
+        &p,
+        "shell-metacharacters.md",
+        "save-prompt prompt-2.txt\ncopy .ralph/answer.md answer-2.md\n",
     );
     let child = p.start(&agent, &[]);
     p.wait_for_status("waiting_input", Duration::from_secs(30));
@@ -1018,15 +1029,7 @@ fn an_option_label_with_shell_syntax_picked_by_number_is_delivered_verbatim() {
         "task: Shell safety\nmax_iterations: 2\nquestion_timeout: 1m",
         "- [ ] x\n",
     );
-    std::fs::copy(
-        hostile_fixture("questions/shell-metacharacters.md"),
-        p.path("question-source.md"),
-    )
-    .unwrap();
-    let agent = p.agent(
-        "[iteration 1]\ncopy question-source.md .ralph/question.md\nsignal QUESTION\n\
-         [iteration 2]\nsave-prompt prompt-2.txt\n",
-    );
+    let agent = asks_fixture(&p, "shell-metacharacters.md", "save-prompt prompt-2.txt\n");
     let child = p.start(&agent, &[]);
     p.wait_for_status("waiting_input", Duration::from_secs(30));
     // Option 4 with a note: `--option` and the note are both data.
@@ -1055,15 +1058,7 @@ fn plain_mode_and_status_showed_escape_sequences_from_the_question_file_raw() {
         "task: Escapes in the question\nmax_iterations: 2\nquestion_timeout: 0",
         "- [ ] x\n",
     );
-    std::fs::copy(
-        hostile_fixture("questions/escapes-everywhere.md"),
-        p.path("question-source.md"),
-    )
-    .unwrap();
-    let agent = p.agent(
-        "[iteration 1]\ncopy question-source.md .ralph/question.md\nsignal QUESTION\n\
-         [iteration 2]\nprint next\n",
-    );
+    let agent = asks_fixture(&p, "escapes-everywhere.md", "print next\n");
     let run = run_agent_watched(&p, &agent, &[], Duration::from_secs(60));
     run.expect_code(3);
     run.out.assert_clean();
@@ -1076,13 +1071,7 @@ fn plain_mode_and_status_showed_escape_sequences_from_the_question_file_raw() {
         "task: Status\nmax_iterations: 1\nquestion_timeout: 1m",
         "- [ ] x\n",
     );
-    std::fs::copy(
-        hostile_fixture("questions/escapes-everywhere.md"),
-        p2.path("question-source.md"),
-    )
-    .unwrap();
-    let agent =
-        p2.agent("[iteration 1]\ncopy question-source.md .ralph/question.md\nsignal QUESTION\n");
+    let agent = asks_fixture(&p2, "escapes-everywhere.md", "");
     let mut cmd = p2.ralph();
     cmd.args(["run", "--no-tui", "--agent-cmd", &agent]);
     let mut child = spawn(cmd);
