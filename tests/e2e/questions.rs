@@ -15,16 +15,22 @@ sleep 200ms
 copy .ralph/answer.md answer-late-in-run.md
 ";
 
-#[test]
-fn an_answer_from_ralph_answer_reaches_the_next_iteration_as_file_and_prompt() {
+/// A loop of `max_iterations` whose agent ([`ASK_THEN_LOOK`]) has asked its question, with a
+/// minute to answer it; and `state.json` as it says so.
+fn cache_question_waiting(max_iterations: u32) -> (Project, Guarded, serde_json::Value) {
     let p = Project::with_task(
-        "task: Cache\nmax_iterations: 2\nquestion_timeout: 1m",
+        &format!("task: Cache\nmax_iterations: {max_iterations}\nquestion_timeout: 1m"),
         "- [ ] cache\n",
     );
     let agent = p.agent(ASK_THEN_LOOK);
     let child = p.start(&agent, &[]);
-
     let state = p.wait_for_status("waiting_input", Duration::from_secs(20));
+    (p, child, state)
+}
+
+#[test]
+fn an_answer_from_ralph_answer_reaches_the_next_iteration_as_file_and_prompt() {
+    let (p, child, state) = cache_question_waiting(2);
     let q = &state["pending_question"];
     assert_eq!(q["text"], "Redis or Memcached?");
     assert_eq!(q["options"][0]["label"], "Redis");
@@ -77,13 +83,7 @@ fn an_answer_from_ralph_answer_reaches_the_next_iteration_as_file_and_prompt() {
 
 #[test]
 fn an_answer_by_option_number_is_the_option_label() {
-    let p = Project::with_task(
-        "task: Cache\nmax_iterations: 2\nquestion_timeout: 1m",
-        "- [ ] cache\n",
-    );
-    let agent = p.agent(ASK_THEN_LOOK);
-    let child = p.start(&agent, &[]);
-    p.wait_for_status("waiting_input", Duration::from_secs(20));
+    let (p, child, _) = cache_question_waiting(2);
     let out_of_range = p.exec(&["answer", "3"]);
     out_of_range.expect_code(2);
     assert!(
@@ -192,13 +192,7 @@ fn a_question_signal_without_a_question_file_is_reported_and_the_next_prompt_say
 
 #[test]
 fn a_pending_question_is_shown_again_after_a_restart() {
-    let p = Project::with_task(
-        "task: Cache\nmax_iterations: 3\nquestion_timeout: 1m",
-        "- [ ] cache\n",
-    );
-    let agent = p.agent(ASK_THEN_LOOK);
-    let child = p.start(&agent, &[]);
-    p.wait_for_status("waiting_input", Duration::from_secs(20));
+    let (p, child, _) = cache_question_waiting(3);
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.id() as i32),
         nix::sys::signal::Signal::SIGINT,
@@ -211,7 +205,7 @@ fn a_pending_question_is_shown_again_after_a_restart() {
     assert_eq!(state["pending_question"]["text"], "Redis or Memcached?");
 
     // The second run shows the same question first; answer it from outside.
-    let child = p.start(&agent, &[]);
+    let child = p.start(&p.agent(ASK_THEN_LOOK), &[]);
     p.wait_for_status("waiting_input", Duration::from_secs(20));
     p.exec(&["answer", "1"]).expect_code(0);
     let second = Run::finish(child, Duration::from_secs(30));
@@ -250,13 +244,7 @@ fn answering_with_no_question_waiting_is_refused_unless_forced() {
 
 #[test]
 fn an_empty_answer_is_refused() {
-    let p = Project::with_task(
-        "task: Cache\nmax_iterations: 2\nquestion_timeout: 1m",
-        "- [ ] cache\n",
-    );
-    let agent = p.agent(ASK_THEN_LOOK);
-    let mut child = p.start(&agent, &[]);
-    p.wait_for_status("waiting_input", Duration::from_secs(20));
+    let (p, mut child, _) = cache_question_waiting(2);
     let empty = p.exec(&["answer", "   "]);
     empty.expect_code(2);
     assert!(empty.stderr.contains("empty"), "{}", empty.stderr);
@@ -267,13 +255,7 @@ fn an_empty_answer_is_refused() {
 
 #[test]
 fn racing_answers_have_exactly_one_winner() {
-    let p = Project::with_task(
-        "task: Cache\nmax_iterations: 2\nquestion_timeout: 1m",
-        "- [ ] cache\n",
-    );
-    let agent = p.agent(ASK_THEN_LOOK);
-    let child = p.start(&agent, &[]);
-    p.wait_for_status("waiting_input", Duration::from_secs(20));
+    let (p, child, _) = cache_question_waiting(2);
     let racers: Vec<_> = (0..20)
         .map(|i| {
             let mut c = p.ralph();
