@@ -7,6 +7,10 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+#[path = "../support/built.rs"]
+mod support;
+use support::built;
+
 /// The `ralph` binary under test.
 pub fn ralph_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_ralph"))
@@ -17,21 +21,10 @@ pub fn fake_agent_bin() -> PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT
         .get_or_init(|| {
-            let path = ralph_bin().with_file_name("ralph-fake-agent");
-            if !path.exists() {
-                let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-                let status = Command::new(cargo)
-                    .args(["build", "-p", "ralph-fake-agent"])
-                    .status()
-                    .expect("cargo runs");
-                assert!(status.success(), "building ralph-fake-agent failed");
-            }
-            assert!(
-                path.exists(),
-                "{} is missing; run `make build`",
-                path.display()
-            );
-            path
+            built(
+                ralph_bin().with_file_name("ralph-fake-agent"),
+                &["build", "-p", "ralph-fake-agent"],
+            )
         })
         .clone()
 }

@@ -10,6 +10,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+#[path = "../support/built.rs"]
+mod support;
+use support::built;
+
 pub use crate::clis::Cli;
 
 /// How long one `ralph run` may take before the test fails. A scripted run of a real CLI
@@ -25,20 +29,7 @@ pub fn ralph_bin() -> PathBuf {
             // target/<profile>/deps/real_agents-HASH -> target/<profile>/ralph
             let exe = std::env::current_exe().unwrap();
             let path = exe.parent().unwrap().parent().unwrap().join("ralph");
-            if !path.exists() {
-                let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-                let status = Command::new(cargo)
-                    .args(["build", "--bin", "ralph"])
-                    .status()
-                    .expect("cargo runs");
-                assert!(status.success(), "building ralph failed");
-            }
-            assert!(
-                path.exists(),
-                "{} is missing; run `make build`",
-                path.display()
-            );
-            path
+            built(path, &["build", "--bin", "ralph"])
         })
         .clone()
 }
