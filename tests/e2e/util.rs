@@ -1,15 +1,14 @@
 //! The harness: a throwaway project with a task file and a fake-agent script, and ways to run
 //! `ralph` in it and look at what it left.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-#[path = "../support/built.rs"]
+#[path = "../support/common.rs"]
 mod support;
-use support::built;
+use support::{built, read_to_end_in_background};
 
 /// The `ralph` binary under test.
 pub fn ralph_bin() -> PathBuf {
@@ -202,18 +201,8 @@ pub struct Run {
 impl Run {
     /// Waits for `child` (killing it and failing after `limit`) and collects its output.
     pub fn finish(mut child: Guarded, limit: Duration) -> Run {
-        let mut out = child.stdout.take().unwrap();
-        let mut err = child.stderr.take().unwrap();
-        let out_t = std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = out.read_to_string(&mut s);
-            s
-        });
-        let err_t = std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = err.read_to_string(&mut s);
-            s
-        });
+        let out_t = read_to_end_in_background(child.stdout.take().unwrap());
+        let err_t = read_to_end_in_background(child.stderr.take().unwrap());
         let start = Instant::now();
         let status = loop {
             if let Some(s) = child.try_wait().unwrap() {

@@ -2,7 +2,7 @@
 //! --agent NAME` with the environment that keeps the real CLI offline and on the mock
 //! ([`crate::clis`]).
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::OnceLock;
@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-#[path = "../support/built.rs"]
+#[path = "../support/common.rs"]
 mod support;
-use support::built;
+use support::{built, read_to_end_in_background};
 
 pub use crate::clis::Cli;
 
@@ -265,18 +265,8 @@ impl Run {
     /// Waits for `child` (killing it and failing after `limit`) and collects its output.
     pub fn finish(mut child: Child, limit: Duration) -> Run {
         let start = Instant::now();
-        let mut out = child.stdout.take().unwrap();
-        let mut err = child.stderr.take().unwrap();
-        let out_t = std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = out.read_to_string(&mut s);
-            s
-        });
-        let err_t = std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = err.read_to_string(&mut s);
-            s
-        });
+        let out_t = read_to_end_in_background(child.stdout.take().unwrap());
+        let err_t = read_to_end_in_background(child.stderr.take().unwrap());
         let status = loop {
             if let Some(s) = child.try_wait().unwrap() {
                 break s;
