@@ -184,11 +184,9 @@ pub fn submit(ws: &Workspace, answer: &Answer) -> Result<Submitted, WorkspaceErr
         let Some(lost) = lost else {
             return Ok(Submitted::Accepted);
         };
-        if workspace::read_bounded(&ws.answer(), workspace::MAX_READ_BYTES)?
-            .is_some_and(|now| now.bytes == contents.as_bytes())
-        {
-            workspace::remove(&ws.answer())?;
-        }
+        workspace::remove_if(&ws.answer(), workspace::MAX_READ_BYTES, |now| {
+            now == contents.as_bytes()
+        })?;
         return Ok(lost);
     }
     Ok(match read(ws)? {

@@ -275,7 +275,7 @@ pub struct WorkspaceLock {
 /// at `path` is replaced, not followed. The contents are on disk (`fdatasync`) before the
 /// rename, so after a power loss `path` holds the old contents or the new, never a torn file.
 pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<()> {
-    let tmp = temp_beside(path, contents, true)?;
+    let tmp = temp_beside(path, contents)?;
     tmp.persist(path)
         .map_err(|e| WorkspaceError::io(path, e.error))?;
     Ok(())
@@ -287,10 +287,7 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<()> {
 /// For records nothing depends on after a crash (each iteration's prompt in `.ralph/logs/`):
 /// a sync costs 0.5 ms or more on a real disk, once per iteration.
 pub fn write_atomic_unsynced(path: &Path, contents: &[u8]) -> Result<()> {
-    let tmp = temp_beside(path, contents, false)?;
-    tmp.persist(path)
-        .map_err(|e| WorkspaceError::io(path, e.error))?;
-    Ok(())
+    SpareFile::new_in(parent(path))?.write_to(path, contents)
 }
 
 /// An empty temporary file made ahead of time, so that writing a file later costs a write and
@@ -331,7 +328,7 @@ impl SpareFile {
 /// Returns `Ok(false)` when another writer got there first; exactly one of any number of
 /// racing writers sees `Ok(true)`.
 pub fn create_atomic(path: &Path, contents: &[u8]) -> Result<bool> {
-    let tmp = temp_beside(path, contents, true)?;
+    let tmp = temp_beside(path, contents)?;
     match tmp.persist_noclobber(path) {
         Ok(_) => Ok(true),
         Err(e) if e.error.kind() == io::ErrorKind::AlreadyExists => Ok(false),
@@ -339,19 +336,19 @@ pub fn create_atomic(path: &Path, contents: &[u8]) -> Result<bool> {
     }
 }
 
-fn temp_beside(path: &Path, contents: &[u8], sync: bool) -> Result<tempfile::NamedTempFile> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".tmp-")
-        .tempfile_in(dir)
-        .map_err(|e| WorkspaceError::io(path, e))?;
+/// The directory `path` is in.
+fn parent(path: &Path) -> &Path {
+    path.parent().unwrap_or(Path::new("."))
+}
+
+/// A synced temporary file beside `path` holding `contents`, to be renamed to it.
+fn temp_beside(path: &Path, contents: &[u8]) -> Result<tempfile::NamedTempFile> {
+    let SpareFile(mut tmp) = SpareFile::new_in(parent(path))?;
     tmp.write_all(contents)
         .map_err(|e| WorkspaceError::io(path, e))?;
-    if sync {
-        tmp.as_file()
-            .sync_data()
-            .map_err(|e| WorkspaceError::io(path, e))?;
-    }
+    tmp.as_file()
+        .sync_data()
+        .map_err(|e| WorkspaceError::io(path, e))?;
     Ok(tmp)
 }
 
@@ -427,6 +424,16 @@ pub fn remove(path: &Path) -> Result<()> {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(WorkspaceError::io(path, e)),
+    }
+}
+
+/// Removes `path` if what it holds now (its first `limit` bytes) passes `unchanged`: a file
+/// this process wrote or read, taken back only if nobody has replaced it since. Whether it was
+/// removed.
+pub fn remove_if(path: &Path, limit: usize, unchanged: impl FnOnce(&[u8]) -> bool) -> Result<bool> {
+    match read_bounded(path, limit)? {
+        Some(now) if unchanged(&now.bytes) => remove(path).map(|()| true),
+        _ => Ok(false),
     }
 }
 

@@ -710,13 +710,12 @@ impl Runner {
                     },
                     ans.by.describe()
                 );
-                let to_file = ans.to_file();
-                if let Ok(Some(now)) =
-                    workspace::read_bounded(&self.ws.answer(), workspace::MAX_READ_BYTES)
-                    && now.bytes == to_file.as_bytes()
-                {
-                    workspace::remove(&self.ws.answer())?;
-                }
+                // Only that file, if it is still there (its giver may have taken it back and
+                // someone answered anew). Best effort, as the read above: what cannot be read
+                // or removed now is looked at again before the next iteration.
+                let _ = workspace::remove_if(&self.ws.answer(), workspace::MAX_READ_BYTES, |now| {
+                    Answer::parse(&String::from_utf8_lossy(now)) == ans
+                });
                 self.emit(LoopEvent::Note(msg)).await;
                 self.log(
                     "answer_refused",
