@@ -81,6 +81,7 @@ mod markdown;
 mod opencode;
 mod rate_limit;
 mod sanitize;
+mod simd;
 mod skim;
 mod summary;
 mod tag;

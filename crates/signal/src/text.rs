@@ -2,14 +2,14 @@
 //! that are not inside code.
 //!
 //! Most lines need nothing but to be shown, and the scanner never looks at those one by one.
-//! A chunk is read as stretches of clean text (valid UTF-8 with no byte a terminal could act
-//! on, found with one vectorized pass and one UTF-8 validation), and in such a stretch only the
-//! lines that could matter stop the scanner: one holding `<ralph>`, one holding ```` ``` ```` or
-//! `~~~` (every fence line does), one ending in `\r\n`, and one longer than [`DISPLAY_CAP`]
-//! (every such line holds an aligned block of [`DISPLAY_CAP`]` / 2` bytes with no newline).
-//! Each kind is found with a SIMD search over the whole stretch. The lines between two stops
-//! are copied, as one piece, into the chunk's display text, and counted with one SIMD pass:
-//! one [`AgentEvent::Text`] carries every line one `feed` shows, joined by `\n`, until a
+//! A chunk is worked through in windows of whole lines. One SIMD pass over a window
+//! ([`simd::text_blocks`]) marks, in bit masks, every byte a terminal could act on, every `<`,
+//! every run of three fence characters and the newline of every line longer than
+//! [`DISPLAY_CAP`], and counts the newlines; the window is validated as UTF-8 once. Only the
+//! lines those candidates confirm stop the scanner: one holding `<ralph>`, ```` ``` ```` or
+//! `~~~` (every fence line does), something to sanitize (a CRLF ending included), or too many
+//! bytes. The lines between two stops are copied, as one piece, into the chunk's display
+//! text: one [`AgentEvent::Text`] carries every line one `feed` shows, joined by `\n`, until a
 //! signal needs an event of its own right after its line.
 //!
 //! Lines are judged as the user sees them, after [`sanitize()`](crate::sanitize()). A line
@@ -22,14 +22,13 @@
 
 use std::borrow::Cow;
 use std::ops::Range;
-use std::sync::LazyLock;
 
-use aho_corasick::{AhoCorasick, packed};
-use memchr::{memchr, memchr_iter, memrchr};
+use memchr::{memchr, memrchr};
 
 use crate::long_line::LongLine;
 use crate::markdown::{FenceState, code_spans};
 use crate::sanitize::{clean_line, cut, display_line, next_unclean};
+use crate::simd::{self, TextBlock, TextMasks};
 use crate::tag::{KindSet, OPEN, OPEN_FINDER, match_tag};
 use crate::{AgentEvent, DISPLAY_CAP, LINE_CAP, Signal};
 
@@ -49,138 +48,151 @@ pub(crate) struct TextScanner {
     spans: Vec<Range<usize>>,
     /// Display lines not yet sent, each followed by `\n`.
     shown: String,
+    /// Scratch for a window's classes, kept between windows.
+    blocks: Vec<TextBlock>,
 }
 
-/// What can make a clean line need a closer look: a tag, the start of a fence marker of
-/// either kind, and the `\r` of a CRLF line end (in clean text a `\r` always comes before a
-/// newline).
-const MARKERS: [&[u8]; 4] = [OPEN, b"```", b"~~~", b"\r\n"];
-
-/// A searcher for every [`MARKERS`] at once: one SIMD pass (Teddy) where the platform has
-/// one, an Aho-Corasick automaton elsewhere. The packed searcher is used directly: through
-/// `AhoCorasick`, which only uses it as a prefilter, the scanner ran 4x the instructions.
-enum Markers {
-    Packed(packed::Searcher),
-    Automaton(AhoCorasick),
-}
-
-impl Markers {
-    fn find(&self, haystack: &[u8]) -> Option<usize> {
-        match self {
-            Markers::Packed(s) => s.find(haystack).map(|m| m.start()),
-            Markers::Automaton(a) => a.find(haystack).map(|m| m.start()),
-        }
-    }
-}
-
-static MARKER_FINDER: LazyLock<Markers> =
-    LazyLock::new(
-        || match packed::Config::new().builder().extend(MARKERS).build() {
-            Some(searcher) => Markers::Packed(searcher),
-            None => Markers::Automaton(AhoCorasick::new(MARKERS).expect("four short patterns")),
-        },
-    );
-
-/// Where the next line that needs a closer look is, in one chunk: each search runs once over
-/// the chunk, in pieces, as it is used.
+/// Where the lines that need a closer look are, in one window: one SIMD pass
+/// ([`simd::text_blocks`]) classifies every byte and marks the candidates; a candidate is
+/// confirmed byte by byte when the scanner gets to it.
 struct Stops<'a> {
     bytes: &'a [u8],
-    marker: Next,
-    long: Next,
-    unclean: Next,
-}
-
-/// The next hit of one search, found lazily: `at` (`usize::MAX`: none) is the first hit at or
-/// after `from`, so it answers for every position from `from` up to `at`.
-#[derive(Clone, Copy)]
-struct Next {
-    from: usize,
-    at: usize,
-}
-
-impl Next {
-    const UNKNOWN: Next = Next {
-        from: usize::MAX,
-        at: 0,
-    };
-
-    #[inline]
-    fn get(&mut self, pos: usize, search: impl FnOnce(usize) -> Option<usize>) -> usize {
-        if pos < self.from || self.at < pos {
-            self.from = pos;
-            self.at = search(pos).unwrap_or(usize::MAX);
-        }
-        self.at
-    }
+    blocks: &'a [TextBlock],
 }
 
 impl<'a> Stops<'a> {
-    fn new(bytes: &'a [u8]) -> Self {
-        Stops {
-            bytes,
-            marker: Next::UNKNOWN,
-            long: Next::UNKNOWN,
-            unclean: Next::UNKNOWN,
-        }
-    }
-
-    /// The first byte at or after `pos` that sanitizing might change.
-    fn unclean(&mut self, pos: usize) -> usize {
-        let bytes = self.bytes;
-        self.unclean.get(pos, |p| {
-            Some(next_unclean(bytes, p)).filter(|&u| u < bytes.len())
-        })
-    }
-
-    /// Whether `bytes[start..nl]`, a whole line, holds `<ralph>`.
-    fn tagged(&mut self, start: usize, nl: usize) -> bool {
-        self.marker(start) < nl && OPEN_FINDER.find(&self.bytes[start..nl]).is_some()
-    }
-
-    fn marker(&mut self, pos: usize) -> usize {
-        let bytes = self.bytes;
-        self.marker
-            .get(pos, |p| MARKER_FINDER.find(&bytes[p..]).map(|m| p + m))
+    /// Classifies `bytes`, a window of whole lines, into `blocks`.
+    fn new(bytes: &'a [u8], blocks: &'a mut Vec<TextBlock>) -> Self {
+        simd::text_blocks(bytes, DISPLAY_CAP, blocks);
+        Stops { bytes, blocks }
     }
 
     /// The first byte at or after `pos`, before `end`, of a line that must be looked at on
     /// its own; `end` if there is none.
-    fn next(&mut self, pos: usize, end: usize) -> usize {
-        let bytes = self.bytes;
-        let marker = self.marker(pos);
-        let long = self.long.get(pos, |p| long_line_block(bytes, p));
-        let unclean = self.unclean(pos);
-        marker.min(long).min(unclean).min(end)
+    fn next(&self, pos: usize, end: usize) -> usize {
+        let mut block = pos / 64;
+        let mut bits = self.blocks[block].candidates & (!0 << (pos % 64));
+        loop {
+            while bits != 0 {
+                let at = block * 64 + bits.trailing_zeros() as usize;
+                if at >= end {
+                    return end;
+                }
+                if self.confirmed(at) {
+                    return at;
+                }
+                bits &= bits - 1;
+            }
+            block += 1;
+            if block * 64 >= end {
+                return end;
+            }
+            bits = self.blocks[block].candidates;
+        }
     }
+
+    /// Whether the candidate at `at` really stops its line.
+    fn confirmed(&self, at: usize) -> bool {
+        let bytes = self.bytes;
+        match bytes[at] {
+            b'<' => bytes[at..].starts_with(OPEN),
+            // The third of three fence characters in a row: they must be the same.
+            f @ (b'`' | b'~') => bytes[at - 2] == f && bytes[at - 1] == f,
+            // The end of a long line, or a `\r` (of a CRLF line end, or a lone one).
+            b'\n' | b'\r' => true,
+            0xC2 => is_c1_lead(bytes, at),
+            _ => true,
+        }
+    }
+
+    /// Whether `bytes[start..nl]` holds `<ralph>`.
+    fn tagged(&self, start: usize, nl: usize) -> bool {
+        self.any(
+            start,
+            nl,
+            |m| m.open,
+            |at| self.bytes[at..].starts_with(OPEN),
+        )
+    }
+
+    /// Whether `bytes[start..nl]` holds anything sanitizing would act on (the `\r` of a
+    /// CRLF line end does not count).
+    fn unclean(&self, start: usize, nl: usize) -> bool {
+        let bytes = self.bytes;
+        self.any(
+            start,
+            nl,
+            |m| m.unclean,
+            |at| match bytes[at] {
+                b'\r' => bytes.get(at + 1) != Some(&b'\n'),
+                0xC2 => is_c1_lead(bytes, at),
+                _ => true,
+            },
+        )
+    }
+
+    /// Whether any byte in `from..to` with its bit set in `mask` passes `test`.
+    fn any(
+        &self,
+        from: usize,
+        to: usize,
+        mask: impl Fn(&TextMasks) -> u64,
+        test: impl Fn(usize) -> bool,
+    ) -> bool {
+        (from / 64..to.div_ceil(64)).any(|block| {
+            let mut bits = mask(&self.blocks[block].masks) & span(block, from, to);
+            while bits != 0 {
+                if test(block * 64 + bits.trailing_zeros() as usize) {
+                    return true;
+                }
+                bits &= bits - 1;
+            }
+            false
+        })
+    }
+
+    /// Newlines in `bytes[from..to]`: lines completed.
+    fn newlines(&self, from: usize, to: usize) -> u64 {
+        self.newlines_before(to) - self.newlines_before(from)
+    }
+
+    /// Newlines in `bytes[..pos]`.
+    fn newlines_before(&self, pos: usize) -> u64 {
+        let (block, bit) = (pos / 64, pos % 64);
+        let Some(b) = self.blocks.get(block) else {
+            return self.blocks.last().map_or(0, |b| {
+                u64::from(b.lines_before) + u64::from(b.masks.newline.count_ones())
+            });
+        };
+        u64::from(b.lines_before) + u64::from((b.masks.newline & !(!0 << bit)).count_ones())
+    }
+}
+
+/// The bits of block `block` that stand for bytes in `from..to`.
+fn span(block: usize, from: usize, to: usize) -> u64 {
+    let first = block * 64;
+    let low = if from > first {
+        !0 << (from - first)
+    } else {
+        !0
+    };
+    let high = if to < first + 64 {
+        !(!0 << (to - first))
+    } else {
+        !0
+    };
+    low & high
+}
+
+/// Whether the `0xC2` at `at` starts a C1 control (`C2 80`–`C2 9F`), as
+/// [`next_unclean`](crate::sanitize) judges it.
+fn is_c1_lead(bytes: &[u8], at: usize) -> bool {
+    bytes.get(at + 1).is_none_or(|n| (0x80..=0x9F).contains(n))
 }
 
 /// How many bytes of lines the scanner works through at a time: every pass over them then
 /// reads from the L1 cache.
 const WINDOW: usize = 16 * 1024;
-
-/// Half of [`DISPLAY_CAP`]: a line longer than [`DISPLAY_CAP`] holds a whole block of this
-/// size, aligned to the start of the chunk, with no newline in it.
-const BLOCK: usize = DISPLAY_CAP / 2;
-
-/// The start of the first aligned block at or after `from` that lies in a line longer than
-/// [`DISPLAY_CAP`]. One short newline search per block: ordinary text finds a newline in
-/// the first few dozen bytes.
-fn long_line_block(bytes: &[u8], from: usize) -> Option<usize> {
-    let mut block = from.div_ceil(BLOCK) * BLOCK;
-    while block + BLOCK <= bytes.len() {
-        if memchr(b'\n', &bytes[block..block + BLOCK]).is_none() {
-            let start = memrchr(b'\n', &bytes[..block]).map_or(0, |i| i + 1);
-            let end = memchr(b'\n', &bytes[block..]).map_or(bytes.len(), |i| block + i);
-            if end - start > DISPLAY_CAP {
-                return Some(block);
-            }
-            block = end.div_ceil(BLOCK) * BLOCK;
-            continue;
-        }
-        block += BLOCK;
-    }
-    None
-}
 
 impl TextScanner {
     /// Scans the next chunk of text.
@@ -222,7 +234,8 @@ impl TextScanner {
     /// of its line: `counted` is where the count stands, `self.line_number` the lines before it.
     fn lines(&mut self, window: &[u8], out: &mut Vec<AgentEvent>) {
         let end = window.len();
-        let mut stops = Stops::new(window);
+        let mut blocks = std::mem::take(&mut self.blocks);
+        let stops = Stops::new(window, &mut blocks);
         let mut counted = 0;
         let mut pos = 0;
         while pos < end {
@@ -248,7 +261,7 @@ impl TextScanner {
                     nl,
                     text: Some(&valid[start - base..nl - base]),
                 };
-                self.stop_line(window, line, &mut stops, &mut counted, out);
+                self.stop_line(window, line, &stops, &mut counted, out);
                 pos = nl + 1;
             }
             if pos < end {
@@ -259,11 +272,12 @@ impl TextScanner {
                     nl,
                     text: None,
                 };
-                self.stop_line(window, line, &mut stops, &mut counted, out);
+                self.stop_line(window, line, &stops, &mut counted, out);
                 pos = nl + 1;
             }
         }
-        self.line_number += count_lines(&window[counted..]);
+        self.line_number += stops.newlines(counted, end);
+        self.blocks = blocks;
     }
 
     /// One line of a window that needs a closer look.
@@ -271,18 +285,18 @@ impl TextScanner {
         &mut self,
         window: &[u8],
         line: Line<'_>,
-        stops: &mut Stops<'_>,
+        stops: &Stops<'_>,
         counted: &mut usize,
         out: &mut Vec<AgentEvent>,
     ) {
         let raw = &window[line.start..line.nl];
         let tagged = stops.tagged(line.start, line.nl);
-        let clean = line.text.filter(|_| stops.unclean(line.start) >= line.nl);
+        let clean = line.text.filter(|_| !stops.unclean(line.start, line.nl));
         // Sanitizing only removes bytes: a line with no `<` cannot come to hold a tag.
         let may_signal =
             tagged || raw.len() > LINE_CAP || (clean.is_none() && memchr(b'<', raw).is_some());
         if may_signal {
-            self.line_number += count_lines(&window[*counted..line.start]);
+            self.line_number += stops.newlines(*counted, line.start);
         }
         match clean {
             _ if raw.len() > LINE_CAP => {
@@ -467,11 +481,6 @@ fn valid_prefix(bytes: &[u8]) -> &str {
             Err(e) => std::str::from_utf8(&bytes[..e.valid_up_to()]).unwrap_or_default(),
         },
     }
-}
-
-/// Newlines in `bytes`: lines completed.
-fn count_lines(bytes: &[u8]) -> u64 {
-    memchr_iter(b'\n', bytes).count() as u64
 }
 
 /// A line of a window, `start..nl`, and its text when it is valid UTF-8.

@@ -1,0 +1,381 @@
+//! Byte classes of 64-byte blocks as bit masks, with SIMD: the one module where ralph uses
+//! `unsafe` code.
+//!
+//! A scanner that asks several questions of every byte (is it a newline? could a terminal act
+//! on it? could it start a tag?) pays for one pass over the bytes per question when each is a
+//! library search. Here one pass answers them all: each 64-byte block is loaded once and
+//! compared against every byte of interest, and each answer comes back as a `u64` whose bit
+//! `i` stands for the block's byte `i`. The scanners then work on the masks with ordinary
+//! integer code (`trailing_zeros`, shifts, `count_ones`).
+//!
+//! Three implementations give the same masks: AVX2, chosen at run time where the CPU has it;
+//! SSE2, which every x86-64 CPU has; and a plain loop, which the other two are tested against
+//! (and which serves every other platform). The `unsafe` code is the unaligned loads (each
+//! reads 32 or 16 bytes inside a `&[u8; 64]`) and the call into the AVX2 function after the
+//! CPU was checked for AVX2.
+#![allow(unsafe_code)]
+
+/// What the plain-text scanner wants to know of each byte of a block; bit `i` of each mask is
+/// byte `i` of the block.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct TextMasks {
+    /// `\n`.
+    pub(crate) newline: u64,
+    /// A byte sanitizing might act on, or the start of one: a C0 control other than `\n` and
+    /// `\t` (so `\r` and `ESC`), `DEL`, and `0xC2`, the first byte of every C1 control.
+    pub(crate) unclean: u64,
+    /// `<`, which every tag starts with.
+    pub(crate) open: u64,
+    /// `` ` `` and `~`, the bytes fences are made of.
+    pub(crate) fence: u64,
+}
+
+/// One block of a window of whole lines, classified for the plain-text scanner.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct TextBlock {
+    pub(crate) masks: TextMasks,
+    /// The bytes that may make their line need a closer look: `unclean` and `open` bytes, the
+    /// last of three fence bytes in a row, and the newline that ends a line longer than the
+    /// `long_line` given to [`text_blocks`].
+    pub(crate) candidates: u64,
+    /// Newlines in the window before this block.
+    pub(crate) lines_before: u32,
+}
+
+/// What one block passes on to the next.
+#[derive(Default)]
+struct Carry {
+    fence: u64,
+    /// Bytes of the current line before the block.
+    run: usize,
+    lines: u32,
+}
+
+impl Carry {
+    /// The rest of a [`TextBlock`], from its masks. Inlined into each implementation below, so
+    /// that `count_ones`, `trailing_zeros` and `leading_zeros` are one instruction each where
+    /// the CPU has them (`popcnt` alone would otherwise be a dozen).
+    #[inline(always)]
+    fn block(&mut self, masks: TextMasks, long_line: usize) -> TextBlock {
+        let f = masks.fence;
+        let triple = f & (f << 1 | self.fence >> 63) & (f << 2 | self.fence >> 62);
+        self.fence = f;
+        let lines_before = self.lines;
+        self.lines += masks.newline.count_ones();
+        let mut long = 0;
+        if masks.newline == 0 {
+            self.run += 64;
+        } else {
+            let first = masks.newline.trailing_zeros() as usize;
+            if self.run + first > long_line {
+                long = 1 << first;
+            }
+            self.run = masks.newline.leading_zeros() as usize;
+        }
+        TextBlock {
+            masks,
+            candidates: masks.unclean | masks.open | triple | long,
+            lines_before,
+        }
+    }
+}
+
+/// Classifies `bytes`, a window of whole lines, into `out`: one [`TextBlock`] per 64 bytes; a
+/// last, shorter block is read as if padded with spaces (which are in no class).
+pub(crate) fn text_blocks(bytes: &[u8], long_line: usize, out: &mut Vec<TextBlock>) {
+    let (blocks, tail) = bytes.as_chunks::<64>();
+    out.clear();
+    out.resize(bytes.len().div_ceil(64), TextBlock::default());
+    let mut carry = Carry::default();
+    let (whole, last) = out.split_at_mut(blocks.len());
+    classify(blocks, &mut carry, long_line, whole);
+    if !tail.is_empty() {
+        let mut padded = [b' '; 64];
+        padded[..tail.len()].copy_from_slice(tail);
+        classify(&[padded], &mut carry, long_line, last);
+    }
+}
+
+/// [`text_blocks`] for whole blocks, with the best implementation this CPU has.
+fn classify(blocks: &[[u8; 64]], carry: &mut Carry, long_line: usize, out: &mut [TextBlock]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if x86::has_avx2() {
+            // SAFETY: the CPU has every feature the function enables, just checked.
+            unsafe { x86::classify_avx2(blocks, carry, long_line, out) }
+        } else {
+            // SAFETY: every x86-64 CPU has SSE2.
+            unsafe { x86::classify_sse2(blocks, carry, long_line, out) }
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    classify_scalar(blocks, carry, long_line, out);
+}
+
+/// The reference: one byte at a time.
+#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+fn classify_scalar(
+    blocks: &[[u8; 64]],
+    carry: &mut Carry,
+    long_line: usize,
+    out: &mut [TextBlock],
+) {
+    for (block, out) in blocks.iter().zip(out) {
+        let mut masks = TextMasks::default();
+        for (i, &b) in block.iter().enumerate() {
+            let bit = 1u64 << i;
+            if b == b'\n' {
+                masks.newline |= bit;
+            }
+            if (b < 0x20 && b != b'\n' && b != b'\t') || b == 0x7F || b == 0xC2 {
+                masks.unclean |= bit;
+            }
+            if b == b'<' {
+                masks.open |= bit;
+            }
+            if b == b'`' || b == b'~' {
+                masks.fence |= bit;
+            }
+        }
+        *out = carry.block(masks, long_line);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use std::arch::x86_64::*;
+
+    use super::{Carry, TextBlock, TextMasks};
+
+    /// Two 32-bit halves of a block's mask as one.
+    #[inline(always)]
+    fn join(lo: i32, hi: i32) -> u64 {
+        u64::from(lo as u32) | (u64::from(hi as u32) << 32)
+    }
+
+    /// Whether the CPU has what [`text_blocks_avx2`] enables.
+    #[inline(always)]
+    pub(super) fn has_avx2() -> bool {
+        std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("popcnt")
+            && std::arch::is_x86_feature_detected!("bmi1")
+            && std::arch::is_x86_feature_detected!("lzcnt")
+    }
+
+    #[target_feature(enable = "avx2,popcnt,bmi1,lzcnt")]
+    pub(super) fn classify_avx2(
+        blocks: &[[u8; 64]],
+        carry: &mut Carry,
+        long_line: usize,
+        out: &mut [TextBlock],
+    ) {
+        let newline = _mm256_set1_epi8(b'\n' as i8);
+        let tab = _mm256_set1_epi8(b'\t' as i8);
+        let below_space = _mm256_set1_epi8(0x1F);
+        let del = _mm256_set1_epi8(0x7F);
+        let c1_lead = _mm256_set1_epi8(0xC2_u8 as i8);
+        let open = _mm256_set1_epi8(b'<' as i8);
+        let backtick = _mm256_set1_epi8(b'`' as i8);
+        let tilde = _mm256_set1_epi8(b'~' as i8);
+        let half = |v: __m256i| {
+            let nl = _mm256_cmpeq_epi8(v, newline);
+            // `v <= 0x1F` unsigned: the minimum of the two is `v` itself.
+            let control = _mm256_cmpeq_epi8(_mm256_min_epu8(v, below_space), v);
+            let allowed = _mm256_or_si256(nl, _mm256_cmpeq_epi8(v, tab));
+            let unclean = _mm256_or_si256(
+                _mm256_andnot_si256(allowed, control),
+                _mm256_or_si256(_mm256_cmpeq_epi8(v, del), _mm256_cmpeq_epi8(v, c1_lead)),
+            );
+            let fence =
+                _mm256_or_si256(_mm256_cmpeq_epi8(v, backtick), _mm256_cmpeq_epi8(v, tilde));
+            [
+                _mm256_movemask_epi8(nl),
+                _mm256_movemask_epi8(unclean),
+                _mm256_movemask_epi8(_mm256_cmpeq_epi8(v, open)),
+                _mm256_movemask_epi8(fence),
+            ]
+        };
+        for (block, out) in blocks.iter().zip(out.iter_mut()) {
+            // SAFETY: both loads read 32 bytes inside the 64-byte `block`; `loadu` needs no
+            // alignment.
+            let (lo, hi) = unsafe {
+                let p = block.as_ptr().cast::<__m256i>();
+                (_mm256_loadu_si256(p), _mm256_loadu_si256(p.add(1)))
+            };
+            let [n0, u0, o0, f0] = half(lo);
+            let [n1, u1, o1, f1] = half(hi);
+            out.masks = TextMasks {
+                newline: join(n0, n1),
+                unclean: join(u0, u1),
+                open: join(o0, o1),
+                fence: join(f0, f1),
+            };
+        }
+        // A second loop: in the first, LLVM rebuilds the compare results byte by byte to
+        // feed the integer work (10x the instructions).
+        for out in out.iter_mut() {
+            *out = carry.block(out.masks, long_line);
+        }
+    }
+
+    #[target_feature(enable = "sse2")]
+    pub(super) fn classify_sse2(
+        blocks: &[[u8; 64]],
+        carry: &mut Carry,
+        long_line: usize,
+        out: &mut [TextBlock],
+    ) {
+        let newline = _mm_set1_epi8(b'\n' as i8);
+        let tab = _mm_set1_epi8(b'\t' as i8);
+        let below_space = _mm_set1_epi8(0x1F);
+        let del = _mm_set1_epi8(0x7F);
+        let c1_lead = _mm_set1_epi8(0xC2_u8 as i8);
+        let open = _mm_set1_epi8(b'<' as i8);
+        let backtick = _mm_set1_epi8(b'`' as i8);
+        let tilde = _mm_set1_epi8(b'~' as i8);
+        let quarter = |v: __m128i| {
+            let nl = _mm_cmpeq_epi8(v, newline);
+            let control = _mm_cmpeq_epi8(_mm_min_epu8(v, below_space), v);
+            let allowed = _mm_or_si128(nl, _mm_cmpeq_epi8(v, tab));
+            let unclean = _mm_or_si128(
+                _mm_andnot_si128(allowed, control),
+                _mm_or_si128(_mm_cmpeq_epi8(v, del), _mm_cmpeq_epi8(v, c1_lead)),
+            );
+            let fence = _mm_or_si128(_mm_cmpeq_epi8(v, backtick), _mm_cmpeq_epi8(v, tilde));
+            [
+                _mm_movemask_epi8(nl) as u16,
+                _mm_movemask_epi8(unclean) as u16,
+                _mm_movemask_epi8(_mm_cmpeq_epi8(v, open)) as u16,
+                _mm_movemask_epi8(fence) as u16,
+            ]
+        };
+        for (block, out) in blocks.iter().zip(out.iter_mut()) {
+            let mut all = [0u64; 4];
+            for q in 0..4 {
+                // SAFETY: the load reads bytes `16 * q..16 * q + 16` of the 64-byte `block`;
+                // `loadu` needs no alignment.
+                let v = unsafe { _mm_loadu_si128(block.as_ptr().cast::<__m128i>().add(q)) };
+                for (mask, bits) in all.iter_mut().zip(quarter(v)) {
+                    *mask |= u64::from(bits) << (16 * q);
+                }
+            }
+            let [newline, unclean, open, fence] = all;
+            out.masks = TextMasks {
+                newline,
+                unclean,
+                open,
+                fence,
+            };
+        }
+        for out in out.iter_mut() {
+            *out = carry.block(out.masks, long_line);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// A small limit, so that short inputs have long lines too.
+    const LONG: usize = 100;
+
+    fn scalar(bytes: &[u8]) -> Vec<TextBlock> {
+        let (blocks, tail) = bytes.as_chunks::<64>();
+        let mut all: Vec<[u8; 64]> = blocks.to_vec();
+        if !tail.is_empty() {
+            let mut padded = [b' '; 64];
+            padded[..tail.len()].copy_from_slice(tail);
+            all.push(padded);
+        }
+        let mut out = vec![TextBlock::default(); all.len()];
+        classify_scalar(&all, &mut Carry::default(), LONG, &mut out);
+        out
+    }
+
+    fn blocks(bytes: &[u8]) -> Vec<TextBlock> {
+        let mut out = Vec::new();
+        text_blocks(bytes, LONG, &mut out);
+        out
+    }
+
+    #[test]
+    fn every_byte_value_lands_in_its_classes_at_every_position() {
+        for b in 0..=255u8 {
+            for at in [0, 1, 15, 16, 31, 32, 33, 47, 63, 64, 100] {
+                let mut bytes = vec![b'a'; 128];
+                bytes[at] = b;
+                assert_eq!(blocks(&bytes), scalar(&bytes), "byte {b:#04x} at {at}");
+            }
+        }
+    }
+
+    /// The scalar loop itself, against the definitions, byte by byte.
+    #[test]
+    fn the_scalar_loop_marks_what_the_definitions_say() {
+        let text = b"a\tb\r\n```x~~`\x1b[0m <ralph>\xc2\x85\n".repeat(3);
+        let mut long = vec![b'y'; LONG + 1];
+        long.push(b'\n');
+        let bytes = [&text[..], &long[..], b"~~~\n"].concat();
+        let got = scalar(&bytes);
+        let bit = |i: usize, f: fn(&TextBlock) -> u64| f(&got[i / 64]) >> (i % 64) & 1 == 1;
+        let mut lines = 0;
+        for (i, &b) in bytes.iter().enumerate() {
+            assert_eq!(bit(i, |t| t.masks.newline), b == b'\n', "newline at {i}");
+            let unclean = (b < 0x20 && b != b'\n' && b != b'\t') || b == 0x7f || b == 0xc2;
+            assert_eq!(bit(i, |t| t.masks.unclean), unclean, "unclean at {i}");
+            assert_eq!(bit(i, |t| t.masks.open), b == b'<', "open at {i}");
+            assert_eq!(
+                bit(i, |t| t.masks.fence),
+                b == b'`' || b == b'~',
+                "fence at {i}"
+            );
+            let triple = i >= 2 && bytes[i - 2..=i].iter().all(|&c| c == b'`' || c == b'~');
+            let line_start = bytes[..i]
+                .iter()
+                .rposition(|&c| c == b'\n')
+                .map_or(0, |p| p + 1);
+            let long_end = b == b'\n' && i - line_start > LONG;
+            let candidate = unclean || b == b'<' || triple || long_end;
+            assert_eq!(bit(i, |t| t.candidates), candidate, "candidate at {i}");
+            if i % 64 == 0 {
+                assert_eq!(got[i / 64].lines_before, lines, "lines before {i}");
+            }
+            lines += u32::from(b == b'\n');
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn sse2_and_avx2_agree_with_the_scalar_loop() {
+        let bytes: Vec<u8> = (0..4096u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect();
+        let (whole, _) = bytes.as_chunks::<64>();
+        let want = scalar(&bytes[..whole.len() * 64]);
+        let mut sse2 = vec![TextBlock::default(); whole.len()];
+        // SAFETY: every x86-64 CPU has SSE2.
+        unsafe { x86::classify_sse2(whole, &mut Carry::default(), LONG, &mut sse2) };
+        assert_eq!(sse2, want);
+        if x86::has_avx2() {
+            let mut avx2 = vec![TextBlock::default(); whole.len()];
+            // SAFETY: the CPU has every feature the function enables, just checked.
+            unsafe { x86::classify_avx2(whole, &mut Carry::default(), LONG, &mut avx2) };
+            assert_eq!(avx2, want);
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn blocks_agree_with_the_scalar_loop(
+            bytes in prop::collection::vec(prop::sample::select(vec![
+                b'a', b' ', b'\t', b'\n', b'\r', 0, 0x1b, 0x1f, 0x20, 0x7f, 0x80, 0xc2, 0xc3, 0xff,
+                b'<', b'`', b'~', b'r',
+            ]), 0..400),
+        ) {
+            prop_assert_eq!(blocks(&bytes), scalar(&bytes));
+        }
+    }
+}
