@@ -21,6 +21,8 @@ use std::ops::ControlFlow;
 
 use memchr::memchr;
 
+use crate::simd;
+
 /// Why a line is not the JSON it should be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Error {
@@ -243,151 +245,26 @@ fn near_quote(s: &[u8], from: usize) -> Option<usize> {
     None
 }
 
-/// How many bytes of a string [`scan_string`] looks at in one step.
-const BLOCK: usize = 64;
-
 /// The closing quote of the string whose body starts at `at`, and the number of `\n` escapes
 /// in it; `None` if the string does not end.
 ///
 /// One pass that both finds the end and counts the lines: a tool's output is most of a line,
 /// is skipped to read the line and then summarized, and counting its lines in a second pass
 /// cost as much as skipping it. Source code has an escaped quote every few dozen bytes, so
-/// looking for quotes alone stops often. This looks at [`BLOCK`] bytes at a time, each byte
-/// together with the three before it, in a loop the compiler vectorizes: where no run of
-/// three backslashes precedes a byte, the byte is escaped exactly when one backslash, not
-/// two, precedes it. So a block is settled by two sums: whether it holds an unescaped quote
-/// or a long run of backslashes, and how many `n`s are escaped. A run of three or more
-/// backslashes (rare) has its block walked byte by byte.
+/// looking for quotes alone stops often; [`simd::json_string`] works out which bytes are
+/// escaped for 64 bytes at a time instead, and only the last few bytes are walked.
 ///
-/// `at` must be where a character or an escape starts, not inside an escape, and after the
-/// string's opening quote (the bytes before it are looked at, and a quote ends any run).
-fn scan_string(s: &[u8], mut at: usize) -> Option<(usize, usize)> {
-    let mut newlines = 0;
-    // A block is looked at with the three bytes before it: a string at the very start of
-    // what is read has its first bytes walked.
-    if at < 3 {
-        match walk(s, at, s.len().min(3), &mut newlines) {
-            ControlFlow::Break(quote) => return Some((quote, newlines)),
-            ControlFlow::Continue(next) => at = next,
-        }
+/// `at` must be where a character or an escape starts, not inside an escape.
+fn scan_string(s: &[u8], at: usize) -> Option<(usize, usize)> {
+    let scan = simd::json_string(s, at);
+    if let Some(quote) = scan.quote {
+        return Some((quote, scan.newlines));
     }
-    // The block, the three bytes before it and the one after it.
-    while let Some(window) = at
-        .checked_sub(3)
-        .and_then(|from| s.get(from..at + BLOCK + 1))
-    {
-        let Ok(window) = <&[u8; BLOCK + 4]>::try_from(window) else {
-            break;
-        };
-        let (stop, pairs) = block_stops(window);
-        if stop {
-            match first_stop(window) {
-                (k, Stop::Quote) => return Some((at + k, newlines + pairs_before(window, k))),
-                (_, Stop::Run) => match walk(s, at, at + BLOCK, &mut newlines) {
-                    ControlFlow::Break(quote) => return Some((quote, newlines)),
-                    ControlFlow::Continue(next) => at = next,
-                },
-            }
-            continue;
-        }
-        // A run of three backslashes that ends the block makes the byte after it unclear.
-        if window[BLOCK..BLOCK + 3].iter().all(|&b| b == b'\\') {
-            match walk(s, at, at + BLOCK, &mut newlines) {
-                ControlFlow::Break(quote) => return Some((quote, newlines)),
-                ControlFlow::Continue(next) => at = next,
-            }
-            continue;
-        }
-        newlines += pairs;
-        at += BLOCK;
-        // The byte after the block starts the next one, unless it is escaped: then it is
-        // looked at here.
-        if escaped_at(window, BLOCK + 3) {
-            newlines += usize::from(window[BLOCK + 3] == b'n');
-            at += 1;
-        }
-    }
-    match walk(s, at, s.len(), &mut newlines) {
+    let mut newlines = scan.newlines;
+    match walk(s, scan.at, s.len(), &mut newlines) {
         ControlFlow::Break(quote) => Some((quote, newlines)),
         ControlFlow::Continue(_) => None,
     }
-}
-
-/// Whether the byte at `i` (at least 3) of a window is escaped, if no run of three
-/// backslashes comes before it.
-fn escaped_at(window: &[u8], i: usize) -> bool {
-    window[i - 1] == b'\\' && window[i - 2] != b'\\'
-}
-
-/// For each byte of a window's block (after its first three bytes): whether it is escaped,
-/// whether a run of three backslashes precedes it, and the byte.
-fn bytes_of(window: &[u8; BLOCK + 4]) -> impl Iterator<Item = (bool, bool, u8)> + '_ {
-    window[..BLOCK]
-        .iter()
-        .zip(&window[1..=BLOCK])
-        .zip(&window[2..BLOCK + 2])
-        .zip(&window[3..BLOCK + 3])
-        .map(|(((&p3, &p2), &p1), &b)| {
-            // `&`, not `&&`: no branches, so the loop is vectorized.
-            let escaped = (p1 == b'\\') & (p2 != b'\\');
-            let run = (p1 == b'\\') & (p2 == b'\\') & (p3 == b'\\');
-            (escaped, run, b)
-        })
-}
-
-/// Whether a window's block holds a quote no backslash escapes or a run of three
-/// backslashes; and how many of its bytes are an escaped `n`.
-fn block_stops(window: &[u8; BLOCK + 4]) -> (bool, usize) {
-    let (stops, pairs) = bytes_of(window).fold((0u8, 0u8), |(stops, pairs), (escaped, run, b)| {
-        let stop = ((b == b'"') & !escaped) | run;
-        (
-            stops | u8::from(stop),
-            pairs + u8::from(escaped & (b == b'n')),
-        )
-    });
-    (stops != 0, usize::from(pairs))
-}
-
-/// What stopped a block.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Stop {
-    /// The string's closing quote.
-    Quote,
-    /// A run of three backslashes: the block is walked.
-    Run,
-}
-
-/// The first stop in a window's block that [`block_stops`] found one in: where it is, and
-/// what it is.
-fn first_stop(window: &[u8; BLOCK + 4]) -> (usize, Stop) {
-    let mut flags = [0u8; BLOCK];
-    for (flag, (escaped, run, b)) in flags.iter_mut().zip(bytes_of(window)) {
-        *flag = u8::from((b == b'"') & !escaped) | u8::from(run) << 1;
-    }
-    let k = flags
-        .chunks_exact(8)
-        .enumerate()
-        .find_map(|(i, word)| {
-            let word = u64::from_le_bytes(word.try_into().ok()?);
-            (word != 0).then(|| 8 * i + word.trailing_zeros() as usize / 8)
-        })
-        .unwrap_or(0);
-    (
-        k,
-        if flags[k] == 1 {
-            Stop::Quote
-        } else {
-            Stop::Run
-        },
-    )
-}
-
-/// How many bytes of a window's block before `k` are an escaped `n`.
-fn pairs_before(window: &[u8; BLOCK + 4], k: usize) -> usize {
-    bytes_of(window)
-        .take(k)
-        .filter(|&(escaped, _, b)| escaped && b == b'n')
-        .count()
 }
 
 /// Walks a string body from `at` (where a character or an escape starts) to `end`, counting
@@ -839,7 +716,7 @@ mod tests {
         for run in 0..6 {
             for after in [&br#""x"#[..], br#"n\n"x"#, br#"\"n""#, br#"\\""#] {
                 let tail = [&b"\\".repeat(run)[..], after].concat();
-                for pad in 0..3 * BLOCK + 2 {
+                for pad in 0..3 * 64 + 2 {
                     for start in 0..4 {
                         let s = [&b"{".repeat(start)[..], b"\"", &b"a".repeat(pad), &tail].concat();
                         assert_eq!(
