@@ -50,6 +50,8 @@ pub(crate) struct TextScanner {
     shown: String,
     /// Scratch for a window's classes, kept between windows.
     blocks: Vec<TextBlock>,
+    /// Scratch for a line with its colour codes stripped.
+    stripped: String,
 }
 
 /// Where the lines that need a closer look are, in one window: one SIMD pass
@@ -151,6 +153,42 @@ impl<'a> Stops<'a> {
         })
     }
 
+    /// `text`, the line at `start` (valid UTF-8, without its line end), into `out` with its
+    /// CSI sequences stripped, when those are all there is to sanitize in it: what
+    /// [`strip_csi`] does, with the escapes already found by the window's pass. `false` if
+    /// the line holds anything else to sanitize.
+    fn strip_csi(&self, text: &str, start: usize, out: &mut String) -> bool {
+        let line = text.as_bytes();
+        let end = start + line.len();
+        out.clear();
+        // Where the text not yet copied starts: a candidate before it is inside a sequence.
+        let mut copied = 0;
+        for block in start / 64..end.div_ceil(64) {
+            let mut bits = self.blocks[block].masks.unclean & span(block, start, end);
+            while bits != 0 {
+                let at = block * 64 + bits.trailing_zeros() as usize - start;
+                bits &= bits - 1;
+                if at < copied {
+                    continue;
+                }
+                match line[at] {
+                    0x1B => match csi_len(&line[at..]) {
+                        Some(len) => {
+                            out.push_str(&text[copied..at]);
+                            copied = at + len;
+                        }
+                        None => return false,
+                    },
+                    // Valid UTF-8 here: a `C2` has its second byte in the line.
+                    0xC2 if !is_c1_lead(line, at) => {}
+                    _ => return false,
+                }
+            }
+        }
+        out.push_str(&text[copied..]);
+        true
+    }
+
     /// Newlines in `bytes[from..to]`: lines completed.
     fn newlines(&self, from: usize, to: usize) -> u64 {
         self.newlines_before(to) - self.newlines_before(from)
@@ -182,6 +220,20 @@ fn span(block: usize, from: usize, to: usize) -> u64 {
         !0
     };
     low & high
+}
+
+/// The length of the CSI sequence (`ESC [`, parameters and intermediates, a final byte) at
+/// the start of `bytes`, which starts with `ESC`; `None` if it is not one.
+fn csi_len(bytes: &[u8]) -> Option<usize> {
+    if bytes.get(1) != Some(&b'[') {
+        return None;
+    }
+    let params = bytes[2..]
+        .iter()
+        .take_while(|b| (0x20..=0x3F).contains(*b))
+        .count();
+    let fin = *bytes.get(2 + params)?;
+    (0x40..=0x7E).contains(&fin).then_some(2 + params + 1)
 }
 
 /// Whether the `0xC2` at `at` starts a C1 control (`C2 80`–`C2 9F`), as
@@ -293,8 +345,9 @@ impl TextScanner {
         let tagged = stops.tagged(line.start, line.nl);
         let clean = line.text.filter(|_| !stops.unclean(line.start, line.nl));
         // Sanitizing only removes bytes: a line with no `<` cannot come to hold a tag.
-        let may_signal =
-            tagged || raw.len() > LINE_CAP || (clean.is_none() && memchr(b'<', raw).is_some());
+        let may_signal = tagged
+            || raw.len() > LINE_CAP
+            || (clean.is_none() && stops.any(line.start, line.nl, |m| m.open, |_| true));
         if may_signal {
             self.line_number += stops.newlines(*counted, line.start);
         }
@@ -308,7 +361,18 @@ impl TextScanner {
                 let text = text.strip_suffix('\r').unwrap_or(text);
                 self.clean_line(Cow::Borrowed(text), tagged, out);
             }
-            None => self.whole_line(raw, line.text, tagged, out),
+            None => {
+                let mut stripped = std::mem::take(&mut self.stripped);
+                match line.text {
+                    Some(text) if stops.strip_csi(text, line.start, &mut stripped) => {
+                        // Stripping can join a tag that colour codes had split.
+                        let tagged = may_signal && OPEN_FINDER.find(stripped.as_bytes()).is_some();
+                        self.clean_line(Cow::Borrowed(&stripped), tagged, out);
+                    }
+                    _ => self.whole_line(raw, line.text, tagged, out),
+                }
+                self.stripped = stripped;
+            }
         }
         if may_signal {
             self.line_number += 1;
@@ -509,19 +573,7 @@ fn strip_csi(text: &str) -> Option<Cow<'_, str>> {
     let mut start = 0;
     loop {
         out.push_str(&text[start..at]);
-        if line.get(at + 1) != Some(&b'[') {
-            return None;
-        }
-        let body = &line[at + 2..];
-        let params = body
-            .iter()
-            .take_while(|b| (0x20..=0x3F).contains(*b))
-            .count();
-        let fin = *body.get(params)?;
-        if !(0x40..=0x7E).contains(&fin) {
-            return None;
-        }
-        start = at + 2 + params + 1;
+        start = at + csi_len(&line[at..])?;
         match memchr(0x1B, &line[start..]) {
             Some(i) => at = start + i,
             None => break,
