@@ -189,6 +189,31 @@ impl<'a> Stops<'a> {
         true
     }
 
+    /// Where the line holding `pos` starts: just after the newline before `pos`, or 0.
+    fn line_start(&self, pos: usize) -> usize {
+        let (mut block, bit) = (pos / 64, pos % 64);
+        let mut bits = self.blocks[block].masks.newline & !(!0 << bit);
+        while bits == 0 {
+            if block == 0 {
+                return 0;
+            }
+            block -= 1;
+            bits = self.blocks[block].masks.newline;
+        }
+        block * 64 + 63 - bits.leading_zeros() as usize + 1
+    }
+
+    /// The newline that ends the line holding `pos` (the window ends in one).
+    fn line_end(&self, pos: usize) -> usize {
+        let (mut block, bit) = (pos / 64, pos % 64);
+        let mut bits = self.blocks[block].masks.newline & (!0 << bit);
+        while bits == 0 {
+            block += 1;
+            bits = self.blocks[block].masks.newline;
+        }
+        block * 64 + bits.trailing_zeros() as usize
+    }
+
     /// Newlines in `bytes[from..to]`: lines completed.
     fn newlines(&self, from: usize, to: usize) -> u64 {
         self.newlines_before(to) - self.newlines_before(from)
@@ -207,6 +232,7 @@ impl<'a> Stops<'a> {
 }
 
 /// The bits of block `block` that stand for bytes in `from..to`.
+#[inline]
 fn span(block: usize, from: usize, to: usize) -> u64 {
     let first = block * 64;
     let low = if from > first {
@@ -305,8 +331,8 @@ impl TextScanner {
                     pos = valid_end;
                     break;
                 }
-                let start = memrchr(b'\n', &window[pos..stop]).map_or(pos, |i| pos + i + 1);
-                let nl = stop + memchr(b'\n', &window[stop..]).expect("a complete line");
+                let start = stops.line_start(stop).max(pos);
+                let nl = stops.line_end(stop);
                 self.shown.push_str(&valid[pos - base..start - base]);
                 let line = Line {
                     start,
@@ -318,7 +344,7 @@ impl TextScanner {
             }
             if pos < end {
                 // A line that is not valid UTF-8.
-                let nl = pos + memchr(b'\n', &window[pos..]).expect("a complete line");
+                let nl = stops.line_end(pos);
                 let line = Line {
                     start: pos,
                     nl,
