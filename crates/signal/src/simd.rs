@@ -22,10 +22,10 @@ pub(crate) struct TextMasks {
     /// `\n`.
     pub(crate) newline: u64,
     /// A byte sanitizing might act on, or the start of one: a C0 control other than `\n` and
-    /// `\t` (so `\r` and `ESC`), `DEL`, and `0xC2`, the first byte of every C1 control.
-    pub(crate) unclean: u64,
-    /// `<`, which every tag starts with.
-    pub(crate) open: u64,
+    /// `\t` (so `\r` and `ESC`), `DEL`, and `0xC2`, the first byte of every C1 control; and
+    /// `<`, which every tag starts with. One mask for both: each is rare, and the byte itself
+    /// tells which it is.
+    pub(crate) special: u64,
     /// `` ` `` and `~`, the bytes fences are made of.
     pub(crate) fence: u64,
 }
@@ -34,7 +34,7 @@ pub(crate) struct TextMasks {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct TextBlock {
     pub(crate) masks: TextMasks,
-    /// The bytes that may make their line need a closer look: `unclean` and `open` bytes, the
+    /// The bytes that may make their line need a closer look: `special` bytes, the
     /// last of three fence bytes in a row, and the newline that ends a line longer than the
     /// `long_line` given to [`text_blocks`].
     pub(crate) candidates: u64,
@@ -74,7 +74,7 @@ impl Carry {
         }
         TextBlock {
             masks,
-            candidates: masks.unclean | masks.open | triple | long,
+            candidates: masks.special | triple | long,
             lines_before,
         }
     }
@@ -127,11 +127,8 @@ fn classify_scalar(
             if b == b'\n' {
                 masks.newline |= bit;
             }
-            if (b < 0x20 && b != b'\n' && b != b'\t') || b == 0x7F || b == 0xC2 {
-                masks.unclean |= bit;
-            }
-            if b == b'<' {
-                masks.open |= bit;
+            if (b < 0x20 && b != b'\n' && b != b'\t') || b == 0x7F || b == 0xC2 || b == b'<' {
+                masks.special |= bit;
             }
             if b == b'`' || b == b'~' {
                 masks.fence |= bit;
@@ -263,11 +260,42 @@ fn json_string_scalar(blocks: &[[u8; 64]], carry: &mut StringCarry) -> Option<us
     })
 }
 
+/// [`TextMasks::special`] by nibbles: bit `k` of `SPECIAL_BY_LOW[l]` and of
+/// `SPECIAL_BY_HIGH[h]` are both set exactly when `0xhl` is special, for one class `k` of
+/// special bytes: `0x00`-`0x08` and `0x0B`-`0x0F`; `0x10`-`0x1F`; `DEL`; `0xC2`; `<`.
+const SPECIAL_BY_LOW: [u8; 16] = {
+    let mut t = [0u8; 16];
+    let mut l = 0;
+    while l < 16 {
+        t[l] = 0x02
+            | if l != 0x9 && l != 0xA { 0x01 } else { 0 }
+            | if l == 0xF { 0x04 } else { 0 }
+            | if l == 0x2 { 0x08 } else { 0 }
+            | if l == 0xC { 0x10 } else { 0 };
+        l += 1;
+    }
+    t
+};
+
+/// See [`SPECIAL_BY_LOW`].
+const SPECIAL_BY_HIGH: [u8; 16] = {
+    let mut t = [0u8; 16];
+    t[0x0] = 0x01;
+    t[0x1] = 0x02;
+    t[0x7] = 0x04;
+    t[0xC] = 0x08;
+    t[0x3] = 0x10;
+    t
+};
+
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use std::arch::x86_64::*;
 
-    use super::{Carry, STRING_BYTES, StringCarry, StringMasks, TextBlock, TextMasks};
+    use super::{
+        Carry, SPECIAL_BY_HIGH, SPECIAL_BY_LOW, STRING_BYTES, StringCarry, StringMasks, TextBlock,
+        TextMasks,
+    };
 
     /// Two 32-bit halves of a block's mask as one.
     #[inline(always)]
@@ -284,6 +312,13 @@ mod x86 {
             && std::arch::is_x86_feature_detected!("lzcnt")
     }
 
+    /// A table of 16 bytes as a vector.
+    #[inline(always)]
+    fn table_vector(table: &[u8; 16]) -> __m128i {
+        // SAFETY: the load reads the 16 bytes of `table`; `loadu` needs no alignment.
+        unsafe { _mm_loadu_si128(table.as_ptr().cast::<__m128i>()) }
+    }
+
     #[target_feature(enable = "avx2,popcnt,bmi1,lzcnt")]
     pub(super) fn classify_avx2(
         blocks: &[[u8; 64]],
@@ -292,28 +327,22 @@ mod x86 {
         out: &mut [TextBlock],
     ) {
         let newline = _mm256_set1_epi8(b'\n' as i8);
-        let tab = _mm256_set1_epi8(b'\t' as i8);
-        let below_space = _mm256_set1_epi8(0x1F);
-        let del = _mm256_set1_epi8(0x7F);
-        let c1_lead = _mm256_set1_epi8(0xC2_u8 as i8);
-        let open = _mm256_set1_epi8(b'<' as i8);
         let backtick = _mm256_set1_epi8(b'`' as i8);
         let tilde = _mm256_set1_epi8(b'~' as i8);
+        let low_nibble = _mm256_set1_epi8(0x0F);
+        let by_low = _mm256_broadcastsi128_si256(table_vector(&SPECIAL_BY_LOW));
+        let by_high = _mm256_broadcastsi128_si256(table_vector(&SPECIAL_BY_HIGH));
         let half = |v: __m256i| {
-            let nl = _mm256_cmpeq_epi8(v, newline);
-            // `v <= 0x1F` unsigned: the minimum of the two is `v` itself.
-            let control = _mm256_cmpeq_epi8(_mm256_min_epu8(v, below_space), v);
-            let allowed = _mm256_or_si256(nl, _mm256_cmpeq_epi8(v, tab));
-            let unclean = _mm256_or_si256(
-                _mm256_andnot_si256(allowed, control),
-                _mm256_or_si256(_mm256_cmpeq_epi8(v, del), _mm256_cmpeq_epi8(v, c1_lead)),
-            );
+            // A byte is special when the classes its two nibbles allow meet.
+            let low = _mm256_shuffle_epi8(by_low, _mm256_and_si256(v, low_nibble));
+            let high = _mm256_and_si256(_mm256_srli_epi16(v, 4), low_nibble);
+            let high = _mm256_shuffle_epi8(by_high, high);
+            let plain = _mm256_cmpeq_epi8(_mm256_and_si256(low, high), _mm256_setzero_si256());
             let fence =
                 _mm256_or_si256(_mm256_cmpeq_epi8(v, backtick), _mm256_cmpeq_epi8(v, tilde));
             [
-                _mm256_movemask_epi8(nl),
-                _mm256_movemask_epi8(unclean),
-                _mm256_movemask_epi8(_mm256_cmpeq_epi8(v, open)),
+                _mm256_movemask_epi8(_mm256_cmpeq_epi8(v, newline)),
+                !_mm256_movemask_epi8(plain),
                 _mm256_movemask_epi8(fence),
             ]
         };
@@ -324,12 +353,11 @@ mod x86 {
                 let p = block.as_ptr().cast::<__m256i>();
                 (_mm256_loadu_si256(p), _mm256_loadu_si256(p.add(1)))
             };
-            let [n0, u0, o0, f0] = half(lo);
-            let [n1, u1, o1, f1] = half(hi);
+            let [n0, s0, f0] = half(lo);
+            let [n1, s1, f1] = half(hi);
             out.masks = TextMasks {
                 newline: join(n0, n1),
-                unclean: join(u0, u1),
-                open: join(o0, o1),
+                special: join(s0, s1),
                 fence: join(f0, f1),
             };
         }
@@ -359,20 +387,19 @@ mod x86 {
             let nl = _mm_cmpeq_epi8(v, newline);
             let control = _mm_cmpeq_epi8(_mm_min_epu8(v, below_space), v);
             let allowed = _mm_or_si128(nl, _mm_cmpeq_epi8(v, tab));
-            let unclean = _mm_or_si128(
-                _mm_andnot_si128(allowed, control),
+            let special = _mm_or_si128(
+                _mm_or_si128(_mm_andnot_si128(allowed, control), _mm_cmpeq_epi8(v, open)),
                 _mm_or_si128(_mm_cmpeq_epi8(v, del), _mm_cmpeq_epi8(v, c1_lead)),
             );
             let fence = _mm_or_si128(_mm_cmpeq_epi8(v, backtick), _mm_cmpeq_epi8(v, tilde));
             [
                 _mm_movemask_epi8(nl) as u16,
-                _mm_movemask_epi8(unclean) as u16,
-                _mm_movemask_epi8(_mm_cmpeq_epi8(v, open)) as u16,
+                _mm_movemask_epi8(special) as u16,
                 _mm_movemask_epi8(fence) as u16,
             ]
         };
         for (block, out) in blocks.iter().zip(out.iter_mut()) {
-            let mut all = [0u64; 4];
+            let mut all = [0u64; 3];
             for q in 0..4 {
                 // SAFETY: the load reads bytes `16 * q..16 * q + 16` of the 64-byte `block`;
                 // `loadu` needs no alignment.
@@ -381,11 +408,10 @@ mod x86 {
                     *mask |= u64::from(bits) << (16 * q);
                 }
             }
-            let [newline, unclean, open, fence] = all;
+            let [newline, special, fence] = all;
             out.masks = TextMasks {
                 newline,
-                unclean,
-                open,
+                special,
                 fence,
             };
         }
@@ -495,9 +521,9 @@ mod tests {
         let mut lines = 0;
         for (i, &b) in bytes.iter().enumerate() {
             assert_eq!(bit(i, |t| t.masks.newline), b == b'\n', "newline at {i}");
-            let unclean = (b < 0x20 && b != b'\n' && b != b'\t') || b == 0x7f || b == 0xc2;
-            assert_eq!(bit(i, |t| t.masks.unclean), unclean, "unclean at {i}");
-            assert_eq!(bit(i, |t| t.masks.open), b == b'<', "open at {i}");
+            let special =
+                (b < 0x20 && b != b'\n' && b != b'\t') || b == 0x7f || b == 0xc2 || b == b'<';
+            assert_eq!(bit(i, |t| t.masks.special), special, "special at {i}");
             assert_eq!(
                 bit(i, |t| t.masks.fence),
                 b == b'`' || b == b'~',
@@ -509,7 +535,7 @@ mod tests {
                 .rposition(|&c| c == b'\n')
                 .map_or(0, |p| p + 1);
             let long_end = b == b'\n' && i - line_start > LONG;
-            let candidate = unclean || b == b'<' || triple || long_end;
+            let candidate = special || triple || long_end;
             assert_eq!(bit(i, |t| t.candidates), candidate, "candidate at {i}");
             if i % 64 == 0 {
                 assert_eq!(got[i / 64].lines_before, lines, "lines before {i}");

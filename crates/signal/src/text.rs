@@ -28,7 +28,7 @@ use memchr::{memchr, memrchr};
 use crate::long_line::LongLine;
 use crate::markdown::{FenceState, code_spans};
 use crate::sanitize::{clean_line, cut, display_line, next_unclean};
-use crate::simd::{self, TextBlock, TextMasks};
+use crate::simd::{self, TextBlock};
 use crate::tag::{KindSet, OPEN, OPEN_FINDER, match_tag};
 use crate::{AgentEvent, DISPLAY_CAP, LINE_CAP, Signal};
 
@@ -109,40 +109,25 @@ impl<'a> Stops<'a> {
 
     /// Whether `bytes[start..nl]` holds `<ralph>`.
     fn tagged(&self, start: usize, nl: usize) -> bool {
-        self.any(
-            start,
-            nl,
-            |m| m.open,
-            |at| self.bytes[at..].starts_with(OPEN),
-        )
+        self.any(start, nl, |at| self.bytes[at..].starts_with(OPEN))
     }
 
     /// Whether `bytes[start..nl]` holds anything sanitizing would act on (the `\r` of a
     /// CRLF line end does not count).
     fn unclean(&self, start: usize, nl: usize) -> bool {
         let bytes = self.bytes;
-        self.any(
-            start,
-            nl,
-            |m| m.unclean,
-            |at| match bytes[at] {
-                b'\r' => bytes.get(at + 1) != Some(&b'\n'),
-                0xC2 => is_c1_lead(bytes, at),
-                _ => true,
-            },
-        )
+        self.any(start, nl, |at| match bytes[at] {
+            b'<' => false,
+            b'\r' => bytes.get(at + 1) != Some(&b'\n'),
+            0xC2 => is_c1_lead(bytes, at),
+            _ => true,
+        })
     }
 
-    /// Whether any byte in `from..to` with its bit set in `mask` passes `test`.
-    fn any(
-        &self,
-        from: usize,
-        to: usize,
-        mask: impl Fn(&TextMasks) -> u64,
-        test: impl Fn(usize) -> bool,
-    ) -> bool {
+    /// Whether any special byte in `from..to` passes `test`.
+    fn any(&self, from: usize, to: usize, test: impl Fn(usize) -> bool) -> bool {
         (from / 64..to.div_ceil(64)).any(|block| {
-            let mut bits = mask(&self.blocks[block].masks) & span(block, from, to);
+            let mut bits = self.blocks[block].masks.special & span(block, from, to);
             while bits != 0 {
                 if test(block * 64 + bits.trailing_zeros() as usize) {
                     return true;
@@ -164,7 +149,7 @@ impl<'a> Stops<'a> {
         // Where the text not yet copied starts: a candidate before it is inside a sequence.
         let mut copied = 0;
         for block in start / 64..end.div_ceil(64) {
-            let mut bits = self.blocks[block].masks.unclean & span(block, start, end);
+            let mut bits = self.blocks[block].masks.special & span(block, start, end);
             while bits != 0 {
                 let at = block * 64 + bits.trailing_zeros() as usize - start;
                 bits &= bits - 1;
@@ -181,6 +166,7 @@ impl<'a> Stops<'a> {
                     },
                     // Valid UTF-8 here: a `C2` has its second byte in the line.
                     0xC2 if !is_c1_lead(line, at) => {}
+                    b'<' => {}
                     _ => return false,
                 }
             }
@@ -373,7 +359,7 @@ impl TextScanner {
         // Sanitizing only removes bytes: a line with no `<` cannot come to hold a tag.
         let may_signal = tagged
             || raw.len() > LINE_CAP
-            || (clean.is_none() && stops.any(line.start, line.nl, |m| m.open, |_| true));
+            || (clean.is_none() && stops.any(line.start, line.nl, |at| window[at] == b'<'));
         if may_signal {
             self.line_number += stops.newlines(*counted, line.start);
         }
