@@ -435,10 +435,15 @@ impl TextScanner {
     }
 
     fn end_partial_line(&mut self, out: &mut Vec<AgentEvent>) {
-        let line = std::mem::take(&mut self.partial);
+        let mut line = std::mem::take(&mut self.partial);
         match self.long.take() {
             Some(long) => self.long_line(&line, long, out),
-            None => self.whole_line(&line, None, OPEN_FINDER.find(&line).is_some(), out),
+            None => {
+                // Whole now, the line takes the path of a window's lines; the caller counts it.
+                line.push(b'\n');
+                self.lines(&line, out);
+                self.line_number -= 1;
+            }
         }
         self.partial = line;
         self.partial.clear();
