@@ -13,9 +13,9 @@ use std::borrow::Cow;
 use std::fmt;
 
 use crate::jsonl::{JsonLines, Line};
-use crate::sanitize::{clean_line, display_line, sanitize};
+use crate::sanitize::{display_line, sanitize};
 use crate::skim::{Error, Raw, Reader};
-use crate::summary::{SUMMARY_CAP, short};
+use crate::summary::{SUMMARY_CAP, clean_str, short};
 use crate::{AgentEvent, JSON_LINE_CAP};
 
 /// One JSON-lines stream format: what each object line means.
@@ -147,6 +147,22 @@ impl<'a> Obj<'a> {
         Ok((obj, nested))
     }
 
+    /// Reads a whole line as one object, as [`Obj::line`] does, but hands each member to
+    /// `visit` as it is read instead of keeping it: a format that wants the same few keys of
+    /// every line picks them out in this one pass, rather than searching the members for each.
+    #[inline]
+    pub(crate) fn visit_line(
+        line: &'a [u8],
+        mut visit: impl FnMut(&'a [u8], Raw<'a>),
+    ) -> Result<(), Error> {
+        let mut r = Reader::new(line);
+        let mut object = r.object()?;
+        while let Some(key) = object.next_key(&mut r)? {
+            visit(key, r.value()?);
+        }
+        r.end()
+    }
+
     /// Reads a line, or reports it as malformed and gives `None`.
     pub(crate) fn line_or_report(line: &'a [u8], out: &mut Vec<AgentEvent>) -> Option<Self> {
         match Self::line(line) {
@@ -187,6 +203,8 @@ impl<'a> Obj<'a> {
     }
 
     /// The raw value of `key` (its first occurrence).
+    // Inlined, as the getters below are, so that the key is a constant where it is compared.
+    #[inline]
     pub(crate) fn get(&self, key: &str) -> Option<Raw<'a>> {
         self.members()
             .find(|(k, _)| *k == key.as_bytes())
@@ -194,16 +212,13 @@ impl<'a> Obj<'a> {
     }
 
     /// The text of `key`, if it is a string.
+    #[inline]
     pub(crate) fn str(&self, key: &str) -> Option<Cow<'a, str>> {
         self.get(key)?.str()
     }
 
-    /// Whether `key` is the string `want`, a name ([`Raw::is_str`]).
-    pub(crate) fn is(&self, key: &str, want: &str) -> bool {
-        self.get(key).is_some_and(|value| value.is_str(want))
-    }
-
     /// The text of `key` as bytes, if it is a string, to compare with names ([`Raw::tag`]).
+    #[inline]
     pub(crate) fn tag(&self, key: &str) -> Option<Cow<'a, [u8]>> {
         self.get(key)?.tag()
     }
@@ -224,6 +239,7 @@ impl<'a> Obj<'a> {
     }
 
     /// `key` as `true` or `false`.
+    #[inline]
     pub(crate) fn bool(&self, key: &str) -> Option<bool> {
         self.get(key)?.bool()
     }
@@ -255,7 +271,7 @@ pub(crate) fn show_lines(text: &str, out: &mut Vec<AgentEvent>) {
 /// A short, sanitized one-line form of an id or name from the stream.
 pub(crate) fn clean_id(id: &str) -> String {
     // Names and ids rarely hold anything to strip: the check is much cheaper than `vte`.
-    short(&clean_line(id.as_bytes()))
+    short(&clean_str(id))
 }
 
 #[cfg(test)]

@@ -65,12 +65,50 @@ impl<'a> Reader<'a> {
         self.s.get(self.pos).copied()
     }
 
+    #[inline]
     fn expect(&mut self, byte: u8, what: &'static str) -> Result<(), Error> {
+        // Agents write compact JSON: the byte is most often right here.
+        if self.s.get(self.pos) == Some(&byte) {
+            self.pos += 1;
+            return Ok(());
+        }
         if self.peek() != Some(byte) {
             return self.error(what);
         }
         self.pos += 1;
         Ok(())
+    }
+
+    /// Steps over `text` if it comes next, byte for byte, whitespace included: a line laid out
+    /// as its writer always lays it out is read without looking at each key.
+    #[inline]
+    pub(crate) fn literal(&mut self, text: &[u8]) -> bool {
+        let found = self.s[self.pos..].starts_with(text);
+        if found {
+            self.pos += text.len();
+        }
+        found
+    }
+
+    /// Steps over a string that comes next (no whitespace before it) if it ends within 32
+    /// bytes and has no escape: what [`Reader::skip`] does with it, in place of a call.
+    #[inline]
+    pub(crate) fn short_string(&mut self) -> bool {
+        if self.s.get(self.pos) != Some(&b'"') {
+            return false;
+        }
+        match plain_end(self.s, self.pos + 1) {
+            Some(quote) => {
+                self.pos = quote + 1;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// What is left to read.
+    pub(crate) fn rest(&self) -> &'a [u8] {
+        &self.s[self.pos..]
     }
 
     /// Checks that nothing but whitespace is left.
@@ -82,6 +120,9 @@ impl<'a> Reader<'a> {
     }
 
     /// Skips the next value and returns its text.
+    // Inlined, as `Object::next_key` is: every member of every line goes through both, and
+    // the calls (their results returned through memory) cost as much as their work.
+    #[inline]
     pub(crate) fn value(&mut self) -> Result<Raw<'a>, Error> {
         let start = match self.peek() {
             None => return self.error("unexpected end of line"),
@@ -181,7 +222,7 @@ impl<'a> Reader<'a> {
     fn skip_scalar(&mut self) -> Result<(), Error> {
         let len = self.s[self.pos..]
             .iter()
-            .take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'+' | b'.'))
+            .take_while(|&&b| SCALAR[usize::from(b)])
             .count();
         if len == 0 {
             return self.error("expected a value");
@@ -202,6 +243,19 @@ impl<'a> Reader<'a> {
         Ok(Array { first: true })
     }
 }
+
+/// The bytes a number, `true`, `false` or `null` is skipped over by, looked up rather than
+/// tested a range at a time: the `"delta": true` of every Gemini line goes through it.
+static SCALAR: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        table[b] = c.is_ascii_alphanumeric() || matches!(c, b'-' | b'+' | b'.');
+        b += 1;
+    }
+    table
+};
 
 /// The closing quote of a string whose body starts at `from`, if it comes within 32 bytes
 /// and before any backslash: eight bytes at a time, each a `u64`, where the lowest byte
@@ -313,15 +367,21 @@ pub(crate) struct Object {
 impl Object {
     /// The next key, as raw bytes between its quotes, with the reader before its value; `None`
     /// after the closing brace.
+    #[inline]
     pub(crate) fn next_key<'a>(&mut self, r: &mut Reader<'a>) -> Result<Option<&'a [u8]>, Error> {
-        if r.peek() == Some(b'}') {
+        let mut next = r.peek();
+        if next == Some(b'}') {
             r.pos += 1;
             return Ok(None);
         }
         if !std::mem::take(&mut self.first) {
-            r.expect(b',', "expected `,` or `}`")?;
+            if next != Some(b',') {
+                return r.error("expected `,` or `}`");
+            }
+            r.pos += 1;
+            next = r.peek();
         }
-        if r.peek() != Some(b'"') {
+        if next != Some(b'"') {
             return r.error("expected a key");
         }
         let start = r.pos;
@@ -405,6 +465,33 @@ impl<'a> Raw<'a> {
         }
     }
 
+    /// The decoded text of a string value as UTF-8 bytes, as [`Raw::str`] gives it, but
+    /// decoded into `buf` (cleared first) when it has escapes: a format that decodes a string
+    /// on most lines keeps one buffer for them rather than allocating for each. An ASCII body
+    /// is not validated as UTF-8, which walks a short string a byte at a time.
+    pub(crate) fn text_in<'b>(self, buf: &'b mut Vec<u8>) -> Option<&'b [u8]>
+    where
+        'a: 'b,
+    {
+        let body = self.string_bytes()?;
+        let text = if body.is_ascii() {
+            Cow::Borrowed(body)
+        } else {
+            match self.string_body()? {
+                Cow::Borrowed(text) => Cow::Borrowed(text.as_bytes()),
+                Cow::Owned(text) => Cow::Owned(text.into_bytes()),
+            }
+        };
+        match text {
+            Cow::Borrowed(text) if !has_backslash(text) => Some(text),
+            text => {
+                buf.clear();
+                unescape_bytes(&text, buf);
+                Some(buf)
+            }
+        }
+    }
+
     /// The text of a string value as bytes, to compare with names: what [`Raw::str`] gives,
     /// without checking UTF-8 when there is no escape to decode. (Bytes that are not UTF-8
     /// equal no name, and neither does the U+FFFD they would decode to.)
@@ -454,27 +541,70 @@ impl<'a> Raw<'a> {
     }
 }
 
-/// Whether `s` holds a backslash. Most values are short, and `memchr` costs more to set up
-/// than a short string takes to check in place.
+/// Whether `s` holds a backslash.
 fn has_backslash(s: &[u8]) -> bool {
-    if s.len() <= 32 {
-        s.iter().fold(false, |any, &b| any | (b == b'\\'))
-    } else {
-        memchr(b'\\', s).is_some()
+    find_backslash(s).is_some()
+}
+
+/// The first backslash in `s`. Most strings searched are short (names, text deltas), and
+/// eight bytes at a time in place cost less than setting up `memchr` for them.
+fn find_backslash(s: &[u8]) -> Option<usize> {
+    if s.len() > 64 {
+        return memchr(b'\\', s);
     }
+    // The lowest byte flagged is the first backslash: a borrow only flags bytes above it.
+    let flags = |word: &[u8]| {
+        let x = u64::from_le_bytes(word.try_into().ok()?) ^ u64::from_le_bytes([b'\\'; 8]);
+        Some(x.wrapping_sub(0x0101_0101_0101_0101) & !x & 0x8080_8080_8080_8080)
+    };
+    let mut words = s.chunks_exact(8);
+    for (i, word) in words.by_ref().enumerate() {
+        match flags(word)? {
+            0 => {}
+            found => return Some(8 * i + found.trailing_zeros() as usize / 8),
+        }
+    }
+    let tail = words.remainder();
+    tail.iter()
+        .position(|&b| b == b'\\')
+        .map(|at| s.len() - tail.len() + at)
 }
 
 /// Decodes the escapes of a JSON string body.
 pub(crate) fn unescape(body: &str) -> String {
     let mut out = String::with_capacity(body.len());
-    let mut units = Units::new(body);
-    while let Some(unit) = units.next() {
-        match unit {
-            Unit::Plain(text) => out.push_str(text),
-            Unit::Char(c) => out.push(c),
-        }
+    let bytes = body.as_bytes();
+    let mut from = 0;
+    // Escapes are decoded as `Units` would, but found without a `memchr` per piece.
+    while let Some(off) = find_backslash(&bytes[from..]) {
+        let at = from + off;
+        out.push_str(&body[from..at]);
+        let (c, len) = decode_escape(&bytes[at..]);
+        out.push(c);
+        from = at + len;
     }
+    out.push_str(&body[from..]);
     out
+}
+
+/// [`unescape`] of a body that is UTF-8, as bytes, onto the end of `out`: UTF-8 too.
+fn unescape_bytes(body: &[u8], out: &mut Vec<u8>) {
+    let mut from = 0;
+    while let Some(off) = find_backslash(&body[from..]) {
+        let at = from + off;
+        out.extend_from_slice(&body[from..at]);
+        // The escapes of text are mostly a newline, a quote or a backslash: one byte, as
+        // `decode_escape` would give it.
+        if let Some(&byte @ (b'n' | b'"' | b'\\')) = body.get(at + 1) {
+            out.push(if byte == b'n' { b'\n' } else { byte });
+            from = at + 2;
+            continue;
+        }
+        let (c, len) = decode_escape(&body[at..]);
+        out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
+        from = at + len;
+    }
+    out.extend_from_slice(&body[from..]);
 }
 
 /// A piece of a JSON string body: a run of literal text, or one escaped character.
@@ -668,6 +798,28 @@ mod tests {
         assert_eq!(raw("1e2").f64(), Some(100.0));
         assert_eq!(raw("inf").f64(), None);
         assert!(raw("null").is_null());
+    }
+
+    #[test]
+    fn text_in_a_buffer_is_what_str_decodes() {
+        let mut buf = Vec::new();
+        for body in [
+            &b""[..],
+            b"plain",
+            b"caf\xc3\xa9 \\n and \\\"quotes\\\"",
+            b"not UTF-8: \xff\xfe, then \\u00e9",
+            b"\\ud83d\\ude00 \\ud800 lone",
+            b"\\\\",
+        ] {
+            // Around the 8-byte words and the 64 bytes looked at in place.
+            for pad in [0, 1, 7, 8, 9, 56, 63, 64, 65, 100] {
+                let text = [&b"\""[..], &b"x".repeat(pad), body, b"\""].concat();
+                let raw = Raw::new(&text);
+                let want = raw.str().unwrap();
+                assert_eq!(raw.text_in(&mut buf).unwrap(), want.as_bytes(), "{text:?}");
+            }
+        }
+        assert_eq!(Raw::new(b"12").text_in(&mut buf), None);
     }
 
     #[test]

@@ -5,11 +5,12 @@
 //! taken raw and only its first line is decoded. Any field may have any JSON type: a field
 //! changing shape in a new agent version gives an empty summary rather than an error.
 
+use std::borrow::Cow;
 use std::sync::LazyLock;
 
 use memchr::{memchr, memchr_iter, memmem};
 
-use crate::sanitize::{clean_line, floor_char_boundary};
+use crate::sanitize::{clean_line, floor_char_boundary, next_unclean};
 use crate::skim::{self, Error, Raw, Reader, Unit, Units};
 
 /// Longest summary, in bytes, before it is cut with "…".
@@ -52,11 +53,48 @@ pub(crate) fn first_line(s: &str) -> String {
 }
 
 fn summary_of(line: &str, more_lines: usize) -> String {
-    let mut summary = short(clean_line(line.as_bytes()).trim());
-    if more_lines > 0 {
-        summary.push_str(&format!(" [+{more_lines} lines]"));
+    let clean = clean_str(line);
+    let line = clean.trim();
+    if more_lines == 0 {
+        return short(line);
     }
+    // Built in one buffer of the right size: a summary is made for every tool call and
+    // result, and formatting the note on its own, then growing the summary for it, cost
+    // more than the rest.
+    let end = floor_char_boundary(line, SUMMARY_CAP);
+    let mut summary = String::with_capacity(end + "… [+ lines]".len() + 20);
+    summary.push_str(&line[..end]);
+    if end < line.len() {
+        summary.push('…');
+    }
+    summary.push_str(" [+");
+    push_number(&mut summary, more_lines);
+    summary.push_str(" lines]");
     summary
+}
+
+/// Writes `n` in decimal, without the formatting machinery.
+fn push_number(out: &mut String, n: usize) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut n = n;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend(digits[at..].iter().map(|&d| char::from(d)));
+}
+
+/// What [`clean_line`] makes of text that is already UTF-8, without checking that again.
+pub(crate) fn clean_str(text: &str) -> Cow<'_, str> {
+    if next_unclean(text.as_bytes(), 0) == text.len() {
+        return Cow::Borrowed(text);
+    }
+    clean_line(text.as_bytes())
 }
 
 /// [`first_line`] of a string value, without decoding all of it: a tool's output can be
@@ -150,7 +188,16 @@ fn decode_line(raw: &[u8], long: usize) -> (String, bool) {
 /// blank; and how many bytes of it were left unread, once it was known not to be blank and
 /// too long to keep.
 fn decode_units(raw: &[u8]) -> (String, bool, usize) {
-    let text = String::from_utf8_lossy(raw);
+    // Validating first is much faster than the lossy walk, and agents print valid UTF-8.
+    let text = match std::str::from_utf8(raw) {
+        Ok(text) => Cow::Borrowed(text),
+        Err(_) => String::from_utf8_lossy(raw),
+    };
+    if memchr(b'\\', raw).is_none() {
+        // No escape, as in most first lines: the walk below would see one piece of text.
+        let keep = floor_char_boundary(&text, LINE_KEEP);
+        return (text[..keep].to_owned(), text.trim().is_empty(), 0);
+    }
     let mut units = Units::new(&text);
     let mut line = String::new();
     let mut keeping = true;
