@@ -52,6 +52,8 @@ pub(crate) struct TextScanner {
     blocks: Vec<TextBlock>,
     /// Scratch for a line with its colour codes stripped.
     stripped: String,
+    /// Scratch for the fence lines of a window waiting for their fence state to be taken.
+    fences: Vec<Range<usize>>,
 }
 
 /// Where the lines that need a closer look are, in one window: one SIMD pass
@@ -105,6 +107,17 @@ impl<'a> Stops<'a> {
             0xC2 => is_c1_lead(bytes, at),
             _ => true,
         }
+    }
+
+    /// Whether `bytes[start..nl]`, a line that holds a fence marker, is shown as it is and
+    /// matters for nothing but its fence state: nothing to sanitize (not even the `\r` of a
+    /// CRLF end), no tag, not too long.
+    fn plain_fence(&self, start: usize, nl: usize) -> bool {
+        nl - start <= DISPLAY_CAP
+            && (nl == start || self.bytes[nl - 1] != b'\r')
+            && !self.any(start, nl, |at| {
+                self.bytes[at] != b'<' || self.bytes[at..].starts_with(OPEN)
+            })
     }
 
     /// Whether `bytes[start..nl]` holds `<ralph>`.
@@ -299,6 +312,7 @@ impl TextScanner {
     fn lines(&mut self, window: &[u8], out: &mut Vec<AgentEvent>) {
         let end = window.len();
         let mut blocks = std::mem::take(&mut self.blocks);
+        let mut fences = std::mem::take(&mut self.fences);
         let stops = Stops::new(window, &mut blocks);
         let mut counted = 0;
         let mut pos = 0;
@@ -310,16 +324,25 @@ impl TextScanner {
             } else {
                 memrchr(b'\n', valid.as_bytes()).map_or(pos, |i| pos + i + 1)
             };
-            while pos < valid_end {
-                let stop = stops.next(pos, valid_end);
+            // Where the lines not yet copied start (`pos`), and where the search goes on
+            // (`from`): a fence line with nothing else to see is shown with the lines around
+            // it, and only its fence state is taken, in order, before the next line that
+            // stops the scanner.
+            let mut from = pos;
+            while from < valid_end {
+                let stop = stops.next(from, valid_end);
                 if stop >= valid_end {
-                    self.shown.push_str(&valid[pos - base..valid_end - base]);
-                    pos = valid_end;
                     break;
                 }
-                let start = stops.line_start(stop).max(pos);
+                let start = stops.line_start(stop).max(from);
                 let nl = stops.line_end(stop);
+                if matches!(window[stop], b'`' | b'~') && stops.plain_fence(start, nl) {
+                    fences.push(start..nl);
+                    from = nl + 1;
+                    continue;
+                }
                 self.shown.push_str(&valid[pos - base..start - base]);
+                self.fence_lines(window, &mut fences);
                 let line = Line {
                     start,
                     nl,
@@ -327,7 +350,13 @@ impl TextScanner {
                 };
                 self.stop_line(window, line, &stops, &mut counted, out);
                 pos = nl + 1;
+                from = pos;
             }
+            if pos < valid_end {
+                self.shown.push_str(&valid[pos - base..valid_end - base]);
+                pos = valid_end;
+            }
+            self.fence_lines(window, &mut fences);
             if pos < end {
                 // A line that is not valid UTF-8.
                 let nl = stops.line_end(pos);
@@ -342,6 +371,18 @@ impl TextScanner {
         }
         self.line_number += stops.newlines(counted, end);
         self.blocks = blocks;
+        self.fences = fences;
+    }
+
+    /// Takes the fence state of `fences`, lines of `window` shown as they are, in order.
+    #[inline]
+    fn fence_lines(&mut self, window: &[u8], fences: &mut Vec<Range<usize>>) {
+        if fences.is_empty() {
+            return;
+        }
+        for line in fences.drain(..) {
+            self.fence.line(&window[line]);
+        }
     }
 
     /// One line of a window that needs a closer look.

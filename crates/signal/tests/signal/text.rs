@@ -137,6 +137,11 @@ fn fence_state_carries_across_lines_and_feeds() {
     let text = b"```\n<ralph>DONE</ralph>\n```\n<ralph>GUTTER</ralph>\n";
     let events = assert_chunking_invariant(StreamFormat::Text, text, "fence");
     assert_eq!(signals(&events), [(Gutter, 4)]);
+    // Fence lines with nothing else in them are shown with their neighbours and their state
+    // taken later: still in order, before a coloured line or a CRLF one.
+    let text = b"~~~~ sh\nplain\n\x1b[1m<ralph>DONE</ralph>\x1b[0m\n~~~~\r\nx\n\x1b[1m<ralph>GUTTER</ralph>\n";
+    let events = assert_chunking_invariant(StreamFormat::Text, text, "fence, colours");
+    assert_eq!(signals(&events), [(Gutter, 6)]);
 }
 
 #[test]
