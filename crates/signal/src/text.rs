@@ -27,7 +27,7 @@ use memchr::{memchr, memrchr};
 
 use crate::long_line::LongLine;
 use crate::markdown::{FenceState, code_spans};
-use crate::sanitize::{clean_line, cut, display_line, next_unclean};
+use crate::sanitize::{clean_line, cut, display_line};
 use crate::simd::{self, TextBlock};
 use crate::tag::{KindSet, OPEN, OPEN_FINDER, match_tag};
 use crate::{AgentEvent, DISPLAY_CAP, LINE_CAP, Signal};
@@ -139,53 +139,19 @@ impl<'a> Stops<'a> {
 
     /// Whether any special byte in `from..to` passes `test`.
     fn any(&self, from: usize, to: usize, test: impl Fn(usize) -> bool) -> bool {
-        (from / 64..to.div_ceil(64)).any(|block| {
-            let mut bits = self.blocks[block].masks.special & span(block, from, to);
-            while bits != 0 {
-                if test(block * 64 + bits.trailing_zeros() as usize) {
-                    return true;
-                }
-                bits &= bits - 1;
-            }
-            false
-        })
+        self.special(from, to).any(test)
     }
 
-    /// `text`, the line at `start` (valid UTF-8, without its line end), into `out` with its
-    /// CSI sequences stripped, when those are all there is to sanitize in it: what
-    /// [`strip_csi`] does, with the escapes already found by the window's pass. `false` if
-    /// the line holds anything else to sanitize.
-    fn strip_csi(&self, text: &str, start: usize, out: &mut String) -> bool {
-        let line = text.as_bytes();
-        let end = start + line.len();
-        out.clear();
-        // Where the text not yet copied starts: a candidate before it is inside a sequence.
-        let mut copied = 0;
-        for block in start / 64..end.div_ceil(64) {
-            let mut bits = self.blocks[block].masks.special & span(block, start, end);
-            while bits != 0 {
-                let at = block * 64 + bits.trailing_zeros() as usize - start;
-                bits &= bits - 1;
-                if at < copied {
-                    continue;
-                }
-                match line[at] {
-                    0x1B => match csi_len(&line[at..]) {
-                        Some(len) => {
-                            out.push_str(&text[copied..at]);
-                            copied = at + len;
-                        }
-                        None => return false,
-                    },
-                    // Valid UTF-8 here: a `C2` has its second byte in the line.
-                    0xC2 if !is_c1_lead(line, at) => {}
-                    b'<' => {}
-                    _ => return false,
-                }
-            }
+    /// The special bytes ([`simd::TextMasks::special`]) in `from..to`, in order.
+    fn special(&self, from: usize, to: usize) -> SpecialBytes<'a> {
+        let block = from / 64;
+        SpecialBytes {
+            blocks: self.blocks,
+            block,
+            bits: self.blocks[block].masks.special & span(block, from, to),
+            from,
+            to,
         }
-        out.push_str(&text[copied..]);
-        true
     }
 
     /// Where the line holding `pos` starts: just after the newline before `pos`, or 0.
@@ -227,6 +193,35 @@ impl<'a> Stops<'a> {
             });
         };
         u64::from(b.lines_before) + u64::from((b.masks.newline & !(!0 << bit)).count_ones())
+    }
+}
+
+/// Where the special bytes of a span of a window are: [`Stops::special`].
+struct SpecialBytes<'a> {
+    blocks: &'a [TextBlock],
+    block: usize,
+    /// The block's special bytes not given yet.
+    bits: u64,
+    from: usize,
+    to: usize,
+}
+
+impl Iterator for SpecialBytes<'_> {
+    type Item = usize;
+
+    #[inline]
+    fn next(&mut self) -> Option<usize> {
+        while self.bits == 0 {
+            self.block += 1;
+            if self.block * 64 >= self.to {
+                return None;
+            }
+            self.bits =
+                self.blocks[self.block].masks.special & span(self.block, self.from, self.to);
+        }
+        let at = self.block * 64 + self.bits.trailing_zeros() as usize;
+        self.bits &= self.bits - 1;
+        Some(at)
     }
 }
 
@@ -416,13 +411,22 @@ impl TextScanner {
             }
             None => {
                 let mut stripped = std::mem::take(&mut self.stripped);
-                match line.text {
-                    Some(text) if stops.strip_csi(text, line.start, &mut stripped) => {
+                let text = line.text.map(|t| t.strip_suffix('\r').unwrap_or(t));
+                match text {
+                    Some(text)
+                        if strip_csi(
+                            text,
+                            stops
+                                .special(line.start, line.start + text.len())
+                                .map(|at| at - line.start),
+                            &mut stripped,
+                        ) =>
+                    {
                         // Stripping can join a tag that colour codes had split.
                         let tagged = may_signal && OPEN_FINDER.find(stripped.as_bytes()).is_some();
                         self.clean_line(Cow::Borrowed(&stripped), tagged, out);
                     }
-                    _ => self.whole_line(raw, line.text, tagged, out),
+                    _ => self.whole_line(raw, tagged, out),
                 }
                 self.stripped = stripped;
             }
@@ -494,24 +498,15 @@ impl TextScanner {
         }
     }
 
-    /// Handles one raw line of at most [`LINE_CAP`] bytes, `text` when it is known to be
+    /// Handles one raw line of at most [`LINE_CAP`] bytes with something to sanitize other
+    /// than colours (a line with colours alone is cleaned by [`strip_csi`]), or that is not
     /// valid UTF-8; `tagged` says whether `<ralph>` occurs in its raw bytes.
     ///
     /// Fences, code spans and tags are read from the sanitized line, what the user sees: a tag
     /// wrapped in colour codes counts, one hidden in a terminal title does not.
-    fn whole_line(
-        &mut self,
-        line: &[u8],
-        text: Option<&str>,
-        tagged: bool,
-        out: &mut Vec<AgentEvent>,
-    ) {
+    fn whole_line(&mut self, line: &[u8], tagged: bool, out: &mut Vec<AgentEvent>) {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
-        let text = text.map(|t| t.strip_suffix('\r').unwrap_or(t));
-        let clean = text
-            .or_else(|| std::str::from_utf8(line).ok())
-            .and_then(strip_csi)
-            .unwrap_or_else(|| clean_line(line));
+        let clean = clean_line(line);
         // Sanitizing can join a tag that escape sequences had split; it only removes bytes,
         // so without a `<` there is none to join.
         let tagged = match clean {
@@ -613,32 +608,41 @@ struct Line<'a> {
     text: Option<&'a str>,
 }
 
-/// `text` (one line, no newline) as [`sanitize`](crate::sanitize()) would show it, when it
-/// holds nothing but text and CSI sequences (`ESC [` parameters, intermediates, a final byte:
-/// colours, cursor moves, erase): borrowed if there is nothing to strip. `None` for anything
-/// else (other escapes, other controls), which the full parser handles.
+/// `text` (one line, valid UTF-8, no line end) into `out` as [`sanitize`](crate::sanitize())
+/// would show it, when all it holds to sanitize is CSI sequences (`ESC [` parameters,
+/// intermediates, a final byte: colours, cursor moves, erase); `false` for anything else
+/// (other escapes, other controls), which the full parser handles. `special` gives, in order,
+/// where the special bytes of `text` are ([`simd::TextMasks::special`]): the window's pass
+/// has found them already.
 ///
 /// A terminal (and `vte`) consumes such a CSI sequence whole, printing nothing; the text
 /// around it prints as it is. Colour is the control sequence agents print most, so this keeps
 /// coloured tool output off the slow path.
-fn strip_csi(text: &str) -> Option<Cow<'_, str>> {
+fn strip_csi(text: &str, special: impl Iterator<Item = usize>, out: &mut String) -> bool {
     let line = text.as_bytes();
-    let Some(mut at) = memchr(0x1B, line) else {
-        return (next_unclean(line, 0) == line.len()).then_some(Cow::Borrowed(text));
-    };
-    // Strip every CSI sequence, then look for anything else to sanitize once, in what is left.
-    let mut out = String::with_capacity(line.len());
-    let mut start = 0;
-    loop {
-        out.push_str(&text[start..at]);
-        start = at + csi_len(&line[at..])?;
-        match memchr(0x1B, &line[start..]) {
-            Some(i) => at = start + i,
-            None => break,
+    out.clear();
+    // Where the text not yet copied starts: a special byte before it is inside a sequence.
+    let mut copied = 0;
+    for at in special {
+        if at < copied {
+            continue;
+        }
+        match line[at] {
+            0x1B => match csi_len(&line[at..]) {
+                Some(len) => {
+                    out.push_str(&text[copied..at]);
+                    copied = at + len;
+                }
+                None => return false,
+            },
+            // Valid UTF-8: a `C2` has its second byte in the line.
+            0xC2 if !is_c1_lead(line, at) => {}
+            b'<' => {}
+            _ => return false,
         }
     }
-    out.push_str(&text[start..]);
-    (next_unclean(out.as_bytes(), 0) == out.len()).then_some(Cow::Owned(out))
+    out.push_str(&text[copied..]);
+    true
 }
 
 #[cfg(test)]
@@ -646,7 +650,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::sanitize::sanitize_bytes;
+    use crate::sanitize::{next_unclean, sanitize_bytes};
 
     /// Pieces of agent output, including every kind of control sequence.
     fn piece() -> impl Strategy<Value = Vec<u8>> {
@@ -668,13 +672,22 @@ mod tests {
         ]
     }
 
+    /// [`strip_csi`] of `text`, its special bytes found one at a time.
+    fn stripped(text: &str) -> Option<String> {
+        let special = text
+            .bytes()
+            .enumerate()
+            .filter(|&(_, b)| simd::is_special(b));
+        let mut out = String::new();
+        strip_csi(text, special.map(|(at, _)| at), &mut out).then_some(out)
+    }
+
     fn line() -> impl Strategy<Value = Vec<u8>> {
         prop::collection::vec(piece(), 0..8).prop_map(|p| p.concat())
     }
 
     #[test]
     fn strip_csi_removes_colours_and_leaves_other_escapes_to_the_parser() {
-        let stripped = |s: &str| strip_csi(s).map(Cow::into_owned);
         assert_eq!(stripped("plain"), Some("plain".into()));
         assert_eq!(
             stripped("\x1b[1m\x1b[32m   Compiling\x1b[0m x"),
@@ -707,9 +720,9 @@ mod tests {
 
         #[test]
         fn strip_csi_agrees_with_sanitize_whenever_it_answers(line in line()) {
-            if let Some(clean) = std::str::from_utf8(&line).ok().and_then(strip_csi) {
+            if let Some(clean) = std::str::from_utf8(&line).ok().and_then(stripped) {
                 let want = sanitize_bytes(&line);
-                prop_assert_eq!(clean.as_ref(), want.as_str());
+                prop_assert_eq!(clean, want);
             }
         }
     }

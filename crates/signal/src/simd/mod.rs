@@ -20,6 +20,8 @@ mod string;
 mod text;
 
 pub(crate) use string::json_string;
+#[cfg(test)]
+pub(crate) use text::is_special;
 pub(crate) use text::{TextBlock, text_blocks};
 
 /// What the x86-64 implementations share.

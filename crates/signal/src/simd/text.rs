@@ -16,6 +16,11 @@ pub(crate) struct TextMasks {
     pub(crate) fence: u64,
 }
 
+/// Whether `b` is one of [`TextMasks::special`]'s bytes.
+pub(crate) const fn is_special(b: u8) -> bool {
+    (b < 0x20 && b != b'\n' && b != b'\t') || b == 0x7F || b == 0xC2 || b == b'<'
+}
+
 /// One block of a window of whole lines, classified for the plain-text scanner.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct TextBlock {
@@ -113,7 +118,7 @@ fn classify_scalar(
             if b == b'\n' {
                 masks.newline |= bit;
             }
-            if (b < 0x20 && b != b'\n' && b != b'\t') || b == 0x7F || b == 0xC2 || b == b'<' {
+            if is_special(b) {
                 masks.special |= bit;
             }
             if b == b'`' || b == b'~' {
