@@ -31,7 +31,7 @@ use memchr::memchr;
 
 use crate::json::{JsonFormat, Obj, clean_id, malformed, start_of};
 use crate::rate_limit;
-use crate::sanitize::{cut, display_line, sanitize};
+use crate::sanitize::{cut, display_line, floor_char_boundary, sanitize};
 use crate::skim::{Raw, Reader};
 use crate::summary::{ToolInput, first_line, first_line_of_string};
 use crate::text::TextScanner;
@@ -174,11 +174,8 @@ impl Gemini {
         if content.len() <= room {
             self.message.extend_from_slice(content);
         } else {
-            // Where a char starts: `content` is UTF-8, and `message` is kept so.
-            let keep = (1..=room)
-                .rev()
-                .find(|&i| content[i] & 0xC0 != 0x80)
-                .unwrap_or(0);
+            // `content` is UTF-8, and `message` is kept so.
+            let keep = floor_char_boundary(content, room);
             self.message.extend_from_slice(&content[..keep]);
             self.message_unseen += (content.len() - keep) as u64;
         }

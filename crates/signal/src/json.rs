@@ -13,9 +13,9 @@ use std::borrow::Cow;
 use std::fmt;
 
 use crate::jsonl::{JsonLines, Line};
-use crate::sanitize::{display_line, sanitize};
+use crate::sanitize::{clean_str, display_line, sanitize};
 use crate::skim::{Error, Raw, Reader};
-use crate::summary::{SUMMARY_CAP, clean_str, short};
+use crate::summary::{SUMMARY_CAP, short};
 use crate::{AgentEvent, JSON_LINE_CAP};
 
 /// One JSON-lines stream format: what each object line means.

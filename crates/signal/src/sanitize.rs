@@ -209,6 +209,15 @@ pub(crate) fn clean_line(line: &[u8]) -> Cow<'_, str> {
     }
 }
 
+/// [`clean_line`] of text already known to be UTF-8: it is not validated again.
+pub(crate) fn clean_str(text: &str) -> Cow<'_, str> {
+    if next_unclean(text.as_bytes(), 0) == text.len() {
+        Cow::Borrowed(text)
+    } else {
+        Cow::Owned(sanitize_bytes(text.as_bytes()))
+    }
+}
+
 /// Sanitizes one line (no newline) for display and cuts it to [`DISPLAY_CAP`] bytes.
 ///
 /// `unseen` counts bytes of the line that were never kept; they are added to the note.
@@ -222,17 +231,18 @@ pub(crate) fn cut(s: Cow<'_, str>, cap: usize, unseen: u64) -> String {
     if s.len() <= cap && unseen == 0 {
         return s.into_owned();
     }
-    let end = floor_char_boundary(&s, cap);
+    let end = floor_char_boundary(s.as_bytes(), cap);
     let more = (s.len() - end) as u64 + unseen;
     format!("{} … [{more} more bytes]", &s[..end])
 }
 
-/// The largest char boundary of `s` at or below `at`.
-pub(crate) fn floor_char_boundary(s: &str, at: usize) -> usize {
+/// The largest char boundary of `s`, UTF-8, at or below `at`.
+pub(crate) fn floor_char_boundary(s: &[u8], at: usize) -> usize {
     if at >= s.len() {
         return s.len();
     }
-    (0..=at).rev().find(|&i| s.is_char_boundary(i)).unwrap_or(0)
+    // A char starts at any byte but a continuation byte (`10xxxxxx`).
+    (0..=at).rev().find(|&i| s[i] & 0xC0 != 0x80).unwrap_or(0)
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use std::sync::LazyLock;
 
 use memchr::{memchr, memchr_iter, memmem};
 
-use crate::sanitize::{clean_line, floor_char_boundary, next_unclean};
+use crate::sanitize::{clean_str, floor_char_boundary};
 use crate::skim::{self, Error, Raw, Reader, Unit, Units};
 
 /// Longest summary, in bytes, before it is cut with "…".
@@ -22,11 +22,18 @@ const LINE_KEEP: usize = 4 * SUMMARY_CAP;
 
 /// Cuts `s` to [`SUMMARY_CAP`] bytes on a char boundary, marking a cut with "…".
 pub(crate) fn short(s: &str) -> String {
-    if s.len() <= SUMMARY_CAP {
-        return s.to_owned();
+    let mut out = String::with_capacity(s.len().min(SUMMARY_CAP + '…'.len_utf8()));
+    push_short(&mut out, s);
+    out
+}
+
+/// [`short`] of `s`, onto the end of `out`.
+fn push_short(out: &mut String, s: &str) {
+    let end = floor_char_boundary(s.as_bytes(), SUMMARY_CAP);
+    out.push_str(&s[..end]);
+    if end < s.len() {
+        out.push('…');
     }
-    let end = floor_char_boundary(s, SUMMARY_CAP);
-    format!("{}…", &s[..end])
 }
 
 /// The first non-blank line of `s`, sanitized and cut, with a " [+N lines]" note when more
@@ -49,7 +56,10 @@ pub(crate) fn first_line(s: &str) -> String {
     } else {
         memchr_iter(b'\n', rest.as_bytes()).count() + 1
     };
-    summary_of(&line[..floor_char_boundary(line, LINE_KEEP)], more)
+    summary_of(
+        &line[..floor_char_boundary(line.as_bytes(), LINE_KEEP)],
+        more,
+    )
 }
 
 fn summary_of(line: &str, more_lines: usize) -> String {
@@ -61,40 +71,15 @@ fn summary_of(line: &str, more_lines: usize) -> String {
     // Built in one buffer of the right size: a summary is made for every tool call and
     // result, and formatting the note on its own, then growing the summary for it, cost
     // more than the rest.
-    let end = floor_char_boundary(line, SUMMARY_CAP);
-    let mut summary = String::with_capacity(end + "… [+ lines]".len() + 20);
-    summary.push_str(&line[..end]);
-    if end < line.len() {
-        summary.push('…');
-    }
+    let mut number = itoa::Buffer::new();
+    let number = number.format(more_lines);
+    let mut summary =
+        String::with_capacity(line.len().min(SUMMARY_CAP) + "… [+ lines]".len() + number.len());
+    push_short(&mut summary, line);
     summary.push_str(" [+");
-    push_number(&mut summary, more_lines);
+    summary.push_str(number);
     summary.push_str(" lines]");
     summary
-}
-
-/// Writes `n` in decimal, without the formatting machinery.
-fn push_number(out: &mut String, n: usize) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    let mut n = n;
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend(digits[at..].iter().map(|&d| char::from(d)));
-}
-
-/// What [`clean_line`] makes of text that is already UTF-8, without checking that again.
-pub(crate) fn clean_str(text: &str) -> Cow<'_, str> {
-    if next_unclean(text.as_bytes(), 0) == text.len() {
-        return Cow::Borrowed(text);
-    }
-    clean_line(text.as_bytes())
 }
 
 /// [`first_line`] of a string value, without decoding all of it: a tool's output can be
@@ -195,7 +180,7 @@ fn decode_units(raw: &[u8]) -> (String, bool, usize) {
     };
     if memchr(b'\\', raw).is_none() {
         // No escape, as in most first lines: the walk below would see one piece of text.
-        let keep = floor_char_boundary(&text, LINE_KEEP);
+        let keep = floor_char_boundary(text.as_bytes(), LINE_KEEP);
         return (text[..keep].to_owned(), text.trim().is_empty(), 0);
     }
     let mut units = Units::new(&text);
@@ -215,7 +200,7 @@ fn decode_units(raw: &[u8]) -> (String, bool, usize) {
             Unit::Plain(text) => {
                 blank &= text.trim().is_empty();
                 if keeping {
-                    let room = floor_char_boundary(text, LINE_KEEP - line.len());
+                    let room = floor_char_boundary(text.as_bytes(), LINE_KEEP - line.len());
                     line.push_str(&text[..room]);
                     keeping = room == text.len();
                 }
@@ -641,7 +626,8 @@ mod tests {
                         Unit::Plain(text) => {
                             blank &= text.trim().is_empty();
                             if keeping {
-                                let room = floor_char_boundary(text, LINE_KEEP - line.len());
+                                let room =
+                                    floor_char_boundary(text.as_bytes(), LINE_KEEP - line.len());
                                 line.push_str(&text[..room]);
                                 keeping = room == text.len();
                             }
