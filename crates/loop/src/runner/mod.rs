@@ -921,6 +921,15 @@ pub fn shell_quote(s: &str) -> String {
     }
 }
 
+/// `RALPH_DIR`'s value for the `.ralph/` at `dir`: what marks an agent, or a test command, as
+/// this loop's, and what [`reap_orphaned_agent`] looks for; one function, so they agree.
+fn ralph_dir_value(dir: &std::path::Path) -> String {
+    std::path::absolute(dir)
+        .unwrap_or_else(|_| dir.to_path_buf())
+        .display()
+        .to_string()
+}
+
 /// The environment an agent runs with, on top of ralph's own.
 fn agent_env(
     ws: &Workspace,
@@ -930,7 +939,7 @@ fn agent_env(
 ) -> Vec<(String, String)> {
     let abs = |p: &std::path::Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
     let mut env = vec![
-        ("RALPH_DIR".to_string(), abs(ws.dir()).display().to_string()),
+        ("RALPH_DIR".to_string(), ralph_dir_value(ws.dir())),
         ("RALPH_ITERATION".to_string(), iteration.to_string()),
         (
             "RALPH_TASK_FILE".to_string(),
@@ -965,12 +974,7 @@ fn reap_orphaned_agent(pgid: i32, dir: &std::path::Path) {
     if !supervisor::group_alive(pgid) {
         return;
     }
-    let needle = format!(
-        "RALPH_DIR={}",
-        std::path::absolute(dir)
-            .unwrap_or_else(|_| dir.to_path_buf())
-            .display()
-    );
+    let needle = format!("RALPH_DIR={}", ralph_dir_value(dir));
     let ours = supervisor::live_members(pgid)
         .unwrap_or_default()
         .into_iter()

@@ -41,8 +41,7 @@ impl Runner {
         let script = format!("exec 2>&1\n{command}");
         // RALPH_DIR marks the tests as this loop's, and `agent_pgid` names their group: a run
         // after ralph was killed outright stops them as it stops an orphaned agent.
-        let dir = std::path::absolute(self.ws.dir()).unwrap_or_else(|_| self.ws.dir().into());
-        let env = [("RALPH_DIR", dir.into_os_string())];
+        let env = [("RALPH_DIR", ralph_dir_value(self.ws.dir()))];
         let result = match supervisor::spawn_shell(&script, self.ws.root(), env, None) {
             Err(e) => Err(TestError::Spawn(e)),
             Ok(spawned) => {
