@@ -8,9 +8,11 @@
 //! [`DISPLAY_CAP`], and counts the newlines; the window is validated as UTF-8 once. Only the
 //! lines those candidates confirm stop the scanner: one holding `<ralph>`, ```` ``` ```` or
 //! `~~~` (every fence line does), something to sanitize (a CRLF ending included), or too many
-//! bytes. The lines between two stops are copied, as one piece, into the chunk's display
-//! text: one [`AgentEvent::Text`] carries every line one `feed` shows, joined by `\n`, until a
-//! signal needs an event of its own right after its line.
+//! bytes. A stop line shown as it is (a fence line, a line whose tags sit in code) only has
+//! its fence state and signals taken; the lines up to the next line shown otherwise are
+//! copied, as one piece, into the chunk's display text. One [`AgentEvent::Text`] carries every
+//! line one `feed` shows, joined by `\n`, until a signal needs an event of its own right after
+//! its line.
 //!
 //! Lines are judged as the user sees them, after [`sanitize()`](crate::sanitize()). A line
 //! with anything to sanitize is looked at on its own: if its only control sequences are CSI
@@ -52,8 +54,6 @@ pub(crate) struct TextScanner {
     blocks: Vec<TextBlock>,
     /// Scratch for a line with its colour codes stripped.
     stripped: String,
-    /// Scratch for the fence lines of a window waiting for their fence state to be taken.
-    fences: Vec<Range<usize>>,
 }
 
 /// Where the lines that need a closer look are, in one window: one SIMD pass
@@ -109,37 +109,22 @@ impl<'a> Stops<'a> {
         }
     }
 
-    /// Whether `bytes[start..nl]`, a line that holds a fence marker, is shown as it is and
-    /// matters for nothing but its fence state: nothing to sanitize (not even the `\r` of a
-    /// CRLF end), no tag, not too long.
-    fn plain_fence(&self, start: usize, nl: usize) -> bool {
-        nl - start <= DISPLAY_CAP
-            && (nl == start || self.bytes[nl - 1] != b'\r')
-            && !self.any(start, nl, |at| {
-                self.bytes[at] != b'<' || self.bytes[at..].starts_with(OPEN)
-            })
-    }
-
-    /// Whether `bytes[start..nl]` holds `<ralph>`.
-    fn tagged(&self, start: usize, nl: usize) -> bool {
-        self.any(start, nl, |at| self.bytes[at..].starts_with(OPEN))
-    }
-
-    /// Whether `bytes[start..nl]` holds anything sanitizing would act on (the `\r` of a
-    /// CRLF line end does not count).
-    fn unclean(&self, start: usize, nl: usize) -> bool {
+    /// What the special bytes of the line `bytes[start..nl]` say about it, in one pass.
+    fn facts(&self, start: usize, nl: usize) -> LineFacts {
         let bytes = self.bytes;
-        self.any(start, nl, |at| match bytes[at] {
-            b'<' => false,
-            b'\r' => bytes.get(at + 1) != Some(&b'\n'),
-            0xC2 => is_c1_lead(bytes, at),
-            _ => true,
-        })
-    }
-
-    /// Whether any special byte in `from..to` passes `test`.
-    fn any(&self, from: usize, to: usize, test: impl Fn(usize) -> bool) -> bool {
-        self.special(from, to).any(test)
+        let mut facts = LineFacts::default();
+        for at in self.special(start, nl) {
+            match bytes[at] {
+                b'<' => {
+                    facts.open = true;
+                    facts.tagged |= bytes[at..].starts_with(OPEN);
+                }
+                b'\r' if at + 1 == nl => facts.crlf = true,
+                0xC2 if !is_c1_lead(bytes, at) => {}
+                _ => facts.unclean = true,
+            }
+        }
+        facts
     }
 
     /// The special bytes ([`simd::TextMasks::special`]) in `from..to`, in order.
@@ -193,6 +178,27 @@ impl<'a> Stops<'a> {
             });
         };
         u64::from(b.lines_before) + u64::from((b.masks.newline & !(!0 << bit)).count_ones())
+    }
+}
+
+/// What a line's special bytes say about it: [`Stops::facts`].
+#[derive(Debug, Default, Clone, Copy)]
+struct LineFacts {
+    /// It holds `<`.
+    open: bool,
+    /// It holds `<ralph>`.
+    tagged: bool,
+    /// It holds something sanitizing acts on, other than the `\r` of a CRLF end.
+    unclean: bool,
+    /// It ends in `\r` (of a CRLF end).
+    crlf: bool,
+}
+
+impl LineFacts {
+    /// Whether the line, `len` bytes, is shown exactly as it is: nothing to sanitize (not
+    /// even the `\r` of a CRLF end), not too long.
+    fn shown_as_is(self, len: usize) -> bool {
+        len <= DISPLAY_CAP && !self.unclean && !self.crlf
     }
 }
 
@@ -307,7 +313,6 @@ impl TextScanner {
     fn lines(&mut self, window: &[u8], out: &mut Vec<AgentEvent>) {
         let end = window.len();
         let mut blocks = std::mem::take(&mut self.blocks);
-        let mut fences = std::mem::take(&mut self.fences);
         let stops = Stops::new(window, &mut blocks);
         let mut counted = 0;
         let mut pos = 0;
@@ -320,9 +325,8 @@ impl TextScanner {
                 memrchr(b'\n', valid.as_bytes()).map_or(pos, |i| pos + i + 1)
             };
             // Where the lines not yet copied start (`pos`), and where the search goes on
-            // (`from`): a fence line with nothing else to see is shown with the lines around
-            // it, and only its fence state is taken, in order, before the next line that
-            // stops the scanner.
+            // (`from`). A line shown as it is (a fence line, a line whose tags sit in code)
+            // stays in the copy: only its fence state and its signals are taken, in order.
             let mut from = pos;
             while from < valid_end {
                 let stop = stops.next(from, valid_end);
@@ -331,27 +335,38 @@ impl TextScanner {
                 }
                 let start = stops.line_start(stop).max(from);
                 let nl = stops.line_end(stop);
-                if matches!(window[stop], b'`' | b'~') && stops.plain_fence(start, nl) {
-                    fences.push(start..nl);
-                    from = nl + 1;
-                    continue;
+                from = nl + 1;
+                let facts = stops.facts(start, nl);
+                if facts.shown_as_is(nl - start) {
+                    let line = &window[start..nl];
+                    let is_code = self.fence.line(line);
+                    if is_code || !facts.tagged {
+                        continue;
+                    }
+                    let kinds = self.signals_outside_spans(line);
+                    if kinds.is_empty() {
+                        continue;
+                    }
+                    self.shown.push_str(&valid[pos - base..nl + 1 - base]);
+                    self.line_number += stops.newlines(counted, start);
+                    self.signals(&valid[start - base..nl - base], kinds, out);
+                    self.line_number += 1;
+                    counted = nl + 1;
+                } else {
+                    self.shown.push_str(&valid[pos - base..start - base]);
+                    let line = Line {
+                        start,
+                        nl,
+                        text: Some(&valid[start - base..nl - base]),
+                    };
+                    self.stop_line(window, line, facts, &stops, &mut counted, out);
                 }
-                self.shown.push_str(&valid[pos - base..start - base]);
-                self.fence_lines(window, &mut fences);
-                let line = Line {
-                    start,
-                    nl,
-                    text: Some(&valid[start - base..nl - base]),
-                };
-                self.stop_line(window, line, &stops, &mut counted, out);
                 pos = nl + 1;
-                from = pos;
             }
             if pos < valid_end {
                 self.shown.push_str(&valid[pos - base..valid_end - base]);
                 pos = valid_end;
             }
-            self.fence_lines(window, &mut fences);
             if pos < end {
                 // A line that is not valid UTF-8.
                 let nl = stops.line_end(pos);
@@ -360,24 +375,13 @@ impl TextScanner {
                     nl,
                     text: None,
                 };
-                self.stop_line(window, line, &stops, &mut counted, out);
+                let facts = stops.facts(pos, nl);
+                self.stop_line(window, line, facts, &stops, &mut counted, out);
                 pos = nl + 1;
             }
         }
         self.line_number += stops.newlines(counted, end);
         self.blocks = blocks;
-        self.fences = fences;
-    }
-
-    /// Takes the fence state of `fences`, lines of `window` shown as they are, in order.
-    #[inline]
-    fn fence_lines(&mut self, window: &[u8], fences: &mut Vec<Range<usize>>) {
-        if fences.is_empty() {
-            return;
-        }
-        for line in fences.drain(..) {
-            self.fence.line(&window[line]);
-        }
     }
 
     /// One line of a window that needs a closer look.
@@ -385,17 +389,16 @@ impl TextScanner {
         &mut self,
         window: &[u8],
         line: Line<'_>,
+        facts: LineFacts,
         stops: &Stops<'_>,
         counted: &mut usize,
         out: &mut Vec<AgentEvent>,
     ) {
         let raw = &window[line.start..line.nl];
-        let tagged = stops.tagged(line.start, line.nl);
-        let clean = line.text.filter(|_| !stops.unclean(line.start, line.nl));
+        let tagged = facts.tagged;
+        let clean = line.text.filter(|_| !facts.unclean);
         // Sanitizing only removes bytes: a line with no `<` cannot come to hold a tag.
-        let may_signal = tagged
-            || raw.len() > LINE_CAP
-            || (clean.is_none() && stops.any(line.start, line.nl, |at| window[at] == b'<'));
+        let may_signal = tagged || raw.len() > LINE_CAP || (clean.is_none() && facts.open);
         if may_signal {
             self.line_number += stops.newlines(*counted, line.start);
         }
@@ -410,18 +413,30 @@ impl TextScanner {
                 self.clean_line(Cow::Borrowed(text), tagged, out);
             }
             None => {
-                let mut stripped = std::mem::take(&mut self.stripped);
                 let text = line.text.map(|t| t.strip_suffix('\r').unwrap_or(t));
+                let specials = |text: &str| {
+                    stops
+                        .special(line.start, line.start + text.len())
+                        .map(|at| at - line.start)
+                };
+                if let Some(text) = text
+                    && !may_signal
+                    && raw.len() <= DISPLAY_CAP
+                {
+                    // Colours on a line that cannot hold a tag, the common case: stripped
+                    // straight into the lines shown; only the fence state is left to take.
+                    let mark = self.shown.len();
+                    if strip_csi(text, specials(text), &mut self.shown) {
+                        self.fence.line(&self.shown.as_bytes()[mark..]);
+                        self.shown.push('\n');
+                        return;
+                    }
+                    self.shown.truncate(mark);
+                }
+                let mut stripped = std::mem::take(&mut self.stripped);
+                stripped.clear();
                 match text {
-                    Some(text)
-                        if strip_csi(
-                            text,
-                            stops
-                                .special(line.start, line.start + text.len())
-                                .map(|at| at - line.start),
-                            &mut stripped,
-                        ) =>
-                    {
+                    Some(text) if strip_csi(text, specials(text), &mut stripped) => {
                         // Stripping can join a tag that colour codes had split.
                         let tagged = may_signal && OPEN_FINDER.find(stripped.as_bytes()).is_some();
                         self.clean_line(Cow::Borrowed(&stripped), tagged, out);
@@ -551,9 +566,14 @@ impl TextScanner {
         self.shown.reserve(text.len() + 1);
         self.shown.push_str(text);
         self.shown.push('\n');
-        if kinds.is_empty() {
-            return;
+        if !kinds.is_empty() {
+            self.signals(text, kinds, out);
         }
+    }
+
+    /// Sends the lines shown so far, the last of them `text`, and then `text`'s signals. The
+    /// line is number `self.line_number + 1`.
+    fn signals(&mut self, text: &str, kinds: KindSet, out: &mut Vec<AgentEvent>) {
         self.flush(out);
         for kind in kinds.iter() {
             out.push(AgentEvent::Signal(Signal {
@@ -608,19 +628,19 @@ struct Line<'a> {
     text: Option<&'a str>,
 }
 
-/// `text` (one line, valid UTF-8, no line end) into `out` as [`sanitize`](crate::sanitize())
-/// would show it, when all it holds to sanitize is CSI sequences (`ESC [` parameters,
-/// intermediates, a final byte: colours, cursor moves, erase); `false` for anything else
-/// (other escapes, other controls), which the full parser handles. `special` gives, in order,
-/// where the special bytes of `text` are ([`simd::TextMasks::special`]): the window's pass
-/// has found them already.
+/// `text` (one line, valid UTF-8, no line end) appended to `out` as
+/// [`sanitize`](crate::sanitize()) would show it, when all it holds to sanitize is CSI
+/// sequences (`ESC [` parameters, intermediates, a final byte: colours, cursor moves, erase);
+/// `false` for anything else (other escapes, other controls), which the full parser handles,
+/// with `out` holding part of `text` to be cut off. `special` gives, in order, where the
+/// special bytes of `text` are ([`simd::TextMasks::special`]): the window's pass has found
+/// them already.
 ///
 /// A terminal (and `vte`) consumes such a CSI sequence whole, printing nothing; the text
 /// around it prints as it is. Colour is the control sequence agents print most, so this keeps
 /// coloured tool output off the slow path.
 fn strip_csi(text: &str, special: impl Iterator<Item = usize>, out: &mut String) -> bool {
     let line = text.as_bytes();
-    out.clear();
     // Where the text not yet copied starts: a special byte before it is inside a sequence.
     let mut copied = 0;
     for at in special {
