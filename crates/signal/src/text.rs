@@ -129,13 +129,27 @@ impl<'a> Stops<'a> {
 
     /// The special bytes ([`simd::TextMasks::special`]) in `from..to`, in order.
     fn special(&self, from: usize, to: usize) -> SpecialBytes<'a> {
-        let block = from / 64;
+        if from >= to {
+            return SpecialBytes {
+                blocks: self.blocks,
+                block: 0,
+                last: 0,
+                last_bits: 0,
+                bits: 0,
+            };
+        }
+        let (block, last) = (from / 64, (to - 1) / 64);
+        let last_bits = !0 >> (63 - (to - 1) % 64);
+        let mut bits = self.blocks[block].masks.special & (!0 << (from % 64));
+        if block == last {
+            bits &= last_bits;
+        }
         SpecialBytes {
             blocks: self.blocks,
             block,
-            bits: self.blocks[block].masks.special & span(block, from, to),
-            from,
-            to,
+            last,
+            last_bits,
+            bits,
         }
     }
 
@@ -206,10 +220,11 @@ impl LineFacts {
 struct SpecialBytes<'a> {
     blocks: &'a [TextBlock],
     block: usize,
-    /// The block's special bytes not given yet.
+    /// The span's last block, and which of its bits stand for bytes in the span.
+    last: usize,
+    last_bits: u64,
+    /// The block's special bytes in the span, not given yet.
     bits: u64,
-    from: usize,
-    to: usize,
 }
 
 impl Iterator for SpecialBytes<'_> {
@@ -218,34 +233,19 @@ impl Iterator for SpecialBytes<'_> {
     #[inline]
     fn next(&mut self) -> Option<usize> {
         while self.bits == 0 {
-            self.block += 1;
-            if self.block * 64 >= self.to {
+            if self.block >= self.last {
                 return None;
             }
-            self.bits =
-                self.blocks[self.block].masks.special & span(self.block, self.from, self.to);
+            self.block += 1;
+            self.bits = self.blocks[self.block].masks.special;
+            if self.block == self.last {
+                self.bits &= self.last_bits;
+            }
         }
         let at = self.block * 64 + self.bits.trailing_zeros() as usize;
         self.bits &= self.bits - 1;
         Some(at)
     }
-}
-
-/// The bits of block `block` that stand for bytes in `from..to`.
-#[inline]
-fn span(block: usize, from: usize, to: usize) -> u64 {
-    let first = block * 64;
-    let low = if from > first {
-        !0 << (from - first)
-    } else {
-        !0
-    };
-    let high = if to < first + 64 {
-        !(!0 << (to - first))
-    } else {
-        !0
-    };
-    low & high
 }
 
 /// The length of the CSI sequence (`ESC [`, parameters and intermediates, a final byte) at
@@ -343,7 +343,9 @@ impl TextScanner {
                     if is_code || !facts.tagged {
                         continue;
                     }
-                    let kinds = self.signals_outside_spans(line);
+                    // The window's pass found every `<` already.
+                    let opens = stops.special(start, nl).map(|at| at - start);
+                    let kinds = self.signals_outside_spans(line, opens);
                     if kinds.is_empty() {
                         continue;
                     }
@@ -538,7 +540,7 @@ impl TextScanner {
     fn clean_line(&mut self, clean: Cow<'_, str>, tagged: bool, out: &mut Vec<AgentEvent>) {
         let is_code = self.fence.line(clean.as_bytes());
         let kinds = if tagged && !is_code {
-            self.signals_outside_spans(clean.as_bytes())
+            self.signals_outside_spans(clean.as_bytes(), OPEN_FINDER.find_iter(clean.as_bytes()))
         } else {
             KindSet::default()
         };
@@ -584,11 +586,16 @@ impl TextScanner {
         }
     }
 
-    /// The signals of a whole prose line that are not inside a code span.
-    fn signals_outside_spans(&mut self, line: &[u8]) -> KindSet {
+    /// The signals of a whole prose line that are not inside a code span; `opens` holds,
+    /// in order, every place a tag starts in `line` (other places are passed over).
+    fn signals_outside_spans(
+        &mut self,
+        line: &[u8],
+        opens: impl IntoIterator<Item = usize>,
+    ) -> KindSet {
         let mut kinds = KindSet::default();
         let mut spans_known = false;
-        for p in OPEN_FINDER.find_iter(line) {
+        for p in opens {
             let Some((kind, _)) = match_tag(&line[p..]) else {
                 continue;
             };
