@@ -57,9 +57,12 @@ impl Carry {
         if masks.newline == 0 {
             self.run += 64;
         } else {
-            let first = masks.newline.trailing_zeros() as usize;
-            if self.run + first > long_line {
-                long = 1 << first;
+            // A line that has run for fewer bytes is not too long, wherever its end is.
+            if self.run + 63 > long_line {
+                let first = masks.newline.trailing_zeros() as usize;
+                if self.run + first > long_line {
+                    long = 1 << first;
+                }
             }
             self.run = masks.newline.leading_zeros() as usize;
         }
@@ -75,7 +78,7 @@ impl Carry {
 /// last, shorter block is read as if padded with spaces (which are in no class).
 pub(crate) fn text_blocks(bytes: &[u8], long_line: usize, out: &mut Vec<TextBlock>) {
     let (blocks, tail) = bytes.as_chunks::<64>();
-    out.clear();
+    // Every block is written below: only new ones need a value first.
     out.resize(bytes.len().div_ceil(64), TextBlock::default());
     let mut carry = Carry::default();
     let (whole, last) = out.split_at_mut(blocks.len());
