@@ -336,6 +336,16 @@ impl TextScanner {
                 let start = stops.line_start(stop).max(from);
                 let nl = stops.line_end(stop);
                 from = nl + 1;
+                if window[stop] == 0x1B
+                    && self.coloured_line(
+                        &valid[pos - base..start - base],
+                        &valid[start - base..nl - base],
+                        stops.special(start, nl).map(|at| at - start),
+                    )
+                {
+                    pos = nl + 1;
+                    continue;
+                }
                 let facts = stops.facts(start, nl);
                 if facts.shown_as_is(nl - start) {
                     let line = &window[start..nl];
@@ -386,6 +396,34 @@ impl TextScanner {
         self.blocks = blocks;
     }
 
+    /// Shows `before`, lines shown as they are, and then `line` (no newline; a CRLF's `\r`
+    /// is left off), when all `line` holds to sanitize is CSI sequences (colours) and it holds
+    /// no `<`: the commonest line to clean in tool output, stripped straight into the lines
+    /// shown in one walk over its special bytes (`special`, as offsets in the line). `false`,
+    /// with nothing shown, for any other line.
+    fn coloured_line(
+        &mut self,
+        before: &str,
+        line: &str,
+        special: impl Iterator<Item = usize>,
+    ) -> bool {
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        if line.len() > DISPLAY_CAP {
+            return false;
+        }
+        let mark = self.shown.len();
+        self.shown.push_str(before);
+        let start = self.shown.len();
+        let end = line.len();
+        if strip_csi(line, special.take_while(|&at| at < end), &mut self.shown) != Some(false) {
+            self.shown.truncate(mark);
+            return false;
+        }
+        self.fence.line(&self.shown.as_bytes()[start..]);
+        self.shown.push('\n');
+        true
+    }
+
     /// One line of a window that needs a closer look.
     fn stop_line(
         &mut self,
@@ -415,30 +453,22 @@ impl TextScanner {
                 self.clean_line(Cow::Borrowed(text), tagged, out);
             }
             None => {
-                let text = line.text.map(|t| t.strip_suffix('\r').unwrap_or(t));
                 let specials = |text: &str| {
                     stops
                         .special(line.start, line.start + text.len())
                         .map(|at| at - line.start)
                 };
-                if let Some(text) = text
+                if let Some(text) = line.text
                     && !may_signal
-                    && raw.len() <= DISPLAY_CAP
+                    && self.coloured_line("", text, specials(text))
                 {
-                    // Colours on a line that cannot hold a tag, the common case: stripped
-                    // straight into the lines shown; only the fence state is left to take.
-                    let mark = self.shown.len();
-                    if strip_csi(text, specials(text), &mut self.shown) {
-                        self.fence.line(&self.shown.as_bytes()[mark..]);
-                        self.shown.push('\n');
-                        return;
-                    }
-                    self.shown.truncate(mark);
+                    return;
                 }
+                let text = line.text.map(|t| t.strip_suffix('\r').unwrap_or(t));
                 let mut stripped = std::mem::take(&mut self.stripped);
                 stripped.clear();
                 match text {
-                    Some(text) if strip_csi(text, specials(text), &mut stripped) => {
+                    Some(text) if strip_csi(text, specials(text), &mut stripped).is_some() => {
                         // Stripping can join a tag that colour codes had split.
                         let tagged = may_signal && OPEN_FINDER.find(stripped.as_bytes()).is_some();
                         self.clean_line(Cow::Borrowed(&stripped), tagged, out);
@@ -637,17 +667,18 @@ struct Line<'a> {
 
 /// `text` (one line, valid UTF-8, no line end) appended to `out` as
 /// [`sanitize`](crate::sanitize()) would show it, when all it holds to sanitize is CSI
-/// sequences (`ESC [` parameters, intermediates, a final byte: colours, cursor moves, erase);
-/// `false` for anything else (other escapes, other controls), which the full parser handles,
-/// with `out` holding part of `text` to be cut off. `special` gives, in order, where the
-/// special bytes of `text` are ([`simd::TextMasks::special`]): the window's pass has found
-/// them already.
+/// sequences (`ESC [` parameters, intermediates, a final byte: colours, cursor moves, erase),
+/// and whether it holds a `<` outside them; `None` for anything else (other escapes, other
+/// controls), which the full parser handles, with `out` holding part of `text` to be cut off.
+/// `special` gives, in order, where the special bytes of `text` are
+/// ([`simd::TextMasks::special`]): the window's pass has found them already.
 ///
 /// A terminal (and `vte`) consumes such a CSI sequence whole, printing nothing; the text
 /// around it prints as it is. Colour is the control sequence agents print most, so this keeps
 /// coloured tool output off the slow path.
-fn strip_csi(text: &str, special: impl Iterator<Item = usize>, out: &mut String) -> bool {
+fn strip_csi(text: &str, special: impl Iterator<Item = usize>, out: &mut String) -> Option<bool> {
     let line = text.as_bytes();
+    let mut open = false;
     // Where the text not yet copied starts: a special byte before it is inside a sequence.
     let mut copied = 0;
     for at in special {
@@ -655,21 +686,21 @@ fn strip_csi(text: &str, special: impl Iterator<Item = usize>, out: &mut String)
             continue;
         }
         match line[at] {
-            0x1B => match csi_len(&line[at..]) {
-                Some(len) => {
+            0x1B => {
+                let len = csi_len(&line[at..])?;
+                if at > copied {
                     out.push_str(&text[copied..at]);
-                    copied = at + len;
                 }
-                None => return false,
-            },
+                copied = at + len;
+            }
             // Valid UTF-8: a `C2` has its second byte in the line.
             0xC2 if !is_c1_lead(line, at) => {}
-            b'<' => {}
-            _ => return false,
+            b'<' => open = true,
+            _ => return None,
         }
     }
     out.push_str(&text[copied..]);
-    true
+    Some(open)
 }
 
 #[cfg(test)]
@@ -706,7 +737,7 @@ mod tests {
             .enumerate()
             .filter(|&(_, b)| simd::is_special(b));
         let mut out = String::new();
-        strip_csi(text, special.map(|(at, _)| at), &mut out).then_some(out)
+        strip_csi(text, special.map(|(at, _)| at), &mut out).map(|_| out)
     }
 
     fn line() -> impl Strategy<Value = Vec<u8>> {

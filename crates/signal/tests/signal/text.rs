@@ -142,6 +142,11 @@ fn fence_state_carries_across_lines_and_feeds() {
     let text = b"~~~~ sh\nplain\n\x1b[1m<ralph>DONE</ralph>\x1b[0m\n~~~~\r\nx\n\x1b[1m<ralph>GUTTER</ralph>\n";
     let events = assert_chunking_invariant(StreamFormat::Text, text, "fence, colours");
     assert_eq!(signals(&events), [(Gutter, 6)]);
+    // A coloured fence line is a fence line once its colours are stripped, and is cleaned
+    // on the short path for coloured lines: it still opens and closes the block.
+    let text = b"\x1b[2m```\x1b[0m\n<ralph>DONE</ralph>\n\x1b[1;31merror\x1b[0m: x\n\x1b[2m```\x1b[0m\n<ralph>GUTTER</ralph>\n";
+    let events = assert_chunking_invariant(StreamFormat::Text, text, "coloured fences");
+    assert_eq!(signals(&events), [(Gutter, 5)]);
 }
 
 #[test]
