@@ -338,9 +338,9 @@ impl TextScanner {
                 from = nl + 1;
                 if window[stop] == 0x1B
                     && self.coloured_line(
-                        &valid[pos - base..start - base],
-                        &valid[start - base..nl - base],
-                        stops.special(start, nl).map(|at| at - start),
+                        &valid[pos - base..nl - base],
+                        start - pos,
+                        stops.special(start, nl).map(|at| at - pos),
                     )
                 {
                     pos = nl + 1;
@@ -396,30 +396,29 @@ impl TextScanner {
         self.blocks = blocks;
     }
 
-    /// Shows `before`, lines shown as they are, and then `line` (no newline; a CRLF's `\r`
-    /// is left off), when all `line` holds to sanitize is CSI sequences (colours) and it holds
-    /// no `<`: the commonest line to clean in tool output, stripped straight into the lines
-    /// shown in one walk over its special bytes (`special`, as offsets in the line). `false`,
-    /// with nothing shown, for any other line.
+    /// Shows `text`, lines shown as they are up to `line_at` and then one line (no newline; a
+    /// CRLF's `\r` is left off), when all the line holds to sanitize is CSI sequences
+    /// (colours) and it holds no `<`: the commonest line to clean in tool output, stripped
+    /// straight into the lines shown in one walk over its special bytes (`special`, as
+    /// offsets in `text`), the lines before it copied in the same piece as its first
+    /// characters. `false`, with nothing shown, for any other line.
     fn coloured_line(
         &mut self,
-        before: &str,
-        line: &str,
+        text: &str,
+        line_at: usize,
         special: impl Iterator<Item = usize>,
     ) -> bool {
-        let line = line.strip_suffix('\r').unwrap_or(line);
-        if line.len() > DISPLAY_CAP {
+        let text = text.strip_suffix('\r').unwrap_or(text);
+        if text.len() - line_at > DISPLAY_CAP {
             return false;
         }
         let mark = self.shown.len();
-        self.shown.push_str(before);
-        let start = self.shown.len();
-        let end = line.len();
-        if strip_csi(line, special.take_while(|&at| at < end), &mut self.shown) != Some(false) {
+        let end = text.len();
+        if strip_csi(text, special.take_while(|&at| at < end), &mut self.shown) != Some(false) {
             self.shown.truncate(mark);
             return false;
         }
-        self.fence.line(&self.shown.as_bytes()[start..]);
+        self.fence.line(&self.shown.as_bytes()[mark + line_at..]);
         self.shown.push('\n');
         true
     }
@@ -460,7 +459,7 @@ impl TextScanner {
                 };
                 if let Some(text) = line.text
                     && !may_signal
-                    && self.coloured_line("", text, specials(text))
+                    && self.coloured_line(text, 0, specials(text))
                 {
                     return;
                 }
@@ -699,7 +698,9 @@ fn strip_csi(text: &str, special: impl Iterator<Item = usize>, out: &mut String)
             _ => return None,
         }
     }
-    out.push_str(&text[copied..]);
+    if copied < line.len() {
+        out.push_str(&text[copied..]);
+    }
     Some(open)
 }
 
