@@ -231,9 +231,27 @@ pub(crate) fn cut(s: Cow<'_, str>, cap: usize, unseen: u64) -> String {
     if s.len() <= cap && unseen == 0 {
         return s.into_owned();
     }
+    let mut out = String::new();
+    cut_into(&mut out, &s, cap, unseen);
+    out
+}
+
+/// [`cut`], appended to `out`: a long line goes into the lines shown without a `String` of
+/// its own.
+pub(crate) fn cut_into(out: &mut String, s: &str, cap: usize, unseen: u64) {
+    if s.len() <= cap && unseen == 0 {
+        out.push_str(s);
+        return;
+    }
     let end = floor_char_boundary(s.as_bytes(), cap);
     let more = (s.len() - end) as u64 + unseen;
-    format!("{} … [{more} more bytes]", &s[..end])
+    let mut number = itoa::Buffer::new();
+    let number = number.format(more);
+    out.reserve(end + number.len() + 20);
+    out.push_str(&s[..end]);
+    out.push_str(" … [");
+    out.push_str(number);
+    out.push_str(" more bytes]");
 }
 
 /// The largest char boundary of `s`, UTF-8, at or below `at`.

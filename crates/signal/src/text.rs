@@ -29,7 +29,7 @@ use memchr::{memchr, memrchr};
 
 use crate::long_line::LongLine;
 use crate::markdown::{FenceState, code_spans};
-use crate::sanitize::{clean_line, cut, display_line};
+use crate::sanitize::{clean_line, cut, cut_into, display_line};
 use crate::simd::{self, TextBlock};
 use crate::tag::{KindSet, OPEN, OPEN_FINDER, match_tag};
 use crate::{AgentEvent, DISPLAY_CAP, LINE_CAP, Signal};
@@ -575,6 +575,9 @@ impl TextScanner {
         };
         if clean.len() <= DISPLAY_CAP {
             self.emit(&clean, kinds, out);
+        } else if kinds.is_empty() {
+            cut_into(&mut self.shown, &clean, DISPLAY_CAP, 0);
+            self.shown.push('\n');
         } else {
             self.emit(&cut(clean, DISPLAY_CAP, 0), kinds, out);
         }
