@@ -457,13 +457,18 @@ impl TextScanner {
                         .special(line.start, line.start + text.len())
                         .map(|at| at - line.start)
                 };
-                if let Some(text) = line.text
+                let text = line.text.map(|t| t.strip_suffix('\r').unwrap_or(t));
+                if let Some(text) = text
                     && !may_signal
-                    && self.coloured_line(text, 0, specials(text))
+                    && text.len() <= DISPLAY_CAP
                 {
+                    // No tag can form, nothing to cut: colours alone take the short path, and
+                    // anything else (stripping would fail the same way) the full parser.
+                    if !self.coloured_line(text, 0, specials(text)) {
+                        self.whole_line(raw, tagged, out);
+                    }
                     return;
                 }
-                let text = line.text.map(|t| t.strip_suffix('\r').unwrap_or(t));
                 let mut stripped = std::mem::take(&mut self.stripped);
                 stripped.clear();
                 match text {
