@@ -65,12 +65,6 @@ struct Stops<'a> {
 }
 
 impl<'a> Stops<'a> {
-    /// Classifies `bytes`, a window of whole lines, into `blocks`.
-    fn new(bytes: &'a [u8], blocks: &'a mut Vec<TextBlock>) -> Self {
-        simd::text_blocks(bytes, DISPLAY_CAP, blocks);
-        Stops { bytes, blocks }
-    }
-
     /// The first byte at or after `pos`, before `end`, of a line that must be looked at on
     /// its own; `end` if there is none.
     fn next(&self, pos: usize, end: usize) -> usize {
@@ -287,23 +281,35 @@ impl TextScanner {
             rest = &rest[nl + 1..];
         }
 
-        // Complete lines end at the last newline; what follows waits for the next chunk.
-        let end = memrchr(b'\n', rest).map_or(0, |i| i + 1);
-        self.shown.reserve(end);
+        self.shown.reserve(rest.len());
         // Every pass over a window finds it in the L1 cache; over a whole chunk they would
-        // each read it from L2.
+        // each read it from L2. A window is some `WINDOW` bytes and the rest of the line they
+        // end in, classified in two pieces: finding its end first, from the back, would read
+        // memory not yet in any cache, and a window cut at the last newline of the first piece
+        // would leave bytes to classify twice.
+        let mut blocks = std::mem::take(&mut self.blocks);
         let mut pos = 0;
-        while pos < end {
-            let cap = (pos + WINDOW).min(end);
-            let window_end = match memrchr(b'\n', &rest[pos..cap]) {
-                Some(i) => pos + i + 1,
-                None => cap + memchr(b'\n', &rest[cap..end]).expect("a complete line") + 1,
+        while pos < rest.len() {
+            let cap = (pos + WINDOW).min(rest.len());
+            let mut pass = simd::TextPass::default();
+            pass.push(&rest[pos..cap], DISPLAY_CAP, &mut blocks);
+            let window_end = match memchr(b'\n', &rest[cap..]) {
+                Some(nl) => {
+                    pass.push(&rest[cap..cap + nl + 1], DISPLAY_CAP, &mut blocks);
+                    cap + nl + 1
+                }
+                // What follows the last newline waits for the next chunk.
+                None => match last_newline(&blocks) {
+                    Some(i) => pos + i + 1,
+                    None => break,
+                },
             };
-            self.lines(&rest[pos..window_end], out);
+            self.classified_lines(&rest[pos..window_end], &blocks, out);
             pos = window_end;
         }
+        self.blocks = blocks;
         self.flush(out);
-        self.extend_partial(&rest[end..]);
+        self.extend_partial(&rest[pos..]);
     }
 
     /// Complete lines, each ending in a newline: a window of a chunk.
@@ -311,9 +317,20 @@ impl TextScanner {
     /// Lines are counted once for the whole window, except where a signal needs the number
     /// of its line: `counted` is where the count stands, `self.line_number` the lines before it.
     fn lines(&mut self, window: &[u8], out: &mut Vec<AgentEvent>) {
-        let end = window.len();
         let mut blocks = std::mem::take(&mut self.blocks);
-        let stops = Stops::new(window, &mut blocks);
+        simd::text_blocks(window, DISPLAY_CAP, &mut blocks);
+        self.classified_lines(window, &blocks, out);
+        self.blocks = blocks;
+    }
+
+    /// [`lines`](Self::lines) once the pass has classified `window` into `blocks`, which may
+    /// go on past its end.
+    fn classified_lines(&mut self, window: &[u8], blocks: &[TextBlock], out: &mut Vec<AgentEvent>) {
+        let end = window.len();
+        let stops = Stops {
+            bytes: window,
+            blocks,
+        };
         let mut counted = 0;
         let mut pos = 0;
         while pos < end {
@@ -393,7 +410,6 @@ impl TextScanner {
             }
         }
         self.line_number += stops.newlines(counted, end);
-        self.blocks = blocks;
     }
 
     /// Shows `text`, lines shown as they are up to `line_at` and then one line (no newline; a
@@ -647,6 +663,16 @@ impl TextScanner {
         }
         kinds
     }
+}
+
+/// Where the last newline of the bytes `blocks` classify is.
+fn last_newline(blocks: &[TextBlock]) -> Option<usize> {
+    let (i, b) = blocks
+        .iter()
+        .enumerate()
+        .rev()
+        .find(|(_, b)| b.masks.newline != 0)?;
+    Some(i * 64 + 63 - b.masks.newline.leading_zeros() as usize)
 }
 
 /// The longest prefix of `bytes` that is valid UTF-8.

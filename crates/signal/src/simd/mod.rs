@@ -22,7 +22,7 @@ mod text;
 pub(crate) use string::json_string;
 #[cfg(test)]
 pub(crate) use text::is_special;
-pub(crate) use text::{TextBlock, text_blocks};
+pub(crate) use text::{TextBlock, TextPass, text_blocks};
 
 /// What the x86-64 implementations share.
 #[cfg(target_arch = "x86_64")]

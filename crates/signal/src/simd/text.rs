@@ -77,16 +77,39 @@ impl Carry {
 /// Classifies `bytes`, a window of whole lines, into `out`: one [`TextBlock`] per 64 bytes; a
 /// last, shorter block is read as if padded with spaces (which are in no class).
 pub(crate) fn text_blocks(bytes: &[u8], long_line: usize, out: &mut Vec<TextBlock>) {
-    let (blocks, tail) = bytes.as_chunks::<64>();
-    // Every block is written below: only new ones need a value first.
-    out.resize(bytes.len().div_ceil(64), TextBlock::default());
-    let mut carry = Carry::default();
-    let (whole, last) = out.split_at_mut(blocks.len());
-    classify(blocks, &mut carry, long_line, whole);
-    if !tail.is_empty() {
-        let mut padded = [b' '; 64];
-        padded[..tail.len()].copy_from_slice(tail);
-        classify(&[padded], &mut carry, long_line, last);
+    TextPass::default().push(bytes, long_line, out);
+}
+
+/// The pass over one window, which may take the window's bytes in more than one piece (each
+/// but the last a whole number of blocks): the blocks of each piece go on from where the
+/// last piece's ended, as if the window had been classified at once.
+#[derive(Default)]
+pub(crate) struct TextPass {
+    carry: Carry,
+    /// Blocks classified so far.
+    blocks: usize,
+    /// Whether the last piece ended in a padded block: no piece can follow.
+    padded: bool,
+}
+
+impl TextPass {
+    /// Classifies `bytes`, the window's next piece, into `out` after the blocks of the pieces
+    /// before it; `out` ends with the piece's last block.
+    pub(crate) fn push(&mut self, bytes: &[u8], long_line: usize, out: &mut Vec<TextBlock>) {
+        debug_assert!(!self.padded, "a piece after one that was not whole blocks");
+        let (blocks, tail) = bytes.as_chunks::<64>();
+        let at = self.blocks;
+        self.blocks += bytes.len().div_ceil(64);
+        // Every block is written below: only new ones need a value first.
+        out.resize(self.blocks, TextBlock::default());
+        let (whole, last) = out[at..].split_at_mut(blocks.len());
+        classify(blocks, &mut self.carry, long_line, whole);
+        if !tail.is_empty() {
+            let mut padded = [b' '; 64];
+            padded[..tail.len()].copy_from_slice(tail);
+            classify(&[padded], &mut self.carry, long_line, last);
+            self.padded = true;
+        }
     }
 }
 
@@ -380,6 +403,29 @@ mod tests {
             ]), 0..400),
         ) {
             prop_assert_eq!(blocks(&bytes), scalar(&bytes));
+        }
+
+        /// A window classified in pieces has the blocks it has classified at once: every
+        /// piece goes on from the fence run, the line's length and the line count before it.
+        #[test]
+        fn a_window_in_pieces_has_the_blocks_of_the_whole(
+            bytes in prop::collection::vec(prop::sample::select(vec![
+                b'a', b'\n', b'`', b'~', b'<', 0x1b,
+            ]), 0..700),
+            cuts in prop::collection::vec(0usize..12, 0..4),
+        ) {
+            let mut pass = TextPass::default();
+            // Stale blocks from an earlier window, longer than this one: they must not show.
+            let mut got = vec![TextBlock { candidates: !0, ..TextBlock::default() }; 20];
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c * 64).filter(|&c| c < bytes.len()).collect();
+            cuts.sort_unstable();
+            cuts.dedup();
+            let mut from = 0;
+            for cut in cuts.into_iter().chain([bytes.len()]) {
+                pass.push(&bytes[from..cut], LONG, &mut got);
+                from = cut;
+            }
+            prop_assert_eq!(got, scalar(&bytes));
         }
     }
 }
