@@ -3,10 +3,10 @@
 //!
 //! Most lines need nothing but to be shown, and the scanner never looks at those one by one.
 //! A chunk is worked through in windows of whole lines. One SIMD pass over a window
-//! ([`simd::text_blocks`]) marks, in bit masks, every byte a terminal could act on, every `<`,
+//! ([`simd::TextPass`]) marks, in bit masks, every byte a terminal could act on, every `<`,
 //! every run of three fence characters and the newline of every line longer than
-//! [`DISPLAY_CAP`], and counts the newlines; the window is validated as UTF-8 once. Only the
-//! lines those candidates confirm stop the scanner: one holding `<ralph>`, ```` ``` ```` or
+//! [`DISPLAY_CAP`], counts the newlines, and checks that the window is valid UTF-8 (with
+//! AVX2; without it, `simdutf8` checks the window after the pass). Only the lines those candidates confirm stop the scanner: one holding `<ralph>`, ```` ``` ```` or
 //! `~~~` (every fence line does), something to sanitize (a CRLF ending included), or too many
 //! bytes. A stop line shown as it is (a fence line, a line whose tags sit in code) only has
 //! its fence state and signals taken; the lines up to the next line shown otherwise are
@@ -57,7 +57,7 @@ pub(crate) struct TextScanner {
 }
 
 /// Where the lines that need a closer look are, in one window: one SIMD pass
-/// ([`simd::text_blocks`]) classifies every byte and marks the candidates; a candidate is
+/// ([`simd::TextPass`]) classifies every byte and marks the candidates; a candidate is
 /// confirmed byte by byte when the scanner gets to it.
 struct Stops<'a> {
     bytes: &'a [u8],
@@ -121,7 +121,7 @@ impl<'a> Stops<'a> {
         facts
     }
 
-    /// The special bytes ([`simd::TextMasks::special`]) in `from..to`, in order.
+    /// The special bytes (`TextMasks::special` in `simd`) in `from..to`, in order.
     fn special(&self, from: usize, to: usize) -> SpecialBytes<'a> {
         if from >= to {
             return SpecialBytes {
@@ -257,7 +257,7 @@ fn csi_len(bytes: &[u8]) -> Option<usize> {
 }
 
 /// Whether the `0xC2` at `at` starts a C1 control (`C2 80`–`C2 9F`), as
-/// [`next_unclean`](crate::sanitize) judges it.
+/// [`next_unclean`](crate::sanitize::next_unclean) judges it.
 fn is_c1_lead(bytes: &[u8], at: usize) -> bool {
     bytes.get(at + 1).is_none_or(|n| (0x80..=0x9F).contains(n))
 }
@@ -304,7 +304,7 @@ impl TextScanner {
                     None => break,
                 },
             };
-            self.classified_lines(&rest[pos..window_end], &blocks, out);
+            self.classified_lines(&rest[pos..window_end], &blocks, &pass, out);
             pos = window_end;
         }
         self.blocks = blocks;
@@ -318,14 +318,21 @@ impl TextScanner {
     /// of its line: `counted` is where the count stands, `self.line_number` the lines before it.
     fn lines(&mut self, window: &[u8], out: &mut Vec<AgentEvent>) {
         let mut blocks = std::mem::take(&mut self.blocks);
-        simd::text_blocks(window, DISPLAY_CAP, &mut blocks);
-        self.classified_lines(window, &blocks, out);
+        let mut pass = simd::TextPass::default();
+        pass.push(window, DISPLAY_CAP, &mut blocks);
+        self.classified_lines(window, &blocks, &pass, out);
         self.blocks = blocks;
     }
 
     /// [`lines`](Self::lines) once the pass has classified `window` into `blocks`, which may
-    /// go on past its end.
-    fn classified_lines(&mut self, window: &[u8], blocks: &[TextBlock], out: &mut Vec<AgentEvent>) {
+    /// go on past its end; `pass` vouches for the window's UTF-8 when it can.
+    fn classified_lines(
+        &mut self,
+        window: &[u8],
+        blocks: &[TextBlock],
+        pass: &simd::TextPass,
+        out: &mut Vec<AgentEvent>,
+    ) {
         let end = window.len();
         let stops = Stops {
             bytes: window,
@@ -335,7 +342,9 @@ impl TextScanner {
         let mut pos = 0;
         while pos < end {
             let base = pos;
-            let valid = valid_prefix(&window[pos..]);
+            let valid = pass
+                .text(&window[pos..])
+                .unwrap_or_else(|| valid_prefix(&window[pos..]));
             let valid_end = if valid.len() == end - pos {
                 end
             } else {
@@ -704,7 +713,7 @@ struct Line<'a> {
 /// and whether it holds a `<` outside them; `None` for anything else (other escapes, other
 /// controls), which the full parser handles, with `out` holding part of `text` to be cut off.
 /// `special` gives, in order, where the special bytes of `text` are
-/// ([`simd::TextMasks::special`]): the window's pass has found them already.
+/// (`TextMasks::special` in `simd`): the window's pass has found them already.
 ///
 /// A terminal (and `vte`) consumes such a CSI sequence whole, printing nothing; the text
 /// around it prints as it is. Colour is the control sequence agents print most, so this keeps

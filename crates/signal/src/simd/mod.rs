@@ -12,8 +12,9 @@
 //! Each has three implementations that give the same results: AVX2, chosen at run time where
 //! the CPU has it; SSE2, which every x86-64 CPU has; and a plain loop, which the other two are
 //! tested against (and which serves every other platform). The `unsafe` code is the unaligned
-//! loads (each reads 32 or 16 bytes inside a `&[u8; 64]`, or a 16-byte table) and the calls
-//! into the `target_feature` functions after the CPU was checked.
+//! loads (each reads 32 or 16 bytes inside a `&[u8; 64]`, or a 16-byte table), the calls
+//! into the `target_feature` functions after the CPU was checked, and the text the plain-text
+//! pass hands out as UTF-8 it has checked already ([`TextPass::text`]).
 #![allow(unsafe_code)]
 
 mod string;
@@ -22,7 +23,7 @@ mod text;
 pub(crate) use string::json_string;
 #[cfg(test)]
 pub(crate) use text::is_special;
-pub(crate) use text::{TextBlock, TextPass, text_blocks};
+pub(crate) use text::{TextBlock, TextPass};
 
 /// What the x86-64 implementations share.
 #[cfg(target_arch = "x86_64")]

@@ -1,6 +1,8 @@
 //! The plain-text scanner's classes: newlines, bytes to sanitize or `<`, fence bytes, and
 //! from them the candidates for a closer look (see `crate::text`).
 
+use std::ops::Range;
+
 /// What the plain-text scanner wants to know of each byte of a block; bit `i` of each mask is
 /// byte `i` of the block.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -27,7 +29,7 @@ pub(crate) struct TextBlock {
     pub(crate) masks: TextMasks,
     /// The bytes that may make their line need a closer look: `special` bytes, the
     /// last of three fence bytes in a row, and the newline that ends a line longer than the
-    /// `long_line` given to [`text_blocks`].
+    /// `long_line` given to [`TextPass::push`].
     pub(crate) candidates: u64,
     /// Newlines in the window before this block.
     pub(crate) lines_before: u32,
@@ -76,6 +78,7 @@ impl Carry {
 
 /// Classifies `bytes`, a window of whole lines, into `out`: one [`TextBlock`] per 64 bytes; a
 /// last, shorter block is read as if padded with spaces (which are in no class).
+#[cfg(test)]
 pub(crate) fn text_blocks(bytes: &[u8], long_line: usize, out: &mut Vec<TextBlock>) {
     TextPass::default().push(bytes, long_line, out);
 }
@@ -86,10 +89,14 @@ pub(crate) fn text_blocks(bytes: &[u8], long_line: usize, out: &mut Vec<TextBloc
 #[derive(Default)]
 pub(crate) struct TextPass {
     carry: Carry,
+    utf8: Utf8Check,
     /// Blocks classified so far.
     blocks: usize,
     /// Whether the last piece ended in a padded block: no piece can follow.
     padded: bool,
+    /// Where the bytes classified are in memory, as addresses: [`text`](Self::text) vouches
+    /// for these bytes alone.
+    span: Range<usize>,
 }
 
 impl TextPass {
@@ -97,36 +104,110 @@ impl TextPass {
     /// before it; `out` ends with the piece's last block.
     pub(crate) fn push(&mut self, bytes: &[u8], long_line: usize, out: &mut Vec<TextBlock>) {
         debug_assert!(!self.padded, "a piece after one that was not whole blocks");
+        let span = bytes.as_ptr_range();
+        let span = span.start as usize..span.end as usize;
+        if self.blocks == 0 {
+            self.span = span;
+        } else {
+            // A piece that does not follow the last in memory: its bytes were classified
+            // alright, but the check cannot vouch for text that spans the gap.
+            if span.start != self.span.end {
+                self.utf8.error = [0xFF; 32];
+            }
+            self.span.end = span.end;
+        }
         let (blocks, tail) = bytes.as_chunks::<64>();
         let at = self.blocks;
         self.blocks += bytes.len().div_ceil(64);
         // Every block is written below: only new ones need a value first.
         out.resize(self.blocks, TextBlock::default());
         let (whole, last) = out[at..].split_at_mut(blocks.len());
-        classify(blocks, &mut self.carry, long_line, whole);
+        classify(blocks, &mut self.carry, &mut self.utf8, long_line, whole);
         if !tail.is_empty() {
             let mut padded = [b' '; 64];
             padded[..tail.len()].copy_from_slice(tail);
-            classify(&[padded], &mut self.carry, long_line, last);
+            classify(&[padded], &mut self.carry, &mut self.utf8, long_line, last);
             self.padded = true;
         }
     }
+
+    /// `bytes`, part of what the pass classified, as text, when the pass found all it
+    /// classified to be valid UTF-8; `None` when it did not (or did not check, without
+    /// AVX2), and the caller must.
+    pub(crate) fn text<'a>(&self, bytes: &'a [u8]) -> Option<&'a str> {
+        let span = bytes.as_ptr_range();
+        let inside = self.span.start <= span.start as usize && span.end as usize <= self.span.end;
+        if !inside || self.valid_utf8() != Some(true) {
+            return None;
+        }
+        // Within valid UTF-8, a slice that starts with no continuation byte and ends in an
+        // ASCII byte starts and ends at a character's edge (ralph's windows end in `\n`).
+        let starts = bytes.first().is_none_or(|&b| !(0x80..0xC0).contains(&b));
+        if !starts || !bytes.last().is_none_or(u8::is_ascii) {
+            return None;
+        }
+        debug_assert!(std::str::from_utf8(bytes).is_ok());
+        // SAFETY: the bytes from the pass's first to its last are valid UTF-8 (checked with
+        // the algorithm the tests below hold to `std`'s answers), and `bytes`, within them,
+        // starts and ends at a character's edge.
+        Some(unsafe { std::str::from_utf8_unchecked(bytes) })
+    }
+
+    /// Whether every byte the pass classified is valid UTF-8, a sequence cut off at the end
+    /// counting as invalid; `None` where the pass does not check (without AVX2), and the
+    /// caller must.
+    fn valid_utf8(&self) -> Option<bool> {
+        self.utf8.checked.then(|| {
+            self.utf8
+                .error
+                .iter()
+                .chain(&self.utf8.incomplete)
+                .all(|&b| b == 0)
+        })
+    }
 }
 
-/// [`text_blocks`] for whole blocks, with the best implementation this CPU has.
-fn classify(blocks: &[[u8; 64]], carry: &mut Carry, long_line: usize, out: &mut [TextBlock]) {
+/// What the UTF-8 check in the AVX2 pass carries from one block to the next: the lookup
+/// algorithm of Keiser and Lemire ("Validating UTF-8 In Less Than One Instruction Per Byte",
+/// 2021), as `simdutf8` (MIT or Apache-2.0) and simdjson run it. Every byte is checked with
+/// the three before it, by three 16-entry tables indexed by nibbles; a block of ASCII only
+/// checks that no sequence was left unfinished before it. Run in the pass, it reads each
+/// block while the classes are worked out, not in a second pass over the window.
+#[derive(Clone, Copy, Default)]
+struct Utf8Check {
+    /// Whether the pass ran the check.
+    checked: bool,
+    /// The last 32 bytes of the last block that was not ASCII.
+    prev: [u8; 32],
+    /// Nonzero where `prev` ends in a sequence not finished yet.
+    incomplete: [u8; 32],
+    /// Nonzero once an error was seen.
+    error: [u8; 32],
+}
+
+/// [`TextPass::push`] for whole blocks, with the best implementation this CPU has.
+fn classify(
+    blocks: &[[u8; 64]],
+    carry: &mut Carry,
+    utf8: &mut Utf8Check,
+    long_line: usize,
+    out: &mut [TextBlock],
+) {
     #[cfg(target_arch = "x86_64")]
     {
         if super::cpu::has_avx2() {
             // SAFETY: the CPU has every feature the function enables, just checked.
-            unsafe { x86::classify_avx2(blocks, carry, long_line, out) }
+            unsafe { x86::classify_avx2(blocks, carry, utf8, long_line, out) }
         } else {
             // SAFETY: every x86-64 CPU has SSE2.
             unsafe { x86::classify_sse2(blocks, carry, long_line, out) }
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
-    classify_scalar(blocks, carry, long_line, out);
+    {
+        let _ = utf8;
+        classify_scalar(blocks, carry, long_line, out);
+    }
 }
 
 /// The reference: one byte at a time.
@@ -183,12 +264,69 @@ const SPECIAL_BY_HIGH: [u8; 16] = {
     t
 };
 
+/// The UTF-8 check's error bits ([`Utf8Check`]); a byte is in error when the three tables
+/// looked up for it share a bit.
+mod utf8_bits {
+    pub(super) const TOO_SHORT: u8 = 1 << 0;
+    pub(super) const TOO_LONG: u8 = 1 << 1;
+    pub(super) const OVERLONG_3: u8 = 1 << 2;
+    pub(super) const TOO_LARGE: u8 = 1 << 3;
+    pub(super) const SURROGATE: u8 = 1 << 4;
+    pub(super) const OVERLONG_2: u8 = 1 << 5;
+    pub(super) const TOO_LARGE_1000: u8 = 1 << 6;
+    pub(super) const OVERLONG_4: u8 = 1 << 6;
+    pub(super) const TWO_CONTS: u8 = 1 << 7;
+    pub(super) const CARRY: u8 = TOO_SHORT | TOO_LONG | TWO_CONTS;
+}
+
+/// What the byte before says, by its high nibble.
+const UTF8_PREV_HIGH: [u8; 16] = {
+    use utf8_bits::*;
+    let mut t = [TOO_LONG; 16];
+    t[0x8] = TWO_CONTS;
+    t[0x9] = TWO_CONTS;
+    t[0xA] = TWO_CONTS;
+    t[0xB] = TWO_CONTS;
+    t[0xC] = TOO_SHORT | OVERLONG_2;
+    t[0xD] = TOO_SHORT;
+    t[0xE] = TOO_SHORT | OVERLONG_3 | SURROGATE;
+    t[0xF] = TOO_SHORT | TOO_LARGE | TOO_LARGE_1000 | OVERLONG_4;
+    t
+};
+
+/// What the byte before says, by its low nibble.
+const UTF8_PREV_LOW: [u8; 16] = {
+    use utf8_bits::*;
+    let mut t = [CARRY | TOO_LARGE | TOO_LARGE_1000; 16];
+    t[0x0] = CARRY | OVERLONG_3 | OVERLONG_2 | OVERLONG_4;
+    t[0x1] = CARRY | OVERLONG_2;
+    t[0x2] = CARRY;
+    t[0x3] = CARRY;
+    t[0x4] = CARRY | TOO_LARGE;
+    t[0xD] = CARRY | TOO_LARGE | TOO_LARGE_1000 | SURROGATE;
+    t
+};
+
+/// What the byte itself says, by its high nibble.
+const UTF8_HIGH: [u8; 16] = {
+    use utf8_bits::*;
+    let mut t = [TOO_SHORT; 16];
+    t[0x8] = TOO_LONG | OVERLONG_2 | TWO_CONTS | OVERLONG_3 | TOO_LARGE_1000 | OVERLONG_4;
+    t[0x9] = TOO_LONG | OVERLONG_2 | TWO_CONTS | OVERLONG_3 | TOO_LARGE;
+    t[0xA] = TOO_LONG | OVERLONG_2 | TWO_CONTS | SURROGATE | TOO_LARGE;
+    t[0xB] = TOO_LONG | OVERLONG_2 | TWO_CONTS | SURROGATE | TOO_LARGE;
+    t
+};
+
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use std::arch::x86_64::*;
 
     use super::super::cpu::join;
-    use super::{Carry, SPECIAL_BY_HIGH, SPECIAL_BY_LOW, TextBlock, TextMasks};
+    use super::{
+        Carry, SPECIAL_BY_HIGH, SPECIAL_BY_LOW, TextBlock, TextMasks, UTF8_HIGH, UTF8_PREV_HIGH,
+        UTF8_PREV_LOW, Utf8Check,
+    };
 
     /// A table of 16 bytes as a vector.
     #[inline(always)]
@@ -197,13 +335,70 @@ mod x86 {
         unsafe { _mm_loadu_si128(table.as_ptr().cast::<__m128i>()) }
     }
 
+    /// The UTF-8 errors of `input` (32 bytes), which follows `prev`: nonzero bytes where the
+    /// bytes before it make it wrong. A sequence `input` leaves unfinished is not one.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn utf8_errors(input: __m256i, prev: __m256i) -> __m256i {
+        let low_nibble = _mm256_set1_epi8(0x0F);
+        let table = |t: &[u8; 16]| _mm256_broadcastsi128_si256(table_vector(t));
+        let high = |v: __m256i| _mm256_and_si256(_mm256_srli_epi16(v, 4), low_nibble);
+        // The bytes 1, 2 and 3 places back, across the two lanes.
+        let back = _mm256_permute2x128_si256(prev, input, 0x21);
+        let prev1 = _mm256_alignr_epi8(input, back, 16 - 1);
+        let prev2 = _mm256_alignr_epi8(input, back, 16 - 2);
+        let prev3 = _mm256_alignr_epi8(input, back, 16 - 3);
+        let special = _mm256_and_si256(
+            _mm256_and_si256(
+                _mm256_shuffle_epi8(table(&UTF8_PREV_HIGH), high(prev1)),
+                _mm256_shuffle_epi8(table(&UTF8_PREV_LOW), _mm256_and_si256(prev1, low_nibble)),
+            ),
+            _mm256_shuffle_epi8(table(&UTF8_HIGH), high(input)),
+        );
+        // The third and fourth bytes of a sequence, which must be continuations: the tables
+        // only look one byte back.
+        let third = _mm256_subs_epu8(prev2, _mm256_set1_epi8((0b1110_0000u8 - 1) as i8));
+        let fourth = _mm256_subs_epu8(prev3, _mm256_set1_epi8((0b1111_0000u8 - 1) as i8));
+        let must_continue =
+            _mm256_cmpgt_epi8(_mm256_or_si256(third, fourth), _mm256_setzero_si256());
+        _mm256_xor_si256(
+            _mm256_and_si256(must_continue, _mm256_set1_epi8(0x80u8 as i8)),
+            special,
+        )
+    }
+
+    /// Nonzero where `input` (32 bytes) ends in a sequence that needs more bytes.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn utf8_incomplete(input: __m256i) -> __m256i {
+        const LAST: [u8; 32] = {
+            let mut t = [0xFF; 32];
+            t[29] = 0b1111_0000 - 1;
+            t[30] = 0b1110_0000 - 1;
+            t[31] = 0b1100_0000 - 1;
+            t
+        };
+        // SAFETY: the load reads the 32 bytes of `LAST`; `loadu` needs no alignment.
+        let last = unsafe { _mm256_loadu_si256(LAST.as_ptr().cast::<__m256i>()) };
+        _mm256_subs_epu8(input, last)
+    }
+
     #[target_feature(enable = "avx2,popcnt,bmi1,lzcnt")]
     pub(super) fn classify_avx2(
         blocks: &[[u8; 64]],
         carry: &mut Carry,
+        utf8: &mut Utf8Check,
         long_line: usize,
         out: &mut [TextBlock],
     ) {
+        // SAFETY: each load or store reads or writes the 32 bytes of an array of 32.
+        let (mut prev, mut incomplete, mut error) = unsafe {
+            (
+                _mm256_loadu_si256(utf8.prev.as_ptr().cast::<__m256i>()),
+                _mm256_loadu_si256(utf8.incomplete.as_ptr().cast::<__m256i>()),
+                _mm256_loadu_si256(utf8.error.as_ptr().cast::<__m256i>()),
+            )
+        };
         let newline = _mm256_set1_epi8(b'\n' as i8);
         let backtick = _mm256_set1_epi8(b'`' as i8);
         let tilde = _mm256_set1_epi8(b'~' as i8);
@@ -238,7 +433,22 @@ mod x86 {
                 special: join(s0, s1),
                 fence: join(f0, f1),
             };
+            if _mm256_movemask_epi8(_mm256_or_si256(lo, hi)) == 0 {
+                error = _mm256_or_si256(error, incomplete);
+            } else {
+                error = _mm256_or_si256(error, utf8_errors(lo, prev));
+                error = _mm256_or_si256(error, utf8_errors(hi, lo));
+                incomplete = utf8_incomplete(hi);
+                prev = hi;
+            }
         }
+        // SAFETY: as for the loads above.
+        unsafe {
+            _mm256_storeu_si256(utf8.prev.as_mut_ptr().cast::<__m256i>(), prev);
+            _mm256_storeu_si256(utf8.incomplete.as_mut_ptr().cast::<__m256i>(), incomplete);
+            _mm256_storeu_si256(utf8.error.as_mut_ptr().cast::<__m256i>(), error);
+        }
+        utf8.checked = true;
         // A second loop: in the first, LLVM rebuilds the compare results byte by byte to
         // feed the integer work (10x the instructions).
         for out in out.iter_mut() {
@@ -389,12 +599,158 @@ mod tests {
         if has_avx2() {
             let mut avx2 = vec![TextBlock::default(); whole.len()];
             // SAFETY: the CPU has every feature the function enables, just checked.
-            unsafe { x86::classify_avx2(whole, &mut Carry::default(), LONG, &mut avx2) };
+            unsafe {
+                x86::classify_avx2(
+                    whole,
+                    &mut Carry::default(),
+                    &mut Utf8Check::default(),
+                    LONG,
+                    &mut avx2,
+                )
+            };
             assert_eq!(avx2, want);
         }
     }
 
+    /// What the pass says of `bytes`' UTF-8, classified in pieces cut at `cuts` (block
+    /// multiples), against `std`'s answer.
+    fn utf8_agrees(bytes: &[u8], cuts: &[usize]) -> Result<(), String> {
+        let mut pass = TextPass::default();
+        let mut out = Vec::new();
+        let mut from = 0;
+        for &cut in cuts.iter().filter(|&&c| c % 64 == 0 && c < bytes.len()) {
+            if cut > from {
+                pass.push(&bytes[from..cut], LONG, &mut out);
+                from = cut;
+            }
+        }
+        pass.push(&bytes[from..], LONG, &mut out);
+        let want = std::str::from_utf8(bytes).is_ok();
+        match pass.valid_utf8() {
+            Some(got) if got != want => Err(format!("said {got} of {bytes:02x?}")),
+            None if has_avx2() => Err("no answer with AVX2".into()),
+            _ => Ok(()),
+        }
+    }
+
+    /// Every sequence of one to four bytes from the bytes that decide UTF-8 (each boundary
+    /// of each class), at every place around a block's halves and its end.
+    #[test]
+    fn the_pass_checks_utf8_as_std_does() {
+        let edges: Vec<u8> = vec![
+            0x00, 0x0A, 0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF,
+            0xE0, 0xE1, 0xEC, 0xED, 0xEE, 0xEF, 0xF0, 0xF1, 0xF3, 0xF4, 0xF5, 0xFF,
+        ];
+        let mut seqs: Vec<Vec<u8>> = edges.iter().map(|&a| vec![a]).collect();
+        for a in &edges {
+            for b in &edges {
+                seqs.push(vec![*a, *b]);
+            }
+        }
+        for lead in [0xE0u8, 0xE1, 0xED, 0xEF, 0xF0, 0xF1, 0xF4, 0xF5] {
+            for b in &edges {
+                for c in [0x41u8, 0x80, 0x9F, 0xA0, 0xBF, 0xC0] {
+                    seqs.push(vec![lead, *b, c]);
+                    for d in [0x41u8, 0x80, 0xBF, 0xC0] {
+                        seqs.push(vec![lead, *b, c, d]);
+                    }
+                }
+            }
+        }
+        for seq in &seqs {
+            for at in [0, 1, 29, 30, 31, 32, 33, 60, 61, 62, 63, 64, 65, 125] {
+                // After the sequence: nothing, ASCII, a character, and a block of ASCII
+                // before one (an ASCII block must not forget a sequence left unfinished).
+                let ascii_block = [&[b'a'; 70][..], "é".as_bytes()].concat();
+                for tail in [&b""[..], b"a\n", "é".as_bytes(), &ascii_block] {
+                    let mut bytes = vec![b'a'; at];
+                    if at >= 40 {
+                        // Not ASCII before: the block is checked byte by byte.
+                        bytes[3..5].copy_from_slice("é".as_bytes());
+                    }
+                    bytes.extend_from_slice(seq);
+                    bytes.extend_from_slice(tail);
+                    utf8_agrees(&bytes, &[64]).unwrap();
+                    utf8_agrees(&bytes, &[]).unwrap();
+                }
+            }
+        }
+    }
+
+    /// A sequence cut by a block of ASCII, its last bytes at the start of the block after:
+    /// the check must not join the two halves over the ASCII between.
+    #[test]
+    fn an_ascii_block_between_a_sequences_halves_is_an_error() {
+        let halves: [(&[u8], &[u8]); 6] = [
+            (b"\xe2", b"\x82\xac"),
+            (b"\xe2\x82", b"\xac"),
+            (b"\xc3", b"\xa9"),
+            (b"\xf0", b"\x9f\x98\x80"),
+            (b"\xf0\x9f", b"\x98\x80"),
+            (b"\xf0\x9f\x98", b"\x80"),
+        ];
+        for (start, end) in halves {
+            let mut bytes = "é".as_bytes().to_vec();
+            bytes.resize(64 - start.len(), b'a');
+            bytes.extend_from_slice(start);
+            bytes.extend_from_slice(&[b'a'; 64]);
+            bytes.extend_from_slice(end);
+            bytes.extend_from_slice(b"a\n");
+            assert_eq!(bytes.len(), 128 + end.len() + 2);
+            utf8_agrees(&bytes, &[]).unwrap();
+            utf8_agrees(&bytes, &[64, 128]).unwrap();
+        }
+    }
+
+    /// The pass vouches for text only inside what it checked, at a character's edges.
+    #[test]
+    fn the_pass_hands_out_only_text_it_checked() {
+        if !has_avx2() {
+            return;
+        }
+        let bytes = "é → ✓ plain\n".repeat(10).into_bytes();
+        let mut pass = TextPass::default();
+        pass.push(&bytes, LONG, &mut Vec::new());
+        assert_eq!(pass.text(&bytes).map(str::len), Some(bytes.len()));
+        assert!(pass.text(&bytes[..4]).is_none(), "ends inside `→`");
+        assert!(pass.text(&bytes[1..]).is_none(), "starts inside `é`");
+        assert_eq!(pass.text(&bytes[3..]).map(str::len), Some(bytes.len() - 3));
+        let other = bytes.clone();
+        assert!(pass.text(&other).is_none(), "bytes it did not check");
+
+        // Pieces that do not follow each other in memory.
+        let (a, b) = (vec![b'a'; 64], b"b\n".to_vec());
+        let mut pass = TextPass::default();
+        pass.push(&a, LONG, &mut Vec::new());
+        pass.push(&b, LONG, &mut Vec::new());
+        assert!(pass.text(&a).is_none());
+
+        // Invalid bytes anywhere in the pass: no text at all.
+        let mut bad = bytes.clone();
+        bad[100] = 0xFF;
+        let mut pass = TextPass::default();
+        pass.push(&bad, LONG, &mut Vec::new());
+        assert!(pass.text(&bad[..10]).is_none());
+    }
+
     proptest! {
+        #[test]
+        fn the_pass_checks_utf8_as_std_does_in_any_text(
+            chars in prop::collection::vec(any::<char>(), 0..120),
+            flips in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 0..3),
+            cuts in prop::collection::vec(0usize..8, 0..3),
+        ) {
+            let mut bytes = String::from_iter(chars).into_bytes();
+            if !bytes.is_empty() {
+                for (at, b) in flips {
+                    let i = at.index(bytes.len());
+                    bytes[i] = b;
+                }
+            }
+            let cuts: Vec<usize> = cuts.into_iter().map(|c| c * 64).collect();
+            prop_assert_eq!(utf8_agrees(&bytes, &cuts), Ok(()));
+        }
+
         #[test]
         fn blocks_agree_with_the_scalar_loop(
             bytes in prop::collection::vec(prop::sample::select(vec![
