@@ -52,6 +52,9 @@ pub(crate) struct TextScanner {
     shown: String,
     /// Scratch for a window's classes, kept between windows.
     blocks: Vec<TextBlock>,
+    /// Whether the last window had many blocks that are not ASCII: see
+    /// [`simd::TextPass::new`].
+    dense_utf8: bool,
     /// Scratch for a line with its colour codes stripped.
     stripped: String,
 }
@@ -291,7 +294,7 @@ impl TextScanner {
         let mut pos = 0;
         while pos < rest.len() {
             let cap = (pos + WINDOW).min(rest.len());
-            let mut pass = simd::TextPass::default();
+            let mut pass = simd::TextPass::new(self.dense_utf8);
             pass.push(&rest[pos..cap], DISPLAY_CAP, &mut blocks);
             let window_end = match memchr(b'\n', &rest[cap..]) {
                 Some(nl) => {
@@ -304,6 +307,7 @@ impl TextScanner {
                     None => break,
                 },
             };
+            self.dense_utf8 = pass.dense_utf8();
             self.classified_lines(&rest[pos..window_end], &blocks, &pass, out);
             pos = window_end;
         }
@@ -318,7 +322,7 @@ impl TextScanner {
     /// of its line: `counted` is where the count stands, `self.line_number` the lines before it.
     fn lines(&mut self, window: &[u8], out: &mut Vec<AgentEvent>) {
         let mut blocks = std::mem::take(&mut self.blocks);
-        let mut pass = simd::TextPass::default();
+        let mut pass = simd::TextPass::new(self.dense_utf8);
         pass.push(window, DISPLAY_CAP, &mut blocks);
         self.classified_lines(window, &blocks, &pass, out);
         self.blocks = blocks;
