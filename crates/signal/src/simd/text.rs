@@ -56,18 +56,20 @@ impl Carry {
         let lines_before = self.lines;
         self.lines += masks.newline.count_ones();
         let mut long = 0;
-        if masks.newline == 0 {
-            self.run += 64;
-        } else {
-            // A line that has run for fewer bytes is not too long, wherever its end is.
-            if self.run + 63 > long_line {
-                let first = masks.newline.trailing_zeros() as usize;
-                if self.run + first > long_line {
-                    long = 1 << first;
-                }
+        // A line that has run for fewer bytes is not too long, wherever its end is: rare.
+        if self.run + 63 > long_line && masks.newline != 0 {
+            let first = masks.newline.trailing_zeros() as usize;
+            if self.run + first > long_line {
+                long = 1 << first;
             }
-            self.run = masks.newline.leading_zeros() as usize;
         }
+        // Without a branch: whether a block holds a newline flips from block to block in
+        // text of short lines, and a mispredicted branch costs more than both arms.
+        self.run = std::hint::select_unpredictable(
+            masks.newline == 0,
+            self.run + 64,
+            masks.newline.leading_zeros() as usize,
+        );
         TextBlock {
             masks,
             candidates: masks.special | triple | long,
