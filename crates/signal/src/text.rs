@@ -6,9 +6,9 @@
 //! ([`simd::TextPass`]) marks, in bit masks, every byte a terminal could act on, every `<`,
 //! every run of three fence characters and the newline of every line longer than
 //! [`DISPLAY_CAP`], counts the newlines, and checks that the window is valid UTF-8 (with
-//! AVX2; without it, `simdutf8` checks the window after the pass). Only the lines those candidates confirm stop the scanner: one holding `<ralph>`, ```` ``` ```` or
-//! `~~~` (every fence line does), something to sanitize (a CRLF ending included), or too many
-//! bytes. A stop line shown as it is (a fence line, a line whose tags sit in code) only has
+//! AVX2; without it, `simdutf8` checks the window after the pass). Only the lines those
+//! candidates confirm stop the scanner: one holding `<ralph>`, ```` ``` ```` or `~~~` (every
+//! fence line does), something to sanitize (a CRLF ending included), or too many bytes. A stop line shown as it is (a fence line, a line whose tags sit in code) only has
 //! its fence state and signals taken; the lines up to the next line shown otherwise are
 //! copied, as one piece, into the chunk's display text. One [`AgentEvent::Text`] carries every
 //! line one `feed` shows, joined by `\n`, until a signal needs an event of its own right after
@@ -301,7 +301,9 @@ impl TextScanner {
                     pass.push(&rest[cap..cap + nl + 1], DISPLAY_CAP, &mut blocks);
                     cap + nl + 1
                 }
-                // What follows the last newline waits for the next chunk.
+                // What follows the last newline waits for the next chunk. (The pass classified
+                // it with the window: if it fails the UTF-8 check, a character cut in two by
+                // the chunk's end, `simdutf8` checks the window again.)
                 None => match last_newline(&blocks) {
                     Some(i) => pos + i + 1,
                     None => break,
