@@ -835,6 +835,66 @@ mod tests {
         }
     }
 
+    /// The lines a scanner shows when fed `pieces`, one `Text` line each.
+    fn shown_lines(pieces: &[&[u8]]) -> Vec<String> {
+        let mut scanner = TextScanner::default();
+        let mut out = Vec::new();
+        for piece in pieces {
+            scanner.feed(piece, &mut out);
+        }
+        scanner.finish(&mut out);
+        out.iter()
+            .filter_map(|e| match e {
+                AgentEvent::Text(t) => Some(t.split('\n').map(str::to_owned).collect::<Vec<_>>()),
+                _ => None,
+            })
+            .flatten()
+            .collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// Windows end near every 16 KiB, or after the line that crosses it, and a chunk's
+        /// last window before its unfinished line: however the text is cut into chunks
+        /// (inside a character too), the lines shown are the same, and the same as the text
+        /// shown in one piece.
+        #[test]
+        fn any_cut_into_chunks_shows_the_same_lines(
+            lines in prop::collection::vec(
+                prop_oneof![
+                    4 => (0usize..120).prop_map(|n| "é → ✓ ".repeat(n)),
+                    1 => (2000usize..3000).prop_map(|n| "caché→".repeat(n)),
+                    1 => Just("```".to_owned()),
+                    1 => Just("\x1b[32mok\x1b[0m é".to_owned()),
+                ],
+                1..60,
+            ),
+            cuts in prop::collection::vec(any::<prop::sample::Index>(), 1..6),
+        ) {
+            let text = lines.join("\n").into_bytes();
+            let mut at: Vec<usize> = cuts.iter().map(|c| c.index(text.len() + 1)).collect();
+            at.sort_unstable();
+            let mut pieces = Vec::new();
+            let mut from = 0;
+            for cut in at.into_iter().chain([text.len()]) {
+                pieces.push(&text[from..cut]);
+                from = cut;
+            }
+            // A newline ends a line; it does not start one.
+            let body = text.strip_suffix(b"\n").unwrap_or(&text);
+            let want: Vec<String> = if text.is_empty() {
+                Vec::new()
+            } else {
+                body.split(|&b| b == b'\n')
+                    .map(|l| cut(Cow::Owned(sanitize_bytes(l)), DISPLAY_CAP, 0))
+                    .collect()
+            };
+            prop_assert_eq!(shown_lines(&[&text[..]]), want);
+            prop_assert_eq!(shown_lines(&pieces), shown_lines(&[&text[..]]));
+        }
+    }
+
     proptest! {
         // Texts of up to 40 lines, some of them kilobytes long: fewer cases.
         #![proptest_config(ProptestConfig::with_cases(256))]
