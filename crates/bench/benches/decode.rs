@@ -1,5 +1,7 @@
 //! Decoder throughput per stream format, next to the limit (a `memmem` scan for `<ralph>`)
-//! and, for JSON, the naive approach (`serde_json::Value` per line), on the same bytes.
+//! and, for JSON, the naive approach (`serde_json::Value` per line), on the same bytes; for
+//! plain text, also the least any decoder that shows the text must do (a UTF-8 check and a
+//! copy).
 //!
 //! `cargo bench -p ralph-bench --bench decode`; `BENCH_QUICK=1` for 32 MiB corpora instead
 //! of 256 MiB. `ralph-bench` reads the estimates criterion writes into `target/criterion/`.
@@ -34,7 +36,11 @@ fn decoders(c: &mut Criterion) {
         group.bench_function("decoder", |b| {
             b.iter(|| decode(corpus.format(), black_box(&data)))
         });
-        if corpus.format() != StreamFormat::Text {
+        if corpus.format() == StreamFormat::Text {
+            group.bench_function("validate_copy", |b| {
+                b.iter(|| baseline::validate_and_copy(black_box(&data)))
+            });
+        } else {
             group.bench_function("naive_value", |b| {
                 b.iter(|| baseline::naive(corpus, black_box(&data)))
             });

@@ -2,12 +2,35 @@
 
 use memchr::memmem;
 
+use crate::CHUNK;
 use crate::corpus::Corpus;
 
 /// The limit: one SIMD pass over the bytes looking for `<ralph>`, nothing else (no lines, no
 /// code detection, no display text). Returns how many it saw.
 pub fn memmem(data: &[u8]) -> usize {
     memmem::find_iter(data, b"<ralph>").count()
+}
+
+/// What any decoder that shows plain text must do at least, and nothing else: check that the
+/// bytes are UTF-8 (`simdutf8`, with AVX2 where the CPU has it) and copy them into the text
+/// shown, in [`CHUNK`]-sized chunks of 16 KiB windows, as the plain-text decoder reads them.
+/// No lines, no control sequences, no fences, no tags. Returns how many windows were valid.
+///
+/// It tells how far the limit ([`memmem`]) is from a decoder's reach on this machine: the
+/// decoder does all of this and more.
+pub fn validate_and_copy(data: &[u8]) -> usize {
+    const WINDOW: usize = 16 * 1024;
+    let mut valid = 0;
+    for chunk in data.chunks(CHUNK) {
+        // A new buffer per chunk, as the decoder hands each chunk's text out in an event.
+        let mut shown = Vec::with_capacity(chunk.len());
+        for window in chunk.chunks(WINDOW) {
+            valid += usize::from(simdutf8::basic::from_utf8(window).is_ok());
+            shown.extend_from_slice(window);
+        }
+        std::hint::black_box(shown);
+    }
+    valid
 }
 
 /// The naive way to read a JSON-lines stream: every line into a `serde_json::Value`, then a
@@ -41,4 +64,19 @@ pub fn naive(corpus: Corpus, data: &[u8]) -> usize {
         }
     }
     hits
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn validate_and_copy_counts_the_windows_that_are_utf8() {
+        // 40 KiB of two-byte characters: three windows, none cutting a character.
+        assert_eq!(validate_and_copy("é".repeat(20 * 1024).as_bytes()), 3);
+        let mut bytes = "é".repeat(20 * 1024).into_bytes();
+        bytes[20_000] = 0xFF;
+        assert_eq!(validate_and_copy(&bytes), 2);
+        assert_eq!(validate_and_copy(b""), 0);
+    }
 }
