@@ -8,11 +8,11 @@
 //! [`DISPLAY_CAP`], counts the newlines, and checks that the window is valid UTF-8 (with
 //! AVX2; without it, `simdutf8` checks the window after the pass). Only the lines those
 //! candidates confirm stop the scanner: one holding `<ralph>`, ```` ``` ```` or `~~~` (every
-//! fence line does), something to sanitize (a CRLF ending included), or too many bytes. A stop line shown as it is (a fence line, a line whose tags sit in code) only has
-//! its fence state and signals taken; the lines up to the next line shown otherwise are
-//! copied, as one piece, into the chunk's display text. One [`AgentEvent::Text`] carries every
-//! line one `feed` shows, joined by `\n`, until a signal needs an event of its own right after
-//! its line.
+//! fence line does), something to sanitize (a CRLF ending included), or too many bytes. A stop
+//! line shown as it is (a fence line, a line whose tags sit in code) only has its fence state
+//! and signals taken; the lines up to the next line shown otherwise are copied, as one piece,
+//! into the chunk's display text. One [`AgentEvent::Text`] carries every line one `feed` shows,
+//! joined by `\n`, until a signal needs an event of its own right after its line.
 //!
 //! Lines are judged as the user sees them, after [`sanitize()`](crate::sanitize()). A line
 //! with anything to sanitize is looked at on its own: if its only control sequences are CSI

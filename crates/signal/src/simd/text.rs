@@ -826,7 +826,11 @@ mod tests {
             let mut pass = TextPass::default();
             // Stale blocks from an earlier window, longer than this one: they must not show.
             let mut got = vec![TextBlock { candidates: !0, ..TextBlock::default() }; 20];
-            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c * 64).filter(|&c| c < bytes.len()).collect();
+            let mut cuts: Vec<usize> = cuts
+                .into_iter()
+                .map(|c| c * 64)
+                .filter(|&c| c < bytes.len())
+                .collect();
             cuts.sort_unstable();
             cuts.dedup();
             let mut from = 0;
