@@ -13,8 +13,9 @@
 //! the CPU has it; SSE2, which every x86-64 CPU has; and a plain loop, which the other two are
 //! tested against (and which serves every other platform). The `unsafe` code is the unaligned
 //! loads (each reads 32 or 16 bytes inside a `&[u8; 64]`, or a 16-byte table), the calls
-//! into the `target_feature` functions after the CPU was checked, and the text the plain-text
-//! pass hands out as UTF-8 it has checked already ([`TextPass::text`]).
+//! into the `target_feature` functions after the CPU was checked, the text the plain-text
+//! pass hands out as UTF-8 it has checked already ([`TextPass::text`]), and an empty `asm!`
+//! that hides a value from the optimizer (`opaque` in `text`).
 #![allow(unsafe_code)]
 
 mod string;
