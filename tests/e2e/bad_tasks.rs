@@ -54,3 +54,29 @@ fn a_bad_flag_value_exits_2_and_writes_nothing() {
     assert!(run.stderr.contains("--question-timeout"), "{}", run.stderr);
     assert!(!p.exists(".ralph"));
 }
+
+#[test]
+fn a_run_refused_before_it_starts_still_shows_the_task_files_warnings() {
+    // A misspelt key can be why the run is refused: `agent_cmd:` is not `agent:`, so no
+    // agent is set, and none is installed on this PATH.
+    let p = Project::with_task("task: x\nagent_cmd: my-agent --yes", "- [ ] x\n");
+    let empty = tempfile::tempdir().unwrap();
+    let out = p
+        .ralph()
+        .args(["run", "--no-tui"])
+        .env("PATH", empty.path())
+        .output()
+        .unwrap();
+    let run = Run::from_output(out);
+    run.expect_code(2);
+    let warning = run.stderr.find("unknown key 'agent_cmd'");
+    let error = run.stderr.find("no agent given");
+    assert!(
+        warning.is_some() && error.is_some() && warning < error,
+        "{}",
+        run.stderr
+    );
+    // Each program detection looks for is named once (`claude` runs two presets).
+    assert_eq!(run.stderr.matches("claude, ").count(), 1, "{}", run.stderr);
+    assert!(!p.exists(".ralph"));
+}

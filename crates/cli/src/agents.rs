@@ -101,14 +101,16 @@ pub fn names() -> String {
 
 /// The programs detection looks for, in order.
 fn searched() -> String {
-    agents::presets()
-        .iter()
-        .filter_map(|p| match p.program {
-            agents::Program::Path(program) => Some(program),
-            agents::Program::Ralph => None,
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
+    let mut programs: Vec<&str> = Vec::new();
+    // Two presets may run the same program (`claude` and `claude-sdk`): name it once.
+    for preset in agents::presets() {
+        if let agents::Program::Path(program) = preset.program
+            && !programs.contains(&program)
+        {
+            programs.push(program);
+        }
+    }
+    programs.join(", ")
 }
 
 fn command(cmd: &str) -> Result<AgentSpec, String> {

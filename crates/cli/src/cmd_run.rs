@@ -14,7 +14,7 @@ use std::sync::Arc;
 use ralph_loop::runner::{AgentSpec, Invocation, RunConfig, Runner, Settings};
 use ralph_loop::task::{TaskFile, parse_wait};
 use ralph_loop::workspace::Workspace;
-use ralph_signal::StreamFormat;
+use ralph_signal::{StreamFormat, sanitize};
 use tokio::sync::mpsc;
 
 use crate::args::RunArgs;
@@ -31,6 +31,28 @@ pub fn run(args: &RunArgs) -> CmdResult {
     if let Some(config) = Config::load(&Workspace::new(&root)).map_err(Failure::usage)? {
         task.notify = config.apply(task.notify);
     }
+    let warnings = task.warnings.clone();
+    match configure(args, &root, task_path, task) {
+        Ok(cfg) => run_loop(cfg, wants_tui(args.no_tui)),
+        Err(failure) => {
+            // The loop would show these as it starts; a run refused before that must show
+            // them too, since an unknown key (`agent_cmd:` for `agent:`) may be the cause.
+            for w in warnings {
+                eprintln!("ralph: warning: {}", sanitize(&w.to_string()));
+            }
+            Err(failure)
+        }
+    }
+}
+
+/// The loop's configuration from the arguments and the loaded task file, or the usage error
+/// that refuses the run.
+fn configure(
+    args: &RunArgs,
+    root: &Path,
+    task_path: PathBuf,
+    task: TaskFile,
+) -> Result<RunConfig, Failure> {
     let mut settings = Settings::from_task(&task);
     if let Some(n) = args.max_iterations {
         if n == 0 {
@@ -62,17 +84,15 @@ pub fn run(args: &RunArgs) -> CmdResult {
         args.agent_format.as_deref(),
         args.agent_resume_cmd.as_deref(),
     )?;
-    let workspace = Workspace::new(&root);
+    let workspace = Workspace::new(root);
     workspace.check_not_symlink().map_err(Failure::usage)?;
-    let tui = wants_tui(args.no_tui);
-    let cfg = RunConfig {
+    Ok(RunConfig {
         workspace,
         task_path,
         task,
         agent,
         settings,
-    };
-    run_loop(cfg, tui)
+    })
 }
 
 /// The terminal view, unless asked for plain lines or there is no terminal to draw on.
