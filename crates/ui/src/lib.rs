@@ -35,3 +35,18 @@ mod question_snapshots;
 pub use question_panel::{Closed, PanelAction, QuestionPanel};
 pub use question_view::PanelView;
 pub use theme::Theme;
+
+/// "up to 1 iteration", "up to 10 iterations": the loop's bound, as its status lines say it.
+pub(crate) fn up_to_iterations(max: u32) -> String {
+    let unit = if max == 1 { "iteration" } else { "iterations" };
+    format!("up to {max} {unit}")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn one_iteration_is_singular() {
+        assert_eq!(super::up_to_iterations(1), "up to 1 iteration");
+        assert_eq!(super::up_to_iterations(10), "up to 10 iterations");
+    }
+}

@@ -179,8 +179,9 @@ fn show(out: &mut impl Write, ev: LoopEvent, open: &mut Option<Open>, opts: &Opt
             criteria,
         } => writeln!(
             out,
-            "ralph: {}\nralph: agent {agent} · up to {max_iterations} iterations · criteria {}/{} checked",
+            "ralph: {}\nralph: agent {agent} · {} · criteria {}/{} checked",
             sanitize(&task),
+            crate::up_to_iterations(max_iterations),
             criteria.0,
             criteria.1
         ),

@@ -225,8 +225,10 @@ impl App {
                     Span::styled(task.clone(), self.theme.title),
                     Span::styled(
                         format!(
-                            " · agent {agent} · up to {max_iterations} iterations · criteria {}/{} checked",
-                            criteria.0, criteria.1
+                            " · agent {agent} · {} · criteria {}/{} checked",
+                            crate::up_to_iterations(max_iterations),
+                            criteria.0,
+                            criteria.1
                         ),
                         self.theme.dim,
                     ),

@@ -117,10 +117,7 @@ impl App {
             }
             None => {
                 if let Some(max) = s.max_iterations {
-                    variants.push(vec![Span::styled(
-                        format!("up to {max} iterations"),
-                        theme.dim,
-                    )]);
+                    variants.push(vec![Span::styled(crate::up_to_iterations(max), theme.dim)]);
                     variants.push(vec![Span::styled(format!("0/{max}"), theme.dim)]);
                 }
             }
