@@ -164,3 +164,29 @@ fn ralph_config_toml_sets_notifications_and_a_bad_one_is_refused_before_anything
     });
     assert_eq!(text, "Ship?");
 }
+
+#[test]
+fn a_reader_gone_away_ends_the_short_commands_quietly() {
+    // `ralph status | head -1`: once the reader is gone, the report stops without a panic.
+    let p = Project::with_task("task: x", "- [ ] x\n");
+    for args in [
+        &["status"][..],
+        &["init", "--force"],
+        &["answer", "--force", "go on"],
+    ] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = p
+            .ralph()
+            .args(args)
+            .stdout(writer)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+    // The answer was saved before it was reported.
+    assert!(p.read(".ralph/answer.md").contains("go on"));
+}

@@ -90,18 +90,18 @@ pub fn run(args: &AnswerArgs) -> CmdResult {
         Submitted::Accepted => {
             let live = ws.is_locked();
             match (&pending, live) {
-                (Some(q), true) if q.timed_out => println!(
+                (Some(q), true) if q.timed_out => outln!(
                     "Answered (late: the deadline had passed). The loop in {} gives it to the next iteration.",
                     root.display()
                 ),
                 (Some(_), true) => {
-                    println!("Answered. The loop in {} picks it up now.", root.display())
+                    outln!("Answered. The loop in {} picks it up now.", root.display())
                 }
-                (None, true) => println!(
+                (None, true) => outln!(
                     "Guidance left. The next iteration of the loop in {} gets it.",
                     root.display()
                 ),
-                (_, false) => println!(
+                (_, false) => outln!(
                     "Answer saved in {}. No loop is running there; the next `ralph run` delivers it.",
                     ws.answer().display()
                 ),

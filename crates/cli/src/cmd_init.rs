@@ -37,7 +37,7 @@ pub fn run(args: &InitArgs) -> CmdResult {
             workspace::write_atomic(&path, text.as_bytes())?;
         }
     }
-    println!(
+    outln!(
         "Wrote {} and {}/.\nNext: edit the task and its criteria, then run `ralph run --agent-cmd \"your-agent\"` (or `ralph run --agent claude`).",
         task.display(),
         ws.dir().display()

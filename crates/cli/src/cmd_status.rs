@@ -28,14 +28,14 @@ pub fn run(args: &StatusArgs) -> CmdResult {
         agents::shell_quote(&root.display().to_string())
     );
     if args.json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&to_json(&root, state.as_ref(), live, &hint))?
         );
         return Ok(0);
     }
     let Some(state) = state else {
-        println!(
+        outln!(
             "No loop has run in {} yet. Start one with `ralph run` (or try `ralph demo`).",
             root.display()
         );
@@ -56,22 +56,22 @@ pub fn run(args: &StatusArgs) -> CmdResult {
     } else {
         head.push(')');
     }
-    println!("{head}");
+    outln!("{head}");
     if let Some(q) = &state.pending_question {
         print_question(q, &hint);
     }
-    println!("  task:  {}", sanitize(&state.task));
-    println!("  agent: {}", state.agent);
+    outln!("  task:  {}", sanitize(&state.task));
+    outln!("  agent: {}", state.agent);
     if let Some(sig) = &state.last_signal {
-        println!("  last signal: {sig}");
+        outln!("  last signal: {sig}");
     }
     if let Some(cost) = state.total_cost_usd {
-        println!("  cost so far: ${cost:.4}");
+        outln!("  cost so far: ${cost:.4}");
     }
     if let Some(reason) = &state.reason
         && !active
     {
-        println!("  why: {}", sanitize(reason));
+        outln!("  why: {}", sanitize(reason));
     }
     Ok(0)
 }
@@ -103,19 +103,19 @@ fn all(json_out: bool) -> CmdResult {
                 to_json(root, st.as_ref(), true, &hint)
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&items)?);
+        outln!("{}", serde_json::to_string_pretty(&items)?);
         return Ok(0);
     }
     if loops.is_empty() {
-        println!("No ralph loop is running on this machine.");
+        outln!("No ralph loop is running on this machine.");
         return Ok(0);
     }
     for (root, st) in &loops {
         let Some(st) = st else {
-            println!("{}: running (no state yet)", root.display());
+            outln!("{}: running (no state yet)", root.display());
             continue;
         };
-        println!(
+        outln!(
             "{}: {} (iteration {} of {}, pid {})",
             root.display(),
             describe(st.status),
@@ -165,36 +165,36 @@ fn print_question(q: &PendingQuestion, hint: &str) {
         },
         (false, None) => "no deadline".to_string(),
     };
-    println!(
+    outln!(
         "\n  Question from iteration {} (waiting {waited}; {left}):\n",
         q.iteration
     );
     // The agent wrote all of this: no control sequence of its may reach the terminal.
     for line in sanitize(&q.text).lines() {
-        println!("    {line}");
+        outln!("    {line}");
     }
     if let Some(c) = &q.context {
-        println!("    ({})", sanitize(c));
+        outln!("    ({})", sanitize(c));
     }
     if !q.options.is_empty() {
-        println!();
+        outln!();
         for (i, o) in q.options.iter().enumerate() {
             let default = if q.default.as_deref() == Some(o.label.as_str()) {
                 " (default)"
             } else {
                 ""
             };
-            println!("      {}. {}{default}", i + 1, sanitize(&o.label));
+            outln!("      {}. {}{default}", i + 1, sanitize(&o.label));
         }
     }
     if let Some(d) = &q.default {
-        println!("\n    Default if nobody answers: {}", sanitize(d));
+        outln!("\n    Default if nobody answers: {}", sanitize(d));
     }
-    println!("\n  Answer it with:\n    {hint}");
+    outln!("\n  Answer it with:\n    {hint}");
     if !q.options.is_empty() {
-        println!("    (or pick an option by number: ralph answer -C ... 1)");
+        outln!("    (or pick an option by number: ralph answer -C ... 1)");
     }
-    println!();
+    outln!();
 }
 
 fn to_json(

@@ -3,6 +3,17 @@
 //! `main` parses the arguments, calls [`run`], and turns the result into a documented exit code
 //! (see `ralph --help`). Errors print as `ralph: {err:#}` on stderr.
 
+/// `println!` for a command's report, except that a reader gone away (`ralph status | head -3`)
+/// ends the command quietly, as it ends `cat`, where `println!` would panic: see [`report`].
+macro_rules! outln {
+    () => {
+        $crate::report(format_args!(""))
+    };
+    ($($arg:tt)*) => {
+        $crate::report(format_args!($($arg)*))
+    };
+}
+
 mod agents;
 mod args;
 mod cmd_answer;
@@ -54,6 +65,27 @@ impl Failure {
 impl<E: Into<anyhow::Error>> From<E> for Failure {
     fn from(error: E) -> Self {
         Failure::failed(error)
+    }
+}
+
+/// Prints one line of a command's report on stdout.
+///
+/// Rust ignores `SIGPIPE`, so a closed pipe is an error on write, and `println!` panics on it.
+/// Here the reader is gone: nothing more can be shown, so the process ends at once with 0
+/// (the commands that use this have done their work, an answer saved or files written, before
+/// they report it). Any other write error ends it with 1 and a message on stderr. `ralph run`
+/// and `ralph ask` do not use this: they see a closed pipe to or from an agent as an error to
+/// handle, not a reason to stop.
+pub fn report(line: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_fmt(line).and_then(|()| out.write_all(b"\n")) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
+        Err(e) => {
+            eprintln!("ralph: cannot write to standard output: {e}");
+            std::process::exit(1);
+        }
     }
 }
 
