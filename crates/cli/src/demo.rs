@@ -67,7 +67,7 @@ pub fn run(args: &DemoArgs) -> CmdResult {
     let agent =
         agents::resolve(Some("demo"), None, None).map_err(|e| Failure::failed(anyhow!(e)))?;
     let quoted = agents::shell_quote(&dir.display().to_string());
-    println!(
+    outln!(
         "ralph demo: a scripted agent works on a small task in {quoted}.\n\
          It will ask you a question. Answer it here, or from another terminal with\n\
          \x20   ralph answer -C {quoted} 2\n\
@@ -82,7 +82,7 @@ pub fn run(args: &DemoArgs) -> CmdResult {
         settings,
     };
     let code = cmd_run::run_loop(cfg, cmd_run::wants_tui(args.no_tui))?;
-    println!(
+    outln!(
         "\nralph demo: the files it made are in {quoted}: greeting.txt, NOTES.md, and .ralph/ (progress, clarifications, events, logs).\nTry `ralph status -C {quoted}` too."
     );
     Ok(code)

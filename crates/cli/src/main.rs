@@ -71,11 +71,12 @@ impl<E: Into<anyhow::Error>> From<E> for Failure {
 /// Prints one line of a command's report on stdout.
 ///
 /// Rust ignores `SIGPIPE`, so a closed pipe is an error on write, and `println!` panics on it.
-/// Here the reader is gone: nothing more can be shown, so the process ends at once with 0
-/// (the commands that use this have done their work, an answer saved or files written, before
-/// they report it). Any other write error ends it with 1 and a message on stderr. `ralph run`
-/// and `ralph ask` do not use this: they see a closed pipe to or from an agent as an error to
-/// handle, not a reason to stop.
+/// Here the reader is gone: nothing more can be shown, so the process ends at once with 0.
+/// The commands that use this report after their work is done (an answer saved, files
+/// written, the demo's loop ended), or, for the demo's opening lines, before any starts. Any
+/// other write error ends it with 1 and a message on stderr. `ralph run` and `ralph ask` do
+/// not use this: they see a closed pipe to or from an agent as an error to handle, not a
+/// reason to stop.
 pub fn report(line: std::fmt::Arguments<'_>) {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
