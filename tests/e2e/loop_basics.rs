@@ -50,6 +50,35 @@ fn done_with_open_criteria_is_rejected_and_the_next_prompt_says_which() {
 }
 
 #[test]
+fn a_task_file_given_with_task_is_the_one_the_prompt_and_the_rejection_name() {
+    let p = Project::new();
+    p.write(
+        "tasks/cache.md",
+        "---\ntask: Add a cache\nmax_iterations: 3\n---\n- [ ] it caches\n",
+    );
+    let agent = p.agent(
+        "[iteration 1]\nsave-prompt prompt-1.txt\nsignal DONE\n\
+         [iteration 2]\nsave-prompt prompt-2.txt\ncheck-all\nsignal DONE\n",
+    );
+    p.run(&agent, &["--task", "tasks/cache.md"]).expect_code(0);
+    let first = p.read("prompt-1.txt");
+    assert!(
+        first.contains("- [ ] it caches (tasks/cache.md line 5)"),
+        "{first}"
+    );
+    assert!(first.contains("check it in tasks/cache.md"), "{first}");
+    assert!(
+        !first.contains("RALPH_TASK.md"),
+        "no such file here: {first}"
+    );
+    let second = p.read("prompt-2.txt");
+    assert!(
+        second.contains("1 of 1 criteria in tasks/cache.md is not checked yet"),
+        "{second}"
+    );
+}
+
+#[test]
 fn done_with_failing_tests_is_rejected_and_the_next_prompt_carries_the_output_tail() {
     let p = Project::with_task(
         "task: Do the work\nmax_iterations: 3\ntest_command: \"echo 'assertion failed: left == right' >&2; test -f fixed.txt\"",

@@ -74,6 +74,8 @@ pub const PLACEHOLDERS: &[&str] = &[
 pub struct PromptInputs<'a> {
     /// The task file as it is now.
     pub task: &'a TaskFile,
+    /// The task file's name as the agent should use it ([`TaskFile::name_in`] the project).
+    pub task_name: &'a str,
     /// This iteration, 1-based.
     pub iteration: u32,
     /// The limit.
@@ -111,10 +113,10 @@ struct Sections {
 
 impl Sections {
     fn new(inputs: &PromptInputs<'_>) -> Self {
-        let task = inputs.task;
+        let (task, name) = (inputs.task, inputs.task_name);
         let mut criteria = String::new();
         for c in task.unchecked() {
-            let _ = writeln!(criteria, "- [ ] {} (RALPH_TASK.md line {})", c.text, c.line);
+            let _ = writeln!(criteria, "- [ ] {} ({name} line {})", c.text, c.line);
         }
         if criteria.is_empty() {
             if task.criteria.is_empty() {
@@ -122,7 +124,10 @@ impl Sections {
                     let _ = writeln!(criteria, "- {c}");
                 }
             } else {
-                criteria.push_str("All criteria in RALPH_TASK.md are checked. Make sure they really hold, run the tests, then signal DONE.\n");
+                let _ = writeln!(
+                    criteria,
+                    "All criteria in {name} are checked. Make sure they really hold, run the tests, then signal DONE."
+                );
             }
         }
         Sections {
@@ -132,7 +137,7 @@ impl Sections {
             progress: or_none(inputs.progress, "(empty: this is a fresh start)"),
             guardrails: or_none(inputs.guardrails, "(none yet)"),
             carryover: render_carryover(inputs.carryover),
-            protocol: protocol(task),
+            protocol: protocol(task, name),
             iteration: inputs.iteration.to_string(),
             max_iterations: inputs.max_iterations.to_string(),
         }
@@ -327,15 +332,16 @@ fn quote(text: &str) -> String {
         .join("\n")
 }
 
-/// The rules of talking to ralph, as the agent reads them.
+/// The rules of talking to ralph, as the agent reads them; `task_name` is the task file's
+/// name in the project.
 ///
 /// The signal tags are shown inside fenced code blocks on purpose: an agent that echoes its
 /// prompt then echoes them inside a fence, where they do not count.
-pub fn protocol(task: &TaskFile) -> String {
-    let mut p = String::from(
+pub fn protocol(task: &TaskFile, task_name: &str) -> String {
+    let mut p = format!(
         "## How to work inside ralph\n\n\
 You are one iteration of a loop. Each iteration starts with a fresh context and this prompt; the files are your memory.\n\n\
-1. Work on the open criteria. When one is really met, check it in RALPH_TASK.md (change `- [ ]` to `- [x]`).\n\
+1. Work on the open criteria. When one is really met, check it in {task_name} (change `- [ ]` to `- [x]`).\n\
 2. Before you end your turn, append what you did, what you learned and any assumption you made to .ralph/progress.md. Add lasting rules (\"never edit generated files\") to .ralph/guardrails.md.\n\
 3. When every criterion is checked",
     );

@@ -63,8 +63,10 @@ impl Runner {
                 (message, invocation)
             }
             None => {
+                let task_name = self.task_name();
                 let prompt = prompt::build(&PromptInputs {
                     task: &self.cfg.task,
+                    task_name: &task_name,
                     iteration,
                     max_iterations: settings.max_iterations,
                     progress: &progress,

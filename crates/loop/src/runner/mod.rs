@@ -511,7 +511,7 @@ impl Runner {
                     self.emit(LoopEvent::Warning(msg.clone())).await;
                     self.log("warning", json!({"message": msg}));
                     self.carryover.push(Carryover::Rejected {
-                        reason: format!("RALPH_TASK.md no longer parses. Repair it:\n\n{e}"),
+                        reason: format!("{} no longer parses. Repair it:\n\n{e}", self.task_name()),
                     });
                     self.cfg.task.clone()
                 }

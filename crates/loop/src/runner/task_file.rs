@@ -52,6 +52,11 @@ impl Stamp {
 }
 
 impl Runner {
+    /// The task file's name as the agent (working in the project) should use it.
+    pub(super) fn task_name(&self) -> String {
+        self.cfg.task.name_in(self.cfg.workspace.root())
+    }
+
     /// The task file as it is now: parsed again only when it changed since the last parse.
     pub(super) fn load_task(&mut self) -> Result<TaskFile, TaskError> {
         let before = Stamp::of(&self.cfg.task_path);

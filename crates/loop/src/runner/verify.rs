@@ -12,16 +12,21 @@ impl Runner {
             Err(e) => {
                 return Some((
                     false,
-                    format!("RALPH_TASK.md could not be read to check the criteria: {e}"),
+                    format!(
+                        "{} could not be read to check the criteria: {e}",
+                        self.task_name()
+                    ),
                 ));
             }
         };
         let open: Vec<_> = task.unchecked().collect();
         if !open.is_empty() {
             let mut reason = format!(
-                "{} of {} criteria in RALPH_TASK.md are not checked yet:\n",
+                "{} of {} criteria in {} {} not checked yet:\n",
                 open.len(),
-                task.criteria.len()
+                task.criteria.len(),
+                self.task_name(),
+                if open.len() == 1 { "is" } else { "are" },
             );
             for c in &open {
                 reason.push_str(&format!("- [ ] {} (line {})\n", c.text, c.line));

@@ -221,6 +221,17 @@ impl TaskFile {
     pub fn unchecked(&self) -> impl Iterator<Item = &Criterion> {
         self.criteria.iter().filter(|c| !c.checked)
     }
+
+    /// The file's name for someone working in `root` (the agent, in the project): relative
+    /// to `root` when it is inside it (`RALPH_TASK.md`, `tasks/cache.md`), else in full.
+    pub fn name_in(&self, root: &Path) -> String {
+        let abs = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+        let (path, root) = (abs(&self.path), abs(root));
+        match path.strip_prefix(&root) {
+            Ok(inside) if !inside.as_os_str().is_empty() => inside.display().to_string(),
+            _ => path.display().to_string(),
+        }
+    }
 }
 
 /// Reads at most `FILE_SIZE_LIMIT + 1` bytes, after making sure `path` is a regular file.
