@@ -56,6 +56,27 @@ fn a_bad_flag_value_exits_2_and_writes_nothing() {
 }
 
 #[test]
+fn flags_are_held_to_the_limits_of_the_keys_they_override() {
+    // `max_iterations: 0` or over 1,000,000 and `iteration_timeout: 0` are refused in the task
+    // file; the flags that override them are refused the same way, before anything is written.
+    let p = Project::with_task("task: x", "- [ ] x\n");
+    for (flag, value, says) in [
+        ("--max-iterations", "0", "not in 1..=1000000"),
+        ("--max-iterations", "-1", "not in 1..=1000000"),
+        ("--max-iterations", "1000001", "not in 1..=1000000"),
+        ("--max-iterations", "4294967295", "not in 1..=1000000"),
+        ("--iteration-timeout", "0", "longer than 0"),
+        ("--iteration-timeout", "0s", "longer than 0"),
+    ] {
+        let run = p.exec(&["run", "--agent-cmd", "true", flag, value]);
+        run.expect_code(2);
+        assert!(run.stderr.contains(flag), "{flag} {value}: {}", run.stderr);
+        assert!(run.stderr.contains(says), "{flag} {value}: {}", run.stderr);
+        assert!(!p.exists(".ralph"), "{flag} {value}");
+    }
+}
+
+#[test]
 fn a_run_refused_before_it_starts_still_shows_the_task_files_warnings() {
     // A misspelt key can be why the run is refused: `agent_cmd:` is not `agent:`, so no
     // agent is set, and none is installed on this PATH.

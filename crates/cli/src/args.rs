@@ -142,8 +142,13 @@ pub struct RunArgs {
     /// stands for the session; the answer arrives on stdin.
     #[arg(long, value_name = "CMD", requires = "agent_cmd")]
     pub agent_resume_cmd: Option<String>,
-    /// Stop (exit 3) after this many iterations.
-    #[arg(long, value_name = "N")]
+    /// Stop (exit 3) after this many iterations (1 to 1,000,000).
+    #[arg(
+        long,
+        value_name = "N",
+        allow_negative_numbers = true,
+        value_parser = clap::value_parser!(u32).range(1..=i64::from(ralph_loop::task::MAX_COUNT))
+    )]
     pub max_iterations: Option<u32>,
     /// How long a question waits: `90s`, `5m`, `1h`, `0` (do not wait), `never`.
     #[arg(long, value_name = "DUR")]
