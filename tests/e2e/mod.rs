@@ -3,6 +3,7 @@ mod util;
 mod bad_tasks;
 mod commands;
 mod crashes;
+mod demo;
 mod hostile;
 mod loop_basics;
 mod native;

@@ -38,11 +38,25 @@ The loop ends when every box below is checked and `test_command` passes.
 
 /// Runs a loop with the demo agent in a fresh directory.
 pub fn run(args: &DemoArgs) -> CmdResult {
+    let question_timeout = parse_wait(&args.question_timeout).map_err(|e| {
+        Failure::usage(anyhow!("--question-timeout {}: {e}", args.question_timeout))
+    })?;
     let dir = match &args.dir {
         Some(d) => {
             std::fs::create_dir_all(d)
                 .with_context(|| format!("could not create {}", d.display()))?;
-            cmd_run::project_root(d)?
+            let dir = cmd_run::project_root(d)?;
+            // The demo writes its own files: none of the user's may be in the way.
+            let mut entries = std::fs::read_dir(&dir)
+                .with_context(|| format!("could not read {}", dir.display()))?;
+            if entries.next().is_some() {
+                return Err(Failure::usage(anyhow!(
+                    "{} is not empty; give `ralph demo --dir` an empty or new directory (the demo \
+                     writes RALPH_TASK.md, greeting.txt, NOTES.md and .ralph/ there)",
+                    dir.display()
+                )));
+            }
+            dir
         }
         None => tempfile::Builder::new()
             .prefix("ralph-demo-")
@@ -51,19 +65,11 @@ pub fn run(args: &DemoArgs) -> CmdResult {
             .keep(),
     };
     let task_path = dir.join("RALPH_TASK.md");
-    if task_path.exists() {
-        return Err(Failure::failed(anyhow!(
-            "{} already has a RALPH_TASK.md; give `ralph demo --dir` an empty directory",
-            dir.display()
-        )));
-    }
     std::fs::write(&task_path, DEMO_TASK)
         .with_context(|| format!("could not write {}", task_path.display()))?;
     let task = TaskFile::load(&task_path).map_err(Failure::failed)?;
     let mut settings = Settings::from_task(&task);
-    settings.question_timeout = parse_wait(&args.question_timeout).map_err(|e| {
-        Failure::usage(anyhow!("--question-timeout {}: {e}", args.question_timeout))
-    })?;
+    settings.question_timeout = question_timeout;
     let agent =
         agents::resolve(Some("demo"), None, None).map_err(|e| Failure::failed(anyhow!(e)))?;
     let quoted = agents::shell_quote(&dir.display().to_string());
