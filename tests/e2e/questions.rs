@@ -317,6 +317,15 @@ fn ralph_ask_without_a_loop_is_answered_by_ralph_answer() {
     );
     assert!(p.read(".ralph/clarifications.md").contains("SQLite"));
     assert!(p.state()["pending_question"].is_null());
+    // Regression: the state it left said `running` with no loop, "iteration 0 of 0".
+    assert_eq!(p.state()["status"], "stopped");
+    let status = p.exec(&["status"]);
+    status.expect_code(0);
+    assert!(
+        !status.stdout.contains("running") && !status.stdout.contains("iteration 0"),
+        "{}",
+        status.stdout
+    );
 }
 
 #[test]
@@ -341,6 +350,39 @@ fn ralph_ask_without_a_loop_times_out_with_exit_3_and_a_hint() {
         asked.stdout
     );
     assert!(p.read(".ralph/clarifications.md").contains("Unanswered"));
+    // The question stays open, as the hint says: a late answer is taken, `ralph status` shows
+    // it waiting for the next run, and that run delivers it.
+    // Regression: the state lost the question, and `ralph answer` said none was waiting.
+    assert_eq!(p.state()["status"], "stopped");
+    assert_eq!(p.state()["pending_question"]["timed_out"], true);
+    p.exec(&["answer", "SQLite after all"]).expect_code(0);
+    let status = p.exec(&["status"]);
+    assert!(
+        status
+            .stdout
+            .contains("Answered with `ralph answer`: SQLite after all"),
+        "{}",
+        status.stdout
+    );
+    assert!(
+        status.stdout.contains("the next `ralph run` delivers it"),
+        "{}",
+        status.stdout
+    );
+    assert!(
+        !status.stdout.contains("Answer it with"),
+        "{}",
+        status.stdout
+    );
+    p.write(
+        "RALPH_TASK.md",
+        "---\ntask: Pick a database\nmax_iterations: 1\n---\n- [ ] x\n",
+    );
+    let agent = p.agent("[iteration 1]\nsave-prompt prompt-1.txt\n");
+    p.run(&agent, &[]).expect_code(3);
+    let prompt = p.read("prompt-1.txt");
+    assert!(prompt.contains("> SQLite after all"), "{prompt}");
+    assert!(prompt.contains("after the deadline"), "{prompt}");
 }
 
 #[test]

@@ -102,9 +102,7 @@ pub fn run(args: &AskArgs) -> CmdResult {
         deadline: pending.deadline.clone(),
     };
     if own_lock.is_some() {
-        let mut st = previous
-            .clone()
-            .unwrap_or_else(|| State::fresh(&ws, "ralph ask", 0));
+        let mut st = previous.clone().unwrap_or_else(|| no_run_yet(&ws));
         st.status = Status::WaitingInput;
         st.pid = std::process::id();
         st.pending_question = Some(pending.clone());
@@ -117,14 +115,14 @@ pub fn run(args: &AskArgs) -> CmdResult {
     match outcome? {
         Some(ans) => {
             if let Some(_lock) = &own_lock {
-                finish_alone(&ws, previous, &question, &pending.asked_at, Some(&ans))?;
+                finish_alone(&ws, previous, &question, pending, Some(&ans))?;
             }
             println!("{}", ans.text);
             Ok(0)
         }
         None => {
             if let Some(_lock) = &own_lock {
-                finish_alone(&ws, previous, &question, &pending.asked_at, None)?;
+                finish_alone(&ws, previous, &question, pending, None)?;
             }
             let guess = match &question.default {
                 Some(d) => format!("proceed with your default ({d})"),
@@ -198,14 +196,24 @@ fn answer_is_for(ans: &answer::Answer, claim: &AskClaim, asked_at: SystemTime) -
     }
 }
 
+/// The state of a workspace where no loop has run: `ralph ask` stands in for one while it waits,
+/// and leaves it `stopped`, with the question's fate, when it ends.
+fn no_run_yet(ws: &Workspace) -> State {
+    let mut st = State::fresh(ws, "ralph ask", 0);
+    st.status = Status::Stopped;
+    st
+}
+
 /// With no loop running, this process cleans up as the loop would have.
 fn finish_alone(
     ws: &Workspace,
     previous: Option<State>,
     question: &Question,
-    asked_at: &str,
+    mut pending: PendingQuestion,
     ans: Option<&answer::Answer>,
 ) -> Result<(), Failure> {
+    let asked_at = pending.asked_at.clone();
+    let asked_at = asked_at.as_str();
     let outcome = match ans {
         Some(a) => clarifications::How::Answered {
             text: &a.text,
@@ -223,28 +231,25 @@ fn finish_alone(
             outcome,
         },
     )?;
-    let mut st = previous.unwrap_or_else(|| State::fresh(ws, "ralph ask", 0));
+    // The state as it was while the question waited: the one before, with this question.
+    let mut st = previous.unwrap_or_else(|| no_run_yet(ws));
+    if st.status == Status::WaitingInput {
+        st.status = Status::Stopped;
+    }
     if let Some(a) = ans {
         // The answer went straight to the agent that asked: nothing is left to deliver. The
         // state says so before the file goes, or a `ralph answer` that still saw the question
         // waiting would find the file free and win a second time (see `answer::submit`).
+        st.pending_question = Some(pending);
         st.close_question(asked_at, Some(a));
-        if st.status == Status::WaitingInput {
-            st.status = Status::Stopped;
-        }
         st.save(ws)?;
         workspace::remove(&ws.answer())?;
         workspace::remove(&ws.question())?;
         return Ok(());
     }
     // Keep the question open: a late `ralph answer` reaches the next `ralph run`.
-    st.pending_question = st.pending_question.take().map(|mut p| {
-        p.timed_out = true;
-        p
-    });
-    if st.status == Status::WaitingInput {
-        st.status = Status::Stopped;
-    }
+    pending.timed_out = true;
+    st.pending_question = Some(pending);
     st.save(ws)?;
     Ok(())
 }

@@ -2,6 +2,7 @@
 
 use std::time::SystemTime;
 
+use ralph_loop::answer::{self, Answer};
 use ralph_loop::registry;
 use ralph_loop::state::{PendingQuestion, State, Status};
 use ralph_loop::workspace::Workspace;
@@ -30,7 +31,7 @@ pub fn run(args: &StatusArgs) -> CmdResult {
     if args.json {
         outln!(
             "{}",
-            serde_json::to_string_pretty(&to_json(&root, state.as_ref(), live, &hint))?
+            serde_json::to_string_pretty(&to_json(&ws, state.as_ref(), live, &hint))?
         );
         return Ok(0);
     }
@@ -42,25 +43,35 @@ pub fn run(args: &StatusArgs) -> CmdResult {
         return Ok(0);
     };
     let active = matches!(state.status, Status::Running | Status::WaitingInput);
-    let mut head = format!(
-        "{}: {} (iteration {} of {}",
-        root.display(),
-        describe(state.status),
-        state.iteration,
-        state.max_iterations
-    );
+    // A state no loop has run in (only `ralph ask` asked here) has no iterations to count.
+    let mut facts = Vec::new();
+    if state.max_iterations > 0 {
+        facts.push(format!(
+            "iteration {} of {}",
+            state.iteration, state.max_iterations
+        ));
+    }
     if live {
-        head.push_str(&format!(", pid {})", state.pid));
-    } else if active {
-        head.push_str(", not running: the last run ended without saying so; `ralph run` resumes)");
+        facts.push(format!("pid {}", state.pid));
+    }
+    let facts = match facts.is_empty() {
+        true => String::new(),
+        false => format!(" ({})", facts.join(", ")),
+    };
+    if active && !live {
+        outln!(
+            "{}: not running: the last run ended without saying so{facts}; `ralph run` resumes",
+            root.display()
+        );
     } else {
-        head.push(')');
+        outln!("{}: {}{facts}", root.display(), describe(state.status));
     }
-    outln!("{head}");
     if let Some(q) = &state.pending_question {
-        print_question(q, &hint);
+        print_question(q, answer_waiting(&ws, q).as_ref(), live, &hint);
     }
-    outln!("  task:  {}", sanitize(&state.task));
+    if !state.task.is_empty() {
+        outln!("  task:  {}", sanitize(&state.task));
+    }
     outln!("  agent: {}", state.agent);
     if let Some(sig) = &state.last_signal {
         outln!("  last signal: {sig}");
@@ -100,7 +111,7 @@ fn all(json_out: bool) -> CmdResult {
                     "ralph answer -C {} \"your answer\"",
                     agents::shell_quote(&root.display().to_string())
                 );
-                to_json(root, st.as_ref(), true, &hint)
+                to_json(&Workspace::new(root), st.as_ref(), true, &hint)
             })
             .collect();
         outln!("{}", serde_json::to_string_pretty(&items)?);
@@ -130,7 +141,8 @@ fn all(json_out: bool) -> CmdResult {
                 "ralph answer -C {} \"your answer\"",
                 agents::shell_quote(&root.display().to_string())
             );
-            print_question(q, &hint);
+            let ws = Workspace::new(root);
+            print_question(q, answer_waiting(&ws, q).as_ref(), true, &hint);
         }
     }
     Ok(0)
@@ -140,14 +152,24 @@ fn describe(status: Status) -> &'static str {
     match status {
         Status::Running => "running",
         Status::WaitingInput => "WAITING FOR YOUR ANSWER",
-        Status::Done => "done (DONE verified)",
+        Status::Done => "done, DONE verified",
         Status::Failed => "failed",
         Status::Stopped => "stopped",
         Status::MaxIterations => "stopped at max_iterations",
     }
 }
 
-fn print_question(q: &PendingQuestion, hint: &str) {
+/// The answer in `.ralph/answer.md`, when it answers `q` and waits to be delivered.
+fn answer_waiting(ws: &Workspace, q: &PendingQuestion) -> Option<Answer> {
+    answer::read(ws)
+        .ok()
+        .flatten()
+        .filter(|a| a.question_asked_at.as_deref() == Some(q.asked_at.as_str()))
+}
+
+/// The question, and how to answer it, or the answer already given when one waits to be
+/// delivered (`live`: by the running loop; otherwise by the next `ralph run`).
+fn print_question(q: &PendingQuestion, answered: Option<&Answer>, live: bool, hint: &str) {
     let now = SystemTime::now();
     let waited = q
         .asked_at_time()
@@ -155,6 +177,7 @@ fn print_question(q: &PendingQuestion, hint: &str) {
         .map(fmt_duration)
         .unwrap_or_else(|| "?".into());
     let left = match (q.timed_out, q.deadline_time()) {
+        _ if answered.is_some() => "answered".to_string(),
         (true, _) => {
             "timed out; the agent went on with its best guess, but a late answer still reaches it"
                 .to_string()
@@ -165,10 +188,11 @@ fn print_question(q: &PendingQuestion, hint: &str) {
         },
         (false, None) => "no deadline".to_string(),
     };
-    outln!(
-        "\n  Question from iteration {} (waiting {waited}; {left}):\n",
-        q.iteration
-    );
+    let from = match q.iteration {
+        0 => String::new(),
+        n => format!(" from iteration {n}"),
+    };
+    outln!("\n  Question{from} (waiting {waited}; {left}):\n");
     // The agent wrote all of this: no control sequence of its may reach the terminal.
     for line in sanitize(&q.text).lines() {
         outln!("    {line}");
@@ -187,6 +211,20 @@ fn print_question(q: &PendingQuestion, hint: &str) {
             outln!("      {}. {}{default}", i + 1, sanitize(&o.label));
         }
     }
+    if let Some(a) = answered {
+        let first = a.text.lines().next().unwrap_or("");
+        let when = if live {
+            "the loop delivers it"
+        } else {
+            "the next `ralph run` delivers it"
+        };
+        outln!(
+            "\n  Answered with {}: {}\n  {when}.\n",
+            a.by.describe(),
+            sanitize(first)
+        );
+        return;
+    }
     if let Some(d) = &q.default {
         outln!("\n    Default if nobody answers: {}", sanitize(d));
     }
@@ -197,12 +235,8 @@ fn print_question(q: &PendingQuestion, hint: &str) {
     outln!();
 }
 
-fn to_json(
-    root: &std::path::Path,
-    state: Option<&State>,
-    live: bool,
-    hint: &str,
-) -> serde_json::Value {
+fn to_json(ws: &Workspace, state: Option<&State>, live: bool, hint: &str) -> serde_json::Value {
+    let root = ws.root();
     let Some(state) = state else {
         return json!({"status": "none", "root": root.display().to_string(), "running": false, "iteration": 0, "max_iterations": null, "pid": null, "pending_question": null});
     };
@@ -220,6 +254,10 @@ fn to_json(
         v["pending_question"]["waited_seconds"] = json!(waited);
         v["pending_question"]["seconds_left"] = json!(left);
         v["pending_question"]["answer_command"] = json!(hint);
+        v["pending_question"]["answer_waiting"] = match answer_waiting(ws, q) {
+            Some(a) => json!({"text": a.text, "by": a.by.describe()}),
+            None => serde_json::Value::Null,
+        };
     }
     v
 }
