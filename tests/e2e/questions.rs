@@ -537,3 +537,21 @@ fn the_webhook_is_posted_and_a_dead_one_does_not_hold_the_loop() {
     );
     drop(dead);
 }
+
+#[test]
+fn ralph_ask_with_a_ralph_dir_that_does_not_exist_creates_nothing() {
+    // Regression: a stale RALPH_DIR made `ralph ask` create the whole path it named.
+    let p = Project::new();
+    let ralph_dir = p.path("gone/deeper/.ralph");
+    let run = Run::from_output(
+        p.ralph()
+            .args(["ask", "Still there?", "--timeout", "0"])
+            .env("RALPH_DIR", &ralph_dir)
+            .output()
+            .unwrap(),
+    );
+    run.expect_code(2);
+    assert!(run.stderr.contains("no such directory"), "{}", run.stderr);
+    assert!(run.stderr.contains("RALPH_DIR"), "{}", run.stderr);
+    assert!(!p.exists("gone"));
+}

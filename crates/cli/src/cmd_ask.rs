@@ -36,10 +36,15 @@ const NO_ANSWER: u8 = 3;
 pub fn run(args: &AskArgs) -> CmdResult {
     let root = match (&args.dir, std::env::var_os("RALPH_DIR")) {
         (Some(d), _) => crate::cmd_run::project_root(d)?,
-        (None, Some(dir)) => PathBuf::from(dir)
-            .parent()
-            .map(PathBuf::from)
-            .ok_or_else(|| Failure::usage(anyhow!("RALPH_DIR has no parent directory")))?,
+        // Inside a loop: `.ralph/` of the project it runs in, which exists; a stale or made-up
+        // value must not make ralph create directories wherever it points.
+        (None, Some(dir)) => {
+            let dir = PathBuf::from(dir);
+            let root = dir
+                .parent()
+                .ok_or_else(|| Failure::usage(anyhow!("RALPH_DIR has no parent directory")))?;
+            crate::cmd_run::existing_dir(root, "as the parent of RALPH_DIR")?
+        }
         (None, None) => crate::cmd_run::project_root(std::path::Path::new("."))?,
     };
     let text = args.question.trim();
