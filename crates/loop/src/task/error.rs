@@ -173,8 +173,11 @@ pub enum Problem {
         /// Where it first appeared, when that could be found.
         first_line: Option<usize>,
     },
-    /// No `task` key.
-    MissingTask,
+    /// No `task` key; `misspelt` is an unknown key that was most likely meant to be it.
+    MissingTask {
+        /// The unknown key close to `task` (`tsk`, `Task`), if there is one.
+        misspelt: Option<String>,
+    },
     /// A known key with a value of the wrong kind or out of range.
     BadValue {
         /// The key.
@@ -237,7 +240,12 @@ impl Problem {
                 Some(line) => format!("key '{key}' appears twice (first on line {line})"),
                 None => format!("key '{key}' appears twice"),
             },
-            Problem::MissingTask => "the frontmatter has no 'task' key".to_owned(),
+            Problem::MissingTask { misspelt: None } => {
+                "the frontmatter has no 'task' key".to_owned()
+            }
+            Problem::MissingTask {
+                misspelt: Some(key),
+            } => format!("the frontmatter has no 'task' key ('{key}' is not one)"),
             Problem::BadValue {
                 key,
                 expected,
@@ -302,9 +310,12 @@ impl Problem {
                                            'task: ...'"
                 .to_owned(),
             Problem::DuplicateKey { .. } => "Keep one of them and delete the other".to_owned(),
-            Problem::MissingTask => "Add a line like: task: Add a session cache to the API \
-                                     server"
-                .to_owned(),
+            Problem::MissingTask { misspelt: None } => {
+                "Add a line like: task: Add a session cache to the API server".to_owned()
+            }
+            Problem::MissingTask {
+                misspelt: Some(key),
+            } => format!("Did you mean 'task'? Rename '{key}' to 'task'"),
             Problem::BadValue { example, .. } => example.clone(),
         }
     }

@@ -184,7 +184,8 @@ impl Node<'_> {
             Node::Null => "an empty value".to_owned(),
             Node::Bool(b) => b.to_string(),
             Node::Int(n) => n.to_string(),
-            Node::Float(f) => f.to_string(),
+            // `{:?}` keeps the point of `1.0`, which `{}` drops ("a whole number ..., found 1").
+            Node::Float(f) => format!("{f:?}"),
             Node::Str(s) if s.trim().is_empty() => "an empty string".to_owned(),
             Node::Str(s) => format!("{:?}", shorten(s)),
             Node::List => "a list".to_owned(),

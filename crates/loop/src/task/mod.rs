@@ -181,7 +181,20 @@ impl TaskFile {
         let yaml::Frontmatter { settings, unknown } =
             yaml::read(parts.yaml, parts.yaml_first_line).map_err(invalid)?;
         let Some(task) = settings.task else {
-            return Err(invalid((1, 1, Problem::MissingTask)));
+            // A misspelt `task:` is the likeliest cause: point at it.
+            let misspelt = unknown
+                .iter()
+                .find(|(key, ..)| Key::suggest(key) == Some(Key::Task));
+            return Err(invalid(match misspelt {
+                Some((key, line, column)) => (
+                    *line,
+                    *column,
+                    Problem::MissingTask {
+                        misspelt: Some(key.clone()),
+                    },
+                ),
+                None => (1, 1, Problem::MissingTask { misspelt: None }),
+            }));
         };
         let warnings = unknown
             .into_iter()
