@@ -95,6 +95,15 @@ fn the_stop_policy_saves_the_question_exits_1_and_the_next_run_asks_again() {
     );
     let first = p.run(&agent, &[]);
     first.expect_code(1);
+    // Regression: it said "the agent goes on with its default" just before stopping.
+    assert!(!first.stdout.contains("goes on with"), "{}", first.stdout);
+    assert!(
+        first
+            .stdout
+            .contains("the question stays open for the next `ralph run`"),
+        "{}",
+        first.stdout
+    );
     let state = p.state();
     assert_eq!(state["status"], "stopped");
     assert_eq!(state["pending_question"]["text"], "Redis or Memcached?");

@@ -314,8 +314,15 @@ impl Runner {
                 });
             }
             WaitEnd::TimedOut => {
-                self.emit(LoopEvent::QuestionClosed(QuestionClosed::TimedOut))
-                    .await;
+                let stop =
+                    carry && self.cfg.settings.on_question_timeout == OnQuestionTimeout::Stop;
+                // Under `stop` nobody goes on with a guess: the loop stops, and the question
+                // stays for the next run (not "the agent goes on with its default").
+                let closed = match stop {
+                    true => QuestionClosed::Interrupted,
+                    false => QuestionClosed::TimedOut,
+                };
+                self.emit(LoopEvent::QuestionClosed(closed)).await;
                 self.log(
                     "question_timeout",
                     json!({"iteration": iteration, "policy": self.cfg.settings.on_question_timeout, "raised_by": raised_by}),
@@ -323,7 +330,7 @@ impl Runner {
                 if let Some(p) = self.state.pending_question.as_mut() {
                     p.paused = false;
                 }
-                if carry && self.cfg.settings.on_question_timeout == OnQuestionTimeout::Stop {
+                if stop {
                     return Ok(Some(Outcome::QuestionTimeoutStop));
                 }
                 self.archive(&question, &asked_at, clarifications::How::Unanswered)?;
