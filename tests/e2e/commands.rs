@@ -199,3 +199,27 @@ fn a_reader_gone_away_ends_the_short_commands_quietly() {
     // The answer was saved before it was reported.
     assert!(p.read(".ralph/answer.md").contains("go on"));
 }
+
+#[test]
+fn a_corrupt_state_file_is_named_with_its_fix_and_its_cause_once() {
+    let p = Project::new();
+    p.write(".ralph/state.json", "{not json\n");
+    for args in [&["status"][..], &["answer", "yes"]] {
+        let run = p.exec(args);
+        run.expect_code(1);
+        assert!(
+            run.stderr.contains("state.json: not a ralph state file")
+                && run.stderr.contains("Delete it to start afresh"),
+            "{args:?}: {}",
+            run.stderr
+        );
+        // Regression: the JSON error was printed again after the fix.
+        assert_eq!(
+            run.stderr.matches("line 1 column 2").count(),
+            1,
+            "{args:?}: {}",
+            run.stderr
+        );
+    }
+    assert_eq!(p.read(".ralph/state.json"), "{not json\n");
+}

@@ -270,9 +270,9 @@ impl State {
         };
         serde_json::from_str(&text)
             .map(Some)
-            .map_err(|source| StateError::Corrupt {
+            .map_err(|problem| StateError::Corrupt {
                 path: path.display().to_string(),
-                source,
+                problem,
             })
     }
 
@@ -301,13 +301,14 @@ impl State {
 pub enum StateError {
     /// `state.json` is not valid JSON of the expected shape.
     #[error(
-        "{path}: not a ralph state file ({source}). Delete it to start afresh; nothing else depends on it."
+        "{path}: not a ralph state file ({problem}). Delete it to start afresh; nothing else depends on it."
     )]
     Corrupt {
         /// The file.
         path: String,
-        /// The JSON error.
-        source: serde_json::Error,
+        /// The JSON error: in the message, and deliberately not a `source`, which `{:#}`
+        /// would print a second time after it.
+        problem: serde_json::Error,
     },
     /// Reading or writing failed.
     #[error(transparent)]
