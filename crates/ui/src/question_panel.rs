@@ -214,6 +214,34 @@ impl QuestionPanel {
         self.editor.lines().join("\n")
     }
 
+    /// What Enter would send from the options picked and the text typed so far, if the
+    /// human has done anything (a highlight alone is not a pick): what is lost, unless said,
+    /// when the question closes some other way.
+    pub fn unsent(&self) -> Option<String> {
+        self.compose()
+    }
+
+    /// The answer the picked options and the typed text make; `None` if both are empty.
+    fn compose(&self) -> Option<String> {
+        let labels: Vec<&str> = self
+            .question
+            .options
+            .iter()
+            .zip(&self.chosen)
+            .filter(|(_, chosen)| **chosen)
+            .map(|(o, _)| o.label.as_str())
+            .collect();
+        let text = self.draft();
+        let text = text.trim();
+        match (labels.is_empty(), text.is_empty()) {
+            (true, true) => None,
+            (false, true) => Some(labels.join(", ")),
+            (true, false) => Some(text.to_owned()),
+            (false, false) if text.contains('\n') => Some(format!("{}\n{text}", labels.join(", "))),
+            (false, false) => Some(format!("{}: {text}", labels.join(", "))),
+        }
+    }
+
     /// Marks the question closed: input stops and a closing line replaces the editor and the
     /// countdown.
     pub fn set_closed(&mut self, how: Closed) {
@@ -388,27 +416,13 @@ impl QuestionPanel {
                 self.chosen[self.cursor] = true;
             }
         }
-        let labels: Vec<&str> = self
-            .question
-            .options
-            .iter()
-            .zip(&self.chosen)
-            .filter(|(_, chosen)| **chosen)
-            .map(|(o, _)| o.label.as_str())
-            .collect();
-        let text = self.draft();
-        let text = text.trim();
-        let answer = match (labels.is_empty(), text.is_empty()) {
-            (true, true) => {
+        match self.compose() {
+            Some(answer) => PanelAction::Submit(answer),
+            None => {
                 self.refused = true;
-                return PanelAction::RefusedEmpty;
+                PanelAction::RefusedEmpty
             }
-            (false, true) => labels.join(", "),
-            (true, false) => text.to_owned(),
-            (false, false) if text.contains('\n') => format!("{}\n{text}", labels.join(", ")),
-            (false, false) => format!("{}: {text}", labels.join(", ")),
-        };
-        PanelAction::Submit(answer)
+        }
     }
 
     fn scroll_by(&mut self, pages: isize) -> PanelAction {

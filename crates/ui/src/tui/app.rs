@@ -489,7 +489,14 @@ impl App {
             Some(default) => format!("its default ({})", clean(default)),
             None => "its best guess".to_owned(),
         };
-        let draft = q.panel.draft();
+        // Options picked and text typed are never dropped in silence: whatever closes the
+        // question, they stay in the scrollback, with how to send them still when that helps.
+        let unsent = q.panel.unsent();
+        let (keep_unsent, late) = match how {
+            QuestionClosed::Answered { .. } => (false, false),
+            QuestionClosed::AnsweredElsewhere { .. } | QuestionClosed::Skipped => (true, false),
+            QuestionClosed::TimedOut | QuestionClosed::Interrupted => (true, true),
+        };
         match how {
             QuestionClosed::Answered { text } => {
                 self.note(
@@ -505,12 +512,6 @@ impl App {
                     self.theme.closed,
                     format!("answered from {by}: {}", one_line(&text)),
                 );
-                if !draft.trim().is_empty() {
-                    self.note(
-                        self.theme.dim,
-                        format!("your draft was not sent: {}", one_line(&draft)),
-                    );
-                }
             }
             QuestionClosed::TimedOut => {
                 q.panel.set_closed(Closed::TimedOut);
@@ -530,6 +531,26 @@ impl App {
                 self.note(
                     self.theme.warning,
                     "stopping; the question stays pending for the next `ralph run`".into(),
+                );
+            }
+        }
+        if let Some(unsent) = unsent.filter(|_| keep_unsent) {
+            // Whole, every line of it: it may be all the human wrote.
+            let unsent = clean(&unsent);
+            let mut lines = unsent.lines();
+            let first = lines.next().unwrap_or_default();
+            self.note(self.theme.dim, format!("your draft was not sent: {first}"));
+            for line in lines {
+                self.out
+                    .push(Line::styled(format!("       {line}"), self.theme.dim));
+            }
+            if late {
+                self.note(
+                    self.theme.dim,
+                    format!(
+                        "to send it still: ralph answer -C {} \"…\"",
+                        self.answer_hint_dir
+                    ),
                 );
             }
         }

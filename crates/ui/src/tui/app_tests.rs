@@ -327,9 +327,22 @@ fn esc_skips_and_the_closing_note_names_the_default() {
 fn closing_notes_say_what_happened() {
     let t0 = Instant::now();
     let cases = [
+        // Regression: a draft was dropped in silence when the deadline passed, or on Esc or
+        // Ctrl-C.
         (
             QuestionClosed::TimedOut,
-            vec!["ralph: no answer in time; the agent goes on with its default (Redis)"],
+            vec![
+                "ralph: no answer in time; the agent goes on with its default (Redis)",
+                "ralph: your draft was not sent: Red",
+                "ralph: to send it still: ralph answer -C /work/cache \"…\"",
+            ],
+        ),
+        (
+            QuestionClosed::Skipped,
+            vec![
+                "ralph: question skipped; the agent goes on with its default (Redis)",
+                "ralph: your draft was not sent: Red",
+            ],
         ),
         (
             QuestionClosed::AnsweredElsewhere {
@@ -343,7 +356,15 @@ fn closing_notes_say_what_happened() {
         ),
         (
             QuestionClosed::Interrupted,
-            vec!["ralph: stopping; the question stays pending for the next `ralph run`"],
+            vec![
+                "ralph: stopping; the question stays pending for the next `ralph run`",
+                "ralph: your draft was not sent: Red",
+                "ralph: to send it still: ralph answer -C /work/cache \"…\"",
+            ],
+        ),
+        (
+            QuestionClosed::Answered { text: "Red".into() },
+            vec!["ralph: answer sent to the agent: Red"],
         ),
     ];
     for (how, expected) in cases {
@@ -355,6 +376,30 @@ fn closing_notes_say_what_happened() {
         assert!(app.question.is_none());
         assert_eq!(text(&app.take_output()), expected);
     }
+}
+
+#[test]
+fn a_picked_option_and_a_note_of_several_lines_outlive_the_deadline_whole() {
+    let t0 = Instant::now();
+    let mut app = app();
+    app.on_event(asked(cache_question(), Some(secs(60)), t0), t0);
+    type_str(&mut app, "2", t0);
+    app.on_key(key(KeyCode::Tab), t0);
+    type_str(&mut app, "only in staging", t0);
+    app.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::ALT), t0);
+    type_str(&mut app, "never in prod", t0);
+    app.take_output();
+    app.on_event(LoopEvent::QuestionClosed(QuestionClosed::TimedOut), t0);
+    assert_eq!(
+        text(&app.take_output()),
+        [
+            "ralph: no answer in time; the agent goes on with its default (Redis)",
+            "ralph: your draft was not sent: Memcached",
+            "       only in staging",
+            "       never in prod",
+            "ralph: to send it still: ralph answer -C /work/cache \"…\"",
+        ]
+    );
 }
 
 #[test]
