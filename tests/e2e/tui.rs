@@ -237,6 +237,31 @@ fn an_answer_typed_in_the_terminal_view_reaches_the_next_iteration() {
 }
 
 #[test]
+fn a_long_burst_of_typing_is_taken_whole_without_waiting_for_another_key() {
+    // Regression: crossterm's default input source reads 1 KiB per readiness edge, so a
+    // burst longer than that (a paste into a terminal without bracketed paste) stopped after
+    // its first KiB until the next key arrived: Enter looked ignored.
+    let (p, tmux, _) = asked_in_the_terminal_view("5m");
+    let words = ["cache", "redis", "pubsub", "later", "staging", "prod"];
+    let burst: String = (0..600)
+        .map(|i| words[i * 7 % words.len()])
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(burst.len() > 3000);
+    tmux.type_text(&burst);
+    std::thread::sleep(Duration::from_millis(300));
+    tmux.key("Enter");
+    tmux.wait_for("ralph exited: 0", Duration::from_secs(30));
+    let prompt = p.read("prompt-2.txt");
+    let quoted: String = prompt
+        .lines()
+        .filter_map(|l| l.strip_prefix("> "))
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(quoted.contains(&burst), "{prompt}");
+}
+
+#[test]
 fn an_unanswered_question_in_the_terminal_view_lets_the_loop_go_on() {
     let (p, tmux, _) = asked_in_the_terminal_view("2s");
     let screen = tmux.wait_for("ralph exited: 0", Duration::from_secs(30));

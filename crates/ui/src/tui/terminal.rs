@@ -199,10 +199,12 @@ impl Input for TermInput {
         // crossterm and come out of the next stream.
         self.stream = None;
         // The drop wakes the reader thread; if it was between two reads, the wake stays
-        // pending and cuts the query's wait short. A zero poll takes it, leaving keys queued.
+        // pending and cuts the query's wait short. A short poll takes it, leaving keys queued
+        // (not a zero one: crossterm's `/dev/tty` source, see Cargo.toml, does not look at its
+        // descriptors at all for a zero timeout).
         // Regression: the query failed at once after a resize, and the view redrew at its old
         // row, leaving the re-flowed remains of the old viewport on screen.
-        let _ = event::poll(Duration::ZERO);
+        let _ = event::poll(Duration::from_millis(1));
         let pos = cursor::position().ok();
         pos.map(|(x, y)| Position::new(x, y))
     }
