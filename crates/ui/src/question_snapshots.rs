@@ -283,6 +283,18 @@ fn refused_empty() {
 }
 
 #[test]
+fn refused_empty_with_options() {
+    let t0 = Instant::now();
+    let mut panel = open(cache_options(), Some(WAIT), t0);
+    panel.handle_key(key(KeyCode::Tab), t0);
+    assert_eq!(
+        panel.handle_key(key(KeyCode::Enter), t0),
+        PanelAction::RefusedEmpty
+    );
+    snapshot!("refused_empty_with_options", panel, t0 + secs(5));
+}
+
+#[test]
 fn answered_elsewhere() {
     let t0 = Instant::now();
     let mut panel = open(cache_options(), Some(WAIT), t0);

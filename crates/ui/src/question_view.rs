@@ -195,7 +195,12 @@ impl QuestionPanel {
             let line = match &self.closed {
                 Some(closed) => self.closing_line(closed),
                 None if self.refused => Line::from(Span::styled(
-                    "Type an answer or pick an option — Esc skips and lets the agent guess",
+                    match self.options.is_empty() {
+                        true => "Type an answer — Esc skips and lets the agent guess",
+                        false => {
+                            "Type an answer or pick an option — Esc skips and lets the agent guess"
+                        }
+                    },
                     self.theme.error,
                 )),
                 None => self.hint_line(usize::from(area.width), wants.body > plan.body),
