@@ -329,3 +329,28 @@ fn esc_skips_the_question_and_the_agent_is_told_to_decide() {
     assert!(log.contains("**Skipped**"), "{log}");
     assert_restored(&tmux, &p);
 }
+
+#[test]
+fn esc_on_a_ralph_ask_question_tells_the_waiting_agent_it_was_skipped() {
+    // Regression: `ralph ask` said "nobody answered in time" when the human had skipped.
+    let p = Project::with_task(
+        "task: Cache\nmax_iterations: 1\nquestion_timeout: 5m",
+        "- [ ] cache\n",
+    );
+    let agent = p.agent(
+        "[iteration 1]\nrun-capture ask-out.txt ralph ask \"Which database?\" --option Postgres --default Postgres\n",
+    );
+    let tmux = Tmux::start(p.root());
+    run_ralph(&tmux, &p, &agent);
+    tmux.wait_for("Which database?", Duration::from_secs(30));
+    tmux.key("Escape");
+    tmux.wait_for("ralph exited: 3", Duration::from_secs(30));
+    let said = p.read("ask-out.txt");
+    assert!(said.contains("skipped the question"), "{said}");
+    assert!(
+        said.contains("proceed with your default (Postgres)"),
+        "{said}"
+    );
+    assert!(!said.contains("in time"), "{said}");
+    assert_eq!(p.read("ask-out.txt.code").trim(), "3");
+}

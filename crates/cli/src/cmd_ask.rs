@@ -118,14 +118,14 @@ pub fn run(args: &AskArgs) -> CmdResult {
     let _ = workspace::remove(&ws.ask_claim());
 
     match outcome? {
-        Some(ans) => {
+        Waited::Answered(ans) => {
             if let Some(_lock) = &own_lock {
                 finish_alone(&ws, previous, &question, pending, Some(&ans))?;
             }
             println!("{}", ans.text);
             Ok(0)
         }
-        None => {
+        ended => {
             if let Some(_lock) = &own_lock {
                 finish_alone(&ws, previous, &question, pending, None)?;
             }
@@ -133,20 +133,30 @@ pub fn run(args: &AskArgs) -> CmdResult {
                 Some(d) => format!("proceed with your default ({d})"),
                 None => "proceed with your best guess".to_string(),
             };
-            println!(
-                "ralph: nobody answered in time; {guess} and record the assumption in .ralph/progress.md. A late answer will reach a later iteration."
-            );
+            if matches!(ended, Waited::Skipped) {
+                println!(
+                    "ralph: the human skipped the question and asks you to decide; {guess} and record the assumption in .ralph/progress.md."
+                );
+            } else {
+                println!(
+                    "ralph: nobody answered in time; {guess} and record the assumption in .ralph/progress.md. A late answer will reach a later iteration."
+                );
+            }
             Ok(NO_ANSWER)
         }
     }
 }
 
+/// How the wait for an answer ended.
+enum Waited {
+    Answered(answer::Answer),
+    TimedOut,
+    /// The human skipped it in the loop's panel (Esc).
+    Skipped,
+}
+
 /// Waits for an answer to this claim, the deadline, or a skip (the loop removed the claim).
-fn wait_for_answer(
-    ws: &Workspace,
-    claim: &AskClaim,
-    alone: bool,
-) -> Result<Option<answer::Answer>, Failure> {
+fn wait_for_answer(ws: &Workspace, claim: &AskClaim, alone: bool) -> Result<Waited, Failure> {
     let (tx, rx) = mpsc::channel();
     use notify::Watcher as _;
     let mut watcher = notify::recommended_watcher(move |_res: notify::Result<notify::Event>| {
@@ -162,19 +172,19 @@ fn wait_for_answer(
         if let Some(ans) = answer::read(ws)?
             && answer_is_for(&ans, claim, asked_at)
         {
-            return Ok(Some(ans));
+            return Ok(Waited::Answered(ans));
         }
         if !alone {
             // The loop owns the deadline (extensions, pauses) and removes the claim on a skip.
             if !ws.ask_claim().exists() {
-                return Ok(None);
+                return Ok(Waited::Skipped);
             }
             if let Ok(Some(st)) = State::load(ws)
                 && let Some(p) = st.pending_question
                 && p.asked_at == claim.asked_at
             {
                 if p.timed_out {
-                    return Ok(None);
+                    return Ok(Waited::TimedOut);
                 }
                 deadline = if p.paused { None } else { p.deadline_time() };
             }
@@ -182,13 +192,13 @@ fn wait_for_answer(
         let wait = match deadline {
             Some(d) => match d.duration_since(SystemTime::now()) {
                 Ok(left) => left,
-                Err(_) => return Ok(None),
+                Err(_) => return Ok(Waited::TimedOut),
             },
             None => Duration::from_secs(3600),
         };
         match rx.recv_timeout(wait) {
             Ok(()) | Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(None),
+            Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(Waited::TimedOut),
         }
     }
 }
