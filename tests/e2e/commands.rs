@@ -223,3 +223,28 @@ fn a_corrupt_state_file_is_named_with_its_fix_and_its_cause_once() {
     }
     assert_eq!(p.read(".ralph/state.json"), "{not json\n");
 }
+
+#[test]
+fn answer_edit_uses_editor_when_visual_is_set_but_empty() {
+    // Regression: `VISUAL=` (set, empty) ran an empty command instead of falling back to
+    // $EDITOR.
+    let p = Project::new();
+    p.write(
+        "editor.sh",
+        "#!/bin/sh\nprintf 'written in the editor\\n# a comment\\n' > \"$1\"\n",
+    );
+    let editor = p.path("editor.sh");
+    std::fs::set_permissions(&editor, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let run = Run::from_output(
+        p.ralph()
+            .args(["answer", "--force", "--edit"])
+            .env("VISUAL", "")
+            .env("EDITOR", &editor)
+            .output()
+            .unwrap(),
+    );
+    run.expect_code(0);
+    let answer = p.read(".ralph/answer.md");
+    assert!(answer.contains("written in the editor"), "{answer}");
+    assert!(!answer.contains("a comment"), "{answer}");
+}

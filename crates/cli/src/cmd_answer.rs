@@ -130,9 +130,15 @@ fn first_line(s: &str) -> &str {
 
 /// Opens `$VISUAL` or `$EDITOR` on a file that shows the question; lines starting with `#` are dropped.
 fn edit(q: Option<&ralph_loop::state::PendingQuestion>) -> Result<String, Failure> {
-    let editor = std::env::var("VISUAL")
-        .or_else(|_| std::env::var("EDITOR"))
-        .unwrap_or_else(|_| "vi".into());
+    // Set but empty counts as unset, as in git and most shells' tools.
+    let set = |name| {
+        std::env::var(name)
+            .ok()
+            .filter(|v: &String| !v.trim().is_empty())
+    };
+    let editor = set("VISUAL")
+        .or_else(|| set("EDITOR"))
+        .unwrap_or_else(|| "vi".into());
     let mut file = tempfile::Builder::new()
         .prefix("ralph-answer-")
         .suffix(".md")
