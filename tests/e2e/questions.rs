@@ -555,3 +555,67 @@ fn ralph_ask_with_a_ralph_dir_that_does_not_exist_creates_nothing() {
     assert!(run.stderr.contains("RALPH_DIR"), "{}", run.stderr);
     assert!(!p.exists("gone"));
 }
+
+#[test]
+fn an_answer_taken_by_a_run_that_ended_before_delivering_it_reaches_the_next_run() {
+    // The question comes in the last iteration: the answer closes it, the run ends at
+    // max_iterations with the answer not yet delivered. Regression: the next run took it for
+    // a second answer to a closed question, and removed it unseen.
+    let p = Project::with_task(
+        "task: Cache\nmax_iterations: 1\nquestion_timeout: 1m",
+        "- [ ] cache\n",
+    );
+    let agent = p.agent(
+        "[iteration 1]\nquestion \"Redis or Memcached?\" --option Redis --option Memcached\nsignal QUESTION\n",
+    );
+    let child = p.start(&agent, &[]);
+    p.wait_for_status("waiting_input", Duration::from_secs(20));
+    p.exec(&["answer", "Memcached, for the shared pool"])
+        .expect_code(0);
+    Run::finish(child, Duration::from_secs(30)).expect_code(3);
+    assert!(p.exists(".ralph/answer.md"), "kept for the next run");
+
+    // A new run after max_iterations counts from 1 again.
+    let agent = p.agent("[iteration 1]\nsave-prompt prompt-next.txt\n");
+    let run = p.run(&agent, &[]);
+    run.expect_code(3);
+    assert!(!run.stdout.contains("not used"), "{}", run.stdout);
+    let prompt = p.read("prompt-next.txt");
+    assert!(
+        prompt.contains("> Memcached, for the shared pool"),
+        "{prompt}"
+    );
+    assert!(prompt.contains("> Redis or Memcached?"), "{prompt}");
+    let log = p.read(".ralph/clarifications.md");
+    assert!(log.contains("Memcached, for the shared pool"), "{log}");
+    assert!(!p.exists(".ralph/answer.md"));
+}
+
+#[test]
+fn an_answer_whose_run_was_killed_while_delivering_it_reaches_the_next_run() {
+    let p = Project::with_task(
+        "task: Cache\nmax_iterations: 4\nquestion_timeout: 1m",
+        "- [ ] cache\n",
+    );
+    let agent = p.agent(
+        "[iteration 1]\nquestion \"Redis or Memcached?\" --option Redis --option Memcached\nsignal QUESTION\n\
+         [iteration 2]\nwrite delivering yes\nsleep 30s\n\
+         [iteration 3]\nsave-prompt prompt-3.txt\n",
+    );
+    let mut child = p.start(&agent, &[]);
+    p.wait_for_status("waiting_input", Duration::from_secs(20));
+    p.exec(&["answer", "Redis"]).expect_code(0);
+    wait_until(Duration::from_secs(20), "iteration 2", || {
+        p.exists("delivering").then_some(())
+    });
+    // SIGKILL: nothing of ralph's own runs to finish the delivery.
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    let run = p.run(&agent, &[]);
+    run.expect_code(3);
+    assert!(!run.stdout.contains("not used"), "{}", run.stdout);
+    let prompt = p.read("prompt-3.txt");
+    assert!(prompt.contains("> Redis"), "{prompt}");
+    assert!(p.read(".ralph/clarifications.md").contains("Redis"));
+}

@@ -695,7 +695,18 @@ impl Runner {
             && let Some(ans) = self.read_answer().await?
         {
             let pending = self.state.pending_question.clone();
+            // The answer that closed its question, still here: the run that took it ended
+            // (killed, or at max_iterations) before an iteration had it. It is delivered now.
+            // Regression: it was taken for a second answer and removed, unseen.
+            let undelivered = ans.question_asked_at.as_ref().is_some_and(|asked_at| {
+                pending.as_ref().is_none_or(|p| &p.asked_at != asked_at)
+                    && self
+                        .state
+                        .closed(asked_at)
+                        .is_some_and(|c| c.answer_id.is_some() && c.answer_id == ans.id)
+            });
             if let Some(asked_at) = &ans.question_asked_at
+                && !undelivered
                 && pending.as_ref().is_none_or(|p| &p.asked_at != asked_at)
                 && let Some(closed) = self.state.closed(asked_at)
             {
@@ -729,6 +740,18 @@ impl Runner {
             });
             let (question, late, asked_at) = match (&pending, matches_pending) {
                 (Some(p), true) => (Some(p.question()), p.timed_out, Some(p.asked_at.clone())),
+                // Its question is no longer pending; `question.md` still says what it was
+                // (both are archived only once an iteration had the answer).
+                _ if undelivered => {
+                    match workspace::read_bounded(&self.ws.question(), MAX_QUESTION_BYTES) {
+                        Ok(Some(q)) => (
+                            Some(Question::parse_bounded(&q.bytes)),
+                            false,
+                            ans.question_asked_at.clone(),
+                        ),
+                        _ => (None, false, None),
+                    }
+                }
                 _ => (None, false, None),
             };
             let question_raw = question
