@@ -324,6 +324,32 @@ fn a_task_file_that_is_a_fifo_or_a_device_exits_2_without_blocking() {
     }
 }
 
+#[test]
+fn a_fifo_the_agent_plants_in_ralph_dir_is_named_and_never_hangs_the_loop() {
+    // Regression: opening it waited for a writer forever, inside the runtime, and Ctrl-C and
+    // SIGTERM could no longer stop the loop.
+    for file in ["progress.md", "question.md", "events.jsonl"] {
+        let p = Project::with_task("task: x\nmax_iterations: 3", "- [ ] x\n");
+        let agent = format!(
+            "cat >/dev/null; rm -f \"$RALPH_DIR/{file}\"; mkfifo \"$RALPH_DIR/{file}\"; echo '<ralph>QUESTION</ralph>'"
+        );
+        let run = p.run(&agent, &[]);
+        let said = format!("{}{}", run.stdout, run.stderr);
+        assert!(
+            said.contains(&format!(".ralph/{file}: not a plain file")),
+            "{file}: {said}"
+        );
+        // The agent's memory stops the run, saying why; a question or an event that cannot
+        // be written or read is reported and the loop goes on.
+        if file == "progress.md" {
+            run.expect_code(1);
+            assert_eq!(p.state()["status"], "failed", "{file}");
+        } else {
+            run.expect_code(3);
+        }
+    }
+}
+
 /// `chmod 000` does not stop root, and these tests often run as root (containers, CI). As root,
 /// ralph is run as `nobody` instead, so the unreadable file really is unreadable to it.
 #[test]

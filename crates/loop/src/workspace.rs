@@ -194,14 +194,15 @@ impl Workspace {
     /// so a crashed run never leaves a stale lock behind.
     pub fn lock(&self) -> Result<WorkspaceLock> {
         let path = self.lock_path();
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .custom_flags(nix::libc::O_NOFOLLOW)
-            .open(&path)
-            .map_err(|e| WorkspaceError::io(&path, e))?;
+        let file = open_plain(
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false),
+            &path,
+        )
+        .map_err(|e| WorkspaceError::io(&path, e))?;
         match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
             Ok(mut lock) => {
                 lock.set_len(0).map_err(|e| WorkspaceError::io(&path, e))?;
@@ -222,11 +223,7 @@ impl Workspace {
 
     /// Whether some process holds the workspace lock right now.
     pub fn is_locked(&self) -> bool {
-        let Ok(file) = OpenOptions::new()
-            .read(true)
-            .custom_flags(nix::libc::O_NOFOLLOW)
-            .open(self.lock_path())
-        else {
+        let Ok(file) = open_plain(OpenOptions::new().read(true), &self.lock_path()) else {
             return false;
         };
         Flock::lock(file, FlockArg::LockSharedNonblock).is_err()
@@ -357,11 +354,7 @@ fn temp_beside(path: &Path, contents: &[u8]) -> Result<tempfile::NamedTempFile> 
 /// Used for logs that only ralph writes (`events.jsonl`, `clarifications.md`); each call is one
 /// `write`, so a reader never sees half a line.
 pub fn append(path: &Path, contents: &[u8]) -> Result<()> {
-    let mut file = OpenOptions::new()
-        .append(true)
-        .create(true)
-        .custom_flags(nix::libc::O_NOFOLLOW)
-        .open(path)
+    let mut file = open_plain(OpenOptions::new().append(true).create(true), path)
         .map_err(|e| WorkspaceError::io(path, e))?;
     file.write_all(contents)
         .map_err(|e| WorkspaceError::io(path, e))
@@ -390,13 +383,34 @@ impl Bounded {
     }
 }
 
-/// Reads at most `limit` bytes of `path`, refusing symlinks; `Ok(None)` if it does not exist.
-pub fn read_bounded(path: &Path, limit: usize) -> Result<Option<Bounded>> {
-    let file = match OpenOptions::new()
-        .read(true)
-        .custom_flags(nix::libc::O_NOFOLLOW)
+/// Opens `path` with `options` as a plain file: never through a symlink (`ELOOP`, reported as
+/// [`WorkspaceError::Symlink`]), and never a pipe, device or directory, which could block the
+/// open or every read after it (an agent can plant a FIFO in `.ralph/`): those are refused at
+/// once, without waiting for a partner.
+pub fn open_plain(options: &mut OpenOptions, path: &Path) -> io::Result<File> {
+    let not_plain = || {
+        io::Error::other(
+            "not a plain file (a pipe, a device or a directory); ralph reads and writes only plain files in .ralph/. Remove it and run again",
+        )
+    };
+    let file = options
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
         .open(path)
-    {
+        // A FIFO opened to write, with no reader: refused at once (`ENXIO`).
+        .map_err(|e| match e.raw_os_error() {
+            Some(nix::libc::ENXIO) => not_plain(),
+            _ => e,
+        })?;
+    if !file.metadata()?.is_file() {
+        return Err(not_plain());
+    }
+    Ok(file)
+}
+
+/// Reads at most `limit` bytes of `path`, refusing symlinks and anything but a plain file;
+/// `Ok(None)` if it does not exist.
+pub fn read_bounded(path: &Path, limit: usize) -> Result<Option<Bounded>> {
+    let file = match open_plain(OpenOptions::new().read(true), path) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(WorkspaceError::io(path, e)),

@@ -630,15 +630,15 @@ impl LogFile {
     }
 
     fn open(path: &Path) -> Option<std::io::BufWriter<std::fs::File>> {
-        use std::os::unix::fs::OpenOptionsExt;
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .custom_flags(nix::libc::O_NOFOLLOW)
-            .open(path)
-            .ok()
-            .map(|f| std::io::BufWriter::with_capacity(256 * 1024, f))
+        crate::workspace::open_plain(
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true),
+            path,
+        )
+        .ok()
+        .map(|f| std::io::BufWriter::with_capacity(256 * 1024, f))
     }
 
     fn write(&mut self, bytes: &[u8]) {
