@@ -619,3 +619,40 @@ fn an_answer_whose_run_was_killed_while_delivering_it_reaches_the_next_run() {
     assert!(prompt.contains("> Redis"), "{prompt}");
     assert!(p.read(".ralph/clarifications.md").contains("Redis"));
 }
+
+#[test]
+fn a_claim_left_by_a_killed_ralph_ask_does_not_take_over_a_later_question() {
+    // Regression: the stale `.ralph/ask.json` made a later file-protocol question look like
+    // that old `ralph ask` (its wait, its 10-minute deadline), and the next prompt said the
+    // question was both answered and lost.
+    let p = Project::with_task(
+        "task: Cache\nmax_iterations: 2\nquestion_timeout: 1m",
+        "- [ ] cache\n",
+    );
+    let mut gone = std::process::Command::new("true").spawn().unwrap();
+    let pid = gone.id();
+    gone.wait().unwrap();
+    p.write(
+        ".ralph/ask.json",
+        &format!(
+            r#"{{"pid":{pid},"asked_at":"2026-01-01T00:00:00.000Z","deadline":"2026-01-01T00:10:00.000Z"}}"#
+        ),
+    );
+    let agent = p.agent(
+        "[iteration 1]\nquestion \"Redis or Memcached?\" --option Redis --option Memcached\nsignal QUESTION\n\
+         [iteration 2]\nsave-prompt prompt-2.txt\n",
+    );
+    let child = p.start(&agent, &[]);
+    let state = p.wait_for_status("waiting_input", Duration::from_secs(20));
+    assert_eq!(state["pending_question"]["raised_by"], "signal", "{state}");
+    assert_ne!(
+        state["pending_question"]["asked_at"], "2026-01-01T00:00:00.000Z",
+        "{state}"
+    );
+    p.exec(&["answer", "Redis"]).expect_code(0);
+    Run::finish(child, Duration::from_secs(30)).expect_code(3);
+    let prompt = p.read("prompt-2.txt");
+    assert!(prompt.contains("> Redis"), "{prompt}");
+    assert!(!prompt.contains("was lost"), "{prompt}");
+    assert!(!p.exists(".ralph/ask.json"));
+}

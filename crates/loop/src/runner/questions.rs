@@ -380,6 +380,18 @@ impl Runner {
         let Some(claim) = AskClaim::read(&self.ws) else {
             return Ok(None);
         };
+        // A `ralph ask` killed while it waited (with its agent, by Ctrl-C) leaves its claim:
+        // taken for live, it would pass a later file-protocol question off as that old one,
+        // with its deadline. Regression: the panel showed the old wait and deadline, and the
+        // next prompt said the question was both answered and lost.
+        let gone = i32::try_from(claim.pid).is_ok_and(|pid| {
+            nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None)
+                == Err(nix::errno::Errno::ESRCH)
+        });
+        if gone {
+            workspace::remove(&self.ws.ask_claim())?;
+            return Ok(None);
+        }
         // One claim is one question. The claim stays until `ralph ask` has read its answer and
         // exited, so a later file event must not open it again: that would archive the answer
         // before `ralph ask` read it, and both would then wait forever (regression test:
