@@ -12,7 +12,7 @@ use ralph_loop::event::{Control, LoopEvent};
 use std::sync::Arc;
 
 use ralph_loop::runner::{AgentSpec, Invocation, RunConfig, Runner, Settings};
-use ralph_loop::task::{TaskFile, Wait, parse_wait};
+use ralph_loop::task::{TaskFile, parse_limit, parse_wait};
 use ralph_loop::workspace::Workspace;
 use ralph_signal::{StreamFormat, sanitize};
 use tokio::sync::mpsc;
@@ -62,15 +62,8 @@ fn configure(
             .map_err(|e| Failure::usage(anyhow::anyhow!("--question-timeout {s}: {e}")))?;
     }
     if let Some(s) = &args.iteration_timeout {
-        settings.iteration_timeout = match parse_wait(s) {
-            // `0` means "do not wait" for a question; an agent run cannot take no time.
-            Ok(Wait::For(d)) if d.is_zero() => Err(
-                "an agent run needs longer than 0; write a time such as 30m, or never for no limit"
-                    .to_owned(),
-            ),
-            other => other,
-        }
-        .map_err(|e| Failure::usage(anyhow::anyhow!("--iteration-timeout {s}: {e}")))?;
+        settings.iteration_timeout = parse_limit(s)
+            .map_err(|e| Failure::usage(anyhow::anyhow!("--iteration-timeout {s}: {e}")))?;
     }
     let agent = agents::resolve_with(
         args.agent.as_deref(),

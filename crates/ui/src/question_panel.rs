@@ -214,15 +214,11 @@ impl QuestionPanel {
         self.editor.lines().join("\n")
     }
 
-    /// What Enter would send from the options picked and the text typed so far, if the
-    /// human has done anything (a highlight alone is not a pick): what is lost, unless said,
-    /// when the question closes some other way.
+    /// The answer the options picked and the text typed so far make (what Enter sends, once
+    /// it has marked the highlighted option), or `None` if the human has done nothing (a
+    /// highlight alone is not a pick): what is lost, unless said, when the question closes
+    /// some other way.
     pub fn unsent(&self) -> Option<String> {
-        self.compose()
-    }
-
-    /// The answer the picked options and the typed text make; `None` if both are empty.
-    fn compose(&self) -> Option<String> {
         let labels: Vec<&str> = self
             .question
             .options
@@ -416,7 +412,7 @@ impl QuestionPanel {
                 self.chosen[self.cursor] = true;
             }
         }
-        match self.compose() {
+        match self.unsent() {
             Some(answer) => PanelAction::Submit(answer),
             None => {
                 self.refused = true;

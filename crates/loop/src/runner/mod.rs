@@ -695,20 +695,19 @@ impl Runner {
             && let Some(ans) = self.read_answer().await?
         {
             let pending = self.state.pending_question.clone();
-            // The answer that closed its question, still here: the run that took it ended
-            // (killed, or at max_iterations) before an iteration had it. It is delivered now.
+            // An answer to a question no longer waiting, which this state remembers closing.
+            let closed = ans
+                .question_asked_at
+                .as_ref()
+                .filter(|asked_at| pending.as_ref().is_none_or(|p| &p.asked_at != *asked_at))
+                .and_then(|asked_at| self.state.closed(asked_at));
+            // The very answer that closed it, still here: the run that took it ended (killed,
+            // or at max_iterations) before an iteration had it. It is delivered now.
             // Regression: it was taken for a second answer and removed, unseen.
-            let undelivered = ans.question_asked_at.as_ref().is_some_and(|asked_at| {
-                pending.as_ref().is_none_or(|p| &p.asked_at != asked_at)
-                    && self
-                        .state
-                        .closed(asked_at)
-                        .is_some_and(|c| c.answer_id.is_some() && c.answer_id == ans.id)
-            });
-            if let Some(asked_at) = &ans.question_asked_at
-                && !undelivered
-                && pending.as_ref().is_none_or(|p| &p.asked_at != asked_at)
-                && let Some(closed) = self.state.closed(asked_at)
+            let undelivered =
+                closed.is_some_and(|c| c.answer_id.is_some() && c.answer_id == ans.id);
+            if let Some(closed) = closed.filter(|_| !undelivered)
+                && let Some(asked_at) = &ans.question_asked_at
             {
                 // A second answer to a question already answered or skipped: its giver was
                 // told it lost (see `answer::submit`) and takes it back; it is never delivered.
@@ -738,30 +737,23 @@ impl Runner {
                 ans.question_asked_at.is_none()
                     || ans.question_asked_at.as_deref() == Some(p.asked_at.as_str())
             });
+            let question_raw = (matches_pending || undelivered)
+                .then(|| workspace::read_bounded(&self.ws.question(), MAX_QUESTION_BYTES))
+                .and_then(|read| read.ok().flatten())
+                .map(|b| b.bytes);
             let (question, late, asked_at) = match (&pending, matches_pending) {
                 (Some(p), true) => (Some(p.question()), p.timed_out, Some(p.asked_at.clone())),
                 // Its question is no longer pending; `question.md` still says what it was
                 // (both are archived only once an iteration had the answer).
-                _ if undelivered => {
-                    match workspace::read_bounded(&self.ws.question(), MAX_QUESTION_BYTES) {
-                        Ok(Some(q)) => (
-                            Some(Question::parse_bounded(&q.bytes)),
-                            false,
-                            ans.question_asked_at.clone(),
-                        ),
-                        _ => (None, false, None),
-                    }
-                }
-                _ => (None, false, None),
+                _ => match question_raw.as_deref().filter(|_| undelivered) {
+                    Some(raw) => (
+                        Some(Question::parse_bounded(raw)),
+                        false,
+                        ans.question_asked_at.clone(),
+                    ),
+                    None => (None, false, None),
+                },
             };
-            let question_raw = question
-                .as_ref()
-                .and_then(|_| {
-                    workspace::read_bounded(&self.ws.question(), MAX_QUESTION_BYTES)
-                        .ok()
-                        .flatten()
-                })
-                .map(|b| b.bytes);
             match &question {
                 Some(q) => self.carryover.push(Carryover::Answer {
                     question: q.clone(),

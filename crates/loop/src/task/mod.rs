@@ -57,7 +57,7 @@ use serde::{Deserialize, Serialize};
 pub use criteria::{Criterion, parse_criteria};
 pub use error::{Problem, TaskError, TaskWarning, WarningKind};
 pub use keys::Key;
-pub use wait::{MAX_DURATION, OnQuestionTimeout, Wait, parse_wait};
+pub use wait::{MAX_DURATION, OnQuestionTimeout, Wait, parse_limit, parse_wait};
 
 /// The largest task file ralph reads: 16 MiB.
 pub const FILE_SIZE_LIMIT: u64 = 16 * 1024 * 1024;

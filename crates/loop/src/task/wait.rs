@@ -104,6 +104,17 @@ impl fmt::Display for OnQuestionTimeout {
     }
 }
 
+/// Parses a time limit for something that runs (`iteration_timeout` on the command line):
+/// [`parse_wait`]'s forms but `0`, since nothing can run in no time.
+pub fn parse_limit(s: &str) -> Result<Wait, String> {
+    match parse_wait(s)? {
+        Wait::For(d) if d.is_zero() => Err(format!(
+            "must be longer than 0; write a time such as 30m, or never for no limit; found {s:?}"
+        )),
+        wait => Ok(wait),
+    }
+}
+
 /// Parses a wait: `90s`, `5m`, `1h`, `1h30m`, `0` (do not wait) or `never` (wait forever).
 ///
 /// Meant for command-line flags as well as the task file; the error says which forms work.

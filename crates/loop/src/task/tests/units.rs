@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use super::{error, parse};
-use crate::task::{Key, OnQuestionTimeout, Wait, parse_wait};
+use crate::task::{Key, OnQuestionTimeout, Wait, parse_limit, parse_wait};
 
 #[test]
 fn parse_wait_accepts_the_documented_forms() {
@@ -24,6 +24,17 @@ fn parse_wait_accepts_the_documented_forms() {
     assert_eq!(parse_wait("never"), Ok(Wait::Never));
     assert_eq!(parse_wait("Never"), Ok(Wait::Never));
     assert_eq!(parse_wait("30d"), Ok(secs(30 * 86_400)));
+}
+
+#[test]
+fn parse_limit_is_parse_wait_without_zero() {
+    assert_eq!(parse_limit("30m"), Ok(Wait::For(Duration::from_secs(1800))));
+    assert_eq!(parse_limit("never"), Ok(Wait::Never));
+    for zero in ["0", "0s", "0m"] {
+        let e = parse_limit(zero).unwrap_err();
+        assert!(e.contains("longer than 0"), "{zero}: {e}");
+    }
+    assert_eq!(parse_limit("soon"), parse_wait("soon"));
 }
 
 #[test]
