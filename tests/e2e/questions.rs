@@ -592,35 +592,6 @@ fn an_answer_taken_by_a_run_that_ended_before_delivering_it_reaches_the_next_run
 }
 
 #[test]
-fn an_answer_whose_run_was_killed_while_delivering_it_reaches_the_next_run() {
-    let p = Project::with_task(
-        "task: Cache\nmax_iterations: 4\nquestion_timeout: 1m",
-        "- [ ] cache\n",
-    );
-    let agent = p.agent(
-        "[iteration 1]\nquestion \"Redis or Memcached?\" --option Redis --option Memcached\nsignal QUESTION\n\
-         [iteration 2]\nwrite delivering yes\nsleep 30s\n\
-         [iteration 3]\nsave-prompt prompt-3.txt\n",
-    );
-    let mut child = p.start(&agent, &[]);
-    p.wait_for_status("waiting_input", Duration::from_secs(20));
-    p.exec(&["answer", "Redis"]).expect_code(0);
-    wait_until(Duration::from_secs(20), "iteration 2", || {
-        p.exists("delivering").then_some(())
-    });
-    // SIGKILL: nothing of ralph's own runs to finish the delivery.
-    child.kill().unwrap();
-    child.wait().unwrap();
-
-    let run = p.run(&agent, &[]);
-    run.expect_code(3);
-    assert!(!run.stdout.contains("not used"), "{}", run.stdout);
-    let prompt = p.read("prompt-3.txt");
-    assert!(prompt.contains("> Redis"), "{prompt}");
-    assert!(p.read(".ralph/clarifications.md").contains("Redis"));
-}
-
-#[test]
 fn a_claim_left_by_a_killed_ralph_ask_does_not_take_over_a_later_question() {
     // Regression: the stale `.ralph/ask.json` made a later file-protocol question look like
     // that old `ralph ask` (its wait, its 10-minute deadline), and the next prompt said the
@@ -655,4 +626,59 @@ fn a_claim_left_by_a_killed_ralph_ask_does_not_take_over_a_later_question() {
     assert!(prompt.contains("> Redis"), "{prompt}");
     assert!(!prompt.contains("was lost"), "{prompt}");
     assert!(!p.exists(".ralph/ask.json"));
+}
+
+/// The question of iteration 1 answered with "Redis", then the run stopped by `stop` while
+/// iteration 2 has the answer: the next run's iteration 3 must get it, archived once.
+fn answer_survives_a_stop_while_delivering(stop: impl FnOnce(Guarded)) {
+    let p = Project::with_task(
+        "task: Cache\nmax_iterations: 4\nquestion_timeout: 1m",
+        "- [ ] cache\n",
+    );
+    let agent = p.agent(
+        "[iteration 1]\nquestion \"Redis or Memcached?\" --option Redis --option Memcached\nsignal QUESTION\n\
+         [iteration 2]\nwrite delivering yes\nsleep 30s\n\
+         [iteration 3]\nsave-prompt prompt-3.txt\n",
+    );
+    let child = p.start(&agent, &[]);
+    p.wait_for_status("waiting_input", Duration::from_secs(20));
+    p.exec(&["answer", "Redis"]).expect_code(0);
+    wait_until(Duration::from_secs(20), "iteration 2", || {
+        p.exists("delivering").then_some(())
+    });
+    stop(child);
+    assert!(p.exists(".ralph/answer.md"), "kept for the next run");
+
+    let run = p.run(&agent, &[]);
+    run.expect_code(3);
+    assert!(!run.stdout.contains("not used"), "{}", run.stdout);
+    let prompt = p.read("prompt-3.txt");
+    assert!(prompt.contains("> Redis\n"), "{prompt}");
+    assert!(prompt.contains("> Redis or Memcached?"), "{prompt}");
+    let log = p.read(".ralph/clarifications.md");
+    assert_eq!(log.matches("Redis or Memcached?").count(), 1, "{log}");
+    assert!(!p.exists(".ralph/answer.md"));
+}
+
+#[test]
+fn an_answer_whose_run_was_killed_while_delivering_it_reaches_the_next_run() {
+    // SIGKILL: nothing of ralph's own runs to finish the delivery.
+    answer_survives_a_stop_while_delivering(|mut child| {
+        child.kill().unwrap();
+        child.wait().unwrap();
+    });
+}
+
+#[test]
+fn an_answer_whose_iteration_was_stopped_by_ctrl_c_reaches_the_next_run() {
+    // The agent may not have done anything with the answer yet. Regression: it was archived
+    // as delivered and removed; the next run's agent never saw it.
+    answer_survives_a_stop_while_delivering(|child| {
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(child.id() as i32),
+            nix::sys::signal::Signal::SIGINT,
+        )
+        .unwrap();
+        Run::finish(child, Duration::from_secs(30)).expect_code(130);
+    });
 }

@@ -538,8 +538,12 @@ impl Runner {
                         .await;
                 }
             }
-            if !self.resume_failed {
+            if !self.resume_failed && !run.interrupted {
                 // A failed resume did not really deliver: the fallback iteration needs the file.
+                // Nor did an iteration stopped by Ctrl-C: its agent may have had no time to act
+                // on the answer, and the next run's prompt would not have it. The answer stays,
+                // recorded as the one that closed its question, and the next run delivers it.
+                // Regression: it was archived as delivered, and lost to the next run.
                 self.after_delivery().await?;
             }
             // The agent checks boxes as it goes; show where it got to.
