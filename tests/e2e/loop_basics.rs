@@ -213,6 +213,37 @@ fn progress_and_guardrails_reach_the_prompt() {
 }
 
 #[test]
+fn a_progress_log_over_a_mebibyte_reaches_the_prompt_by_its_newest_notes() {
+    // Regression: the log was cut at 1 MiB from its start, so once it grew past that, every
+    // note an iteration appended was left out of every later prompt.
+    let p = Project::with_task("task: Remember\nmax_iterations: 2", "- [ ] x\n");
+    let old = "iteration 0: an old note, long since acted on\n".repeat(30_000);
+    p.write(".ralph/progress.md", &format!("FIRST NOTE\n{old}"));
+    let agent = p.agent(
+        "[iteration 1]\nappend .ralph/progress.md \"learned: the build needs make\\n\"\n\
+         [iteration 2]\nsave-prompt prompt-2.txt\n",
+    );
+    p.run(&agent, &[]).expect_code(3);
+    let prompt = p.read("prompt-2.txt");
+    assert!(
+        prompt.contains("learned: the build needs make"),
+        "the newest note"
+    );
+    assert!(
+        !prompt.contains("FIRST NOTE"),
+        "the oldest lines are the ones left out"
+    );
+    assert!(
+        prompt.contains("only its last 1048") && prompt.contains("oldest lines left out"),
+        "the agent is told"
+    );
+    assert!(
+        prompt.contains("\n\niteration 0: an old note"),
+        "whole lines only"
+    );
+}
+
+#[test]
 fn a_custom_prompt_template_is_used() {
     let p = Project::with_task("task: Templated\nmax_iterations: 1", "- [ ] x\n");
     p.write(

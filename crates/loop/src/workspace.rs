@@ -432,6 +432,51 @@ pub fn read_text(path: &Path) -> Result<Option<String>> {
     Ok(read_bounded(path, MAX_READ_BYTES)?.map(|b| b.text_with_note()))
 }
 
+/// Reads the end of a text log from `.ralph/` that grows at its end (`progress.md`): at most
+/// [`MAX_READ_BYTES`], from the first line that starts within them, with a note first when
+/// older lines were left out; `None` if missing. The newest notes matter most: a log cut at
+/// its start, as [`read_text`] cuts, would lose exactly those.
+pub fn read_text_tail(path: &Path) -> Result<Option<String>> {
+    read_tail(path, MAX_READ_BYTES)
+}
+
+fn read_tail(path: &Path, limit: usize) -> Result<Option<String>> {
+    let mut file = match open_plain(OpenOptions::new().read(true), path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(WorkspaceError::io(path, e)),
+    };
+    let io_err = |e| WorkspaceError::io(path, e);
+    let size = file.metadata().map_err(io_err)?.len();
+    let skip = size.saturating_sub(limit as u64);
+    io::Seek::seek(&mut file, io::SeekFrom::Start(skip)).map_err(io_err)?;
+    let mut bytes = Vec::with_capacity(size.min(limit as u64) as usize);
+    // The file may grow while it is read: what is past `limit` now is for the next read.
+    file.take(limit as u64)
+        .read_to_end(&mut bytes)
+        .map_err(io_err)?;
+    if skip == 0 {
+        return Ok(Some(String::from_utf8_lossy(&bytes).into_owned()));
+    }
+    // Whole lines only: from just after the first newline (a line longer than the limit is
+    // shown from a character's start).
+    let from = bytes.iter().position(|&b| b == b'\n').map_or_else(
+        || {
+            bytes
+                .iter()
+                .position(|&b| !(0x80..0xC0).contains(&b))
+                .unwrap_or(bytes.len())
+        },
+        |nl| nl + 1,
+    );
+    let shown = &bytes[from..];
+    Ok(Some(format!(
+        "[ralph: this file is {size} bytes; only its last {} are shown, its oldest lines left out]\n\n{}",
+        shown.len(),
+        String::from_utf8_lossy(shown)
+    )))
+}
+
 /// Removes `path` if it exists (a symlink is removed itself, never its target).
 pub fn remove(path: &Path) -> Result<()> {
     match fs::remove_file(path) {
@@ -454,6 +499,30 @@ pub fn remove_if(path: &Path, limit: usize, unchanged: impl FnOnce(&[u8]) -> boo
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn read_tail_keeps_the_newest_whole_lines_of_a_long_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("progress.md");
+        assert_eq!(read_tail(&path, 16).unwrap(), None);
+        fs::write(&path, "short\n").unwrap();
+        assert_eq!(read_tail(&path, 16).unwrap().as_deref(), Some("short\n"));
+
+        fs::write(&path, "old line one\nold two\nnewest\n").unwrap();
+        let tail = read_tail(&path, 16).unwrap().unwrap();
+        assert!(
+            tail.starts_with("[ralph: this file is 28 bytes; only its last 15 are shown"),
+            "{tail}"
+        );
+        assert!(tail.ends_with("]\n\nold two\nnewest\n"), "{tail}");
+        let tail = read_tail(&path, 14).unwrap().unwrap();
+        assert!(tail.ends_with("]\n\nnewest\n"), "{tail}");
+
+        // One line longer than the limit: its end, from a character's start.
+        fs::write(&path, "ééééééééé").unwrap();
+        let tail = read_tail(&path, 5).unwrap().unwrap();
+        assert!(tail.ends_with("\n\néé"), "{tail}");
+    }
 
     #[test]
     fn write_atomic_replaces_a_symlink_instead_of_writing_through_it() {

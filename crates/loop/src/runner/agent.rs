@@ -36,7 +36,7 @@ impl Runner {
     /// Steps 2 and 3: build the prompt, run the agent, stream its output.
     pub(super) async fn run_iteration(&mut self, iteration: u32) -> Result<AgentRun, RunError> {
         let settings = self.cfg.settings.clone();
-        let progress = workspace::read_text(&self.ws.progress())?.unwrap_or_default();
+        let progress = workspace::read_text_tail(&self.ws.progress())?.unwrap_or_default();
         let guardrails = workspace::read_text(&self.ws.guardrails())?.unwrap_or_default();
         let template = workspace::read_text(&self.ws.prompt_template())?;
         let carryover = std::mem::take(&mut self.carryover);
