@@ -209,7 +209,7 @@ fn a_corrupt_state_file_is_named_with_its_fix_and_its_cause_once() {
         run.expect_code(1);
         assert!(
             run.stderr.contains("state.json: not a ralph state file")
-                && run.stderr.contains("Delete it to start afresh"),
+                && run.stderr.contains("delete it to start afresh"),
             "{args:?}: {}",
             run.stderr
         );
@@ -222,6 +222,29 @@ fn a_corrupt_state_file_is_named_with_its_fix_and_its_cause_once() {
         );
     }
     assert_eq!(p.read(".ralph/state.json"), "{not json\n");
+
+    // `ralph run` stops on it too, before its agent starts or anything is written.
+    // Regression: it started from iteration 1 and overwrote the file.
+    let p = Project::with_task("task: Resume\nmax_iterations: 1", "- [ ] x\n");
+    p.write(
+        ".ralph/state.json",
+        "{\"status\": \"waiting_input\",\n  oops\n",
+    );
+    let run = p.run(&p.agent("[iteration 1]\nwrite started yes\n"), &[]);
+    run.expect_code(1);
+    assert!(
+        run.stderr.contains("state.json: not a ralph state file")
+            && run.stderr.contains("line 2 column 3")
+            && run.stderr.contains("Repair it, or delete it"),
+        "{}",
+        run.stderr
+    );
+    assert!(!p.exists("started"), "no agent ran");
+    assert!(!p.exists(".ralph/progress.md"), "nothing written");
+    assert_eq!(
+        p.read(".ralph/state.json"),
+        "{\"status\": \"waiting_input\",\n  oops\n"
+    );
 }
 
 #[test]

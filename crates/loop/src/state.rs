@@ -301,7 +301,7 @@ impl State {
 pub enum StateError {
     /// `state.json` is not valid JSON of the expected shape.
     #[error(
-        "{path}: not a ralph state file ({problem}). Delete it to start afresh; nothing else depends on it."
+        "{path}: not a ralph state file ({problem}). Repair it, or delete it to start afresh: the iteration count starts again at 1, and a question it records as waiting is no longer shown first."
     )]
     Corrupt {
         /// The file.

@@ -320,6 +320,10 @@ impl Runner {
         let ws = cfg.workspace.clone();
         ws.ensure()?;
         let lock = ws.lock()?;
+        // Before anything is written: a state file that cannot be read stops the run, naming
+        // it. Regression: it was taken for no state and overwritten, losing the question it
+        // recorded as waiting, the answers it had closed, and the agent group to reap.
+        let previous = State::load(&ws)?;
         for (path, initial) in [
             (
                 ws.progress(),
@@ -335,7 +339,6 @@ impl Runner {
             }
         }
 
-        let previous = State::load(&ws).unwrap_or(None);
         let mut first_iteration = 1;
         let mut resume_question = None;
         if let Some(prev) = &previous {
