@@ -384,11 +384,7 @@ impl Runner {
         // taken for live, it would pass a later file-protocol question off as that old one,
         // with its deadline. Regression: the panel showed the old wait and deadline, and the
         // next prompt said the question was both answered and lost.
-        let gone = i32::try_from(claim.pid).is_ok_and(|pid| {
-            nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None)
-                == Err(nix::errno::Errno::ESRCH)
-        });
-        if gone {
+        if claim.is_stale() {
             workspace::remove(&self.ws.ask_claim())?;
             return Ok(None);
         }
