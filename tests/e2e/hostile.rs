@@ -350,6 +350,50 @@ fn a_fifo_the_agent_plants_in_ralph_dir_is_named_and_never_hangs_the_loop() {
     }
 }
 
+#[test]
+fn a_directory_or_fifo_the_agent_plants_at_answer_md_is_set_aside_and_the_loop_goes_on() {
+    // Regression: reading it failed, and every run stopped on it (exit 1) until a human
+    // removed it; `ralph answer` could not write there either.
+    for (kind, plant) in [
+        (
+            "directory",
+            "mkdir -p \"$RALPH_DIR/answer.md/sub\"; echo keep >\"$RALPH_DIR/answer.md/sub/notes\"",
+        ),
+        ("pipe", "mkfifo \"$RALPH_DIR/answer.md\""),
+    ] {
+        let p = Project::with_task("task: x\nmax_iterations: 2", "- [ ] x\n");
+        let agent = format!(
+            "cat >/dev/null; if [ \"$RALPH_ITERATION\" = 1 ]; then {plant}; else echo two > iteration-2; fi"
+        );
+        let run = p.run(&agent, &[]);
+        run.expect_code(3);
+        let said = format!("{}{}", run.stdout, run.stderr);
+        assert!(
+            said.contains(&format!("answer.md was a {kind}")),
+            "{kind}: {said}"
+        );
+        assert!(p.exists("iteration-2"), "{kind}: the loop went on");
+        assert!(!p.exists(".ralph/answer.md"), "{kind}: the name is free");
+        if kind == "directory" {
+            let aside = std::fs::read_dir(p.path(".ralph"))
+                .unwrap()
+                .flatten()
+                .find(|e| {
+                    e.file_name()
+                        .to_string_lossy()
+                        .starts_with("answer.md.not-a-file-")
+                })
+                .expect("moved aside");
+            let notes = aside.path().join("sub/notes");
+            assert_eq!(
+                std::fs::read_to_string(notes).unwrap(),
+                "keep\n",
+                "kept whole"
+            );
+        }
+    }
+}
+
 /// `chmod 000` does not stop root, and these tests often run as root (containers, CI). As root,
 /// ralph is run as `nobody` instead, so the unreadable file really is unreadable to it.
 #[test]

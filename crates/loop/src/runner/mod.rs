@@ -810,8 +810,45 @@ impl Runner {
 
     /// Reads `.ralph/answer.md`. A symlink there (the agent can plant one) is refused: removed
     /// unread, never followed, and reported; stopping the loop over it would let an agent end an
-    /// unattended run, and the next run would stop on it again.
+    /// unattended run, and the next run would stop on it again. Anything else that is not a
+    /// plain file is moved aside (a directory, kept whole) or removed (a pipe or a device, which
+    /// hold nothing), and reported: `ralph answer` needs the name free. Regression: a directory
+    /// there stopped every run.
     async fn read_answer(&mut self) -> Result<Option<Answer>, RunError> {
+        let path = self.ws.answer();
+        let kind = std::fs::symlink_metadata(&path).map(|m| m.file_type());
+        if let Ok(kind) = kind
+            && !kind.is_file()
+            && !kind.is_symlink()
+        {
+            let msg = if kind.is_dir() {
+                let aside = path.with_file_name(format!(
+                    "answer.md.not-a-file-{}",
+                    SystemTime::now()
+                        .duration_since(SystemTime::UNIX_EPOCH)
+                        .unwrap_or_default()
+                        .as_millis()
+                ));
+                std::fs::rename(&path, &aside).map_err(|error| WorkspaceError::Io {
+                    path: path.clone(),
+                    error,
+                })?;
+                format!(
+                    "{} was a directory, not an answer; ralph moved it aside to {} so answers can reach the loop",
+                    path.display(),
+                    aside.display()
+                )
+            } else {
+                workspace::remove(&path)?;
+                format!(
+                    "{} was a pipe or a device, not an answer; ralph removed it so answers can reach the loop",
+                    path.display()
+                )
+            };
+            self.emit(LoopEvent::Warning(msg.clone())).await;
+            self.log("warning", json!({"message": msg}));
+            return Ok(None);
+        }
         match answer::read(&self.ws) {
             Err(WorkspaceError::Symlink { path }) => {
                 workspace::remove(&path)?;
