@@ -40,43 +40,50 @@ fn iteration_timeout_kills_an_agent_that_ignores_sigterm_and_its_grandchild() {
     assert!(p.events().iter().any(|e| e["event"] == "agent_killed"));
 }
 
-#[test]
-fn ctrl_c_stops_an_agent_that_ignores_sigterm_and_its_grandchild_and_exits_130() {
+/// Runs an agent that ignores SIGTERM and has a grandchild, sends ralph `signals` (100 ms
+/// apart), and checks the whole group is gone and ralph exited 130 with its state saved.
+/// Returns how long ralph took after the last signal.
+fn stop_a_stubborn_agent(signals: &[nix::sys::signal::Signal]) -> Duration {
     let p = Project::with_task("task: Stubborn\nmax_iterations: 1", "- [ ] x\n");
     let agent = p.agent(STUBBORN);
     let child = p.start(&agent, &[]);
     let pid = grandchild(&p);
     assert!(pid_alive(pid));
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
-    let run = Run::finish(child, Duration::from_secs(30));
-    run.expect_code(130);
+    let ralph = nix::unistd::Pid::from_raw(child.id() as i32);
+    for (i, &sig) in signals.iter().enumerate() {
+        if i > 0 {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        nix::sys::signal::kill(ralph, sig).unwrap();
+    }
+    let start = std::time::Instant::now();
+    Run::finish(child, Duration::from_secs(30)).expect_code(130);
+    let took = start.elapsed();
     assert!(!pid_alive(pid), "the grandchild {pid} outlived ralph");
     assert_eq!(p.state()["status"], "stopped");
+    took
+}
+
+#[test]
+fn ctrl_c_stops_an_agent_that_ignores_sigterm_and_its_grandchild_and_exits_130() {
+    stop_a_stubborn_agent(&[nix::sys::signal::Signal::SIGINT]);
 }
 
 #[test]
 fn a_second_ctrl_c_kills_at_once() {
-    let p = Project::with_task("task: Stubborn\nmax_iterations: 1", "- [ ] x\n");
-    let agent = p.agent(STUBBORN);
-    let child = p.start(&agent, &[]);
-    let pid = grandchild(&p);
-    let ralph = nix::unistd::Pid::from_raw(child.id() as i32);
-    nix::sys::signal::kill(ralph, nix::sys::signal::Signal::SIGINT).unwrap();
-    std::thread::sleep(Duration::from_millis(100));
-    nix::sys::signal::kill(ralph, nix::sys::signal::Signal::SIGINT).unwrap();
-    let start = std::time::Instant::now();
-    Run::finish(child, Duration::from_secs(30)).expect_code(130);
+    use nix::sys::signal::Signal::SIGINT;
+    let took = stop_a_stubborn_agent(&[SIGINT, SIGINT]);
     // Well under the 3 s SIGTERM grace: the second Ctrl-C did not wait for it.
-    assert!(
-        start.elapsed() < Duration::from_millis(2500),
-        "{:?}",
-        start.elapsed()
-    );
-    assert!(!pid_alive(pid));
+    assert!(took < Duration::from_millis(2500), "{took:?}");
+}
+
+#[test]
+fn sigquit_kills_the_agent_group_at_once_saves_state_and_exits_130() {
+    // Regression: SIGQUIT (Ctrl-\ in a plain terminal) ended ralph on the spot; the agent,
+    // in its own process group, ran on.
+    let took = stop_a_stubborn_agent(&[nix::sys::signal::Signal::SIGQUIT]);
+    // Well under the 3 s SIGTERM grace: no waiting on an agent that ignores SIGTERM.
+    assert!(took < Duration::from_millis(2500), "{took:?}");
 }
 
 #[test]

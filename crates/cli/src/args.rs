@@ -11,7 +11,7 @@ Exit codes:
   1    stopped without completion (GUTTER, too many failures, an error), or a command failed
   2    usage or configuration error (bad flag, bad RALPH_TASK.md); nothing was written
   3    max_iterations reached (for `ralph ask`: nobody answered in time)
-  130  interrupted (Ctrl-C, SIGTERM, SIGHUP); state is saved and `ralph run` resumes";
+  130  interrupted (Ctrl-C, SIGTERM, SIGHUP, SIGQUIT); state is saved and `ralph run` resumes";
 
 /// Runs an AI coding agent in a loop until the task is really done, and lets it ask you a
 /// question without stopping the world.
@@ -71,7 +71,7 @@ Exit codes:
   1    stopped without completion (GUTTER, too many failures, a question timed out under `stop`)
   2    usage or configuration error (bad flag, bad RALPH_TASK.md); nothing was written
   3    max_iterations reached
-  130  interrupted (Ctrl-C, SIGTERM, SIGHUP); state is saved and the next `ralph run` resumes";
+  130  interrupted (Ctrl-C, SIGTERM, SIGHUP, SIGQUIT); state is saved and the next `ralph run` resumes";
 
 const ANSWER_HELP: &str = "\
 Examples:

@@ -188,28 +188,34 @@ pub fn run_loop(cfg: RunConfig, tui: bool) -> CmdResult {
 }
 
 /// SIGINT, SIGTERM and SIGHUP stop the loop gracefully; a second one kills the agent now.
+/// SIGQUIT (Ctrl-\) kills the agent now the first time: whoever sends it wants out at once.
+/// Regression: SIGQUIT was left to its default, which ended ralph on the spot and left the
+/// agent (in its own process group, out of the terminal's reach) running.
 async fn forward_signals(controls: mpsc::UnboundedSender<Control>) {
     use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut int), Ok(mut term), Ok(mut hup)) = (
+    let (Ok(mut int), Ok(mut term), Ok(mut hup), Ok(mut quit)) = (
         signal(SignalKind::interrupt()),
         signal(SignalKind::terminate()),
         signal(SignalKind::hangup()),
+        signal(SignalKind::quit()),
     ) else {
         return;
     };
     let mut seen = 0;
     loop {
-        tokio::select! {
-            _ = int.recv() => {}
-            _ = term.recv() => {}
-            _ = hup.recv() => {}
-        }
+        let now = tokio::select! {
+            _ = int.recv() => false,
+            _ = term.recv() => false,
+            _ = hup.recv() => false,
+            _ = quit.recv() => true,
+        };
         seen += 1;
-        let _ = controls.send(if seen == 1 {
-            Control::Stop
-        } else {
-            Control::Kill
-        });
+        if seen == 1 {
+            let _ = controls.send(Control::Stop);
+        }
+        if seen > 1 || now {
+            let _ = controls.send(Control::Kill);
+        }
     }
 }
 
