@@ -271,3 +271,23 @@ fn answer_edit_uses_editor_when_visual_is_set_but_empty() {
     assert!(answer.contains("written in the editor"), "{answer}");
     assert!(!answer.contains("a comment"), "{answer}");
 }
+
+#[test]
+fn a_preset_agent_that_is_not_installed_is_refused_before_anything_runs() {
+    // Regression: every iteration failed at once (`sh: codex: not found`), and the loop ran
+    // through all of them in milliseconds.
+    let p = Project::with_task("task: x\nmax_iterations: 50", "- [ ] x\n");
+    let empty = tempfile::tempdir().unwrap();
+    let mut cmd = p.ralph();
+    cmd.args(["run", "--no-tui", "--agent", "codex"])
+        .env("PATH", empty.path());
+    let run = Run::from_output(cmd.output().unwrap());
+    run.expect_code(2);
+    assert!(
+        run.stderr
+            .contains("agent preset 'codex' runs `codex`, which is not on PATH"),
+        "{}",
+        run.stderr
+    );
+    assert!(!p.exists(".ralph"), "nothing written");
+}

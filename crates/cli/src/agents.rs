@@ -48,6 +48,26 @@ pub fn resolve_with(
     agent_args: &[String],
     model: Option<&str>,
 ) -> Result<Resolved, String> {
+    let path = std::env::var_os("PATH");
+    resolve_in(
+        agent,
+        agent_cmd,
+        from_task,
+        agent_args,
+        model,
+        path.as_deref(),
+    )
+}
+
+/// [`resolve_with`], the programs looked up in `path` (a `PATH` value).
+fn resolve_in(
+    agent: Option<&str>,
+    agent_cmd: Option<&str>,
+    from_task: Option<&str>,
+    agent_args: &[String],
+    model: Option<&str>,
+    path: Option<&std::ffi::OsStr>,
+) -> Result<Resolved, String> {
     let spec = |preset: &'static Preset| preset.spec(agent_args.to_vec(), model.map(str::to_owned));
     if let Some(cmd) = agent_cmd {
         return command(cmd).map(|spec| Resolved {
@@ -56,8 +76,7 @@ pub fn resolve_with(
         });
     }
     let Some(name) = agent.or(from_task).map(str::trim) else {
-        let path = std::env::var_os("PATH");
-        return match agents::detect(path.as_deref()) {
+        return match agents::detect(path) {
             Some(preset) => Ok(Resolved {
                 spec: spec(preset),
                 detected: Some(format!(
@@ -72,6 +91,17 @@ pub fn resolve_with(
         };
     };
     match agents::find(name) {
+        // Refused before anything runs. Regression: every iteration failed at once (`sh`:
+        // not found, exit 127), and the loop went through all of them in milliseconds.
+        Some(preset) if !preset.installed(path) => {
+            let program = match preset.program {
+                agents::Program::Path(program) => program,
+                agents::Program::Ralph => "ralph",
+            };
+            Err(format!(
+                "agent preset '{name}' runs `{program}`, which is not on PATH. Install it, or add the directory that holds it to PATH"
+            ))
+        }
         Some(preset) => Ok(Resolved {
             spec: spec(preset),
             detected: None,
@@ -127,9 +157,42 @@ fn command(cmd: &str) -> Result<AgentSpec, String> {
 mod tests {
     use super::*;
 
+    /// A `PATH` of one directory holding an executable `claude` and `codex`.
+    fn fake_path() -> (tempfile::TempDir, std::ffi::OsString) {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        for program in ["claude", "codex"] {
+            let path = dir.path().join(program);
+            std::fs::write(&path, "#!/bin/sh\n").unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let path = dir.path().as_os_str().to_owned();
+        (dir, path)
+    }
+
+    #[test]
+    fn a_preset_whose_program_is_not_on_path_is_refused() {
+        let (_dir, path) = fake_path();
+        let with = |name| resolve_in(Some(name), None, None, &[], None, Some(&path));
+        assert_eq!(with("codex").unwrap().spec.name, "codex");
+        let err = with("gemini").unwrap_err();
+        assert!(
+            err.contains("agent preset 'gemini' runs `gemini`, which is not on PATH"),
+            "{err}"
+        );
+        // The same for `agent:` in the task file, and with no PATH at all.
+        let err = resolve_in(None, None, Some("opencode"), &[], None, None).unwrap_err();
+        assert!(err.contains("`opencode`, which is not on PATH"), "{err}");
+        // ralph's own demo agent needs nothing on PATH.
+        assert!(resolve_in(Some("demo"), None, None, &[], None, None).is_ok());
+    }
+
     #[test]
     fn presets_commands_and_unknown_names() {
-        let spec = resolve(Some("codex"), None, None).unwrap();
+        let (_dir, path) = fake_path();
+        let spec = resolve_in(Some("codex"), None, None, &[], None, Some(&path))
+            .unwrap()
+            .spec;
         assert_eq!(spec.name, "codex");
         assert!(spec.resume.is_some());
         let spec = resolve(None, None, Some("my-agent --yes")).unwrap();
@@ -148,12 +211,14 @@ mod tests {
 
     #[test]
     fn task_args_and_model_reach_the_preset() {
-        let resolved = resolve_with(
+        let (_dir, path) = fake_path();
+        let resolved = resolve_in(
             None,
             None,
             Some("claude"),
             &["--max-turns".into(), "5".into()],
             Some("opus"),
+            Some(&path),
         )
         .unwrap();
         let run = (resolved.spec.fresh)("prompt", std::path::Path::new("p.md"));

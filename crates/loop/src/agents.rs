@@ -383,11 +383,9 @@ pub fn find(name: &str) -> Option<&'static Preset> {
 /// The first preset whose program is installed: an executable file of that name in a
 /// directory of `path_env` (a `PATH` value), trying the presets in order.
 pub fn detect(path_env: Option<&OsStr>) -> Option<&'static Preset> {
-    let dirs: Vec<_> = std::env::split_paths(path_env?).collect();
-    PRESETS.iter().find(|preset| match preset.program {
-        Program::Path(program) => dirs.iter().any(|dir| is_executable(&dir.join(program))),
-        Program::Ralph => false,
-    })
+    PRESETS
+        .iter()
+        .find(|preset| preset.program != Program::Ralph && preset.installed(path_env))
 }
 
 fn is_executable(path: &Path) -> bool {
@@ -403,6 +401,17 @@ struct Options<'a> {
 }
 
 impl Preset {
+    /// Whether its program can be started: an executable file of that name in a directory of
+    /// `path_env` (a `PATH` value); always for ralph's own demo agent.
+    pub fn installed(&self, path_env: Option<&OsStr>) -> bool {
+        match self.program {
+            Program::Path(program) => path_env.is_some_and(|path| {
+                std::env::split_paths(path).any(|dir| is_executable(&dir.join(program)))
+            }),
+            Program::Ralph => true,
+        }
+    }
+
     /// A fresh run with `prompt` (whose text is also in `prompt_file`).
     pub fn fresh(
         &self,
