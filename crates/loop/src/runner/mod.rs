@@ -698,6 +698,13 @@ impl Runner {
         }
         // Drain file-watch wake-ups that arrived while the agent ran; we look at the files now.
         while self.fs_events.try_recv().is_ok() {}
+        // A claim left by a `ralph ask` that is gone. It is also cleared when a file event
+        // wakes the loop while the agent runs (`notice_ask`), but an agent may end before one
+        // arrives. Regression test: `a_claim_left_by_a_killed_ralph_ask_does_not_take_over_a_later_question`,
+        // which failed under load.
+        if AskClaim::read(&self.ws).is_some_and(|claim| claim.is_stale()) {
+            workspace::remove(&self.ws.ask_claim())?;
+        }
         if self.delivering.is_none()
             && let Some(ans) = self.read_answer().await?
         {
