@@ -93,19 +93,15 @@ fn resolve_in(
     match agents::find(name) {
         // Refused before anything runs. Regression: every iteration failed at once (`sh`:
         // not found, exit 127), and the loop went through all of them in milliseconds.
-        Some(preset) if !preset.installed(path) => {
-            let program = match preset.program {
-                agents::Program::Path(program) => program,
-                agents::Program::Ralph => "ralph",
-            };
-            Err(format!(
+        Some(preset) => match preset.missing(path) {
+            Some(program) => Err(format!(
                 "agent preset '{name}' runs `{program}`, which is not on PATH. Install it, or add the directory that holds it to PATH"
-            ))
-        }
-        Some(preset) => Ok(Resolved {
-            spec: spec(preset),
-            detected: None,
-        }),
+            )),
+            None => Ok(Resolved {
+                spec: spec(preset),
+                detected: None,
+            }),
+        },
         // `agent:` in the task file may be a whole command line.
         None if agent.is_none() && (name.contains(char::is_whitespace) || name.contains('/')) => {
             command(name).map(|spec| Resolved {

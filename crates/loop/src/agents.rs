@@ -54,6 +54,7 @@ use std::sync::Arc;
 
 use ralph_signal::StreamFormat;
 
+use crate::process::is_executable;
 use crate::runner::{AgentSpec, FreshFn, Invocation, ResumeFn, shell_quote};
 
 /// One piece of a preset's command-line template.
@@ -385,12 +386,7 @@ pub fn find(name: &str) -> Option<&'static Preset> {
 pub fn detect(path_env: Option<&OsStr>) -> Option<&'static Preset> {
     PRESETS
         .iter()
-        .find(|preset| preset.program != Program::Ralph && preset.installed(path_env))
-}
-
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .find(|preset| preset.program != Program::Ralph && preset.missing(path_env).is_none())
 }
 
 /// What the user adds to a preset: `agent_args` and `model` from the task file.
@@ -401,15 +397,16 @@ struct Options<'a> {
 }
 
 impl Preset {
-    /// Whether its program can be started: an executable file of that name in a directory of
-    /// `path_env` (a `PATH` value); always for ralph's own demo agent.
-    pub fn installed(&self, path_env: Option<&OsStr>) -> bool {
-        match self.program {
-            Program::Path(program) => path_env.is_some_and(|path| {
-                std::env::split_paths(path).any(|dir| is_executable(&dir.join(program)))
-            }),
-            Program::Ralph => true,
-        }
+    /// Its program's name when it cannot be started: no executable file of that name in a
+    /// directory of `path_env` (a `PATH` value). Never for ralph's own demo agent.
+    pub fn missing(&self, path_env: Option<&OsStr>) -> Option<&'static str> {
+        let Program::Path(program) = self.program else {
+            return None;
+        };
+        let found = path_env.is_some_and(|path| {
+            std::env::split_paths(path).any(|dir| is_executable(&dir.join(program)))
+        });
+        (!found).then_some(program)
     }
 
     /// A fresh run with `prompt` (whose text is also in `prompt_file`).

@@ -25,6 +25,7 @@ pub mod countdown;
 pub mod event;
 pub mod native;
 pub mod notify;
+mod process;
 pub mod prompt;
 pub mod question;
 pub mod registry;

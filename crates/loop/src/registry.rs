@@ -138,7 +138,7 @@ fn list_in(dir: &Path) -> Vec<LoopEntry> {
         let Some(entry) = read_entry(&path) else {
             continue;
         };
-        if is_alive(entry.pid) {
+        if crate::process::is_alive(entry.pid) {
             live.push(entry);
         } else {
             // A crashed loop's leftover; whoever looks first cleans it up.
@@ -182,37 +182,6 @@ fn entry_file_name(root: &Path) -> String {
             (hash ^ u64::from(byte)).wrapping_mul(PRIME)
         });
     format!("{hash:016x}.json")
-}
-
-/// Whether a process with this pid exists and has not exited.
-///
-/// `kill(pid, 0)` says whether the pid exists (EPERM means it does, owned by someone else).
-/// A zombie (exited, not yet reaped) still exists by that test, so on Linux its state in
-/// `/proc` is checked too.
-fn is_alive(pid: u32) -> bool {
-    // 0 and negative pids mean process groups to kill(2): never a loop of ours.
-    let Ok(raw) = i32::try_from(pid) else {
-        return false;
-    };
-    if raw <= 0 {
-        return false;
-    }
-    match nix::sys::signal::kill(nix::unistd::Pid::from_raw(raw), None) {
-        Ok(()) | Err(nix::errno::Errno::EPERM) => !is_zombie(pid),
-        Err(_) => false,
-    }
-}
-
-/// Whether `/proc` says the process is a zombie; `false` where there is no `/proc`.
-fn is_zombie(pid: u32) -> bool {
-    let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return false;
-    };
-    // The state follows the command name, which is in parentheses and may itself contain
-    // spaces and parentheses, so look after the last `)`.
-    stat.rsplit_once(')')
-        .and_then(|(_, rest)| rest.split_whitespace().next())
-        .is_some_and(|state| state == "Z")
 }
 
 #[cfg(test)]
@@ -318,12 +287,5 @@ mod tests {
         // or a new ralph would not find (or clean up) an old ralph's entry.
         assert_eq!(entry_file_name(Path::new("")), "cbf29ce484222325.json");
         assert_eq!(entry_file_name(Path::new("a")), "af63dc4c8601ec8c.json");
-    }
-
-    #[test]
-    fn pid_zero_and_dead_pids_are_not_alive() {
-        assert!(!is_alive(0));
-        assert!(!is_alive(u32::MAX));
-        assert!(is_alive(std::process::id()));
     }
 }

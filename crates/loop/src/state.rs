@@ -346,47 +346,14 @@ impl AskClaim {
     /// process has its pid, or the one that has it now started after the claim was written,
     /// its pid reused.
     pub fn is_stale(&self) -> bool {
-        let Ok(pid) = i32::try_from(self.pid) else {
-            return true;
-        };
-        if nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None)
-            == Err(nix::errno::Errno::ESRCH)
-        {
+        if !crate::process::is_alive(self.pid) {
             return true;
         }
         // `ralph ask` writes its claim after it starts; start times are known to a second.
-        let asked_at = parse_timestamp(&self.asked_at);
-        process_start(pid)
-            .zip(asked_at)
+        crate::process::started_at(self.pid)
+            .zip(parse_timestamp(&self.asked_at))
             .is_some_and(|(start, asked)| start > asked + std::time::Duration::from_secs(2))
     }
-}
-
-/// When process `pid` started, from `/proc` (field 22 of `/proc/PID/stat`, in clock ticks
-/// after boot, plus `btime` of `/proc/stat`); `None` where that cannot be read.
-fn process_start(pid: i32) -> Option<SystemTime> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name, in parentheses, may hold spaces and parentheses: count from the last.
-    let after_name = &stat[stat.rfind(')')? + 1..];
-    let ticks: u64 = after_name.split_whitespace().nth(19)?.parse().ok()?;
-    let per_second = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
-        .ok()
-        .flatten()
-        .and_then(|t| u64::try_from(t).ok())
-        .filter(|&t| t > 0)?;
-    let boot: u64 = std::fs::read_to_string("/proc/stat")
-        .ok()?
-        .lines()
-        .find_map(|l| l.strip_prefix("btime "))?
-        .trim()
-        .parse()
-        .ok()?;
-    let millis = ticks.checked_mul(1000)? / per_second;
-    Some(
-        SystemTime::UNIX_EPOCH
-            + std::time::Duration::from_secs(boot)
-            + std::time::Duration::from_millis(millis),
-    )
 }
 
 /// Formats a time as RFC 3339 with milliseconds, UTC (`2026-11-22T14:17:33.123Z`).
@@ -449,12 +416,5 @@ mod tests {
         // Above any pid_max (2^22 at most): no such process.
         assert!(claim(1 << 23, SystemTime::now()).is_stale(), "gone");
         assert!(claim(u32::MAX, SystemTime::now()).is_stale(), "not a pid");
-    }
-
-    #[test]
-    fn process_start_is_the_start_of_this_process() {
-        let start = process_start(std::process::id().try_into().unwrap()).unwrap();
-        let age = SystemTime::now().duration_since(start).unwrap();
-        assert!(age < std::time::Duration::from_secs(3600), "{age:?}");
     }
 }

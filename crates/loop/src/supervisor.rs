@@ -20,6 +20,8 @@ use nix::errno::Errno;
 use nix::sys::signal::{Signal as Sig, killpg};
 use nix::unistd::Pid;
 use tokio::io::AsyncWriteExt;
+
+use crate::process::is_executable;
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 use tokio::time::{Instant, sleep};
 
@@ -157,11 +159,6 @@ fn find_sh(path_var: Option<&OsStr>, dir: &Path) -> std::path::PathBuf {
     let sh = search_sh(path_var, dir);
     *last = Some((path_var.to_owned(), dir.to_owned(), sh.clone()));
     sh
-}
-
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 fn search_sh(path_var: &OsStr, dir: &Path) -> std::path::PathBuf {

@@ -388,6 +388,11 @@ impl Bounded {
 /// open or every read after it (an agent can plant a FIFO in `.ralph/`): those are refused at
 /// once, without waiting for a partner.
 pub fn open_plain(options: &mut OpenOptions, path: &Path) -> io::Result<File> {
+    open_plain_sized(options, path).map(|(file, _)| file)
+}
+
+/// [`open_plain`], with the file's size from the same `fstat`.
+fn open_plain_sized(options: &mut OpenOptions, path: &Path) -> io::Result<(File, u64)> {
     let not_plain = || {
         io::Error::other(
             "not a plain file (a pipe, a device or a directory); ralph reads and writes only plain files in .ralph/. Remove it and run again",
@@ -401,24 +406,28 @@ pub fn open_plain(options: &mut OpenOptions, path: &Path) -> io::Result<File> {
             Some(nix::libc::ENXIO) => not_plain(),
             _ => e,
         })?;
-    if !file.metadata()?.is_file() {
+    let meta = file.metadata()?;
+    if !meta.is_file() {
         return Err(not_plain());
     }
-    Ok(file)
+    Ok((file, meta.len()))
+}
+
+/// [`open_plain`] to read, with the file's size; `Ok(None)` if it does not exist.
+fn open_to_read(path: &Path) -> Result<Option<(File, u64)>> {
+    match open_plain_sized(OpenOptions::new().read(true), path) {
+        Ok(opened) => Ok(Some(opened)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(WorkspaceError::io(path, e)),
+    }
 }
 
 /// Reads at most `limit` bytes of `path`, refusing symlinks and anything but a plain file;
 /// `Ok(None)` if it does not exist.
 pub fn read_bounded(path: &Path, limit: usize) -> Result<Option<Bounded>> {
-    let file = match open_plain(OpenOptions::new().read(true), path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(WorkspaceError::io(path, e)),
+    let Some((file, size)) = open_to_read(path)? else {
+        return Ok(None);
     };
-    let size = file
-        .metadata()
-        .map_err(|e| WorkspaceError::io(path, e))?
-        .len();
     let mut bytes = Vec::with_capacity(size.min(limit as u64) as usize);
     file.take(limit as u64)
         .read_to_end(&mut bytes)
@@ -441,13 +450,10 @@ pub fn read_text_tail(path: &Path) -> Result<Option<String>> {
 }
 
 fn read_tail(path: &Path, limit: usize) -> Result<Option<String>> {
-    let mut file = match open_plain(OpenOptions::new().read(true), path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(WorkspaceError::io(path, e)),
+    let Some((mut file, size)) = open_to_read(path)? else {
+        return Ok(None);
     };
     let io_err = |e| WorkspaceError::io(path, e);
-    let size = file.metadata().map_err(io_err)?.len();
     let skip = size.saturating_sub(limit as u64);
     io::Seek::seek(&mut file, io::SeekFrom::Start(skip)).map_err(io_err)?;
     let mut bytes = Vec::with_capacity(size.min(limit as u64) as usize);

@@ -685,6 +685,13 @@ impl Runner {
                 .flatten()
                 .into_iter()
                 .flatten();
+            // A claim left by a `ralph ask` that is gone (killed with its agent). A file event
+            // while an agent runs also clears it (`notice_ask`), but an agent may end before
+            // one arrives. Regression test (it failed under load):
+            // `a_claim_left_by_a_killed_ralph_ask_does_not_take_over_a_later_question`.
+            if AskClaim::read(&self.ws).is_some_and(|claim| claim.is_stale()) {
+                workspace::remove(&self.ws.ask_claim())?;
+            }
             for entry in entries.chain(logs).flatten() {
                 // Only stale ones: a `ralph answer` may be writing its temporary file right now.
                 let stale = entry
@@ -698,13 +705,6 @@ impl Runner {
         }
         // Drain file-watch wake-ups that arrived while the agent ran; we look at the files now.
         while self.fs_events.try_recv().is_ok() {}
-        // A claim left by a `ralph ask` that is gone. It is also cleared when a file event
-        // wakes the loop while the agent runs (`notice_ask`), but an agent may end before one
-        // arrives. Regression test: `a_claim_left_by_a_killed_ralph_ask_does_not_take_over_a_later_question`,
-        // which failed under load.
-        if AskClaim::read(&self.ws).is_some_and(|claim| claim.is_stale()) {
-            workspace::remove(&self.ws.ask_claim())?;
-        }
         if self.delivering.is_none()
             && let Some(ans) = self.read_answer().await?
         {
@@ -822,53 +822,49 @@ impl Runner {
     /// hold nothing), and reported: `ralph answer` needs the name free. Regression: a directory
     /// there stopped every run.
     async fn read_answer(&mut self) -> Result<Option<Answer>, RunError> {
-        let path = self.ws.answer();
-        let kind = std::fs::symlink_metadata(&path).map(|m| m.file_type());
-        if let Ok(kind) = kind
-            && !kind.is_file()
-            && !kind.is_symlink()
-        {
-            let msg = if kind.is_dir() {
-                let aside = path.with_file_name(format!(
-                    "answer.md.not-a-file-{}",
-                    SystemTime::now()
-                        .duration_since(SystemTime::UNIX_EPOCH)
-                        .unwrap_or_default()
-                        .as_millis()
-                ));
-                std::fs::rename(&path, &aside).map_err(|error| WorkspaceError::Io {
-                    path: path.clone(),
-                    error,
-                })?;
-                format!(
-                    "{} was a directory, not an answer; ralph moved it aside to {} so answers can reach the loop",
-                    path.display(),
-                    aside.display()
-                )
-            } else {
-                workspace::remove(&path)?;
-                format!(
-                    "{} was a pipe or a device, not an answer; ralph removed it so answers can reach the loop",
-                    path.display()
-                )
-            };
-            self.emit(LoopEvent::Warning(msg.clone())).await;
-            self.log("warning", json!({"message": msg}));
-            return Ok(None);
-        }
-        match answer::read(&self.ws) {
+        let msg = match answer::read(&self.ws) {
             Err(WorkspaceError::Symlink { path }) => {
                 workspace::remove(&path)?;
-                let msg = format!(
+                format!(
                     "{} was a symlink; ralph never reads or writes through links in .ralph/, so it removed the link unread",
                     path.display()
-                );
-                self.emit(LoopEvent::Warning(msg.clone())).await;
-                self.log("warning", json!({"message": msg}));
-                Ok(None)
+                )
             }
-            read => Ok(read?),
-        }
+            // Refused as not a plain file (`workspace::open_plain`): only then is it looked at.
+            Err(WorkspaceError::Io { path, error }) => {
+                match std::fs::symlink_metadata(&path).map(|m| m.file_type()) {
+                    Ok(kind) if kind.is_dir() => {
+                        let aside = path.with_file_name(format!(
+                            "answer.md.not-a-file-{}",
+                            SystemTime::now()
+                                .duration_since(SystemTime::UNIX_EPOCH)
+                                .unwrap_or_default()
+                                .as_millis()
+                        ));
+                        if let Err(error) = std::fs::rename(&path, &aside) {
+                            return Err(WorkspaceError::Io { path, error }.into());
+                        }
+                        format!(
+                            "{} was a directory, not an answer; ralph moved it aside to {} so answers can reach the loop",
+                            path.display(),
+                            aside.display()
+                        )
+                    }
+                    Ok(kind) if !kind.is_file() && !kind.is_symlink() => {
+                        workspace::remove(&path)?;
+                        format!(
+                            "{} was a pipe or a device, not an answer; ralph removed it so answers can reach the loop",
+                            path.display()
+                        )
+                    }
+                    _ => return Err(WorkspaceError::Io { path, error }.into()),
+                }
+            }
+            read => return Ok(read?),
+        };
+        self.emit(LoopEvent::Warning(msg.clone())).await;
+        self.log("warning", json!({"message": msg}));
+        Ok(None)
     }
 
     /// After the iteration that received an answer: archive it, then remove the files.
