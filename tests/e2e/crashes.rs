@@ -96,6 +96,49 @@ fn signal(child: &std::process::Child, sig: Signal) {
     kill(Pid::from_raw(child.id() as i32), sig).unwrap();
 }
 
+/// The guard of the `ralph run` with pid `ralph` (`ralph __guard`, its child), once started.
+fn guard_of(ralph: u32) -> i32 {
+    wait_until(Duration::from_secs(10), "ralph's guard", || {
+        std::fs::read_dir("/proc")
+            .ok()?
+            .flatten()
+            .find_map(|entry| {
+                let pid: i32 = entry.file_name().to_str()?.parse().ok()?;
+                let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
+                let ppid: u32 = stat[stat.rfind(')')? + 2..]
+                    .split(' ')
+                    .nth(1)?
+                    .parse()
+                    .ok()?;
+                let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+                (ppid == ralph && cmdline.starts_with(b"ralph-guard\0__guard\0")).then_some(pid)
+            })
+    })
+}
+
+/// Guards still running for this project's `.ralph/`.
+fn guards_of(p: &Project) -> Vec<i32> {
+    let arg = format!("\0{}\0", p.path(".ralph").display());
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| {
+            let pid: i32 = entry.file_name().to_str()?.parse().ok()?;
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            let ours = cmdline.starts_with(b"ralph-guard\0")
+                && cmdline.windows(arg.len()).any(|w| w == arg.as_bytes());
+            (ours && pid_alive(pid)).then_some(pid)
+        })
+        .collect()
+}
+
+/// SIGKILL to ralph and to its guard first (`kill -9` of both, `pkill -9 ralph`): nothing of
+/// ralph is left to stop the agent, and only the next run can.
+fn kill_ralph_and_its_guard(child: &std::process::Child) {
+    kill(Pid::from_raw(guard_of(child.id())), Signal::SIGKILL).unwrap();
+    signal(child, Signal::SIGKILL);
+}
+
 /// An agent that ignores SIGTERM, leaves a grandchild in its group, and never ends.
 const STUBBORN: &str = "\
 [iteration 1]
@@ -281,7 +324,66 @@ fn a_stop_while_the_tests_ran_was_ignored_until_they_finished() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// ralph killed outright (SIGKILL): nothing of it can run, so the next run cleans up.
+// ralph killed outright (SIGKILL): its guard stops the agent group; with the guard killed too,
+// the next run cleans up.
+
+#[test]
+fn after_sigkill_of_ralph_its_guard_stops_the_agent_group_and_the_next_run_resumes() {
+    let p = Project::with_task("task: Stubborn\nmax_iterations: 2", "- [ ] x\n");
+    let agent = p.agent(STUBBORN);
+    let child = start_run(&p, &agent, &[]);
+    let grandchild = read_pid(&p, "grandchild.pid");
+    let leader = agent_pgid(&p);
+    let guard = guard_of(child.id());
+    assert_eq!(guards_of(&p), [guard], "one guard, for this project");
+    signal(&child, Signal::SIGKILL);
+    Run::finish(child, Duration::from_secs(10));
+    // No other run: the guard sends SIGTERM, which the agent ignores, waits the 3 s grace,
+    // sends SIGKILL, and exits.
+    assert_no_agent_processes(&p, Duration::from_secs(20));
+    assert!(!pid_alive(leader) && !pid_alive(grandchild));
+    wait_until(Duration::from_secs(10), "the guard to exit", || {
+        (!pid_alive(guard)).then_some(())
+    });
+    assert_eq!(p.state()["status"], "running", "as ralph left it");
+
+    p.run(&agent, &[]).expect_code(3);
+    assert!(p.read("resumed-env.txt").contains("RALPH_ITERATION=2"));
+    // The run's guard exits once the run closes its pipe.
+    wait_until(Duration::from_secs(5), "no guard left", || {
+        guards_of(&p).is_empty().then_some(())
+    });
+}
+
+#[test]
+fn after_sigkill_of_ralph_while_the_tests_run_its_guard_stops_them() {
+    let (_p, _agent, tests) = killed_while_the_tests_run(|child| signal(child, Signal::SIGKILL));
+    wait_until(
+        Duration::from_secs(10),
+        "the guard to stop the tests",
+        || (!pid_alive(tests)).then_some(()),
+    );
+}
+
+/// A run whose `test_command` (`sleep 300`) runs, once `state.json` names the tests' group,
+/// ended by `kill`; the project, its agent and the tests' pid.
+fn killed_while_the_tests_run(kill: impl FnOnce(&std::process::Child)) -> (Project, String, i32) {
+    let p = Project::with_task(
+        "task: Tested\nmax_iterations: 2\ntest_command: echo $$ > tests.pid; exec sleep 300",
+        "- [ ] x\n",
+    );
+    let agent = p.agent("[iteration 1]\ncheck-all\nsignal DONE\n[iteration 2]\nprint resumed\n");
+    let child = start_run(&p, &agent, &[]);
+    let tests = read_pid(&p, "tests.pid");
+    wait_until(
+        Duration::from_secs(10),
+        "the tests' group in state.json",
+        || (p.state()["agent_pgid"] == tests).then_some(()),
+    );
+    kill(&child);
+    Run::finish(child, Duration::from_secs(10));
+    (p, agent, tests)
+}
 
 #[test]
 fn after_sigkill_mid_iteration_the_next_run_kills_the_orphaned_agent_group_and_resumes() {
@@ -291,7 +393,7 @@ fn after_sigkill_mid_iteration_the_next_run_kills_the_orphaned_agent_group_and_r
     let grandchild = read_pid(&p, "grandchild.pid");
     let leader = agent_pgid(&p);
     let first_pid = child.id();
-    signal(&child, Signal::SIGKILL);
+    kill_ralph_and_its_guard(&child);
     let killed = Run::finish(child, Duration::from_secs(10));
     assert_eq!(killed.code, None, "killed by a signal");
     // SIGKILL cannot be caught: the agent is orphaned, the state still says running.
@@ -337,7 +439,7 @@ fn an_orphaned_grandchild_whose_agent_had_exited_survived_the_next_run() {
     let child = start_run(&p, &agent, &[]);
     let grandchild = read_pid(&p, "grandchild.pid");
     let leader = agent_pgid(&p);
-    signal(&child, Signal::SIGKILL);
+    kill_ralph_and_its_guard(&child);
     Run::finish(child, Duration::from_secs(10));
     wait_until(Duration::from_secs(10), "the agent to exit", || {
         (!pid_alive(leader)).then_some(())
@@ -409,7 +511,7 @@ fn after_sigkill_during_the_tests_the_next_run_verifies_again() {
     wait_until(Duration::from_secs(20), "the tests to start", || {
         p.exists("pass").then_some(())
     });
-    signal(&child, Signal::SIGKILL);
+    kill_ralph_and_its_guard(&child);
     Run::finish(child, Duration::from_secs(10));
     let second = p.run(&agent, &[]);
     second.expect_code(0);
@@ -425,20 +527,7 @@ fn after_sigkill_during_the_tests_the_next_run_verifies_again() {
 /// only an agent's group was recorded for the next run to stop.
 #[test]
 fn after_sigkill_while_the_tests_run_the_next_run_stops_them() {
-    let p = Project::with_task(
-        "task: Tested\nmax_iterations: 2\ntest_command: echo $$ > tests.pid; exec sleep 300",
-        "- [ ] x\n",
-    );
-    let agent = p.agent("[iteration 1]\ncheck-all\nsignal DONE\n[iteration 2]\nprint resumed\n");
-    let child = start_run(&p, &agent, &[]);
-    let tests = read_pid(&p, "tests.pid");
-    wait_until(
-        Duration::from_secs(10),
-        "the tests' group in state.json",
-        || (p.state()["agent_pgid"] == tests).then_some(()),
-    );
-    signal(&child, Signal::SIGKILL);
-    Run::finish(child, Duration::from_secs(10));
+    let (p, agent, tests) = killed_while_the_tests_run(kill_ralph_and_its_guard);
     assert!(
         pid_alive(tests),
         "SIGKILL stops nothing: the tests are orphaned"

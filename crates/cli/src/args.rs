@@ -56,6 +56,12 @@ pub enum Command {
     /// The built-in demo agent (ralph runs it; you do not need to).
     #[command(hide = true, name = "__demo-agent")]
     DemoAgent,
+    /// The guard `ralph run` starts: stops the agent if ralph is killed outright.
+    #[command(hide = true, name = "__guard")]
+    Guard {
+        /// The `.ralph/` directory of the loop it guards.
+        ralph_dir: std::path::PathBuf,
+    },
 }
 
 const RUN_HELP: &str = "\

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 use ralph_loop::config::Config;
 use ralph_loop::event::{Control, LoopEvent};
+use ralph_loop::guard::Guard;
 use std::sync::Arc;
 
 use ralph_loop::runner::{AgentSpec, Invocation, RunConfig, Runner, Settings};
@@ -128,6 +129,21 @@ fn customize(
     Ok(agent)
 }
 
+/// Starts the guard that stops the agent if this process is killed outright (see
+/// `ralph_loop::guard`): this binary again, as `ralph __guard`. Run from `/proc/self/exe`,
+/// which names this binary even when its file was replaced since. Without a guard the loop
+/// still runs (the next `ralph run` stops an orphaned group), with a warning.
+fn start_guard(runner: &mut Runner) {
+    let dir = std::path::absolute(runner.ralph_dir()).unwrap_or_else(|_| runner.ralph_dir().into());
+    let args = [std::ffi::OsStr::new("__guard"), dir.as_os_str()];
+    match Guard::start(std::path::Path::new("/proc/self/exe"), &args) {
+        Ok(guard) => runner.set_guard(guard),
+        Err(e) => eprintln!(
+            "ralph: warning: could not start the guard ({e}); if ralph is killed with SIGKILL, the agent runs on until the next `ralph run` stops it"
+        ),
+    }
+}
+
 /// Starts the runtime, the loop and its front end; returns the loop's exit code.
 pub fn run_loop(cfg: RunConfig, tui: bool) -> CmdResult {
     let bell = cfg.task.notify.bell;
@@ -144,7 +160,8 @@ pub fn run_loop(cfg: RunConfig, tui: bool) -> CmdResult {
         // slow tmux pane push ralph to 115 MiB); the agent is simply slowed to the screen.
         let (event_tx, event_rx) = mpsc::channel::<LoopEvent>(16);
         let (control_tx, control_rx) = mpsc::unbounded_channel::<Control>();
-        let runner = Runner::new(cfg, event_tx, control_rx).map_err(Failure::failed)?;
+        let mut runner = Runner::new(cfg, event_tx, control_rx).map_err(Failure::failed)?;
+        start_guard(&mut runner);
         let signals = tokio::spawn(forward_signals(control_tx.clone()));
         // The terminal view when there is a terminal for it; plain lines otherwise.
         let view = tui.then(|| {

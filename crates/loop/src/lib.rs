@@ -12,7 +12,8 @@
 //! - [`question`], [`answer`], [`countdown`] and [`clarifications`] are the question lifecycle:
 //!   the agent's question file, the human's answer file (first writer wins), the deadline, and
 //!   the record of both.
-//! - [`prompt`] builds each iteration's prompt; [`supervisor`] starts and stops process groups.
+//! - [`prompt`] builds each iteration's prompt; [`supervisor`] starts and stops process groups,
+//!   and the [`guard`], a second process, stops them if ralph itself is killed outright.
 //! - [`event`] is the vocabulary between the loop and a front end: events out, controls in.
 //!
 //! The crate does no terminal I/O: front ends live in `ralph-ui`.
@@ -23,6 +24,7 @@ pub mod clarifications;
 pub mod config;
 pub mod countdown;
 pub mod event;
+pub mod guard;
 pub mod native;
 pub mod notify;
 mod process;

@@ -129,7 +129,7 @@ impl Runner {
                 .map_err(spawn_error)?;
             (spawned, None)
         };
-        self.state.agent_pgid = Some(spawned.pgid);
+        self.group_started(spawned.pgid);
         self.save_state_soon().await?;
         // The next iteration's prompt file, made now rather than between two agents.
         let logs = self.ws.logs();
@@ -167,7 +167,7 @@ impl Runner {
             self.resume_failed = true;
         }
 
-        self.state.agent_pgid = None;
+        self.group_ended();
         if !run.leads_straight_on() {
             self.save_state_soon().await?;
         }

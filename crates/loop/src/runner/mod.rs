@@ -33,6 +33,7 @@ use crate::answer::{self, Answer, AnsweredBy, Submitted};
 use crate::clarifications;
 use crate::countdown::{Countdown, EXTEND_BY};
 use crate::event::{Control, LoopEvent, Outcome, QuestionClosed};
+use crate::guard::Guard;
 use crate::native::{self, ToolRequest};
 use crate::notify::{Notifier, NotifyConfig, QuestionNotice};
 use crate::prompt::{self, Carryover, PromptInputs};
@@ -306,6 +307,8 @@ pub struct Runner {
     resume_failed: bool,
     /// `ralph ask` claims already shown (by `asked_at`), so each is asked once.
     asks_seen: std::collections::HashSet<String>,
+    /// The guard that stops the running group if ralph is killed outright, when there is one.
+    guard: Option<Guard>,
 }
 
 impl Runner {
@@ -417,7 +420,35 @@ impl Runner {
             resume_next: false,
             resume_failed: false,
             asks_seen: std::collections::HashSet::new(),
+            guard: None,
         })
+    }
+
+    /// Has `guard` stop the group running when ralph is killed outright (see
+    /// [`guard`](crate::guard)). Without one, only the next `ralph run` stops such a group.
+    pub fn set_guard(&mut self, guard: Guard) {
+        self.guard = Some(guard);
+    }
+
+    /// `.ralph/`, for the guard to know which groups are this loop's.
+    pub fn ralph_dir(&self) -> &Path {
+        self.ws.dir()
+    }
+
+    /// A group (the agent's, or `test_command`'s) was started: recorded in `state.json` for
+    /// the next run, and told to the guard.
+    fn group_started(&mut self, pgid: i32) {
+        self.state.agent_pgid = Some(pgid);
+        if let Some(guard) = &mut self.guard {
+            guard.started(pgid, self.cfg.settings.kill_grace);
+        }
+    }
+
+    /// The group started last is gone, or was stopped.
+    fn group_ended(&mut self) {
+        if let (Some(pgid), Some(guard)) = (self.state.agent_pgid.take(), &mut self.guard) {
+            guard.ended(pgid);
+        }
     }
 
     async fn emit(&self, event: LoopEvent) {
@@ -447,8 +478,9 @@ impl Runner {
     /// start): stop what may still run, and leave `state.json` saying why, not `running`, for
     /// `ralph status` and the next `ralph run`. Best effort: the error itself may be the disk.
     async fn fail(&mut self, e: &RunError) {
-        if let Some(pgid) = self.state.agent_pgid.take() {
+        if let Some(pgid) = self.state.agent_pgid {
             supervisor::kill_group_now(pgid);
+            self.group_ended();
         }
         let reason = format!("ralph stopped on an error: {e}");
         self.state.status = Status::Failed;
@@ -654,7 +686,7 @@ impl Runner {
     async fn finish(&mut self, outcome: Outcome, reason: &str) -> Result<Outcome, RunError> {
         self.state.status = outcome.status();
         self.state.reason = Some(reason.to_string());
-        self.state.agent_pgid = None;
+        self.group_ended();
         self.save_state().await?;
         self.log(
             "run_end",
@@ -1033,20 +1065,26 @@ fn agent_env(
 /// process behind (see the regression test
 /// `an_orphaned_grandchild_whose_agent_had_exited_survived_the_next_run`).
 fn reap_orphaned_agent(pgid: i32, dir: &std::path::Path) {
+    if group_is_ours(pgid, dir) {
+        supervisor::kill_group_now(pgid);
+    }
+}
+
+/// Whether group `pgid` is alive and one of its members is an agent or test command of the
+/// `.ralph/` at `dir` (its environment names it): what [`reap_orphaned_agent`] and the
+/// [`guard`](crate::guard) check before they stop a group, since a pgid can be reused.
+pub(crate) fn group_is_ours(pgid: i32, dir: &std::path::Path) -> bool {
     if !supervisor::group_alive(pgid) {
-        return;
+        return false;
     }
     let needle = format!("RALPH_DIR={}", ralph_dir_value(dir));
-    let ours = supervisor::live_members(pgid)
+    supervisor::live_members(pgid)
         .unwrap_or_default()
         .into_iter()
         .any(|pid| {
             std::fs::read(format!("/proc/{pid}/environ"))
                 .is_ok_and(|env| env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()))
-        });
-    if ours {
-        supervisor::kill_group_now(pgid);
-    }
+        })
 }
 
 /// Watches `.ralph/` and sends a wake-up for every change; the runner then looks at the files.

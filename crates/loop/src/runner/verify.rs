@@ -50,7 +50,7 @@ impl Runner {
         let result = match supervisor::spawn_shell(&script, self.ws.root(), env, None) {
             Err(e) => Err(TestError::Spawn(e)),
             Ok(spawned) => {
-                self.state.agent_pgid = Some(spawned.pgid);
+                self.group_started(spawned.pgid);
                 let _ = self.save_state_soon().await;
                 let result = run_tests(
                     spawned,
@@ -59,7 +59,7 @@ impl Runner {
                     stop_requested(&mut self.controls, self.controls_open),
                 )
                 .await;
-                self.state.agent_pgid = None;
+                self.group_ended();
                 result
             }
         };
