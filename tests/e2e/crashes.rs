@@ -471,15 +471,23 @@ fn after_sigkill_while_a_question_waits_the_next_run_asks_it_again() {
     p.wait_for_status("waiting_input", Duration::from_secs(20));
     signal(&child, Signal::SIGKILL);
     Run::finish(child, Duration::from_secs(10));
-    assert_eq!(p.state()["status"], "waiting_input");
+    let first = p.state();
+    assert_eq!(first["status"], "waiting_input");
 
     let child = start_run(&p, &agent, &[]);
     let pid = child.id();
     // The same question, shown first (the agent is not run again to ask it).
-    wait_until(Duration::from_secs(20), "the question again", || {
+    let again = wait_until(Duration::from_secs(20), "the question again", || {
         let s = p.state();
-        (s["status"] == "waiting_input" && s["pid"] == pid).then_some(())
+        (s["status"] == "waiting_input" && s["pid"] == pid).then_some(s)
     });
+    // Asked when it was, with the whole minute to answer from now: the loop was down.
+    let (first, again) = (&first["pending_question"], &again["pending_question"]);
+    assert_eq!(again["asked_at"], first["asked_at"]);
+    assert!(
+        again["deadline"].as_str() > first["deadline"].as_str(),
+        "{first} then {again}"
+    );
     p.exec(&["answer", "2"]).expect_code(0);
     let second = watch(child, Duration::from_secs(60));
     second.expect_code(3);
