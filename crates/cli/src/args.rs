@@ -175,7 +175,7 @@ pub struct StatusArgs {
     #[arg(long)]
     pub json: bool,
     /// Every loop running on this machine, waiting ones first.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "dir")]
     pub all: bool,
 }
 
@@ -247,6 +247,17 @@ mod tests {
     #[test]
     fn every_subcommand_passes_clap_checks() {
         super::Cli::command().debug_assert();
+    }
+
+    /// Regression: `status --all -C DIR` ignored DIR without a word, listing every loop.
+    #[test]
+    fn status_all_refuses_a_directory() {
+        use clap::Parser;
+        let err = super::Cli::try_parse_from(["ralph", "status", "--all", "-C", "/tmp"])
+            .expect_err("--all with -C");
+        assert_eq!(err.kind(), clap::error::ErrorKind::ArgumentConflict);
+        assert!(super::Cli::try_parse_from(["ralph", "status", "--all"]).is_ok());
+        assert!(super::Cli::try_parse_from(["ralph", "status", "-C", "/tmp"]).is_ok());
     }
 
     /// Regression: with `defer`, the doc comment of the flattened `DirArg` replaced the
