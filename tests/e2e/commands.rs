@@ -22,6 +22,21 @@ fn init_writes_a_valid_task_file_and_refuses_to_overwrite_it() {
 }
 
 #[test]
+fn init_refuses_a_directory_in_the_task_file_s_place_and_writes_nothing() {
+    let p = Project::new();
+    std::fs::create_dir(p.path("RALPH_TASK.md")).unwrap();
+    p.write("RALPH_TASK.md/notes.txt", "mine");
+    for args in [&["init"][..], &["init", "--force"]] {
+        let run = p.exec(args);
+        run.expect_code(1);
+        assert!(run.stderr.contains("is a directory"), "{}", run.stderr);
+        assert!(run.stderr.contains("Move or rename it"), "{}", run.stderr);
+    }
+    assert_eq!(p.read("RALPH_TASK.md/notes.txt"), "mine");
+    assert!(!p.exists(".ralph"), "nothing written");
+}
+
+#[test]
 fn init_works_with_dash_c() {
     let p = Project::new();
     let sub = p.path("sub");

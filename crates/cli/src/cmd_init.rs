@@ -14,7 +14,16 @@ pub const EXAMPLE: &str = include_str!("../../../RALPH_TASK.md.example");
 pub fn run(args: &InitArgs) -> CmdResult {
     let root = project_root(&args.dir.dir)?;
     let task = root.join("RALPH_TASK.md");
-    if std::fs::symlink_metadata(&task).is_ok() && !args.force {
+    let existing = std::fs::symlink_metadata(&task).ok();
+    // Not even with --force: replacing a directory would throw away what is in it. Checked
+    // before anything is written. Regression: --force made `.ralph/`, then failed with EISDIR.
+    if existing.as_ref().is_some_and(std::fs::Metadata::is_dir) {
+        return Err(Failure::failed(anyhow!(
+            "{}: is a directory, not a task file; ralph init will not replace it, even with --force. Move or rename it, then run ralph init again.",
+            task.display()
+        )));
+    }
+    if existing.is_some() && !args.force {
         return Err(Failure::failed(anyhow!(
             "{}: already exists; ralph init will not overwrite it. Edit it, or run `ralph init --force` to start from the example again.",
             task.display()
