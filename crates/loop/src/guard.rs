@@ -6,10 +6,10 @@
 //! unattended until the next `ralph run` found it. So `ralph run` starts a guard first
 //! (`ralph __guard DIR`): a second process, in a group of its own so that no terminal signal
 //! meant for ralph reaches it, reading one end of a pipe. ralph writes `+PGID GRACE_MS` on it
-//! when it starts a group and `-PGID` once the group is gone. End of file on the pipe means
-//! ralph has exited, however it died; the guard then stops every group still listed that is
-//! ralph's (a member's environment names this `.ralph/`, as the next run's check does):
-//! SIGTERM, up to the grace, SIGKILL. Then it exits.
+//! when it starts a group (one runs at a time) and `-PGID` once it is gone. End of file on the
+//! pipe means ralph has exited, however it died; the guard then stops the group still running,
+//! if it is ralph's (a member's environment names this `.ralph/`, as the next run's check does):
+//! SIGTERM, up to the grace, SIGKILL, as the loop itself stops one. Then it exits.
 //!
 //! While ralph runs, the guard sleeps in one blocking read: no polling, no timer. ralph's side
 //! is one `write` of a few bytes per group started or ended.
@@ -17,10 +17,7 @@
 use std::io::{self, BufRead, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::time::{Duration, Instant};
-
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
+use std::time::Duration;
 
 use crate::supervisor;
 
@@ -84,51 +81,34 @@ impl Drop for Guard {
     }
 }
 
-/// The guard's side, until end of file on `input`: keeps the list of running groups, then
-/// stops those still listed that belong to the `.ralph/` at `ralph_dir`.
+/// The guard's side, until end of file on `input`: follows which group runs (one at a time,
+/// as `state.json` records it), then stops it if it is still listed and belongs to the
+/// `.ralph/` at `ralph_dir`, as the loop stops a group: [`supervisor::stop_group`].
 pub fn serve(input: impl BufRead, ralph_dir: &Path) {
-    let mut running: Vec<(i32, Duration)> = Vec::new();
+    let mut running: Option<(i32, Duration)> = None;
     for line in input.lines() {
         let Ok(line) = line else { break };
-        if let Some(rest) = line.strip_prefix('+') {
-            let mut parts = rest.split(' ');
-            let pgid = parts.next().and_then(|p| p.parse::<i32>().ok());
-            let grace = parts.next().and_then(|g| g.parse::<u64>().ok());
-            if let (Some(pgid), Some(grace)) = (pgid, grace) {
-                running.retain(|(p, _)| *p != pgid);
-                running.push((pgid, Duration::from_millis(grace)));
+        if let Some((pgid, grace)) = line.strip_prefix('+').and_then(|r| r.split_once(' ')) {
+            if let (Ok(pgid), Ok(grace)) = (pgid.parse(), grace.parse()) {
+                running = Some((pgid, Duration::from_millis(grace)));
             }
-        } else if let Some(pgid) = line.strip_prefix('-').and_then(|p| p.parse::<i32>().ok()) {
-            running.retain(|(p, _)| *p != pgid);
+        } else if let Some(pgid) = line.strip_prefix('-').and_then(|p| p.parse::<i32>().ok())
+            && running.is_some_and(|(p, _)| p == pgid)
+        {
+            running = None;
         }
     }
-    running.retain(|(pgid, _)| crate::runner::group_is_ours(*pgid, ralph_dir));
-    stop_groups(&running);
-}
-
-/// SIGTERM (and SIGCONT) to every group, up to the longest grace for them all to go, then
-/// SIGKILL to what is left.
-fn stop_groups(groups: &[(i32, Duration)]) {
-    if groups.is_empty() {
+    let Some((pgid, grace)) = running.filter(|(p, _)| crate::runner::group_is_ours(*p, ralph_dir))
+    else {
         return;
-    }
-    for &(pgid, _) in groups {
-        let _ = killpg(Pid::from_raw(pgid), Signal::SIGTERM);
-        let _ = killpg(Pid::from_raw(pgid), Signal::SIGCONT);
-    }
-    let grace = groups.iter().map(|(_, g)| *g).max().unwrap_or_default();
-    let deadline = Instant::now() + grace;
-    // Checks with short, growing pauses, as the supervisor's: no event says a group is empty.
-    let mut pause = Duration::from_millis(1);
-    while groups.iter().any(|(p, _)| supervisor::group_alive(*p)) {
-        let now = Instant::now();
-        if now >= deadline {
-            break;
-        }
-        std::thread::sleep(pause.min(deadline - now));
-        pause = (pause * 2).min(Duration::from_millis(50));
-    }
-    for &(pgid, _) in groups {
+    };
+    // A runtime of this one thread, for the supervisor's own stop (its timers).
+    if let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+    {
+        rt.block_on(supervisor::stop_group(pgid, grace, std::future::pending()));
+    } else {
         supervisor::kill_group_now(pgid);
     }
 }
@@ -136,6 +116,7 @@ fn stop_groups(groups: &[(i32, Duration)]) {
 #[cfg(test)]
 mod tests {
     use std::os::unix::process::CommandExt;
+    use std::time::Instant;
 
     use super::*;
 
@@ -168,14 +149,20 @@ mod tests {
     }
 
     #[test]
-    fn at_end_of_file_the_groups_still_listed_and_ours_are_stopped_and_no_other() {
+    fn at_end_of_file_the_group_still_running_is_stopped_if_it_is_ours() {
         let dir = tempfile::tempdir().unwrap();
         let dir = dir.path().join(".ralph");
-        let mut running = group(&dir, true);
         let mut ended = group(&dir, true);
         let mut foreign = group(&dir, false);
-        let (r, e, f) = (running.id(), ended.id(), foreign.id());
-        let input = format!("+{r} 2000\n+{e} 2000\n+{f} 2000\n-{e}\nnot a message\n+{r}\n");
+        let mut running = group(&dir, true);
+        let (e, f, r) = (ended.id(), foreign.id(), running.id());
+        // The group ralph said had ended is left alone.
+        serve(format!("+{e} 2000\n-{e}\n").as_bytes(), &dir);
+        // So is one that is not the loop's.
+        serve(format!("+{f} 2000\n").as_bytes(), &dir);
+        // The last one started, still running: stopped, whatever came after it that is not
+        // a message, or ends another group.
+        let input = format!("+{e} 2000\n+{r} 2000\nnot a message\n+{r}\n-{e}\n");
         serve(input.as_bytes(), &dir);
         let _ = running.wait();
         assert!(gone(&mut running), "the group still listed was not stopped");
