@@ -116,22 +116,6 @@ fn guard_of(ralph: u32) -> i32 {
     })
 }
 
-/// Guards still running for this project's `.ralph/`.
-fn guards_of(p: &Project) -> Vec<i32> {
-    let arg = format!("\0{}\0", p.path(".ralph").display());
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|entry| {
-            let pid: i32 = entry.file_name().to_str()?.parse().ok()?;
-            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
-            let ours = cmdline.starts_with(b"ralph-guard\0")
-                && cmdline.windows(arg.len()).any(|w| w == arg.as_bytes());
-            (ours && pid_alive(pid)).then_some(pid)
-        })
-        .collect()
-}
-
 /// SIGKILL to ralph and to its guard first (`kill -9` of both, `pkill -9 ralph`): nothing of
 /// ralph is left to stop the agent, and only the next run can.
 fn kill_ralph_and_its_guard(child: &std::process::Child) {

@@ -311,6 +311,29 @@ fn sigterm_while_a_question_is_open_stops_the_loop_and_restores_the_terminal() {
     assert_restored(&tmux, &p);
 }
 
+/// Regression: ralph killed outright (`kill -9`, the OOM killer) with its view up left the
+/// terminal in raw mode with the cursor hidden, and a shell that does not restore a killed
+/// job's settings (`sh` here, any shell when ralph ran under `make` or a script) had no echo
+/// and no line editing. ralph's guard gives the terminal back.
+#[test]
+fn after_sigkill_of_ralph_in_the_terminal_view_its_guard_gives_the_terminal_back() {
+    let (p, tmux, _) = asked_in_the_terminal_view("5m");
+    let pid = p.state()["pid"]
+        .as_i64()
+        .expect("state.json has ralph's pid") as i32;
+    assert_eq!(guards_of(&p).len(), 1, "ralph runs with a guard");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    tmux.wait_for("ralph exited: 137", Duration::from_secs(30));
+    wait_until(Duration::from_secs(10), "the guard to exit", || {
+        guards_of(&p).is_empty().then_some(())
+    });
+    assert_restored(&tmux, &p);
+}
+
 #[test]
 fn esc_skips_the_question_and_the_agent_is_told_to_decide() {
     let (p, tmux, _) = asked_in_the_terminal_view("5m");

@@ -265,3 +265,19 @@ pub fn pid_alive(pid: i32) -> bool {
         Err(_) => false,
     }
 }
+
+/// Guards still running for this project's `.ralph/`.
+pub fn guards_of(p: &Project) -> Vec<i32> {
+    let arg = format!("\0{}\0", p.path(".ralph").display());
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| {
+            let pid: i32 = entry.file_name().to_str()?.parse().ok()?;
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            let ours = cmdline.starts_with(b"ralph-guard\0")
+                && cmdline.windows(arg.len()).any(|w| w == arg.as_bytes());
+            (ours && pid_alive(pid)).then_some(pid)
+        })
+        .collect()
+}

@@ -61,6 +61,9 @@ pub enum Command {
     Guard {
         /// The `.ralph/` directory of the loop it guards.
         ralph_dir: std::path::PathBuf,
+        /// Give the terminal back if ralph is killed with its terminal view up.
+        #[arg(long)]
+        terminal: bool,
     },
 }
 

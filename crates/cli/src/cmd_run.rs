@@ -132,11 +132,13 @@ fn customize(
 /// Starts the guard that stops the agent if this process is killed outright (see
 /// `ralph_loop::guard`): this binary again, as `ralph __guard`. Run from `/proc/self/exe`,
 /// which names this binary even when its file was replaced since. Without a guard the loop
-/// still runs (the next `ralph run` stops an orphaned group), with a warning.
-fn start_guard(runner: &mut Runner) {
+/// still runs (the next `ralph run` stops an orphaned group), with a warning. With `terminal`
+/// (the terminal view is about to take the terminal), the guard also gives the terminal back
+/// if this process is killed with the view up.
+fn start_guard(runner: &mut Runner, terminal: bool) {
     let dir = std::path::absolute(runner.ralph_dir()).unwrap_or_else(|_| runner.ralph_dir().into());
     let args = [std::ffi::OsStr::new("__guard"), dir.as_os_str()];
-    match Guard::start(std::path::Path::new("/proc/self/exe"), &args) {
+    match Guard::start(std::path::Path::new("/proc/self/exe"), &args, terminal) {
         Ok(guard) => runner.set_guard(guard),
         Err(e) => eprintln!(
             "ralph: warning: could not start the guard ({e}); if ralph is killed with SIGKILL, the agent runs on until the next `ralph run` stops it"
@@ -161,7 +163,9 @@ pub fn run_loop(cfg: RunConfig, tui: bool) -> CmdResult {
         let (event_tx, event_rx) = mpsc::channel::<LoopEvent>(16);
         let (control_tx, control_rx) = mpsc::unbounded_channel::<Control>();
         let mut runner = Runner::new(cfg, event_tx, control_rx).map_err(Failure::failed)?;
-        start_guard(&mut runner);
+        // Before the view: the guard saves the terminal's settings as they are now.
+        let terminal = tui && std::io::stdin().is_terminal();
+        start_guard(&mut runner, terminal);
         let signals = tokio::spawn(forward_signals(control_tx.clone()));
         // The terminal view when there is a terminal for it; plain lines otherwise.
         let view = tui.then(|| {

@@ -113,8 +113,11 @@ fn run(cli: Cli) -> CmdResult {
         Command::Ask(a) => cmd_ask::run(&a),
         Command::Demo(a) => demo::run(&a),
         Command::DemoAgent => demo::agent(),
-        Command::Guard { ralph_dir } => {
-            ralph_loop::guard::serve(std::io::stdin().lock(), &ralph_dir);
+        Command::Guard {
+            ralph_dir,
+            terminal,
+        } => {
+            ralph_loop::guard::main(&ralph_dir, terminal);
             Ok(0)
         }
     }

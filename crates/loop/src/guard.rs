@@ -13,11 +13,21 @@
 //!
 //! While ralph runs, the guard sleeps in one blocking read: no polling, no timer. ralph's side
 //! is one `write` of a few bytes per group started or ended.
+//!
+//! The guard also gives the terminal back when ralph dies with its terminal view up
+//! ([`Terminal`]): a killed ralph leaves the terminal in raw mode with the cursor hidden, and a
+//! shell that does not restore the settings itself (`sh`, or any shell when ralph ran under
+//! `make` or a script) is left with no echo and no line editing. ralph says goodbye (`.`) on
+//! every exit it lives through, after which the terminal is its own business.
 
-use std::io::{self, BufRead, Write};
+use std::fs::File;
+use std::io::{self, BufRead, Read, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::Duration;
+
+use nix::sys::signal::{SigSet, Signal};
+use nix::sys::termios::{self, OutputFlags, SetArg, Termios};
 
 use crate::supervisor;
 
@@ -32,21 +42,32 @@ pub struct Guard {
 impl Guard {
     /// Starts `program` with `args` as the guard, reading its end of a new pipe.
     ///
-    /// `program` is meant to run [`serve`]: `ralph __guard DIR` from the `ralph` binary.
-    pub fn start(program: &Path, args: &[&std::ffi::OsStr]) -> io::Result<Guard> {
+    /// `program` is meant to run [`main`]: `ralph __guard DIR` from the `ralph` binary. With
+    /// `terminal`, it is also given `--terminal`, and this returns once the guard has read the
+    /// terminal's settings ([`Terminal::save`]): before ralph's view changes them.
+    pub fn start(program: &Path, args: &[&std::ffi::OsStr], terminal: bool) -> io::Result<Guard> {
         use std::os::unix::process::CommandExt;
         let mut child = Command::new(program)
             .arg0("ralph-guard")
             .args(args)
+            .args(terminal.then_some("--terminal"))
             // Its own group: Ctrl-C, Ctrl-\ and a hangup go to ralph's group, and ralph handles
             // them; the guard must outlive ralph's handling of them.
             .process_group(0)
             // Hold no directory busy.
             .current_dir("/")
             .stdin(Stdio::piped())
-            .stdout(Stdio::null())
+            .stdout(if terminal {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
             .stderr(Stdio::null())
             .spawn()?;
+        if let Some(mut ready) = child.stdout.take() {
+            // One byte once the settings are read, or end of file if the guard died first.
+            let _ = ready.read(&mut [0]);
+        }
         let pipe = child.stdin.take();
         Ok(Guard { child, pipe })
     }
@@ -74,6 +95,8 @@ impl Guard {
 
 impl Drop for Guard {
     fn drop(&mut self) {
+        // ralph lives: the terminal, if its view has it, is given back by the view itself.
+        self.send(".\n");
         // Closing the pipe ends the guard; it is reaped here if it is already gone, and by
         // init after ralph exits otherwise.
         drop(self.pipe.take());
@@ -81,14 +104,80 @@ impl Drop for Guard {
     }
 }
 
+/// The terminal ralph's view takes over, as it was before: what the guard needs to give it
+/// back if ralph is killed with the view up.
+#[derive(Debug)]
+pub struct Terminal {
+    tty: File,
+    saved: Termios,
+}
+
+impl Terminal {
+    /// The controlling terminal (`/dev/tty`) and its settings now; `None` without one.
+    pub fn save() -> Option<Terminal> {
+        let tty = File::options()
+            .read(true)
+            .write(true)
+            .open("/dev/tty")
+            .ok()?;
+        let saved = termios::tcgetattr(&tty).ok()?;
+        Some(Terminal { tty, saved })
+    }
+
+    /// Gives the terminal back after ralph died without doing so.
+    ///
+    /// If it is still in raw mode (no output processing: ralph's; a shell's line editor keeps
+    /// it), the settings saved are put back, colours and bracketed paste turned off and the
+    /// cursor moved below everything on the screen, where the shell's prompt then comes. If it
+    /// is not, a shell has taken it back already (bash and zsh restore the settings of a job
+    /// killed by a signal), and only the cursor, which no shell shows again, is shown.
+    fn give_back(&mut self) {
+        // The guard is in a background group: SIGTTOU, which would stop it for changing the
+        // settings or writing, is blocked, and the call goes through.
+        let _ = SigSet::from(Signal::SIGTTOU).thread_block();
+        let Ok(now) = termios::tcgetattr(&self.tty) else {
+            return;
+        };
+        let out: &[u8] = if now.output_flags.contains(OutputFlags::OPOST) {
+            SHOW_CURSOR
+        } else {
+            let _ = termios::tcsetattr(&self.tty, SetArg::TCSANOW, &self.saved);
+            GIVE_BACK
+        };
+        let _ = self.tty.write_all(out);
+    }
+}
+
+/// Shows the cursor.
+const SHOW_CURSOR: &[u8] = b"\x1b[?25h";
+/// Resets colours, turns bracketed paste off, moves to the screen's last row and a new line
+/// below it, and shows the cursor.
+const GIVE_BACK: &[u8] = b"\x1b[0m\x1b[?2004l\x1b[999;1H\r\n\x1b[?25h";
+
+/// `ralph __guard DIR [--terminal]`: with `terminal`, saves the terminal's settings and says
+/// so (one byte on standard output, which [`Guard::start`] waits for); then [`serve`]s
+/// standard input.
+pub fn main(ralph_dir: &Path, terminal: bool) {
+    let saved = terminal.then(Terminal::save).flatten();
+    if terminal {
+        let mut out = io::stdout();
+        let _ = out.write_all(b".").and_then(|()| out.flush());
+    }
+    serve(io::stdin().lock(), ralph_dir, saved);
+}
+
 /// The guard's side, until end of file on `input`: follows which group runs (one at a time,
 /// as `state.json` records it), then stops it if it is still listed and belongs to the
-/// `.ralph/` at `ralph_dir`, as the loop stops a group: [`supervisor::stop_group`].
-pub fn serve(input: impl BufRead, ralph_dir: &Path) {
+/// `.ralph/` at `ralph_dir`, as the loop stops a group: [`supervisor::stop_group`]. Before
+/// that, if ralph did not say goodbye (`.`), gives `terminal` back.
+pub fn serve(input: impl BufRead, ralph_dir: &Path, mut terminal: Option<Terminal>) {
     let mut running: Option<(i32, Duration)> = None;
+    let mut goodbye = false;
     for line in input.lines() {
         let Ok(line) = line else { break };
-        if let Some((pgid, grace)) = line.strip_prefix('+').and_then(|r| r.split_once(' ')) {
+        if line == "." {
+            goodbye = true;
+        } else if let Some((pgid, grace)) = line.strip_prefix('+').and_then(|r| r.split_once(' ')) {
             if let (Ok(pgid), Ok(grace)) = (pgid.parse(), grace.parse()) {
                 running = Some((pgid, Duration::from_millis(grace)));
             }
@@ -97,6 +186,9 @@ pub fn serve(input: impl BufRead, ralph_dir: &Path) {
         {
             running = None;
         }
+    }
+    if let Some(terminal) = terminal.as_mut().filter(|_| !goodbye) {
+        terminal.give_back();
     }
     let Some((pgid, grace)) = running.filter(|(p, _)| crate::runner::group_is_ours(*p, ralph_dir))
     else {
@@ -157,13 +249,13 @@ mod tests {
         let mut running = group(&dir, true);
         let (e, f, r) = (ended.id(), foreign.id(), running.id());
         // The group ralph said had ended is left alone.
-        serve(format!("+{e} 2000\n-{e}\n").as_bytes(), &dir);
+        serve(format!("+{e} 2000\n-{e}\n").as_bytes(), &dir, None);
         // So is one that is not the loop's.
-        serve(format!("+{f} 2000\n").as_bytes(), &dir);
+        serve(format!("+{f} 2000\n").as_bytes(), &dir, None);
         // The last one started, still running: stopped, whatever came after it that is not
         // a message, or ends another group.
         let input = format!("+{e} 2000\n+{r} 2000\nnot a message\n+{r}\n-{e}\n");
-        serve(input.as_bytes(), &dir);
+        serve(input.as_bytes(), &dir, None);
         let _ = running.wait();
         assert!(gone(&mut running), "the group still listed was not stopped");
         assert!(
@@ -180,6 +272,71 @@ mod tests {
         }
     }
 
+    /// A pseudo-terminal put in raw mode as ralph's view puts it, with the settings from
+    /// before saved as the guard saves them; and the side a terminal emulator reads.
+    fn raw_terminal() -> (Terminal, File) {
+        let pty = nix::pty::openpty(None, None).unwrap();
+        let tty = File::from(pty.slave);
+        let saved = termios::tcgetattr(&tty).unwrap();
+        let mut raw = saved.clone();
+        termios::cfmakeraw(&mut raw);
+        termios::tcsetattr(&tty, SetArg::TCSANOW, &raw).unwrap();
+        (Terminal { tty, saved }, File::from(pty.master))
+    }
+
+    fn settings(terminal: &Terminal) -> Termios {
+        termios::tcgetattr(&terminal.tty).unwrap()
+    }
+
+    /// What the terminal was sent: all the emulator's side reads up to a mark written after.
+    fn sent(master: &mut File, mut tty: &File) -> Vec<u8> {
+        tty.write_all(b"|").unwrap();
+        let mut out = Vec::new();
+        let mut byte = [0];
+        while out.last() != Some(&b'|') {
+            master.read_exact(&mut byte).unwrap();
+            out.push(byte[0]);
+        }
+        out.pop();
+        out
+    }
+
+    #[test]
+    fn without_a_goodbye_the_terminal_is_given_back_and_with_one_it_is_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let dir = dir.path().join(".ralph");
+
+        // ralph said goodbye: its view gives the terminal back itself.
+        let (terminal, mut master) = raw_terminal();
+        let raw = settings(&terminal);
+        let tty = terminal.tty.try_clone().unwrap();
+        serve(".\n".as_bytes(), &dir, Some(terminal));
+        assert_eq!(termios::tcgetattr(&tty).unwrap(), raw);
+        assert_eq!(sent(&mut master, &tty), b"");
+
+        // ralph died with the terminal in raw mode: settings back, cursor below and shown.
+        let (terminal, mut master) = raw_terminal();
+        let (saved, tty) = (terminal.saved.clone(), terminal.tty.try_clone().unwrap());
+        serve("+1 10\n-1\n".as_bytes(), &dir, Some(terminal));
+        assert_eq!(termios::tcgetattr(&tty).unwrap(), saved);
+        // Written after the settings came back: the line discipline turns `\n` into `\r\n`.
+        let expected = String::from_utf8_lossy(GIVE_BACK).replace('\n', "\r\n");
+        assert_eq!(String::from_utf8_lossy(&sent(&mut master, &tty)), expected);
+
+        // A shell has the terminal back already, its line editor's settings in place (output
+        // processing kept): they stay, and the cursor is shown.
+        let (terminal, mut master) = raw_terminal();
+        let mut shell = terminal.saved.clone();
+        shell
+            .local_flags
+            .remove(termios::LocalFlags::ICANON | termios::LocalFlags::ECHO);
+        termios::tcsetattr(&terminal.tty, SetArg::TCSANOW, &shell).unwrap();
+        let tty = terminal.tty.try_clone().unwrap();
+        serve("".as_bytes(), &dir, Some(terminal));
+        assert_eq!(termios::tcgetattr(&tty).unwrap(), shell);
+        assert_eq!(sent(&mut master, &tty), SHOW_CURSOR);
+    }
+
     #[test]
     fn a_group_that_ignores_sigterm_is_killed_after_the_grace() {
         let dir = tempfile::tempdir().unwrap();
@@ -194,7 +351,7 @@ mod tests {
             std::thread::sleep(Duration::from_millis(5));
         }
         let start = Instant::now();
-        serve(format!("+{pgid} 300\n").as_bytes(), &dir);
+        serve(format!("+{pgid} 300\n").as_bytes(), &dir, None);
         let _ = stubborn.wait();
         assert!(!supervisor::group_alive(pgid), "it survived the guard");
         assert!(
