@@ -87,13 +87,59 @@ fn an_answer_by_option_number_is_the_option_label() {
     let out_of_range = p.exec(&["answer", "3"]);
     out_of_range.expect_code(2);
     assert!(
-        out_of_range.stderr.contains("option 3 is out of range"),
+        out_of_range.stderr.contains("option 3 is out of range")
+            && out_of_range.stderr.contains("ralph answer --as-text 3"),
         "{}",
         out_of_range.stderr
     );
+    // Several numbers are text where only one option may be picked.
+    assert!(p.state()["pending_question"]["multi_select"] != true);
     p.exec(&["answer", "2"]).expect_code(0);
     Run::finish(child, Duration::from_secs(30)).expect_code(3);
     assert!(p.read("prompt-2.txt").contains("> Memcached"));
+}
+
+#[test]
+fn a_number_sent_as_text_is_not_an_option_pick() {
+    let (p, child, _) = cache_question_waiting(2);
+    p.exec(&["answer", "--as-text", "3"]).expect_code(0);
+    Run::finish(child, Duration::from_secs(30)).expect_code(3);
+    let prompt = p.read("prompt-2.txt");
+    assert!(prompt.contains("\n> 3\n"), "{prompt}");
+}
+
+/// Regression: `ralph answer 1,3` on a multi-select question sent the agent "1,3", where the
+/// plain view sends the labels.
+#[test]
+fn option_numbers_for_a_multi_select_question_send_their_labels() {
+    let p = Project::new();
+    let mut cmd = p.ralph();
+    cmd.args([
+        "ask",
+        "Which databases?",
+        "--option",
+        "Postgres",
+        "--option",
+        "SQLite",
+        "--option",
+        "MySQL",
+        "--multi-select",
+        "--timeout",
+        "1m",
+    ]);
+    let asker = spawn(cmd);
+    p.wait_for_status("waiting_input", Duration::from_secs(20));
+    let out_of_range = p.exec(&["answer", "1,4"]);
+    out_of_range.expect_code(2);
+    assert!(
+        out_of_range.stderr.contains("option 4 is out of range"),
+        "{}",
+        out_of_range.stderr
+    );
+    p.exec(&["answer", "3, 1"]).expect_code(0);
+    let asked = Run::finish(asker, Duration::from_secs(20));
+    asked.expect_code(0);
+    assert_eq!(asked.stdout.trim(), "MySQL, Postgres");
 }
 
 #[test]

@@ -186,12 +186,21 @@ pub struct StatusArgs {
 pub struct AnswerArgs {
     #[command(flatten)]
     pub dir: DirArg,
-    /// The answer; a bare number picks that option; `-` reads standard input.
+    /// The answer; a bare number picks that option (`1,3` several, where allowed); `-` reads
+    /// standard input.
     #[arg(value_name = "ANSWER")]
     pub text: Option<String>,
     /// Pick option N (1-based); ANSWER, if given too, is added as a note.
-    #[arg(long = "option", short = 'o', value_name = "N")]
+    #[arg(
+        long = "option",
+        short = 'o',
+        value_name = "N",
+        conflicts_with = "as_text"
+    )]
     pub option: Option<usize>,
+    /// Send ANSWER as written, even when it is a number (which otherwise picks an option).
+    #[arg(long)]
+    pub as_text: bool,
     /// Read the answer from standard input.
     #[arg(long, conflicts_with_all = ["text", "edit"])]
     pub stdin: bool,

@@ -9,9 +9,11 @@ use std::io::Read;
 
 use anyhow::{Context as _, anyhow};
 use ralph_loop::answer::{self, Answer, AnsweredBy, Submitted};
+use ralph_loop::question::Picks;
 use ralph_loop::state::State;
 use ralph_loop::workspace::Workspace;
 
+use crate::agents;
 use crate::args::AnswerArgs;
 use crate::cmd_run::project_root;
 use crate::{CmdResult, Failure};
@@ -42,16 +44,25 @@ pub fn run(args: &AnswerArgs) -> CmdResult {
         args.text.clone().unwrap_or_default()
     };
 
-    let mut option = args.option;
-    if option.is_none()
+    // Option numbers alone pick options (`2`; `1,3` where several may be picked), as typed in
+    // the plain view: the agent gets the labels.
+    if args.option.is_none()
+        && !args.as_text
         && let Some(q) = &pending
-        && !q.options.is_empty()
-        && let Ok(n) = text.trim().parse::<usize>()
+        && let Some(picks) = q.question().picks(&text)
     {
-        option = Some(n);
-        text.clear();
+        text = match picks {
+            Picks::Labels(labels) => labels,
+            Picks::OutOfRange(n) => {
+                return Err(Failure::usage(anyhow!(
+                    "option {n} is out of range: the question has options 1 to {}. To answer with the number itself: ralph answer --as-text {}",
+                    q.options.len(),
+                    agents::shell_quote(text.trim())
+                )));
+            }
+        };
     }
-    if let Some(n) = option {
+    if let Some(n) = args.option {
         let options = pending
             .as_ref()
             .map(|q| q.options.as_slice())

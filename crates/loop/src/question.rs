@@ -193,11 +193,48 @@ impl Question {
         n.checked_sub(1).and_then(|i| self.options.get(i))
     }
 
+    /// The options a typed answer picks, when it is option numbers and nothing else: one
+    /// (`2`), or for a multi-select question several (`1,3` or `1 3`). `None` for any other
+    /// text, and for any text when the question offers no options. Each way of answering
+    /// (`ralph answer`, the plain view, the panel's list) reads numbers this way.
+    pub fn picks(&self, text: &str) -> Option<Picks> {
+        if self.options.is_empty() {
+            return None;
+        }
+        let numbers: Vec<usize> = text
+            .split(|c: char| c == ',' || c.is_whitespace())
+            .filter(|s| !s.is_empty())
+            .map(|s| s.parse().ok())
+            .collect::<Option<_>>()?;
+        if numbers.is_empty() || (numbers.len() > 1 && !self.multi_select) {
+            return None;
+        }
+        let mut labels: Vec<&str> = Vec::new();
+        for n in numbers {
+            let Some(option) = self.resolve_option(n) else {
+                return Some(Picks::OutOfRange(n));
+            };
+            if !labels.contains(&option.label.as_str()) {
+                labels.push(&option.label);
+            }
+        }
+        Some(Picks::Labels(labels.join(", ")))
+    }
+
     /// The 0-based index of the option whose label is the default answer, if there is one.
     pub fn default_option(&self) -> Option<usize> {
         let default = self.default.as_deref()?;
         self.options.iter().position(|o| o.label == default)
     }
+}
+
+/// What option numbers typed as an answer pick: [`Question::picks`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Picks {
+    /// The labels of the options picked, in the order typed, joined by `, `.
+    Labels(String),
+    /// A number that is no option's.
+    OutOfRange(usize),
 }
 
 /// Drops a byte-order mark and turns CRLF line ends into LF, so line numbers and fences work
@@ -699,6 +736,34 @@ mod tests {
         assert_eq!(q.resolve_option(1).unwrap().label, "a");
         assert_eq!(q.resolve_option(2).unwrap().label, "b");
         assert_eq!(q.resolve_option(3), None);
+    }
+
+    #[test]
+    fn picks_reads_option_numbers_and_nothing_else() {
+        let one = Question {
+            options: opts(&["Redis", "Memcached", "none"]),
+            ..Question::plain("Q")
+        };
+        let labels = |s: &str| Some(Picks::Labels(s.into()));
+        assert_eq!(one.picks("2"), labels("Memcached"));
+        assert_eq!(one.picks(" 3\n"), labels("none"));
+        assert_eq!(one.picks("4"), Some(Picks::OutOfRange(4)));
+        assert_eq!(one.picks("0"), Some(Picks::OutOfRange(0)));
+        // Several numbers pick several options only where several may be picked.
+        assert_eq!(one.picks("1,3"), None);
+        for text in ["", "Redis", "2 nodes", "-1", "1.5"] {
+            assert_eq!(one.picks(text), None, "{text:?}");
+        }
+        assert_eq!(Question::plain("Q").picks("1"), None);
+
+        let many = Question {
+            multi_select: true,
+            ..one
+        };
+        assert_eq!(many.picks("1,3"), labels("Redis, none"));
+        assert_eq!(many.picks("3 1, 3"), labels("none, Redis"));
+        assert_eq!(many.picks("1,5"), Some(Picks::OutOfRange(5)));
+        assert_eq!(many.picks(" , "), None);
     }
 
     #[test]

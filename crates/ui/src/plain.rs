@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use ralph_loop::countdown::Countdown;
 use ralph_loop::event::{Control, LoopEvent, QuestionClosed};
-use ralph_loop::question::Question;
+use ralph_loop::question::{Picks, Question};
 use ralph_signal::{AgentEvent, sanitize};
 use tokio::sync::mpsc;
 
@@ -147,27 +147,11 @@ fn interpret(q: &Question, line: &str) -> Typed {
     if line == "/skip" {
         return Typed::Skip;
     }
-    if !q.options.is_empty() {
-        let numbers: Option<Vec<usize>> = line
-            .split([',', ' '])
-            .filter(|s| !s.is_empty())
-            .map(|s| s.parse().ok())
-            .collect();
-        if let Some(numbers) = numbers
-            && !numbers.is_empty()
-            && (numbers.len() == 1 || q.multi_select)
-        {
-            let mut labels = Vec::new();
-            for n in numbers {
-                match q.resolve_option(n) {
-                    Some(o) => labels.push(o.label.clone()),
-                    None => return Typed::OutOfRange(n),
-                }
-            }
-            return Typed::Answer(labels.join(", "));
-        }
+    match q.picks(line) {
+        Some(Picks::Labels(labels)) => Typed::Answer(labels),
+        Some(Picks::OutOfRange(n)) => Typed::OutOfRange(n),
+        None => Typed::Answer(line.to_string()),
     }
-    Typed::Answer(line.to_string())
 }
 
 fn show(out: &mut impl Write, ev: LoopEvent, open: &mut Option<Open>, opts: &Options, tty: bool) {
