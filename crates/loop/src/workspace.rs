@@ -299,10 +299,15 @@ pub fn write_atomic_unsynced(path: &Path, contents: &[u8]) -> Result<()> {
 pub struct SpareFile(tempfile::NamedTempFile);
 
 impl SpareFile {
-    /// Makes one in `dir` (which must be where it will be renamed to).
+    /// Makes one in `dir` (which must be where it will be renamed to), with the mode any
+    /// program's new file gets: read and write for all, less the umask (`rw-r--r--` under the
+    /// usual 022). A temporary file's own default, owner only, would have made every file ralph
+    /// writes, `RALPH_TASK.md` included, unreadable to anyone else.
     pub fn new_in(dir: &Path) -> Result<SpareFile> {
+        use std::os::unix::fs::PermissionsExt;
         tempfile::Builder::new()
             .prefix(".tmp-")
+            .permissions(fs::Permissions::from_mode(0o666))
             .tempfile_in(dir)
             .map(SpareFile)
             .map_err(|e| WorkspaceError::io(dir, e))
@@ -528,6 +533,28 @@ mod tests {
         fs::write(&path, "ééééééééé").unwrap();
         let tail = read_tail(&path, 5).unwrap().unwrap();
         assert!(tail.ends_with("\n\néé"), "{tail}");
+    }
+
+    /// Regression: files came out `rw-------` whatever the umask, `RALPH_TASK.md` included.
+    #[test]
+    fn files_written_get_the_mode_any_new_file_gets() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let mode = |name: &str| {
+            fs::metadata(dir.path().join(name))
+                .unwrap()
+                .permissions()
+                .mode()
+                & 0o777
+        };
+        fs::write(dir.path().join("plain"), "x").unwrap();
+        write_atomic(&dir.path().join("atomic"), b"x").unwrap();
+        write_atomic_unsynced(&dir.path().join("unsynced"), b"x").unwrap();
+        assert!(create_atomic(&dir.path().join("created"), b"x").unwrap());
+        let expected = mode("plain");
+        for name in ["atomic", "unsynced", "created"] {
+            assert_eq!(mode(name), expected, "{name}: {:o}", mode(name));
+        }
     }
 
     #[test]
