@@ -448,3 +448,32 @@ fn desired_height_fits_everything() {
     }
     assert_eq!(panel.desired_height(0), 0);
 }
+
+/// Regression: twelve options took every row a short panel had after the essentials, and the
+/// title and the rest of the question (what happens without an answer) went.
+#[test]
+fn many_options_in_a_short_panel() {
+    let t0 = Instant::now();
+    let question = Question {
+        options: (1..=12)
+            .map(|n| QuestionOption::new(format!("region {n}")))
+            .collect(),
+        default: Some("region 1".into()),
+        context: Some("Latency matters more than cost.".into()),
+        ..Question::plain("Which region should the staging cluster run in?")
+    };
+    let mut panel = open(question, Some(WAIT), t0);
+    snapshot!("many_options_short", panel, t0 + secs(10), WIDTH, Some(16));
+    snapshot!("many_options_tall", panel, t0 + secs(10));
+    // Down to the last option: the list scrolls with it.
+    for _ in 0..11 {
+        panel.handle_key(key(KeyCode::Down), t0);
+    }
+    snapshot!(
+        "many_options_short_last",
+        panel,
+        t0 + secs(10),
+        WIDTH,
+        Some(16)
+    );
+}

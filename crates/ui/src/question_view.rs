@@ -4,8 +4,10 @@
 //! answer editor, the countdown, and a line of key hints. When the area is shorter than
 //! [`QuestionPanel::desired_height`], parts shrink in an order that keeps the panel usable:
 //! the countdown, one row of the question, the hints and one row of editor come first; then
-//! a few question rows, the editor's border, the options, the editor's full height, the
-//! title; the rest of the question last (it scrolls with `PgUp`/`PgDn`). Nothing here
+//! a few question rows, the editor's border, up to five rows of options, the editor's full
+//! height, the title, the rest of the question (it scrolls with `PgUp`/`PgDn`); the rest of
+//! the options last (the list scrolls with the cursor, and its last row says how many more
+//! there are). Nothing here
 //! panics on any area, however small.
 
 use std::time::{Duration, Instant};
@@ -21,6 +23,10 @@ use crate::wrap::{Para, str_width, wrap};
 
 /// Most rows the editor grows to before it scrolls.
 const EDITOR_MAX_ROWS: u16 = 6;
+
+/// Rows the options get before the editor's full height, the title and the rest of the
+/// question; the list scrolls with the cursor, and any more rows come last.
+const OPTIONS_FIRST: u16 = 5;
 
 /// The panel drawn at a given instant; `frame.render_widget(panel.view(now), area)`.
 #[derive(Debug, Clone, Copy)]
@@ -84,13 +90,14 @@ impl Plan {
         }
         plan.body += budget.take(wants.body.min(3).saturating_sub(plan.body));
         plan.border = open && budget.take_all(2);
-        plan.options = budget.take(wants.options);
+        plan.options = budget.take(wants.options.min(OPTIONS_FIRST));
         if open {
             plan.editor += budget.take(wants.editor.saturating_sub(plan.editor));
         }
         plan.title = budget.take(1);
         plan.gap = budget.take(u16::from(plan.body > 0 && plan.options > 0));
         plan.body += budget.take(wants.body.saturating_sub(plan.body));
+        plan.options += budget.take(wants.options.saturating_sub(plan.options));
         plan
     }
 }
@@ -310,7 +317,9 @@ impl QuestionPanel {
                     .map(|l| (i, l)),
             );
         }
-        let shown = usize::from(area.height);
+        // Say there are more rather than cut the list off silently: the last row says so.
+        let cut = rows.len() > usize::from(area.height) && area.height >= 2;
+        let shown = usize::from(area.height) - usize::from(cut);
         let first_of_cursor = rows
             .iter()
             .position(|(i, _)| *i == self.cursor)
@@ -326,6 +335,19 @@ impl QuestionPanel {
         };
         for (row, (_, line)) in rows.iter().skip(start).take(shown).enumerate() {
             buf.set_line(area.x, area.y + row as u16, line, area.width);
+        }
+        if cut {
+            let visible = &rows[start..(start + shown).min(rows.len())];
+            let seen =
+                visible.last().map_or(0, |(i, _)| i + 1) - visible.first().map_or(0, |(i, _)| *i);
+            let more = Line::from(Span::styled(
+                format!(
+                    "  … {} more options (↑↓ in the list)",
+                    self.options.len() - seen
+                ),
+                self.theme.dim,
+            ));
+            buf.set_line(area.x, area.bottom() - 1, &more, area.width);
         }
     }
 
