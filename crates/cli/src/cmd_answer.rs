@@ -10,7 +10,7 @@ use std::io::Read;
 use anyhow::{Context as _, anyhow};
 use ralph_loop::answer::{self, Answer, AnsweredBy, Submitted};
 use ralph_loop::question::Picks;
-use ralph_loop::state::State;
+use ralph_loop::state::{PendingQuestion, State};
 use ralph_loop::workspace::Workspace;
 
 use crate::agents;
@@ -46,36 +46,31 @@ pub fn run(args: &AnswerArgs) -> CmdResult {
 
     // Option numbers alone pick options (`2`; `1,3` where several may be picked), as typed in
     // the plain view: the agent gets the labels.
+    let question = pending.as_ref().map(PendingQuestion::question);
+    let options = question.as_ref().map_or(0, |q| q.options.len());
     if args.option.is_none()
         && !args.as_text
-        && let Some(q) = &pending
-        && let Some(picks) = q.question().picks(&text)
+        && let Some(picks) = question.as_ref().and_then(|q| q.picks(&text))
     {
         text = match picks {
             Picks::Labels(labels) => labels,
             Picks::OutOfRange(n) => {
                 return Err(Failure::usage(anyhow!(
-                    "option {n} is out of range: the question has options 1 to {}. To answer with the number itself: ralph answer --as-text {}",
-                    q.options.len(),
+                    "option {n} is out of range: the question has options 1 to {options}. To answer with the number itself: ralph answer --as-text {}",
                     agents::shell_quote(text.trim())
                 )));
             }
         };
     }
     if let Some(n) = args.option {
-        let options = pending
-            .as_ref()
-            .map(|q| q.options.as_slice())
-            .unwrap_or_default();
-        if options.is_empty() {
+        if options == 0 {
             return Err(Failure::usage(anyhow!(
                 "the question offers no options to pick from; write the answer out instead: ralph answer \"...\""
             )));
         }
-        let Some(choice) = n.checked_sub(1).and_then(|i| options.get(i)) else {
+        let Some(choice) = question.as_ref().and_then(|q| q.resolve_option(n)) else {
             return Err(Failure::usage(anyhow!(
-                "option {n} is out of range: the question has options 1 to {}",
-                options.len()
+                "option {n} is out of range: the question has options 1 to {options}"
             )));
         };
         let note = text.trim();
