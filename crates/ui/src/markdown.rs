@@ -3,19 +3,21 @@
 //! pulldown-cmark reads the markdown; this module turns its events into [`Para`]s: headings
 //! bold and underlined, emphasis italic or bold, lists with bullets or numbers and a hanging
 //! indent, code in the code style (blocks indented), links as `text <url>`, quotes behind a
-//! bar. Anything it does not know (HTML, footnotes) is shown as its text. The input must
+//! bar, tables with aligned columns (laid out at wrap time: [`Table`]). Anything it does not
+//! know (HTML, footnotes) is shown as its text. The input must
 //! already be sanitized: this module decides looks, not safety.
 
-use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
+use pulldown_cmark::{Alignment, CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::Span;
 
 use crate::theme::Theme;
-use crate::wrap::{Para, spans_width};
+use crate::wrap::{Align, Para, Table, spans_width};
 
 /// Renders `markdown` into paragraphs styled with `theme`.
 pub(crate) fn render(markdown: &str, theme: &Theme) -> Vec<Para> {
-    let options = Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
+    let options =
+        Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS | Options::ENABLE_TABLES;
     let mut renderer = Renderer {
         theme,
         out: Vec::new(),
@@ -27,6 +29,7 @@ pub(crate) fn render(markdown: &str, theme: &Theme) -> Vec<Para> {
         code_block: false,
         links: Vec::new(),
         blank_pending: false,
+        table: None,
     };
     for event in Parser::new_ext(markdown, options) {
         renderer.event(event);
@@ -58,6 +61,8 @@ struct Renderer<'t> {
     links: Vec<(String, usize)>,
     /// A block ended; the next block starts after an empty row.
     blank_pending: bool,
+    /// The table being read: its rows so far, and the cells of the row being read.
+    table: Option<(Table, Vec<Vec<Span<'static>>>)>,
 }
 
 impl Renderer<'_> {
@@ -179,13 +184,28 @@ impl Renderer<'_> {
                 self.block_start();
                 self.text(&format!("[^{label}]: "));
             }
-            // Tables, definition lists and metadata blocks are not enabled, so pulldown-cmark
-            // never starts them; their text would still show if it did.
-            Tag::Table(_)
-            | Tag::TableHead
-            | Tag::TableRow
-            | Tag::TableCell
-            | Tag::DefinitionList
+            Tag::Table(alignments) => {
+                self.block_start();
+                let align = alignments
+                    .iter()
+                    .map(|a| match a {
+                        Alignment::None | Alignment::Left => Align::Left,
+                        Alignment::Center => Align::Center,
+                        Alignment::Right => Align::Right,
+                    })
+                    .collect();
+                let table = Table {
+                    align,
+                    rows: Vec::new(),
+                    rule: self.theme.dim,
+                };
+                self.table = Some((table, Vec::new()));
+            }
+            Tag::TableHead => self.styles.push(Style::new().add_modifier(Modifier::BOLD)),
+            Tag::TableRow | Tag::TableCell => {}
+            // Definition lists and metadata blocks are not enabled, so pulldown-cmark never
+            // starts them; their text would still show if it did.
+            Tag::DefinitionList
             | Tag::DefinitionListTitle
             | Tag::DefinitionListDefinition
             | Tag::MetadataBlock(_) => {}
@@ -194,11 +214,35 @@ impl Renderer<'_> {
 
     fn end(&mut self, tag: TagEnd) {
         match tag {
-            TagEnd::Paragraph
-            | TagEnd::HtmlBlock
-            | TagEnd::FootnoteDefinition
-            | TagEnd::TableRow
-            | TagEnd::TableHead => self.block_end(),
+            TagEnd::Paragraph | TagEnd::HtmlBlock | TagEnd::FootnoteDefinition => {
+                self.block_end();
+            }
+            TagEnd::TableCell => {
+                let cell = std::mem::take(&mut self.spans);
+                if let Some((_, row)) = &mut self.table {
+                    row.push(cell);
+                }
+            }
+            TagEnd::TableHead | TagEnd::TableRow => {
+                if tag == TagEnd::TableHead {
+                    self.styles.pop();
+                }
+                if let Some((table, row)) = &mut self.table {
+                    table.rows.push(std::mem::take(row));
+                }
+            }
+            TagEnd::Table => {
+                if let Some((table, _)) = self.table.take() {
+                    let (first, rest) = self.prefixes();
+                    self.out.push(Para {
+                        first,
+                        rest,
+                        table: Some(Box::new(table)),
+                        ..Para::default()
+                    });
+                }
+                self.blank_pending = true;
+            }
             TagEnd::Heading(_) => {
                 self.styles.pop();
                 self.block_end();
@@ -245,9 +289,7 @@ impl Renderer<'_> {
                     }
                 }
             }
-            TagEnd::Table
-            | TagEnd::TableCell
-            | TagEnd::DefinitionList
+            TagEnd::DefinitionList
             | TagEnd::DefinitionListTitle
             | TagEnd::DefinitionListDefinition
             | TagEnd::MetadataBlock(_) => {}
@@ -303,6 +345,7 @@ impl Renderer<'_> {
                 rest,
                 spans: vec![Span::styled(line.to_owned(), style)],
                 fill: None,
+                table: None,
             });
         }
     }
@@ -331,9 +374,10 @@ impl Renderer<'_> {
         (first, rest)
     }
 
-    /// Ends the row in progress, if it has anything in it.
+    /// Ends the row in progress, if it has anything in it. In a table the row is the cell's,
+    /// and only the cell's end ends it.
     fn flush(&mut self) {
-        if self.spans.is_empty() {
+        if self.spans.is_empty() || self.table.is_some() {
             return;
         }
         let mut spans = std::mem::take(&mut self.spans);
@@ -355,6 +399,7 @@ impl Renderer<'_> {
             rest,
             spans,
             fill: None,
+            table: None,
         });
     }
 }
@@ -459,6 +504,83 @@ mod tests {
                 "<b>hi<",
                 "/b>"
             ]
+        );
+    }
+
+    const TABLE: &str = "Which store?\n\n| Option | Latency | Notes |\n| --- | ---: | :---: |\n| Redis | 0.2 ms | in memory, needs a server |\n| SQLite | 1 ms | a file |\n\nPick one.";
+
+    #[test]
+    fn tables_show_aligned_columns_under_a_ruled_header() {
+        assert_eq!(
+            rows(TABLE, 60),
+            [
+                "Which store?",
+                "",
+                "Option │ Latency │           Notes",
+                "───────┼─────────┼──────────────────────────",
+                "Redis  │  0.2 ms │ in memory, needs a server",
+                "SQLite │    1 ms │          a file",
+                "",
+                "Pick one.",
+            ]
+        );
+        let lines = wrap(&render(TABLE, &Theme::monochrome()), 60);
+        let header = &lines[2].spans;
+        let option = header
+            .iter()
+            .find(|s| s.content == "Option")
+            .expect("a header cell");
+        assert!(
+            option.style.add_modifier.contains(Modifier::BOLD),
+            "{header:?}"
+        );
+    }
+
+    #[test]
+    fn a_table_too_wide_wraps_its_widest_columns() {
+        assert_eq!(
+            rows(TABLE, 34),
+            [
+                "Which store?",
+                "",
+                "Option │ Latency │      Notes",
+                "───────┼─────────┼────────────────",
+                "Redis  │  0.2 ms │   in memory,",
+                "       │         │ needs a server",
+                "SQLite │    1 ms │     a file",
+                "",
+                "Pick one.",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_table_too_narrow_for_columns_shows_each_row_as_a_record() {
+        assert_eq!(
+            rows(TABLE, 20),
+            [
+                "Which store?",
+                "",
+                "Option: Redis",
+                "Latency: 0.2 ms",
+                "Notes: in memory,",
+                "  needs a server",
+                "",
+                "Option: SQLite",
+                "Latency: 1 ms",
+                "Notes: a file",
+                "",
+                "Pick one.",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_table_in_a_list_item_keeps_the_items_indent() {
+        let md = "- compare:\n\n  | a | b |\n  | - | - |\n  | 1 | 2 |\n";
+        assert_eq!(
+            rows(md, 40),
+            ["• compare:", "", "  a │ b", "  ──┼──", "  1 │ 2"]
         );
     }
 

@@ -216,6 +216,39 @@ fn long_markdown_question_cut_to_fit_and_scrolled() {
     snapshot!("long_markdown_scrolled", panel, t0, WIDTH, Some(14));
 }
 
+/// A question that compares its choices in a table, as agents often do.
+const TABLE: &str = "\
+Which store should the session cache use?
+
+| Store | Latency (p99) | Survives a restart | Cost |
+|:--|--:|:-:|--|
+| Redis | 0.4 ms | yes, with AOF | one more service to run and watch |
+| In-process LRU | 0.01 ms | no | none |
+| SQLite | 2 ms | yes | a file on the node's disk |
+
+I lean to **Redis**.";
+
+#[test]
+fn table_question() {
+    let t0 = Instant::now();
+    let panel = open(Question::plain(TABLE), Some(WAIT), t0);
+    snapshot!("table", panel, t0);
+}
+
+#[test]
+fn table_question_narrow_wraps_its_widest_column() {
+    let t0 = Instant::now();
+    let panel = open(Question::plain(TABLE), Some(WAIT), t0);
+    snapshot!("table_narrow", panel, t0, 56, None);
+}
+
+#[test]
+fn table_question_at_forty_columns_shows_records() {
+    let t0 = Instant::now();
+    let panel = open(Question::plain(TABLE), Some(WAIT), t0);
+    snapshot!("table_forty_columns", panel, t0, 40, None);
+}
+
 #[test]
 fn paused() {
     let t0 = Instant::now();
