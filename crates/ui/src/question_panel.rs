@@ -22,6 +22,7 @@
 //! | --- | --- | --- |
 //! | `Enter` | send the highlighted option (multi-select: the toggled ones, or the highlighted one if none) plus any note | send the picked option(s) plus the text, or the text alone |
 //! | `1`-`9` | pick (multi-select: toggle) that option; again to unpick | same, while the editor is empty; otherwise types the digit |
+//! | a digit that names no option, right after a digit picked one | undoes that pick and types both digits (`16` is an answer, not option 1 and the note `6`) | same |
 //! | `Space` | pick (multi-select: toggle) the highlighted option | multi-select with an empty editor: toggle the highlighted option; otherwise a space |
 //! | `Up`/`Down` | move the highlight; `Down` past the last option enters the editor | move in the text; `Up` on the first row goes to the option list |
 //! | `Alt+Enter`, `Shift+Enter`, `Ctrl+J` | newline in the editor | newline |
@@ -115,6 +116,10 @@ pub struct QuestionPanel {
     pub(crate) chosen: Vec<bool>,
     /// The last send was refused as empty; cleared by the next edit.
     pub(crate) refused: bool,
+    /// The digit the last key was, if it picked an option in an empty editor, and the picks
+    /// before it: a digit right after it that picks nothing makes both the start of a typed
+    /// answer, so that `16` is not option 1 with the note `6`.
+    digit_pick: Option<(char, Vec<bool>, usize)>,
     pub(crate) closed: Option<Closed>,
     /// First body row shown when the question is taller than its share of the screen.
     pub(crate) scroll: usize,
@@ -167,6 +172,7 @@ impl QuestionPanel {
             focus,
             cursor,
             refused: false,
+            digit_pick: None,
             closed: None,
             scroll: 0,
             last_body: Cell::new((0, 0)),
@@ -271,6 +277,7 @@ impl QuestionPanel {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         let alt = key.modifiers.contains(KeyModifiers::ALT);
         let shift = key.modifiers.contains(KeyModifiers::SHIFT);
+        let digit_pick = self.digit_pick.take();
         match key.code {
             KeyCode::Esc => return PanelAction::Skip,
             KeyCode::Char('c' | 'C') if ctrl => return PanelAction::None,
@@ -291,10 +298,31 @@ impl QuestionPanel {
             _ => {}
         }
         let plain = !ctrl && !alt;
+        if let (KeyCode::Char(c), Some((first, before, cursor))) = (key.code, digit_pick)
+            && plain
+            && c.is_ascii_digit()
+            && self.digit_option(c).is_none()
+            && self.editor.is_empty()
+        {
+            // Not a second pick but a number: the first digit's pick is undone.
+            self.chosen = before;
+            self.cursor = cursor;
+            self.set_focus(Focus::Editor);
+            self.editor.insert_char(first);
+            self.editor.insert_char(c);
+            return self.typed(now);
+        }
         match self.focus {
             Focus::Options => self.options_key(key, plain, now),
             Focus::Editor => self.editor_key(key, plain, now),
         }
+    }
+
+    /// Picks the option digit `c` names, remembering what was picked before (see
+    /// `digit_pick`).
+    fn pick_digit(&mut self, c: char, i: usize) {
+        self.digit_pick = Some((c, self.chosen.clone(), self.cursor));
+        self.pick(i);
     }
 
     /// Handles pasted text (bracketed paste): it goes into the editor as typed.
@@ -302,6 +330,7 @@ impl QuestionPanel {
         if self.closed.is_some() {
             return PanelAction::None;
         }
+        self.digit_pick = None;
         let text = clean_paste(text);
         if text.is_empty() {
             return PanelAction::None;
@@ -321,7 +350,7 @@ impl QuestionPanel {
             KeyCode::End => self.cursor = last,
             KeyCode::Char(' ') if plain => self.pick(self.cursor),
             KeyCode::Char(c) if plain && self.digit_option(c).is_some() => {
-                self.pick(self.digit_option(c).unwrap_or_default());
+                self.pick_digit(c, self.digit_option(c).unwrap_or_default());
             }
             KeyCode::Backspace => self.chosen[self.cursor] = false,
             KeyCode::Char(c) if plain => {
@@ -338,7 +367,7 @@ impl QuestionPanel {
         let empty = self.editor.is_empty();
         match key.code {
             KeyCode::Char(c) if plain && empty && self.digit_option(c).is_some() => {
-                self.pick(self.digit_option(c).unwrap_or_default());
+                self.pick_digit(c, self.digit_option(c).unwrap_or_default());
                 return self.typed(now);
             }
             KeyCode::Char(' ')
@@ -720,6 +749,51 @@ mod tests {
         type_str(&mut p, "3", t0);
         assert_eq!(p.draft(), "3");
         assert_eq!(p.chosen, [false, false]);
+    }
+
+    /// Regression: `16` typed with three options was option 1 with the note `6`.
+    #[test]
+    fn a_number_that_names_no_option_is_typed_whole() {
+        let t0 = Instant::now();
+        for (multi, tab) in [(false, false), (false, true), (true, false), (true, true)] {
+            let mut p = panel(question(&["a", "b", "c"], multi), t0);
+            // One pick already made: the undone digit gives it back.
+            p.handle_key(key(KeyCode::Char('2')), t0);
+            p.handle_key(key(KeyCode::Down), t0);
+            if tab {
+                p.handle_key(key(KeyCode::Tab), t0);
+            }
+            let before = (p.chosen.clone(), p.cursor);
+            type_str(&mut p, "16", t0);
+            assert_eq!(p.draft(), "16", "multi {multi}, editor {tab}");
+            assert_eq!(
+                (p.chosen.clone(), p.cursor),
+                before,
+                "multi {multi}, editor {tab}"
+            );
+            assert_eq!(p.focus, Focus::Editor);
+            assert_eq!(
+                p.handle_key(key(KeyCode::Enter), t0),
+                PanelAction::Submit("b: 16".into()),
+                "multi {multi}, editor {tab}"
+            );
+        }
+        // A second digit that names an option is a second pick, as before.
+        let mut p = panel(question(&["a", "b", "c"], false), t0);
+        type_str(&mut p, "13", t0);
+        assert_eq!(
+            (p.chosen.as_slice(), p.draft().as_str()),
+            (&[false, false, true][..], "")
+        );
+        // Only right after: a key between them ends the number.
+        let mut p = panel(question(&["a", "b", "c"], false), t0);
+        type_str(&mut p, "1", t0);
+        p.handle_key(key(KeyCode::Tab), t0);
+        type_str(&mut p, "6", t0);
+        assert_eq!(
+            (p.chosen.as_slice(), p.draft().as_str()),
+            (&[true, false, false][..], "6")
+        );
     }
 
     #[test]
