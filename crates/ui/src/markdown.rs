@@ -573,6 +573,14 @@ mod tests {
                 "Pick one.",
             ]
         );
+        let lines = wrap(&render(TABLE, &Theme::monochrome()), 20);
+        let label = lines[2].spans.iter().find(|s| !s.content.is_empty());
+        let label = label.expect("a header");
+        assert_eq!(label.content, "Option");
+        assert!(
+            label.style.add_modifier.contains(Modifier::BOLD),
+            "{label:?}"
+        );
     }
 
     #[test]

@@ -350,13 +350,12 @@ fn wrap_table(para: &Para, table: &Table, width: usize, out: &mut Vec<Line<'stat
                     lines.push(Vec::new());
                 }
                 for j in 0..columns {
-                    let label: String =
-                        cell(header, j).iter().map(|s| s.content.as_ref()).collect();
-                    // The header is text, not a prefix, so that no width hides it; the rows a
-                    // cell wraps onto are indented under it.
+                    // The header, as styled in the header row, is text, not a prefix, so
+                    // that no width hides it; the rows a cell wraps onto are indented under it.
                     let mut spans = Vec::new();
-                    if table.rows.len() > 1 && !label.is_empty() {
-                        spans.push(Span::styled(format!("{label}: "), table.rule));
+                    if table.rows.len() > 1 && spans_width(cell(header, j)) > 0 {
+                        spans.extend_from_slice(cell(header, j));
+                        spans.push(Span::styled(": ", table.rule));
                     }
                     spans.extend_from_slice(cell(row, j));
                     let record = Para {
