@@ -74,7 +74,7 @@ pub async fn run(
                             let _ = writeln!(out, "ralph: type an answer and press Enter (a number picks an option), or /skip to let the agent decide");
                         }
                         Typed::OutOfRange(n) => {
-                            let _ = writeln!(out, "ralph: there is no option {n}; the options are 1 to {}", o.question.options.len());
+                            let _ = writeln!(out, "ralph: there is no option {n}; the options are 1 to {} (/text {n} sends {n} as the answer itself)", o.question.options.len());
                         }
                     }
                     let _ = out.flush();
@@ -131,6 +131,7 @@ fn stdin_lines() -> Option<mpsc::UnboundedReceiver<String>> {
     Some(rx)
 }
 
+#[derive(Debug, PartialEq, Eq)]
 enum Typed {
     Answer(String),
     Skip,
@@ -138,7 +139,8 @@ enum Typed {
     OutOfRange(usize),
 }
 
-/// A typed line: `/skip`, option numbers (`2`, or `1,3` for multi-select), or free text.
+/// A typed line: `/skip`, option numbers (`2`, or `1,3` for multi-select), `/text` and the
+/// answer (a number meant as itself, as `ralph answer --as-text`), or free text.
 fn interpret(q: &Question, line: &str) -> Typed {
     let line = line.trim();
     if line.is_empty() {
@@ -146,6 +148,11 @@ fn interpret(q: &Question, line: &str) -> Typed {
     }
     if line == "/skip" {
         return Typed::Skip;
+    }
+    if let Some(text) = line.strip_prefix("/text ").map(str::trim)
+        && !text.is_empty()
+    {
+        return Typed::Answer(text.to_string());
     }
     match q.picks(line) {
         Some(Picks::Labels(labels)) => Typed::Answer(labels),
@@ -417,6 +424,26 @@ mod tests {
     use ralph_loop::event::Outcome;
 
     use super::*;
+
+    #[test]
+    fn typed_lines_are_picks_skips_or_text() {
+        use ralph_loop::question::QuestionOption;
+        let q = Question {
+            options: ["Redis", "Memcached", "LRU"]
+                .map(QuestionOption::new)
+                .to_vec(),
+            ..Question::plain("Which cache?")
+        };
+        let answer = |s: &str| Typed::Answer(s.to_string());
+        assert_eq!(interpret(&q, " 2 "), answer("Memcached"));
+        assert_eq!(interpret(&q, "16"), Typed::OutOfRange(16));
+        assert_eq!(interpret(&q, "/text 16"), answer("16"));
+        assert_eq!(interpret(&q, "/text  2 "), answer("2"));
+        assert_eq!(interpret(&q, "/text"), answer("/text"));
+        assert_eq!(interpret(&q, "/skip"), Typed::Skip);
+        assert_eq!(interpret(&q, "  "), Typed::Empty);
+        assert_eq!(interpret(&q, "use Redis"), answer("use Redis"));
+    }
 
     /// Regression: a `Finished` read from the queue behind another event ended only the inner
     /// batch, and the view then waited for the channel to close, which a notification thread
