@@ -74,7 +74,7 @@ pub async fn run(
                             let _ = writeln!(out, "ralph: type an answer and press Enter (a number picks an option), or /skip to let the agent decide");
                         }
                         Typed::OutOfRange(n) => {
-                            let _ = writeln!(out, "ralph: there is no option {n}; the options are 1 to {} (/text {n} sends {n} as the answer itself)", o.question.options.len());
+                            let _ = writeln!(out, "ralph: there is no option {n}; the options are 1 to {} (/text {} sends that as the answer itself)", o.question.options.len(), line.trim());
                         }
                     }
                     let _ = out.flush();
