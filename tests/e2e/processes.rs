@@ -100,6 +100,114 @@ fn leftover_background_processes_are_stopped_when_the_agent_exits() {
     );
 }
 
+/// Claude Code's Bash tool runs each command in a session of its own: a signal to the
+/// agent's group does not reach it, and when the agent exits it would be init's.
+#[test]
+fn a_process_the_agent_started_in_a_session_of_its_own_is_stopped_with_its_iteration() {
+    let p = Project::with_task("task: Leaky\nmax_iterations: 1", "- [ ] x\n");
+    let agent = p.agent(
+        "[iteration 1]\nspawn-grandchild 300s --pid-file grandchild.pid --quiet --new-session\nprint bye\n",
+    );
+    let run = p.run(&agent, &[]);
+    run.expect_code(3);
+    let pid = grandchild(&p);
+    assert!(!pid_alive(pid), "{pid} outlived its iteration");
+    assert!(
+        run.stdout
+            .contains("1 process the agent started outside its process group was stopped"),
+        "{}",
+        run.stdout
+    );
+    let swept: Vec<_> = p
+        .events()
+        .into_iter()
+        .filter(|e| e["event"] == "escapees_stopped")
+        .collect();
+    assert_eq!(swept.len(), 1, "{swept:?}");
+    assert_eq!(swept[0]["from"], "agent");
+    assert_eq!(swept[0]["how"], "Terminated");
+}
+
+/// A process outside the agent's group that holds the agent's output open is stopped as soon
+/// as the agent exits: the iteration does not wait out the grace and the drain (3 s + 2 s)
+/// for an end of file that cannot come.
+#[test]
+fn a_process_outside_the_group_holding_the_output_does_not_hold_up_the_iteration() {
+    let p = Project::with_task("task: Leaky\nmax_iterations: 1", "- [ ] x\n");
+    let agent = p.agent(
+        "[iteration 1]\nspawn-grandchild 300s --pid-file grandchild.pid --new-session\nprint bye\n",
+    );
+    p.run(&agent, &[]).expect_code(3);
+    let pid = grandchild(&p);
+    assert!(!pid_alive(pid), "{pid} outlived its iteration");
+    let end = p
+        .events()
+        .into_iter()
+        .find(|e| e["event"] == "iteration_end")
+        .unwrap();
+    let seconds = end["seconds"].as_f64().unwrap();
+    assert!(seconds < 2.5, "the iteration took {seconds} s");
+}
+
+/// The same while the agent still runs when its time is up: the process is found once the
+/// agent's group is gone.
+#[test]
+fn iteration_timeout_stops_what_a_stubborn_agent_started_in_a_session_of_its_own() {
+    let p = Project::with_task(
+        "task: Stubborn\nmax_iterations: 1\niteration_timeout: 1s",
+        "- [ ] x\n",
+    );
+    let agent = p.agent(&STUBBORN.replace("grandchild.pid", "grandchild.pid --new-session"));
+    p.run(&agent, &[]).expect_code(3);
+    let pid = grandchild(&p);
+    assert!(!pid_alive(pid), "{pid} outlived the iteration");
+}
+
+/// A process that left the agent's session and then exited on its own is reaped by ralph,
+/// which adopted it: no zombie waits under ralph for the rest of the run.
+#[test]
+fn an_adopted_process_that_exited_is_reaped_before_the_next_iteration() {
+    let p = Project::with_task("task: Leaky\nmax_iterations: 2", "- [ ] x\n");
+    let agent = p.agent(concat!(
+        "[iteration 1]\n",
+        "spawn-grandchild 10ms --pid-file grandchild.pid --quiet --new-session\n",
+        "sleep 300ms\n",
+        "[iteration 2]\n",
+        "run sh -c \"if [ -e /proc/$(cat grandchild.pid) ]; then echo left; else echo reaped; fi > seen\"\n",
+    ));
+    p.run(&agent, &[]).expect_code(3);
+    assert_eq!(p.read("seen").trim(), "reaped");
+}
+
+/// What `test_command` starts in a session of its own goes the same way as the agent's.
+#[test]
+fn a_process_the_test_command_started_in_a_session_of_its_own_is_stopped() {
+    // The tests end once the sleeper has left their session (field 6 of its stat): before,
+    // it would go with the tests' group.
+    let p = Project::with_task(
+        "task: Leaky tests\nmax_iterations: 1\ntest_command: sh leaky-tests.sh",
+        "- [ ] x\n",
+    );
+    p.write(
+        "leaky-tests.sh",
+        &format!(
+            "{} --sleep 300000 --setsid & pid=$!\n\
+             until [ \"$(cut -d' ' -f6 /proc/$pid/stat)\" = $pid ]; do sleep 0.01; done\n\
+             echo $pid > tests.pid\n",
+            fake_agent_bin().display()
+        ),
+    );
+    let agent = p.agent("[iteration 1]\ncheck-all\nsignal DONE\n");
+    p.run(&agent, &[]).expect_code(0);
+    let pid: i32 = p.read("tests.pid").trim().parse().unwrap();
+    assert!(!pid_alive(pid), "{pid} outlived the tests");
+    assert!(
+        p.events()
+            .iter()
+            .any(|e| e["event"] == "escapees_stopped" && e["from"] == "test command")
+    );
+}
+
 #[test]
 fn an_agent_that_exits_without_reading_a_huge_prompt_does_not_stall_the_loop() {
     let p = Project::with_task("task: Big prompt\nmax_iterations: 1", "- [ ] x\n");

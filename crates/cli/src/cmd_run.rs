@@ -150,6 +150,13 @@ fn start_guard(runner: &mut Runner, terminal: bool) {
 pub fn run_loop(cfg: RunConfig, tui: bool) -> CmdResult {
     let bell = cfg.task.notify.bell;
     let desktop = cfg.task.notify.desktop_notification;
+    // Before anything is started: what the agent starts outside its process group is then
+    // ralph's to find and stop (see `ralph_loop::orphans`).
+    if let Err(e) = ralph_loop::orphans::adopt() {
+        eprintln!(
+            "ralph: warning: could not become the subreaper of the agent's processes ({e}); a process the agent starts in a session of its own may outlive its iteration"
+        );
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -57,11 +57,14 @@ pub enum Command {
     NoStdin,
     /// `ignore-sigterm` / `ignore-sigint`.
     IgnoreSignal(IgnoredSignal),
-    /// `spawn-grandchild [D] [--pid-file PATH] [--quiet]`.
+    /// `spawn-grandchild [D] [--pid-file PATH] [--quiet] [--new-session]`.
     SpawnGrandchild {
         lifetime: Duration,
         pid_file: Option<PathBuf>,
         quiet: bool,
+        /// In a session (and process group) of its own, as Claude Code's Bash tool runs
+        /// every command: out of reach of a signal to our group.
+        new_session: bool,
     },
     /// `close-stdout`.
     CloseStdout,
@@ -282,7 +285,7 @@ pub fn parse_command(words: Vec<Vec<u8>>) -> Result<Command, String> {
         "ignore-sigterm" => Command::IgnoreSignal(IgnoredSignal::Term),
         "ignore-sigint" => Command::IgnoreSignal(IgnoredSignal::Int),
         "spawn-grandchild" => {
-            let o = w.options(&["--pid-file"], &["--quiet"])?;
+            let o = w.options(&["--pid-file"], &["--quiet", "--new-session"])?;
             let lifetime = match w.rest.pop_front() {
                 Some(d) => parse_duration(&d)?,
                 None => Duration::from_secs(300),
@@ -291,6 +294,7 @@ pub fn parse_command(words: Vec<Vec<u8>>) -> Result<Command, String> {
                 lifetime,
                 pid_file: o.last("--pid-file").map(to_path),
                 quiet: o.has("--quiet"),
+                new_session: o.has("--new-session"),
             }
         }
         "close-stdout" => Command::CloseStdout,
@@ -392,7 +396,7 @@ mod tests {
             r#"print-raw "\e[2J" x"#,
             r#"question "Which DB?" --option Postgres --option SQLite --default SQLite"#,
             "flood 1M --signal-at-end",
-            "spawn-grandchild 2s --pid-file gc.pid",
+            "spawn-grandchild 2s --pid-file gc.pid --new-session",
             r#"run-capture out.txt ralph answer "use sqlite""#,
             "expect-file .ralph/answer.md --wait 2s",
         ]
@@ -429,7 +433,8 @@ mod tests {
             Command::SpawnGrandchild {
                 lifetime: Duration::from_secs(2),
                 pid_file: Some("gc.pid".into()),
-                quiet: false
+                quiet: false,
+                new_session: true
             }
         );
         assert_eq!(

@@ -177,7 +177,8 @@ fn step(command: &Command, prompt: &[u8]) -> Result<Flow, StepError> {
             lifetime,
             pid_file,
             quiet,
-        } => spawn_grandchild(*lifetime, pid_file.as_deref(), *quiet)?,
+            new_session,
+        } => spawn_grandchild(*lifetime, pid_file.as_deref(), *quiet, *new_session)?,
         Command::CloseStdout => {
             // Point fd 1 at /dev/null instead of closing it: the pipe's write end goes away
             // (the reader sees EOF), but a file opened later cannot land on fd 1, and later
@@ -309,6 +310,7 @@ fn spawn_grandchild(
     lifetime: Duration,
     pid_file: Option<&Path>,
     quiet: bool,
+    new_session: bool,
 ) -> Result<(), StepError> {
     let exe =
         std::env::current_exe().map_err(|e| failed(format!("cannot find my own binary: {e}")))?;
@@ -320,11 +322,25 @@ fn spawn_grandchild(
     if quiet {
         command.stdout(Stdio::null()).stderr(Stdio::null());
     }
+    if new_session {
+        command.arg("--setsid");
+    }
     // Not waited on, on purpose: the grandchild must outlive us, as an agent's stray server
-    // would. It stays in our process group, so only a group kill reaches it.
+    // would. Unless in a new session, it stays in our process group, so that a group kill
+    // reaches it.
     let child = command
         .spawn()
         .map_err(|e| failed(format!("cannot start the grandchild: {e}")))?;
+    if new_session {
+        // Only once it has left our session is it out of reach of our group's signals.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while session_of(child.id()) != Some(child.id()) {
+            if std::time::Instant::now() > deadline {
+                return Err(failed("the grandchild did not leave our session"));
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
     let pid_file = match pid_file {
         Some(path) => path.to_owned(),
         None => match std::env::var_os("RALPH_DIR").map(PathBuf::from) {
@@ -333,6 +349,13 @@ fn spawn_grandchild(
         },
     };
     write_atomic(&pid_file, format!("{}\n", child.id()).as_bytes())
+}
+
+/// The session of process `pid` (field 6 of `/proc/PID/stat`).
+fn session_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_ascii_whitespace().nth(3)?.parse().ok()
 }
 
 /// Writes `total` bytes of filler lines, `line_len` bytes each with the newline, in big writes.

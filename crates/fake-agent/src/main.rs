@@ -46,6 +46,8 @@ struct Args {
     help: bool,
     /// Hidden: be a grandchild that sleeps this many milliseconds.
     sleep_ms: Option<u64>,
+    /// Hidden: as that grandchild, first leave for a session of its own.
+    setsid: bool,
 }
 
 fn main() -> ExitCode {
@@ -69,6 +71,9 @@ fn run() -> Result<u8, (u8, String)> {
         // A grandchild spawned after `ignore-sigterm` inherits the blocked mask (std does not
         // reset it on spawn); start from a clean one so the grandchild is an ordinary process.
         let _ = sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None);
+        if args.setsid {
+            nix::unistd::setsid().map_err(|e| (EXIT_USAGE, format!("setsid: {e}")))?;
+        }
         std::thread::sleep(Duration::from_millis(ms));
         return Ok(0);
     }
@@ -127,6 +132,7 @@ fn parse_args(mut argv: impl Iterator<Item = std::ffi::OsString>) -> Result<Args
             Some("--script") => args.script = Some(value("--script")?.into()),
             Some("--counter") => args.counter = Some(value("--counter")?.into()),
             Some("--help" | "-h") => args.help = true,
+            Some("--setsid") => args.setsid = true,
             Some("--sleep") => {
                 let ms = value("--sleep")?;
                 args.sleep_ms = Some(

@@ -47,8 +47,8 @@ impl Guard {
     /// terminal's settings ([`Terminal::save`]): before ralph's view changes them.
     pub fn start(program: &Path, args: &[&std::ffi::OsStr], terminal: bool) -> io::Result<Guard> {
         use std::os::unix::process::CommandExt;
-        let mut child = Command::new(program)
-            .arg0("ralph-guard")
+        let mut cmd = Command::new(program);
+        cmd.arg0("ralph-guard")
             .args(args)
             .args(terminal.then_some("--terminal"))
             // Its own group: Ctrl-C, Ctrl-\ and a hangup go to ralph's group, and ralph handles
@@ -62,8 +62,8 @@ impl Guard {
             } else {
                 Stdio::null()
             })
-            .stderr(Stdio::null())
-            .spawn()?;
+            .stderr(Stdio::null());
+        let mut child = crate::orphans::spawn(|| cmd.spawn(), |c| Some(c.id()))?;
         if let Some(mut ready) = child.stdout.take() {
             // One byte once the settings are read, or end of file if the guard died first.
             let _ = ready.read(&mut [0]);

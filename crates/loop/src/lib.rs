@@ -27,6 +27,7 @@ pub mod event;
 pub mod guard;
 pub mod native;
 pub mod notify;
+pub mod orphans;
 mod process;
 pub mod prompt;
 pub mod question;

@@ -342,7 +342,7 @@ fn run_limited(mut cmd: Command, limit: Duration) -> Result<(), String> {
         .stderr(writer_2)
         .process_group(0);
     let program = cmd.get_program().to_owned();
-    let spawned = cmd.spawn();
+    let spawned = crate::orphans::spawn(|| cmd.spawn(), |c| Some(c.id()));
     // `cmd` holds the pipe's write ends; until it is gone, the reader never sees end of file.
     drop(cmd);
     let mut child = spawned.map_err(|e| format!("could not run {}: {e}", program.display()))?;

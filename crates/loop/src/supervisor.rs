@@ -114,7 +114,7 @@ where
         })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let mut child = cmd.spawn()?;
+    let mut child = crate::orphans::spawn(|| cmd.spawn(), Child::id)?;
     let pgid = child.id().map(|p| p as i32).unwrap_or(0);
     let stdin = child.stdin.take();
     let stdout = child.stdout.take().expect("stdout was piped");
@@ -257,25 +257,28 @@ where
     tokio::pin!(hurry);
     let deadline = Instant::now() + grace;
     let mut hurried = false;
-    if wait_until_gone(pgid, deadline, Some(hurry.as_mut()), &mut hurried).await {
+    let gone = || !group_alive(pgid);
+    if wait_until(gone, deadline, Some(hurry.as_mut()), &mut hurried).await {
         return Stopped::Terminated;
     }
     let _ = killpg(Pid::from_raw(pgid), Sig::SIGKILL);
     let after_kill = Instant::now() + Duration::from_secs(2);
-    if wait_until_gone::<F>(pgid, after_kill, None, &mut hurried).await {
+    if wait_until::<F>(gone, after_kill, None, &mut hurried).await {
         Stopped::Killed
     } else {
         Stopped::Survived
     }
 }
 
-/// Waits (with short, growing pauses) until the group is empty or `deadline` passes.
+/// Waits (with short, growing pauses) until `gone` says the processes being stopped are, or
+/// `deadline` passes, or `hurry` resolves (`hurried`, which also ends the wait at once when
+/// it is already set); whether they are gone.
 ///
 /// There is no notification for "the last process of a group exited" that does not involve
 /// reaping other processes' children, so this checks: quickly at first, then at most every
-/// 50 ms. It only runs while a group is being stopped, never on the common path.
-async fn wait_until_gone<F>(
-    pgid: i32,
+/// 50 ms. It only runs while processes are being stopped, never on the common path.
+pub(crate) async fn wait_until<F>(
+    mut gone: impl FnMut() -> bool,
     deadline: Instant,
     mut hurry: Option<std::pin::Pin<&mut F>>,
     hurried: &mut bool,
@@ -285,7 +288,7 @@ where
 {
     let mut pause = Duration::from_millis(1);
     loop {
-        if !group_alive(pgid) {
+        if gone() {
             return true;
         }
         let now = Instant::now();

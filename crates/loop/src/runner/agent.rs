@@ -218,6 +218,8 @@ impl Runner {
         let mut grace_deadline = far;
         let mut kill_at = far;
         let mut drain_deadline = far;
+        // What was stopped outside the agent's group before the end (see `orphans`).
+        let mut early = orphans::Swept::default();
         let mut term_sent = false;
         let mut asking: Option<OpenQuestion> = None;
 
@@ -261,11 +263,15 @@ impl Runner {
                         // Could not wait (should not happen); make sure nothing is left behind.
                         supervisor::kill_group_now(pgid);
                     }
-                    if (out_open || err_open) && !term_sent {
-                        // Something the agent started still holds its output open.
-                        term_sent = true;
-                        term_group(pgid);
-                        kill_at = Instant::now() + settings.kill_grace;
+                    if out_open || err_open {
+                        // Something the agent started still holds its output open: in its
+                        // group, or outside it (see `orphans`).
+                        early = early.and(orphans::terminate(&self.mark()));
+                        if !term_sent {
+                            term_sent = true;
+                            term_group(pgid);
+                            kill_at = Instant::now() + settings.kill_grace;
+                        }
                     }
                     drain_deadline = drain_deadline.min(Instant::now() + settings.kill_grace + Duration::from_secs(2));
                 },
@@ -351,19 +357,34 @@ impl Runner {
                 run.exit = child.wait().await.ok();
             }
         }
-        // Anything still alive in the group (it closed its output, or ignored SIGTERM).
-        let hurry = async {
-            if self.controls_open {
-                while let Some(c) = self.controls.recv().await {
-                    if matches!(c, Control::Stop | Control::Kill) {
-                        run.interrupted = true;
-                        return;
+        // Anything still alive in the group (it closed its output, or ignored SIGTERM), then
+        // what left the group (see `orphans`): one Ctrl-C more cuts both graces short.
+        let (stopped, swept) = {
+            use futures_util::FutureExt;
+            let mark = self.mark();
+            let hurried = std::sync::atomic::AtomicBool::new(false);
+            let hurry = async {
+                if self.controls_open {
+                    while let Some(c) = self.controls.recv().await {
+                        if matches!(c, Control::Stop | Control::Kill) {
+                            run.interrupted = true;
+                            hurried.store(true, std::sync::atomic::Ordering::Relaxed);
+                            return;
+                        }
                     }
                 }
+                std::future::pending::<()>().await
             }
-            std::future::pending::<()>().await
+            .fuse();
+            tokio::pin!(hurry);
+            let stopped = supervisor::stop_group(pgid, settings.kill_grace, hurry.as_mut()).await;
+            let grace = if hurried.load(std::sync::atomic::Ordering::Relaxed) {
+                Duration::ZERO
+            } else {
+                settings.kill_grace
+            };
+            (stopped, orphans::sweep(&mark, grace, hurry).await)
         };
-        let stopped = supervisor::stop_group(pgid, settings.kill_grace, hurry).await;
         if stopped != supervisor::Stopped::AlreadyGone {
             let msg = format!("processes the agent left behind were stopped ({stopped:?})");
             self.emit(LoopEvent::Note(msg.clone())).await;
@@ -372,6 +393,8 @@ impl Runner {
                 json!({"iteration": iteration, "how": format!("{stopped:?}")}),
             );
         }
+        self.report_swept(early.and(swept), iteration, "agent")
+            .await;
         run.asking = asking;
         Ok(run)
     }

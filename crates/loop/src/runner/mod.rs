@@ -36,6 +36,7 @@ use crate::event::{Control, LoopEvent, Outcome, QuestionClosed};
 use crate::guard::Guard;
 use crate::native::{self, ToolRequest};
 use crate::notify::{Notifier, NotifyConfig, QuestionNotice};
+use crate::orphans;
 use crate::prompt::{self, Carryover, PromptInputs};
 use crate::question::{MAX_QUESTION_BYTES, Question};
 use crate::registry;
@@ -449,6 +450,31 @@ impl Runner {
         if let (Some(pgid), Some(guard)) = (self.state.agent_pgid.take(), &mut self.guard) {
             guard.ended(pgid);
         }
+    }
+
+    /// This loop's mark (`RALPH_DIR=...`), as it stands in the environment of every agent and
+    /// test command it starts, and of all they start.
+    fn mark(&self) -> Vec<u8> {
+        format!("RALPH_DIR={}", ralph_dir_value(self.ws.dir())).into_bytes()
+    }
+
+    /// Tells what a [`orphans::sweep`] after the `what` (agent or tests) of `iteration` did,
+    /// when it stopped anything.
+    async fn report_swept(&self, swept: orphans::Swept, iteration: u32, what: &str) {
+        let Some(how) = swept.how else {
+            return;
+        };
+        let n = swept.stopped;
+        let msg = format!(
+            "{n} process{} the {what} started outside its process group {} stopped ({how:?})",
+            if n == 1 { "" } else { "es" },
+            if n == 1 { "was" } else { "were" },
+        );
+        self.emit(LoopEvent::Note(msg)).await;
+        self.log(
+            "escapees_stopped",
+            json!({"iteration": iteration, "from": what, "count": n, "how": format!("{how:?}"), "reaped": swept.reaped}),
+        );
     }
 
     async fn emit(&self, event: LoopEvent) {

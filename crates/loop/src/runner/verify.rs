@@ -52,14 +52,25 @@ impl Runner {
             Ok(spawned) => {
                 self.group_started(spawned.pgid);
                 let _ = self.save_state_soon().await;
-                let result = run_tests(
+                let mark = self.mark();
+                let (result, early) = run_tests(
                     spawned,
                     task.test_timeout,
                     self.cfg.settings.kill_grace,
                     stop_requested(&mut self.controls, self.controls_open),
+                    &mark,
                 )
                 .await;
                 self.group_ended();
+                let grace = if matches!(result, Err(TestError::Interrupted)) {
+                    Duration::ZERO
+                } else {
+                    self.cfg.settings.kill_grace
+                };
+                let hurry = stop_requested(&mut self.controls, self.controls_open);
+                let swept = early.and(orphans::sweep(&mark, grace, hurry).await);
+                self.report_swept(swept, self.state.iteration, "test command")
+                    .await;
                 result
             }
         };
@@ -121,6 +132,21 @@ async fn run_tests(
     timeout: Duration,
     kill_grace: Duration,
     stop: impl std::future::Future<Output = ()>,
+    mark: &[u8],
+) -> (Result<(ExitStatus, String), TestError>, orphans::Swept) {
+    let mut early = orphans::Swept::default();
+    let result = run_tests_until_done(spawned, timeout, kill_grace, stop, mark, &mut early).await;
+    (result, early)
+}
+
+/// [`run_tests`], which notes in `early` what it stopped outside the tests' group.
+async fn run_tests_until_done(
+    spawned: supervisor::Spawned,
+    timeout: Duration,
+    kill_grace: Duration,
+    stop: impl std::future::Future<Output = ()>,
+    mark: &[u8],
+    early: &mut orphans::Swept,
 ) -> Result<(ExitStatus, String), TestError> {
     let supervisor::Spawned {
         mut child,
@@ -147,8 +173,11 @@ async fn run_tests(
             s = child.wait(), if status.is_none() => {
                 status = s.ok();
                 if open {
-                    // A background process still holds the output: stop the group.
+                    // A background process still holds the output: stop the group, and what
+                    // left it.
                     supervisor::stop_group(pgid, kill_grace, std::future::pending()).await;
+                    let swept = orphans::sweep(mark, kill_grace, std::future::pending()).await;
+                    *early = early.and(swept);
                 }
             },
             () = tokio::time::sleep_until(deadline) => break true,

@@ -1,0 +1,388 @@
+//! Processes that left the agent's process group, and the orphans ralph adopts.
+//!
+//! Stopping the agent's group ([`supervisor`](crate::supervisor)) reaches every process that
+//! stayed in it. A process that left it would outlive its iteration: one started with
+//! `setsid`, by a shell with job control, or by Claude Code's Bash tool, which runs every
+//! command in a session of its own. When its parent exits, such a process is handed to
+//! init, and nothing of ralph's can find it again short of reading every process's
+//! environment.
+//!
+//! So `ralph run` makes itself the subreaper of everything it starts ([`adopt`]): an orphan
+//! of the agent's tree becomes ralph's child instead of init's. At the end of every agent
+//! run and test run, [`sweep`] looks at ralph's children (`/proc/self/task/*/children`,
+//! a few small reads): a live one that carries this loop's mark (`RALPH_DIR` in its
+//! environment, as every agent and test command and all they start do) is stopped like a
+//! group: SIGTERM to it and its group, the grace, SIGKILL; an adopted one that has exited is
+//! reaped.
+//!
+//! Reaping is where this could hurt: a zombie that tokio or the standard library is about
+//! to wait for must be left to it, or that `wait` fails and the agent's exit status is lost.
+//! Every process ralph starts is therefore started through [`spawn`], which records its pid
+//! under the lock the sweep holds while it looks: a child the record does not hold was not
+//! started by ralph, so it was adopted. Outside `ralph run` (no [`adopt`]), the sweep does
+//! nothing at all: a test binary's children are not ours to reap.
+
+use std::future::Future;
+use std::io;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use futures_util::FutureExt;
+use nix::sys::signal::{Signal, kill, killpg};
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::unistd::{Pid, getpgrp, getpid};
+use tokio::time::Instant;
+
+use crate::supervisor::{self, Stopped};
+
+/// Whether this process adopts orphans: [`adopt`] was called and the kernel agreed.
+static ADOPTING: AtomicBool = AtomicBool::new(false);
+
+/// The pids of the children this process started itself (through [`spawn`]) and that were
+/// still its children at the last sweep.
+static STARTED: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+
+/// How many times a sweep goes back for the orphans of the processes it just stopped.
+const ROUNDS: usize = 8;
+
+/// Makes this process the subreaper of every process it starts (`PR_SET_CHILD_SUBREAPER`),
+/// and turns [`sweep`] on. For `ralph run` alone, before it starts anything.
+pub fn adopt() -> io::Result<()> {
+    nix::sys::prctl::set_child_subreaper(true)?;
+    ADOPTING.store(true, Ordering::SeqCst);
+    Ok(())
+}
+
+/// Whether [`adopt`] took effect.
+pub fn adopting() -> bool {
+    ADOPTING.load(Ordering::SeqCst)
+}
+
+fn started() -> std::sync::MutexGuard<'static, Vec<i32>> {
+    STARTED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Starts a child with `start` and records its pid (`pid`), so that [`sweep`] leaves it, and
+/// its exit status, to whoever waits for it. Every process ralph starts while it adopts
+/// orphans must be started through here.
+pub fn spawn<C>(
+    start: impl FnOnce() -> io::Result<C>,
+    pid: impl FnOnce(&C) -> Option<u32>,
+) -> io::Result<C> {
+    if !adopting() {
+        return start();
+    }
+    // Held across the start: a sweep sees the child only once it is recorded.
+    let mut started = started();
+    let child = start()?;
+    if let Some(pid) = pid(&child).and_then(|p| i32::try_from(p).ok()) {
+        started.push(pid);
+    }
+    Ok(child)
+}
+
+/// What a [`sweep`] did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Swept {
+    /// Processes of this loop found outside its groups, and stopped.
+    pub stopped: usize,
+    /// How stopping them went (the worst of the rounds); `None` when there were none.
+    pub how: Option<Stopped>,
+    /// Adopted processes that had exited, reaped.
+    pub reaped: usize,
+}
+
+/// Stops the processes marked `mark` (`RALPH_DIR=...`, as a whole `NAME=value` entry of the
+/// environment) that ralph adopted, with `grace` between SIGTERM and SIGKILL (cut short when
+/// `hurry` resolves), and reaps the adopted processes that have exited. Goes back for the
+/// orphans of the ones it stopped, up to [`ROUNDS`] times (not after one outlived SIGKILL).
+/// Does nothing unless [`adopt`] took effect.
+pub async fn sweep<F>(mark: &[u8], grace: Duration, hurry: F) -> Swept
+where
+    F: Future<Output = ()>,
+{
+    let mut swept = Swept::default();
+    if !adopting() {
+        return swept;
+    }
+    let hurry = hurry.fuse();
+    tokio::pin!(hurry);
+    let mut hurried = false;
+    for _ in 0..ROUNDS {
+        let escapees = look(mark, &mut swept.reaped);
+        if escapees.is_empty() {
+            break;
+        }
+        swept.stopped += escapees.len();
+        let how = stop(&escapees, grace, hurry.as_mut(), &mut hurried).await;
+        swept.reaped += escapees.iter().filter(|e| reap(e.pid)).count();
+        swept.how = Some(swept.how.map_or(how, |was| worse(was, how)));
+        if how == Stopped::Survived {
+            // Past SIGKILL (a process stuck in the kernel): another round would only wait
+            // as long again.
+            break;
+        }
+    }
+    swept
+}
+
+/// Sends SIGTERM (and SIGCONT) to the processes marked `mark` that ralph adopted, and their
+/// groups, without waiting for them, and reaps the adopted processes that have exited: for
+/// when the agent or the tests have exited but something they started still holds their
+/// output open. A [`sweep`] after it finishes the job.
+pub fn terminate(mark: &[u8]) -> Swept {
+    let mut swept = Swept::default();
+    if !adopting() {
+        return swept;
+    }
+    let escapees = look(mark, &mut swept.reaped);
+    if !escapees.is_empty() {
+        signal(&escapees, Signal::SIGTERM);
+        signal(&escapees, Signal::SIGCONT);
+        swept.stopped = escapees.len();
+        swept.how = Some(Stopped::Terminated);
+    }
+    swept
+}
+
+impl Swept {
+    /// What `self` and then `later` did, together.
+    #[must_use]
+    pub fn and(self, later: Swept) -> Swept {
+        Swept {
+            stopped: self.stopped + later.stopped,
+            how: match (self.how, later.how) {
+                (Some(a), Some(b)) => Some(worse(a, b)),
+                (a, b) => a.or(b),
+            },
+            reaped: self.reaped + later.reaped,
+        }
+    }
+}
+
+/// The worse of two ways stopping went.
+fn worse(a: Stopped, b: Stopped) -> Stopped {
+    let rank = |s: Stopped| match s {
+        Stopped::AlreadyGone => 0,
+        Stopped::Terminated => 1,
+        Stopped::Killed => 2,
+        Stopped::Survived => 3,
+    };
+    if rank(a) >= rank(b) { a } else { b }
+}
+
+/// A live, marked process ralph adopted, and its group when that is neither ralph's own
+/// nor none.
+#[derive(Debug, Clone, Copy)]
+struct Escapee {
+    pid: i32,
+    group: Option<i32>,
+}
+
+/// One look at this process's children: reaps the adopted ones that have exited and returns
+/// the live, marked ones.
+fn look(mark: &[u8], reaped: &mut usize) -> Vec<Escapee> {
+    let mut started = started();
+    let children = own_children();
+    // A child its starter has reaped is no longer one of ours: forget it, so that its pid,
+    // should it come back as an adopted orphan's, is not mistaken for it.
+    started.retain(|pid| children.contains(pid));
+    let own_group = getpgrp().as_raw();
+    let mut escapees = Vec::new();
+    for pid in children {
+        if started.contains(&pid) {
+            continue;
+        }
+        let Some((state, group)) = state_and_group(pid) else {
+            continue;
+        };
+        match state {
+            'Z' => *reaped += usize::from(reap(pid)),
+            'X' => {}
+            _ if marked(pid, mark) => escapees.push(Escapee {
+                pid,
+                group: (group > 1 && group != own_group).then_some(group),
+            }),
+            // Adopted, but not this loop's (a notification command's background job): left
+            // to run, and reaped once it has exited.
+            _ => {}
+        }
+    }
+    escapees
+}
+
+/// Reaps child `pid` if it has exited; whether it did.
+fn reap(pid: i32) -> bool {
+    matches!(
+        waitpid(Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG)),
+        Ok(WaitStatus::Exited(..) | WaitStatus::Signaled(..))
+    )
+}
+
+/// SIGTERM (and SIGCONT) to each escapee and its group, up to `grace` for them to exit,
+/// then SIGKILL.
+async fn stop<F>(
+    escapees: &[Escapee],
+    grace: Duration,
+    mut hurry: std::pin::Pin<&mut futures_util::future::Fuse<F>>,
+    hurried: &mut bool,
+) -> Stopped
+where
+    F: Future<Output = ()>,
+{
+    signal(escapees, Signal::SIGTERM);
+    signal(escapees, Signal::SIGCONT);
+    let gone = || all_gone(escapees);
+    let deadline = Instant::now() + grace;
+    if supervisor::wait_until(gone, deadline, Some(hurry.as_mut()), hurried).await {
+        return Stopped::Terminated;
+    }
+    signal(escapees, Signal::SIGKILL);
+    let deadline = Instant::now() + Duration::from_secs(2);
+    if supervisor::wait_until::<F>(gone, deadline, None, hurried).await {
+        Stopped::Killed
+    } else {
+        Stopped::Survived
+    }
+}
+
+fn signal(escapees: &[Escapee], signal: Signal) {
+    for e in escapees {
+        let _ = kill(Pid::from_raw(e.pid), signal);
+        if let Some(group) = e.group {
+            let _ = killpg(Pid::from_raw(group), signal);
+        }
+    }
+}
+
+/// Whether every escapee has exited (a zombie, or reaped) and nothing lives on in its group.
+fn all_gone(escapees: &[Escapee]) -> bool {
+    escapees.iter().all(|e| {
+        state_and_group(e.pid).is_none_or(|(state, _)| matches!(state, 'Z' | 'X'))
+            && e.group.is_none_or(|g| !supervisor::group_alive(g))
+    })
+}
+
+/// The children of this process: listed by each of its threads in `/proc` (an orphan is
+/// handed to one of them); where the kernel does not list them, every process whose parent
+/// this one is.
+fn own_children() -> Vec<i32> {
+    let mut children = Vec::new();
+    let listed = std::fs::read_dir("/proc/self/task").is_ok_and(|tasks| {
+        tasks.flatten().all(|task| {
+            std::fs::read_to_string(task.path().join("children")).is_ok_and(|list| {
+                children.extend(
+                    list.split_ascii_whitespace()
+                        .filter_map(|p| p.parse::<i32>().ok()),
+                );
+                true
+            }) || !task.path().exists()
+        })
+    });
+    if listed {
+        return children;
+    }
+    let me = getpid().as_raw();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| parent(pid) == Some(me))
+        .collect()
+}
+
+/// Fields 3 to 5 of `/proc/PID/stat`, after the command name.
+fn stat_fields(pid: i32) -> Option<(char, i32, i32)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name, in parentheses, may itself hold spaces and parentheses.
+    let (_, rest) = stat.rsplit_once(')')?;
+    let mut fields = rest.split_ascii_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let parent = fields.next()?.parse().ok()?;
+    let group = fields.next()?.parse().ok()?;
+    Some((state, parent, group))
+}
+
+fn state_and_group(pid: i32) -> Option<(char, i32)> {
+    stat_fields(pid).map(|(state, _, group)| (state, group))
+}
+
+fn parent(pid: i32) -> Option<i32> {
+    stat_fields(pid).map(|(_, parent, _)| parent)
+}
+
+/// Whether process `pid`'s environment holds `mark`, whole.
+fn marked(pid: i32, mark: &[u8]) -> bool {
+    std::fs::read(format!("/proc/{pid}/environ"))
+        .is_ok_and(|env| env.split(|&b| b == 0).any(|kv| kv == mark))
+}
+
+/// Whether `pid` answers `kill(pid, 0)`: for tests.
+#[cfg(test)]
+fn exists(pid: i32) -> bool {
+    !matches!(
+        kill(Pid::from_raw(pid), None),
+        Err(nix::errno::Errno::ESRCH)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_children_of_this_process_are_listed() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        let pid = i32::try_from(child.id()).unwrap();
+        assert!(own_children().contains(&pid));
+        assert_eq!(parent(pid), Some(getpid().as_raw()));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(!own_children().contains(&pid));
+        assert!(!exists(pid));
+    }
+
+    #[test]
+    fn the_mark_must_be_a_whole_entry() {
+        let child = std::process::Command::new("sleep")
+            .arg("5")
+            .env("RALPH_DIR", "/p/.ralph")
+            .env("OTHER", "RALPH_DIR=/q/.ralph")
+            .spawn();
+        let mut child = child.unwrap();
+        let pid = i32::try_from(child.id()).unwrap();
+        // The environment is readable once the child has exec'd.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while !marked(pid, b"RALPH_DIR=/p/.ralph") && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(marked(pid, b"RALPH_DIR=/p/.ralph"));
+        assert!(!marked(pid, b"RALPH_DIR=/q/.ralph"));
+        assert!(!marked(pid, b"RALPH_DIR=/p"));
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+
+    #[test]
+    fn without_adopt_a_sweep_does_nothing() {
+        // This test binary never adopts: its children are the tests' own.
+        let swept = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(sweep(
+                b"RALPH_DIR=/x",
+                Duration::ZERO,
+                std::future::pending(),
+            ));
+        assert_eq!(swept, Swept::default());
+    }
+}

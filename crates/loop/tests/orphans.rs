@@ -1,0 +1,203 @@
+//! `orphans`: a test binary of its own, because [`orphans::adopt`] makes the whole process a
+//! subreaper. The tests take turns (`SERIAL`): a sweep reaps every adopted zombie it sees.
+
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use ralph_loop::orphans::{self, Swept};
+use ralph_loop::supervisor::Stopped;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+const MARK: &str = "/tmp/orphans-test/.ralph";
+
+fn mark() -> Vec<u8> {
+    format!("RALPH_DIR={MARK}").into_bytes()
+}
+
+/// Takes this test's turn, with nothing adopted left over from the one before.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    let guard = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    orphans::adopt().expect("PR_SET_CHILD_SUBREAPER");
+    sweep(Duration::ZERO);
+    guard
+}
+
+fn sweep(grace: Duration) -> Swept {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(orphans::sweep(&mark(), grace, std::future::pending()))
+}
+
+/// Runs `script` under `sh` (marked or not) through `orphans::spawn`, waits for it, and
+/// returns the pids it wrote to `$PIDS`, a line each: processes it left behind, now adopted.
+fn leave_behind(script: &str, marked: bool) -> Vec<i32> {
+    let dir = tempfile::tempdir().unwrap();
+    let pids = dir.path().join("pids");
+    let mut cmd = Command::new("sh");
+    cmd.args(["-c", script])
+        .env("PIDS", &pids)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null());
+    if marked {
+        cmd.env("RALPH_DIR", MARK);
+    }
+    let mut child = orphans::spawn(|| cmd.spawn(), |c| Some(c.id())).unwrap();
+    assert!(child.wait().unwrap().success(), "{script}");
+    let mut want = script.matches("$PIDS").count();
+    let mut got = Vec::new();
+    wait_for("the pids", || {
+        got = std::fs::read_to_string(&pids)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|p| p.parse().ok())
+            .collect();
+        got.len() >= want
+    });
+    want = got.len();
+    assert!(want > 0);
+    got
+}
+
+/// `/proc/PID/stat`'s state letter, if there is such a process.
+fn state(pid: i32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?.1.trim_start().chars().next()
+}
+
+fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Whether `pid` runs `program` (and so has exec'd it).
+fn runs(pid: i32, program: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == program)
+}
+
+/// Until `pid` has exec'd `program`.
+fn wait_for_exec(pid: i32, program: &str) {
+    wait_for(program, || runs(pid, program));
+}
+
+#[test]
+fn a_marked_process_in_a_session_of_its_own_is_stopped_and_reaped() {
+    let _serial = serial();
+    let pids = leave_behind("setsid sleep 300 & echo $! >> $PIDS", true);
+    wait_for_exec(pids[0], "sleep");
+    assert_eq!(state(pids[0]).map(|s| s != 'Z'), Some(true));
+    let swept = sweep(Duration::from_secs(5));
+    assert_eq!(swept.stopped, 1, "{swept:?}");
+    assert_eq!(swept.how, Some(Stopped::Terminated));
+    assert_eq!(state(pids[0]), None, "stopped, and reaped");
+    assert_eq!(sweep(Duration::from_secs(5)), Swept::default());
+}
+
+#[test]
+fn a_marked_process_that_ignores_sigterm_is_killed_with_its_group() {
+    let _serial = serial();
+    // The child of the process in the new session shares its group: the group goes too.
+    let pids = leave_behind(
+        "setsid sh -c 'trap \"\" TERM; sleep 300 & echo $! >> $PIDS; wait' & echo $! >> $PIDS",
+        true,
+    );
+    assert_eq!(pids.len(), 2, "{pids:?}");
+    wait_for("the sleep", || pids.iter().any(|&p| runs(p, "sleep")));
+    let started = Instant::now();
+    let swept = sweep(Duration::from_millis(200));
+    assert!(started.elapsed() >= Duration::from_millis(200));
+    assert_eq!(swept.how, Some(Stopped::Killed), "{swept:?}");
+    for pid in pids {
+        assert!(
+            state(pid).is_none_or(|s| s == 'Z'),
+            "{pid} lives on: {:?}",
+            state(pid)
+        );
+    }
+    // The shell's child was adopted when the shell died: the next look reaps it.
+    sweep(Duration::ZERO);
+}
+
+#[test]
+fn what_a_stopped_process_left_in_another_session_is_stopped_in_the_next_round() {
+    let _serial = serial();
+    let pids = leave_behind(
+        "setsid sh -c 'setsid sleep 300 & echo $! >> $PIDS; exec sleep 300' & echo $! >> $PIDS",
+        true,
+    );
+    assert_eq!(pids.len(), 2, "{pids:?}");
+    wait_for("both sleeps", || pids.iter().all(|&p| runs(p, "sleep")));
+    let swept = sweep(Duration::from_secs(5));
+    assert_eq!(swept.stopped, 2, "{swept:?}");
+    for pid in pids {
+        assert_eq!(state(pid), None, "{pid}");
+    }
+}
+
+#[test]
+fn an_unmarked_process_is_left_running_and_reaped_once_it_exits() {
+    let _serial = serial();
+    let pids = leave_behind("setsid sleep 0.5 & echo $! >> $PIDS", false);
+    wait_for_exec(pids[0], "sleep");
+    let swept = sweep(Duration::from_secs(5));
+    assert_eq!(swept, Swept::default());
+    assert_eq!(state(pids[0]).map(|s| s != 'Z'), Some(true));
+    wait_for("the sleep to exit", || state(pids[0]) == Some('Z'));
+    let swept = sweep(Duration::from_secs(5));
+    assert_eq!(swept.reaped, 1, "{swept:?}");
+    assert_eq!(state(pids[0]), None);
+}
+
+#[test]
+fn a_child_ralph_started_is_left_to_whoever_waits_for_it() {
+    let _serial = serial();
+    let mut exited: Child = orphans::spawn(
+        || Command::new("sh").args(["-c", "exit 7"]).spawn(),
+        |c| Some(c.id()),
+    )
+    .unwrap();
+    let mut running: Child = orphans::spawn(
+        || {
+            Command::new("sleep")
+                .arg("300")
+                .env("RALPH_DIR", MARK)
+                .spawn()
+        },
+        |c| Some(c.id()),
+    )
+    .unwrap();
+    let pid = i32::try_from(exited.id()).unwrap();
+    wait_for("the shell to exit", || state(pid) == Some('Z'));
+    wait_for_exec(i32::try_from(running.id()).unwrap(), "sleep");
+    assert_eq!(sweep(Duration::from_secs(5)), Swept::default());
+    // Its exit status is still there for its own `wait`.
+    assert_eq!(exited.wait().unwrap().code(), Some(7));
+    assert!(
+        running.try_wait().unwrap().is_none(),
+        "a child of ours was stopped"
+    );
+    running.kill().unwrap();
+    running.wait().unwrap();
+}
+
+#[test]
+fn terminate_signals_at_once_and_a_sweep_reaps() {
+    let _serial = serial();
+    let pids = leave_behind("setsid sleep 300 & echo $! >> $PIDS", true);
+    wait_for_exec(pids[0], "sleep");
+    let early = orphans::terminate(&mark());
+    assert_eq!(early.stopped, 1);
+    wait_for("the sleep to exit", || state(pids[0]) == Some('Z'));
+    let swept = early.and(sweep(Duration::from_secs(5)));
+    assert_eq!(swept.stopped, 1, "{swept:?}");
+    assert_eq!(swept.reaped, 1, "{swept:?}");
+    assert_eq!(state(pids[0]), None);
+}
