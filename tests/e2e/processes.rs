@@ -158,9 +158,18 @@ fn iteration_timeout_stops_what_a_stubborn_agent_started_in_a_session_of_its_own
         "- [ ] x\n",
     );
     let agent = p.agent(&STUBBORN.replace("grandchild.pid", "grandchild.pid --new-session"));
-    p.run(&agent, &[]).expect_code(3);
+    let run = p.run(&agent, &[]);
+    run.expect_code(3);
     let pid = grandchild(&p);
     assert!(!pid_alive(pid), "{pid} outlived the iteration");
+    // Stopped as soon as the agent was killed (it holds the agent's output), then found
+    // dying by the sweep at the end: one process, counted once.
+    assert!(
+        run.stdout
+            .contains("1 process the agent started outside its process group was stopped"),
+        "{}",
+        run.stdout
+    );
 }
 
 /// A process that left the agent's session and then exited on its own is reaped by ralph,

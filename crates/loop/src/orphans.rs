@@ -85,10 +85,10 @@ pub fn spawn<C>(
 }
 
 /// What a [`sweep`] did.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Swept {
-    /// Processes of this loop found outside its groups, and stopped.
-    pub stopped: usize,
+    /// The processes of this loop found outside its groups, and stopped, each once.
+    pub stopped: Vec<i32>,
     /// How stopping them went (the worst of the rounds); `None` when there were none.
     pub how: Option<Stopped>,
     /// Adopted processes that had exited, reaped.
@@ -96,11 +96,12 @@ pub struct Swept {
 }
 
 /// Stops the processes marked `mark` (`RALPH_DIR=...`, as a whole `NAME=value` entry of the
-/// environment) that ralph adopted, with `grace` between SIGTERM and SIGKILL (cut short when
+/// environment) that ralph adopted, outside `group` (the group of the agent or the tests,
+/// which [`supervisor::stop_group`] stops), with `grace` between SIGTERM and SIGKILL (cut short when
 /// `hurry` resolves), and reaps the adopted processes that have exited. Goes back for the
 /// orphans of the ones it stopped, up to [`ROUNDS`] times (not after one outlived SIGKILL).
 /// Does nothing unless [`adopt`] took effect.
-pub async fn sweep<F>(mark: &[u8], grace: Duration, hurry: F) -> Swept
+pub async fn sweep<F>(mark: &[u8], group: i32, grace: Duration, hurry: F) -> Swept
 where
     F: Future<Output = ()>,
 {
@@ -112,11 +113,11 @@ where
     tokio::pin!(hurry);
     let mut hurried = false;
     for _ in 0..ROUNDS {
-        let escapees = look(mark, &mut swept.reaped);
+        let escapees = look(mark, group, &mut swept.reaped);
         if escapees.is_empty() {
             break;
         }
-        swept.stopped += escapees.len();
+        swept.note(&escapees);
         let how = stop(&escapees, grace, hurry.as_mut(), &mut hurried).await;
         swept.reaped += escapees.iter().filter(|e| reap(e.pid)).count();
         swept.how = Some(swept.how.map_or(how, |was| worse(was, how)));
@@ -129,20 +130,20 @@ where
     swept
 }
 
-/// Sends SIGTERM (and SIGCONT) to the processes marked `mark` that ralph adopted, and their
-/// groups, without waiting for them, and reaps the adopted processes that have exited: for
+/// Sends SIGTERM (and SIGCONT) to the processes marked `mark` that ralph adopted outside
+/// `group`, and their groups, without waiting for them, and reaps the adopted processes that have exited: for
 /// when the agent or the tests have exited but something they started still holds their
 /// output open. A [`sweep`] after it finishes the job.
-pub fn terminate(mark: &[u8]) -> Swept {
+pub fn terminate(mark: &[u8], group: i32) -> Swept {
     let mut swept = Swept::default();
     if !adopting() {
         return swept;
     }
-    let escapees = look(mark, &mut swept.reaped);
+    let escapees = look(mark, group, &mut swept.reaped);
     if !escapees.is_empty() {
         signal(&escapees, Signal::SIGTERM);
         signal(&escapees, Signal::SIGCONT);
-        swept.stopped = escapees.len();
+        swept.note(&escapees);
         swept.how = Some(Stopped::Terminated);
     }
     swept
@@ -151,14 +152,27 @@ pub fn terminate(mark: &[u8]) -> Swept {
 impl Swept {
     /// What `self` and then `later` did, together.
     #[must_use]
-    pub fn and(self, later: Swept) -> Swept {
-        Swept {
-            stopped: self.stopped + later.stopped,
-            how: match (self.how, later.how) {
-                (Some(a), Some(b)) => Some(worse(a, b)),
-                (a, b) => a.or(b),
-            },
-            reaped: self.reaped + later.reaped,
+    pub fn and(mut self, later: Swept) -> Swept {
+        for pid in later.stopped {
+            if !self.stopped.contains(&pid) {
+                self.stopped.push(pid);
+            }
+        }
+        self.how = match (self.how, later.how) {
+            (Some(a), Some(b)) => Some(worse(a, b)),
+            (a, b) => a.or(b),
+        };
+        self.reaped += later.reaped;
+        self
+    }
+
+    /// Notes `escapees` as stopped (a process signalled before, and found still dying,
+    /// counts once).
+    fn note(&mut self, escapees: &[Escapee]) {
+        for e in escapees {
+            if !self.stopped.contains(&e.pid) {
+                self.stopped.push(e.pid);
+            }
         }
     }
 }
@@ -183,8 +197,9 @@ struct Escapee {
 }
 
 /// One look at this process's children: reaps the adopted ones that have exited and returns
-/// the live, marked ones.
-fn look(mark: &[u8], reaped: &mut usize) -> Vec<Escapee> {
+/// the live, marked ones outside `stopped_group` (members of the group being stopped, still
+/// dying when their parent is gone, are the group's to stop).
+fn look(mark: &[u8], stopped_group: i32, reaped: &mut usize) -> Vec<Escapee> {
     let mut started = started();
     let children = own_children();
     // A child its starter has reaped is no longer one of ours: forget it, so that its pid,
@@ -202,6 +217,7 @@ fn look(mark: &[u8], reaped: &mut usize) -> Vec<Escapee> {
         match state {
             'Z' => *reaped += usize::from(reap(pid)),
             'X' => {}
+            _ if group == stopped_group => {}
             _ if marked(pid, mark) => escapees.push(Escapee {
                 pid,
                 group: (group > 1 && group != own_group).then_some(group),
@@ -380,6 +396,7 @@ mod tests {
             .unwrap()
             .block_on(sweep(
                 b"RALPH_DIR=/x",
+                0,
                 Duration::ZERO,
                 std::future::pending(),
             ));

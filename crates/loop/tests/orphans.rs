@@ -27,11 +27,21 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 }
 
 fn sweep(grace: Duration) -> Swept {
+    sweep_outside(0, grace)
+}
+
+/// A sweep that leaves `group` (the group being stopped) alone.
+fn sweep_outside(group: i32, grace: Duration) -> Swept {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap()
-        .block_on(orphans::sweep(&mark(), grace, std::future::pending()))
+        .block_on(orphans::sweep(
+            &mark(),
+            group,
+            grace,
+            std::future::pending(),
+        ))
 }
 
 /// Runs `script` under `sh` (marked or not) through `orphans::spawn`, waits for it, and
@@ -95,7 +105,7 @@ fn a_marked_process_in_a_session_of_its_own_is_stopped_and_reaped() {
     wait_for_exec(pids[0], "sleep");
     assert_eq!(state(pids[0]).map(|s| s != 'Z'), Some(true));
     let swept = sweep(Duration::from_secs(5));
-    assert_eq!(swept.stopped, 1, "{swept:?}");
+    assert_eq!(swept.stopped.len(), 1, "{swept:?}");
     assert_eq!(swept.how, Some(Stopped::Terminated));
     assert_eq!(state(pids[0]), None, "stopped, and reaped");
     assert_eq!(sweep(Duration::from_secs(5)), Swept::default());
@@ -136,7 +146,7 @@ fn what_a_stopped_process_left_in_another_session_is_stopped_in_the_next_round()
     assert_eq!(pids.len(), 2, "{pids:?}");
     wait_for("both sleeps", || pids.iter().all(|&p| runs(p, "sleep")));
     let swept = sweep(Duration::from_secs(5));
-    assert_eq!(swept.stopped, 2, "{swept:?}");
+    assert_eq!(swept.stopped.len(), 2, "{swept:?}");
     for pid in pids {
         assert_eq!(state(pid), None, "{pid}");
     }
@@ -193,11 +203,29 @@ fn terminate_signals_at_once_and_a_sweep_reaps() {
     let _serial = serial();
     let pids = leave_behind("setsid sleep 300 & echo $! >> $PIDS", true);
     wait_for_exec(pids[0], "sleep");
-    let early = orphans::terminate(&mark());
-    assert_eq!(early.stopped, 1);
+    let early = orphans::terminate(&mark(), 0);
+    assert_eq!(early.stopped.len(), 1);
     wait_for("the sleep to exit", || state(pids[0]) == Some('Z'));
     let swept = early.and(sweep(Duration::from_secs(5)));
-    assert_eq!(swept.stopped, 1, "{swept:?}");
+    assert_eq!(swept.stopped.len(), 1, "{swept:?}");
     assert_eq!(swept.reaped, 1, "{swept:?}");
+    assert_eq!(state(pids[0]), None);
+}
+
+#[test]
+fn a_process_in_the_group_being_stopped_is_left_to_that_group() {
+    let _serial = serial();
+    // Left in this process's group by the shell, which had no group of its own.
+    let pids = leave_behind("sleep 300 & echo $! >> $PIDS", true);
+    wait_for_exec(pids[0], "sleep");
+    let group = nix::unistd::getpgrp().as_raw();
+    assert_eq!(
+        sweep_outside(group, Duration::from_secs(5)),
+        Swept::default()
+    );
+    assert_eq!(state(pids[0]).map(|s| s != 'Z'), Some(true));
+    // Outside that group, it is an escapee.
+    let swept = sweep(Duration::from_secs(5));
+    assert_eq!(swept.stopped, pids, "{swept:?}");
     assert_eq!(state(pids[0]), None);
 }

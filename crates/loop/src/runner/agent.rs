@@ -266,7 +266,7 @@ impl Runner {
                     if out_open || err_open {
                         // Something the agent started still holds its output open: in its
                         // group, or outside it (see `orphans`).
-                        early = early.and(orphans::terminate(&self.mark()));
+                        early = early.and(orphans::terminate(&self.mark(), pgid));
                         if !term_sent {
                             term_sent = true;
                             term_group(pgid);
@@ -383,7 +383,7 @@ impl Runner {
             } else {
                 settings.kill_grace
             };
-            (stopped, orphans::sweep(&mark, grace, hurry).await)
+            (stopped, orphans::sweep(&mark, pgid, grace, hurry).await)
         };
         if stopped != supervisor::Stopped::AlreadyGone {
             let msg = format!("processes the agent left behind were stopped ({stopped:?})");

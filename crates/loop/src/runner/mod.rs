@@ -464,7 +464,7 @@ impl Runner {
         let Some(how) = swept.how else {
             return;
         };
-        let n = swept.stopped;
+        let n = swept.stopped.len();
         let msg = format!(
             "{n} process{} the {what} started outside its process group {} stopped ({how:?})",
             if n == 1 { "" } else { "es" },
@@ -473,7 +473,7 @@ impl Runner {
         self.emit(LoopEvent::Note(msg)).await;
         self.log(
             "escapees_stopped",
-            json!({"iteration": iteration, "from": what, "count": n, "how": format!("{how:?}"), "reaped": swept.reaped}),
+            json!({"iteration": iteration, "from": what, "count": n, "pids": swept.stopped, "how": format!("{how:?}"), "reaped": swept.reaped}),
         );
     }
 

@@ -50,7 +50,8 @@ impl Runner {
         let result = match supervisor::spawn_shell(&script, self.ws.root(), env, None) {
             Err(e) => Err(TestError::Spawn(e)),
             Ok(spawned) => {
-                self.group_started(spawned.pgid);
+                let pgid = spawned.pgid;
+                self.group_started(pgid);
                 let _ = self.save_state_soon().await;
                 let mark = self.mark();
                 let (result, early) = run_tests(
@@ -68,7 +69,7 @@ impl Runner {
                     self.cfg.settings.kill_grace
                 };
                 let hurry = stop_requested(&mut self.controls, self.controls_open);
-                let swept = early.and(orphans::sweep(&mark, grace, hurry).await);
+                let swept = early.and(orphans::sweep(&mark, pgid, grace, hurry).await);
                 self.report_swept(swept, self.state.iteration, "test command")
                     .await;
                 result
@@ -176,8 +177,8 @@ async fn run_tests_until_done(
                     // A background process still holds the output: stop the group, and what
                     // left it.
                     supervisor::stop_group(pgid, kill_grace, std::future::pending()).await;
-                    let swept = orphans::sweep(mark, kill_grace, std::future::pending()).await;
-                    *early = early.and(swept);
+                    let swept = orphans::sweep(mark, pgid, kill_grace, std::future::pending()).await;
+                    *early = std::mem::take(early).and(swept);
                 }
             },
             () = tokio::time::sleep_until(deadline) => break true,
