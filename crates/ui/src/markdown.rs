@@ -219,6 +219,7 @@ impl Renderer<'_> {
             }
             TagEnd::TableCell => {
                 let cell = std::mem::take(&mut self.spans);
+                let cell = self.quoted(cell);
                 if let Some((_, row)) = &mut self.table {
                     row.push(cell);
                 }
@@ -374,24 +375,30 @@ impl Renderer<'_> {
         (first, rest)
     }
 
+    /// `spans` in the quote style (italic) inside a quote: quoted text, a table's cells
+    /// included, is italic as well as behind a bar.
+    fn quoted(&self, spans: Vec<Span<'static>>) -> Vec<Span<'static>> {
+        if self.quote_depth == 0 {
+            return spans;
+        }
+        let quote = self.theme.quote;
+        spans
+            .into_iter()
+            .map(|s| {
+                let style = s.style.patch(quote);
+                s.style(style)
+            })
+            .collect()
+    }
+
     /// Ends the row in progress, if it has anything in it. In a table the row is the cell's,
     /// and only the cell's end ends it.
     fn flush(&mut self) {
         if self.spans.is_empty() || self.table.is_some() {
             return;
         }
-        let mut spans = std::mem::take(&mut self.spans);
-        if self.quote_depth > 0 {
-            // Quoted text is italic as well as behind a bar.
-            let quote = self.theme.quote;
-            spans = spans
-                .into_iter()
-                .map(|s| {
-                    let style = s.style.patch(quote);
-                    s.style(style)
-                })
-                .collect();
-        }
+        let spans = std::mem::take(&mut self.spans);
+        let spans = self.quoted(spans);
         let (mut first, rest) = self.prefixes();
         first.retain(|s| !s.content.is_empty());
         self.out.push(Para {
@@ -590,6 +597,22 @@ mod tests {
             rows(md, 40),
             ["• compare:", "", "  a │ b", "  ──┼──", "  1 │ 2"]
         );
+    }
+
+    #[test]
+    fn a_table_in_a_quote_is_behind_the_bar_and_italic_like_the_quote() {
+        let md = "> | a | b |\n> | - | - |\n> | 1 | 2 |\n";
+        assert_eq!(rows(md, 40), ["│ a │ b", "│ ──┼──", "│ 1 │ 2"]);
+        let lines = wrap(&render(md, &Theme::colored()), 40);
+        let quote = Theme::colored().quote.add_modifier;
+        for (row, line) in lines.iter().enumerate().filter(|(row, _)| *row != 1) {
+            let cell = line
+                .spans
+                .iter()
+                .find(|s| s.content.trim() == if row == 0 { "a" } else { "1" })
+                .unwrap_or_else(|| panic!("row {row}: {line:?}"));
+            assert!(cell.style.add_modifier.contains(quote), "{cell:?}");
+        }
     }
 
     #[test]
