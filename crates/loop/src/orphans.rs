@@ -34,6 +34,7 @@ use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::{Pid, getpgrp, getpid};
 use tokio::time::Instant;
 
+use crate::process;
 use crate::supervisor::{self, Stopped};
 
 /// Whether this process adopts orphans: [`adopt`] was called and the kernel agreed.
@@ -312,16 +313,15 @@ fn own_children() -> Vec<i32> {
         .collect()
 }
 
-/// Fields 3 to 5 of `/proc/PID/stat`, after the command name.
+/// Fields 3 to 5 of `/proc/PID/stat`: the state, the parent and the group.
 fn stat_fields(pid: i32) -> Option<(char, i32, i32)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name, in parentheses, may itself hold spaces and parentheses.
-    let (_, rest) = stat.rsplit_once(')')?;
-    let mut fields = rest.split_ascii_whitespace();
-    let state = fields.next()?.chars().next()?;
-    let parent = fields.next()?.parse().ok()?;
-    let group = fields.next()?.parse().ok()?;
-    Some((state, parent, group))
+    let fields = process::stat_fields(u32::try_from(pid).ok()?)?;
+    let state = fields.first()?.chars().next()?;
+    Some((
+        state,
+        fields.get(1)?.parse().ok()?,
+        fields.get(2)?.parse().ok()?,
+    ))
 }
 
 fn state_and_group(pid: i32) -> Option<(char, i32)> {
@@ -333,18 +333,9 @@ fn parent(pid: i32) -> Option<i32> {
 }
 
 /// Whether process `pid`'s environment holds `mark`, whole.
-fn marked(pid: i32, mark: &[u8]) -> bool {
+pub(crate) fn marked(pid: i32, mark: &[u8]) -> bool {
     std::fs::read(format!("/proc/{pid}/environ"))
         .is_ok_and(|env| env.split(|&b| b == 0).any(|kv| kv == mark))
-}
-
-/// Whether `pid` answers `kill(pid, 0)`: for tests.
-#[cfg(test)]
-fn exists(pid: i32) -> bool {
-    !matches!(
-        kill(Pid::from_raw(pid), None),
-        Err(nix::errno::Errno::ESRCH)
-    )
 }
 
 #[cfg(test)]
@@ -363,7 +354,7 @@ mod tests {
         child.kill().unwrap();
         child.wait().unwrap();
         assert!(!own_children().contains(&pid));
-        assert!(!exists(pid));
+        assert_eq!(stat_fields(pid), None);
     }
 
     #[test]

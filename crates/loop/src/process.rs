@@ -26,7 +26,7 @@ pub(crate) fn is_alive(pid: u32) -> bool {
 
 /// The fields of `/proc/PID/stat` after the command name, from the state (field 3) on; `None`
 /// where there is no such file.
-fn stat_fields(pid: u32) -> Option<Vec<String>> {
+pub(crate) fn stat_fields(pid: u32) -> Option<Vec<String>> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name, in parentheses, may itself hold spaces and parentheses: look after
     // the last `)`.

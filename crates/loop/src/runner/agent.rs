@@ -218,8 +218,10 @@ impl Runner {
         let mut grace_deadline = far;
         let mut kill_at = far;
         let mut drain_deadline = far;
-        // What was stopped outside the agent's group before the end (see `orphans`).
+        // What was stopped outside the agent's group before the end (see `orphans`), and
+        // what marks the processes to look for.
         let mut early = orphans::Swept::default();
+        let mark = self.mark();
         let mut term_sent = false;
         let mut asking: Option<OpenQuestion> = None;
 
@@ -266,7 +268,7 @@ impl Runner {
                     if out_open || err_open {
                         // Something the agent started still holds its output open: in its
                         // group, or outside it (see `orphans`).
-                        early = early.and(orphans::terminate(&self.mark(), pgid));
+                        early = early.and(orphans::terminate(&mark, pgid));
                         if !term_sent {
                             term_sent = true;
                             term_group(pgid);
@@ -361,7 +363,6 @@ impl Runner {
         // what left the group (see `orphans`): one Ctrl-C more cuts both graces short.
         let (stopped, swept) = {
             use futures_util::FutureExt;
-            let mark = self.mark();
             let hurried = std::sync::atomic::AtomicBool::new(false);
             let hurry = async {
                 if self.controls_open {

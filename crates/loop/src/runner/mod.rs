@@ -455,7 +455,7 @@ impl Runner {
     /// This loop's mark (`RALPH_DIR=...`), as it stands in the environment of every agent and
     /// test command it starts, and of all they start.
     fn mark(&self) -> Vec<u8> {
-        format!("RALPH_DIR={}", ralph_dir_value(self.ws.dir())).into_bytes()
+        mark_of(self.ws.dir())
     }
 
     /// Tells what a [`orphans::sweep`] after the `what` (agent or tests) of `iteration` did,
@@ -1050,6 +1050,12 @@ fn ralph_dir_value(dir: &std::path::Path) -> String {
         .to_string()
 }
 
+/// The whole `RALPH_DIR=...` entry that marks a process's environment as the `.ralph/` at
+/// `dir`'s: what [`group_is_ours`] and [`orphans`] look for.
+fn mark_of(dir: &std::path::Path) -> Vec<u8> {
+    format!("RALPH_DIR={}", ralph_dir_value(dir)).into_bytes()
+}
+
 /// The environment an agent runs with, on top of ralph's own.
 fn agent_env(
     ws: &Workspace,
@@ -1103,14 +1109,11 @@ pub(crate) fn group_is_ours(pgid: i32, dir: &std::path::Path) -> bool {
     if !supervisor::group_alive(pgid) {
         return false;
     }
-    let needle = format!("RALPH_DIR={}", ralph_dir_value(dir));
+    let mark = mark_of(dir);
     supervisor::live_members(pgid)
         .unwrap_or_default()
         .into_iter()
-        .any(|pid| {
-            std::fs::read(format!("/proc/{pid}/environ"))
-                .is_ok_and(|env| env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()))
-        })
+        .any(|pid| orphans::marked(pid, &mark))
 }
 
 /// Watches `.ralph/` and sends a wake-up for every change; the runner then looks at the files.

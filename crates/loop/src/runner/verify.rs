@@ -54,12 +54,14 @@ impl Runner {
                 self.group_started(pgid);
                 let _ = self.save_state_soon().await;
                 let mark = self.mark();
-                let (result, early) = run_tests(
+                let mut early = orphans::Swept::default();
+                let result = run_tests(
                     spawned,
                     task.test_timeout,
                     self.cfg.settings.kill_grace,
                     stop_requested(&mut self.controls, self.controls_open),
                     &mark,
+                    &mut early,
                 )
                 .await;
                 self.group_ended();
@@ -127,21 +129,10 @@ async fn stop_requested(controls: &mut mpsc::UnboundedReceiver<Control>, open: b
     std::future::pending::<()>().await
 }
 
-/// Runs `test_command` in its own process group with stderr merged into stdout; keeps the tail.
+/// Runs `test_command` in its own process group with stderr merged into stdout; keeps the
+/// tail. What it stops outside that group (the processes marked `mark`, see `orphans`) is
+/// added to `early`.
 async fn run_tests(
-    spawned: supervisor::Spawned,
-    timeout: Duration,
-    kill_grace: Duration,
-    stop: impl std::future::Future<Output = ()>,
-    mark: &[u8],
-) -> (Result<(ExitStatus, String), TestError>, orphans::Swept) {
-    let mut early = orphans::Swept::default();
-    let result = run_tests_until_done(spawned, timeout, kill_grace, stop, mark, &mut early).await;
-    (result, early)
-}
-
-/// [`run_tests`], which notes in `early` what it stopped outside the tests' group.
-async fn run_tests_until_done(
     spawned: supervisor::Spawned,
     timeout: Duration,
     kill_grace: Duration,
