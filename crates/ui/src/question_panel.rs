@@ -108,7 +108,9 @@ pub struct QuestionPanel {
     pub(crate) body: Vec<Para>,
     /// Option labels and descriptions, sanitized.
     pub(crate) options: Vec<(String, Option<String>)>,
-    pub(crate) editor: TextArea<'static>,
+    /// The answer being typed. In a cell so that drawing, which has the panel to read, can
+    /// also settle the editor's scroll to the area it is drawn into (see `render_editor`).
+    pub(crate) editor: RefCell<TextArea<'static>>,
     pub(crate) focus: Focus,
     /// The highlighted option (0-based).
     pub(crate) cursor: usize,
@@ -168,7 +170,7 @@ impl QuestionPanel {
             asked_at,
             opened: now,
             age_at_open,
-            editor: TextArea::default(),
+            editor: RefCell::default(),
             focus,
             cursor,
             refused: false,
@@ -217,7 +219,7 @@ impl QuestionPanel {
 
     /// The text typed so far (without any picked option).
     pub fn draft(&self) -> String {
-        self.editor.lines().join("\n")
+        self.editor.borrow().lines().join("\n")
     }
 
     /// The answer the options picked and the text typed so far make (what Enter sends, once
@@ -249,7 +251,7 @@ impl QuestionPanel {
     pub fn set_closed(&mut self, how: Closed) {
         self.closed = Some(how);
         self.refused = false;
-        self.editor.set_cursor_style(Style::new());
+        self.editor.get_mut().set_cursor_style(Style::new());
     }
 
     /// The next instant the panel looks different by itself (the countdown ticks a second,
@@ -302,14 +304,14 @@ impl QuestionPanel {
             && plain
             && c.is_ascii_digit()
             && self.digit_option(c).is_none()
-            && self.editor.is_empty()
+            && self.editor.get_mut().is_empty()
         {
             // Not a second pick but a number: the first digit's pick is undone.
             self.chosen = before;
             self.cursor = cursor;
             self.set_focus(Focus::Editor);
-            self.editor.insert_char(first);
-            self.editor.insert_char(c);
+            self.editor.get_mut().insert_char(first);
+            self.editor.get_mut().insert_char(c);
             return self.typed(now);
         }
         match self.focus {
@@ -336,7 +338,7 @@ impl QuestionPanel {
             return PanelAction::None;
         }
         self.set_focus(Focus::Editor);
-        self.editor.insert_str(text);
+        self.editor.get_mut().insert_str(text);
         self.typed(now)
     }
 
@@ -356,7 +358,7 @@ impl QuestionPanel {
             KeyCode::Char(c) if plain => {
                 // Typing in the list means answering in words.
                 self.set_focus(Focus::Editor);
-                self.editor.insert_char(c);
+                self.editor.get_mut().insert_char(c);
             }
             _ => return PanelAction::None,
         }
@@ -364,7 +366,7 @@ impl QuestionPanel {
     }
 
     fn editor_key(&mut self, key: KeyEvent, plain: bool, now: Instant) -> PanelAction {
-        let empty = self.editor.is_empty();
+        let empty = self.editor.get_mut().is_empty();
         match key.code {
             KeyCode::Char(c) if plain && empty && self.digit_option(c).is_some() => {
                 self.pick_digit(c, self.digit_option(c).unwrap_or_default());
@@ -376,17 +378,19 @@ impl QuestionPanel {
                 self.pick(self.cursor);
                 return self.typed(now);
             }
-            KeyCode::Up if plain && !self.options.is_empty() && self.editor.cursor().0 == 0 => {
+            KeyCode::Up
+                if plain && !self.options.is_empty() && self.editor.get_mut().cursor().0 == 0 =>
+            {
                 self.cursor = self.options.len() - 1;
                 self.set_focus(Focus::Options);
                 return self.typed(now);
             }
             _ => {}
         }
-        let before = self.editor.cursor();
-        if self.editor.input(key) {
+        let before = self.editor.get_mut().cursor();
+        if self.editor.get_mut().input(key) {
             self.typed(now)
-        } else if self.editor.cursor() != before {
+        } else if self.editor.get_mut().cursor() != before {
             // Moving the cursor means the person is at the keyboard.
             self.typed(now)
         } else {
@@ -417,7 +421,7 @@ impl QuestionPanel {
 
     fn newline(&mut self, now: Instant) -> PanelAction {
         self.set_focus(Focus::Editor);
-        self.editor.insert_newline();
+        self.editor.get_mut().insert_newline();
         self.typed(now)
     }
 
@@ -482,16 +486,18 @@ impl QuestionPanel {
     fn restyle(&mut self) {
         self.body = body_paras(&self.question, &self.theme);
         self.wrapped.replace(None);
-        self.editor.set_wrap_mode(WrapMode::WordOrGlyph);
-        self.editor.set_cursor_line_style(Style::new());
-        self.editor.set_style(self.theme.text);
-        self.editor.set_placeholder_style(self.theme.placeholder);
+        self.editor.get_mut().set_wrap_mode(WrapMode::WordOrGlyph);
+        self.editor.get_mut().set_cursor_line_style(Style::new());
+        self.editor.get_mut().set_style(self.theme.text);
+        self.editor
+            .get_mut()
+            .set_placeholder_style(self.theme.placeholder);
         let placeholder = if self.options.is_empty() {
             "Type your answer"
         } else {
             "Type your own answer, or a note for the picked option"
         };
-        self.editor.set_placeholder_text(placeholder);
+        self.editor.get_mut().set_placeholder_text(placeholder);
         self.restyle_editor();
     }
 
@@ -503,7 +509,7 @@ impl QuestionPanel {
         } else {
             Style::new()
         };
-        self.editor.set_cursor_style(cursor);
+        self.editor.get_mut().set_cursor_style(cursor);
     }
 
     /// The body wrapped to `width`, from the cache when the width has not changed.

@@ -83,17 +83,19 @@ macro_rules! snapshot {
 
 /// The first cell whose symbol starts `text` on some row, for style checks.
 fn find(buffer: &Buffer, text: &str) -> (u16, u16) {
+    find_any(buffer, text).unwrap_or_else(|| panic!("{text:?} not on screen"))
+}
+
+/// Where `text` starts on the screen, if it is there.
+fn find_any(buffer: &Buffer, text: &str) -> Option<(u16, u16)> {
     let area = buffer.area;
-    for y in area.top()..area.bottom() {
+    (area.top()..area.bottom()).find_map(|y| {
         let row: String = (area.left()..area.right())
             .map(|x| buffer[(x, y)].symbol())
             .collect();
-        if let Some(byte) = row.find(text) {
-            let x = row[..byte].chars().count() as u16;
-            return (x, y);
-        }
-    }
-    panic!("{text:?} not on screen");
+        let byte = row.find(text)?;
+        Some((row[..byte].chars().count() as u16, y))
+    })
 }
 
 #[test]
@@ -384,6 +386,18 @@ fn monochrome() {
     for cell in &buffer.content {
         assert_eq!((cell.fg, cell.bg), (Color::Reset, Color::Reset), "{cell:?}");
     }
+    // Reverse video marks the option under the cursor and nothing before the others.
+    for row in ["2. Memcached", "3. In-process LRU"] {
+        let (x, y) = find(buffer, row);
+        for x in 0..x {
+            assert!(
+                !buffer[(x, y)].modifier.contains(Modifier::REVERSED),
+                "column {x} before {row:?} is reverse video"
+            );
+        }
+    }
+    let (x, y) = find(buffer, "› (•) 1. Redis");
+    assert!(buffer[(x, y)].modifier.contains(Modifier::REVERSED));
     // Urgency shows as bold reverse instead of red.
     let (x, y) = find(buffer, "5s left");
     assert!(
@@ -509,4 +523,38 @@ fn many_options_in_a_short_panel() {
         WIDTH,
         Some(16)
     );
+}
+
+/// Whether `text` is anywhere on the screen.
+fn on_screen(buffer: &Buffer, text: &str) -> bool {
+    find_any(buffer, text).is_some()
+}
+
+#[test]
+fn an_answer_scrolled_in_a_short_editor_shows_whole_once_the_terminal_grows() {
+    let t0 = Instant::now();
+    let mut panel = open(plain(), Some(WAIT), t0);
+    for (i, line) in ["first line", "second line", "third line"]
+        .iter()
+        .enumerate()
+    {
+        if i > 0 {
+            panel.handle_key(KeyEvent::new(KeyCode::Char('j'), KeyModifiers::CONTROL), t0);
+        }
+        type_str(&mut panel, line, t0);
+    }
+    // A short terminal: one row of editor, scrolled to the cursor on the third line.
+    let short = draw(&panel, WIDTH, Some(6), t0);
+    assert!(on_screen(short.buffer(), "third line"), "{short}");
+    assert!(!on_screen(short.buffer(), "first line"), "{short}");
+    // Taller again: the editor has room for all three lines, and shows them, the cursor
+    // still on the third.
+    let tall = draw(&panel, WIDTH, None, t0);
+    for line in ["first line", "second line", "third line"] {
+        assert!(on_screen(tall.buffer(), line), "{line:?} hidden:\n{tall}");
+    }
+    assert_eq!(panel.editor.borrow().cursor(), (2, 10));
+    // The cursor stays where it was, and typing goes on there.
+    type_str(&mut panel, "!", t0);
+    assert_eq!(panel.draft(), "first line\nsecond line\nthird line!");
 }

@@ -16,6 +16,7 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Borders, Clear, Padding, Widget};
+use ratatui_textarea::TextArea;
 
 use crate::countdown_view;
 use crate::question_panel::{Closed, Focus, QuestionPanel, clean};
@@ -156,6 +157,7 @@ impl QuestionPanel {
         let width = usize::from(width.max(1));
         let rows: usize = self
             .editor
+            .borrow()
             .lines()
             .iter()
             // The cursor after the last character needs a cell too.
@@ -275,10 +277,13 @@ impl QuestionPanel {
                 };
                 // Once closed, picks are history, not the answer: show the options only.
                 let chosen = self.chosen[i] && self.closed.is_none();
-                let mut first = vec![Span::styled(
-                    if under_cursor { "› " } else { "  " },
-                    theme.option_cursor,
-                )];
+                // Only the row under the cursor carries the cursor's style: in the monochrome
+                // theme it is reverse video, which would draw a block before every option.
+                let mut first = vec![if under_cursor {
+                    Span::styled("› ", theme.option_cursor)
+                } else {
+                    Span::styled("  ", theme.text)
+                }];
                 if self.closed.is_none() {
                     first.push(Span::styled(
                         if chosen { on } else { off },
@@ -391,7 +396,9 @@ impl QuestionPanel {
             }
         };
         if !inner.is_empty() {
-            (&self.editor).render(inner, buf);
+            let mut editor = self.editor.borrow_mut();
+            settle(&mut editor, inner);
+            (&*editor).render(inner, buf);
         }
     }
 
@@ -478,6 +485,32 @@ fn format_age(age: Duration) -> String {
 
 fn clamp_u16(n: usize) -> u16 {
     u16::try_from(n).unwrap_or(u16::MAX)
+}
+
+/// Scrolls `editor` back up when rows of its text are hidden above while rows below it stand
+/// empty: after the area it is drawn into grew (a resize, a longer answer's room), which
+/// `ratatui_textarea` does not do itself (it only scrolls to keep the cursor in view, so the
+/// first lines stayed hidden until the cursor went up to them). The cursor stays where it is.
+fn settle(editor: &mut TextArea<'static>, area: Rect) {
+    if editor.scroll_offset().0 == 0 {
+        return;
+    }
+    // A draw off screen: the editor takes `area`'s size, and scrolls to keep the cursor in it.
+    (&*editor).render(area, &mut Buffer::empty(area));
+    let top = usize::from(editor.scroll_offset().0);
+    let height = usize::from(area.height);
+    // The text's last row on screen: past it, every row maps to where the last one starts.
+    let last = (top..top + height)
+        .find(|&row| editor.screen_to_data(row + 1, 0) == editor.screen_to_data(row, 0))
+        .unwrap_or(top + height);
+    let cursor = editor.screen_cursor().row;
+    let want = (last + 1)
+        .saturating_sub(height)
+        .max((cursor + 1).saturating_sub(height));
+    if want < top {
+        let up = i16::try_from(top - want).unwrap_or(i16::MAX);
+        editor.scroll((-up, 0));
+    }
 }
 
 #[cfg(test)]
