@@ -340,6 +340,35 @@ fn after_sigkill_of_ralph_its_guard_stops_the_agent_group_and_the_next_run_resum
 }
 
 #[test]
+fn after_sigkill_of_ralph_its_guard_stops_what_the_agent_started_in_a_session_of_its_own() {
+    let p = Project::with_task("task: Escapes\nmax_iterations: 2", "- [ ] x\n");
+    // The process in a session of its own is not in the agent's group: stopping the group,
+    // as the guard did before, left it running for good, with init as its parent.
+    let agent = p.agent(
+        "[iteration 1]\nspawn-grandchild 300s --pid-file grandchild.pid --quiet --new-session\nprint started\nhang\n",
+    );
+    let child = start_run(&p, &agent, &[]);
+    let escapee = read_pid(&p, "grandchild.pid");
+    let leader = agent_pgid(&p);
+    let guard = guard_of(child.id());
+    signal(&child, Signal::SIGKILL);
+    Run::finish(child, Duration::from_secs(10));
+    wait_until(Duration::from_secs(20), "the guard to exit", || {
+        (!pid_alive(guard)).then_some(())
+    });
+    let left = pid_alive(escapee);
+    if left {
+        let _ = kill(Pid::from_raw(escapee), Signal::SIGKILL);
+    }
+    assert!(
+        !left,
+        "the process in a session of its own outlived ralph and its guard"
+    );
+    assert!(!pid_alive(leader));
+    assert_no_agent_processes(&p, Duration::from_secs(5));
+}
+
+#[test]
 fn after_sigkill_of_ralph_while_the_tests_run_its_guard_stops_them() {
     let (_p, _agent, tests) = killed_while_the_tests_run(|child| signal(child, Signal::SIGKILL));
     wait_until(

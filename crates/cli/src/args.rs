@@ -64,6 +64,9 @@ pub enum Command {
         /// Give the terminal back if ralph is killed with its terminal view up.
         #[arg(long)]
         terminal: bool,
+        /// The run's id (`RALPH_RUN`): what still carries it when ralph is killed is stopped.
+        #[arg(long)]
+        run: Option<String>,
     },
 }
 

@@ -137,7 +137,13 @@ fn customize(
 /// if this process is killed with the view up.
 fn start_guard(runner: &mut Runner, terminal: bool) {
     let dir = std::path::absolute(runner.ralph_dir()).unwrap_or_else(|_| runner.ralph_dir().into());
-    let args = [std::ffi::OsStr::new("__guard"), dir.as_os_str()];
+    // The run's id: after a crash, the guard stops what still carries it.
+    let args = [
+        std::ffi::OsStr::new("__guard"),
+        dir.as_os_str(),
+        std::ffi::OsStr::new("--run"),
+        std::ffi::OsStr::new(ralph_loop::orphans::run_id()),
+    ];
     match Guard::start(std::path::Path::new("/proc/self/exe"), &args, terminal) {
         Ok(guard) => runner.set_guard(guard),
         Err(e) => eprintln!(

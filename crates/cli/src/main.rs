@@ -116,8 +116,9 @@ fn run(cli: Cli) -> CmdResult {
         Command::Guard {
             ralph_dir,
             terminal,
+            run,
         } => {
-            ralph_loop::guard::main(&ralph_dir, terminal);
+            ralph_loop::guard::main(&ralph_dir, terminal, run.as_deref());
             Ok(0)
         }
     }

@@ -9,7 +9,11 @@
 //! when it starts a group (one runs at a time) and `-PGID` once it is gone. End of file on the
 //! pipe means ralph has exited, however it died; the guard then stops the group still running,
 //! if it is ralph's (a member's environment names this `.ralph/`, as the next run's check does):
-//! SIGTERM, up to the grace, SIGKILL, as the loop itself stops one. Then it exits.
+//! SIGTERM, up to the grace, SIGKILL, as the loop itself stops one. Then, unless ralph said
+//! goodbye, it stops the same way every process still alive that carries the run's id
+//! (`RALPH_RUN`, see [`orphans::run_id`]) in its environment: what the agent or the tests
+//! started outside their group, which ralph would have stopped with its iteration. Then it
+//! exits.
 //!
 //! While ralph runs, the guard sleeps in one blocking read: no polling, no timer. ralph's side
 //! is one `write` of a few bytes per group started or ended.
@@ -29,7 +33,9 @@ use std::time::Duration;
 use nix::sys::signal::{SigSet, Signal};
 use nix::sys::termios::{self, OutputFlags, SetArg, Termios};
 
-use crate::supervisor;
+use nix::unistd::{getpgid, getpgrp, getppid};
+
+use crate::{orphans, supervisor};
 
 /// ralph's end of the guard: tells it which groups are running.
 #[derive(Debug)]
@@ -154,32 +160,70 @@ const SHOW_CURSOR: &[u8] = b"\x1b[?25h";
 /// below it, and shows the cursor.
 const GIVE_BACK: &[u8] = b"\x1b[0m\x1b[?2004l\x1b[999;1H\r\n\x1b[?25h";
 
-/// `ralph __guard DIR [--terminal]`: with `terminal`, saves the terminal's settings and says
-/// so (one byte on standard output, which [`Guard::start`] waits for); then [`serve`]s
-/// standard input.
-pub fn main(ralph_dir: &Path, terminal: bool) {
+/// `ralph __guard DIR [--terminal] [--run ID]`: with `terminal`, saves the terminal's
+/// settings and says so (one byte on standard output, which [`Guard::start`] waits for);
+/// then [`serve`]s standard input, for the run with id `run` when given.
+pub fn main(ralph_dir: &Path, terminal: bool, run: Option<&str>) {
+    // Before anything else: while ralph lives it is the parent, and its group is known.
+    let run = run.map(Run::new);
     let saved = terminal.then(Terminal::save).flatten();
     if terminal {
         let mut out = io::stdout();
         let _ = out.write_all(b".").and_then(|()| out.flush());
     }
-    serve(io::stdin().lock(), ralph_dir, saved);
+    serve(io::stdin().lock(), ralph_dir, saved, run.as_ref());
 }
+
+/// The processes of one `ralph run`, for the guard to stop after a crash: those whose
+/// environment holds the run's mark ([`orphans::run_mark`]).
+#[derive(Debug, Clone)]
+pub struct Run {
+    mark: Vec<u8>,
+    /// The groups never signalled with them: the guard's own and ralph's (the shell's job,
+    /// where a pipe's other commands, `tee` say, may live on).
+    spare: Vec<i32>,
+}
+
+impl Run {
+    /// The run with id `id`, as seen from the guard while ralph, its parent, lives.
+    pub fn new(id: &str) -> Run {
+        let own = getpgrp();
+        let ralph = getpgid(Some(getppid())).unwrap_or(own);
+        Run {
+            mark: orphans::run_mark(id),
+            spare: vec![own.as_raw(), ralph.as_raw()],
+        }
+    }
+}
+
+/// How long what is still running gets between SIGTERM and SIGKILL when ralph never said
+/// (it started no group): ralph's own default.
+const DEFAULT_GRACE: Duration = Duration::from_secs(3);
 
 /// The guard's side, until end of file on `input`: follows which group runs (one at a time,
 /// as `state.json` records it), then stops it if it is still listed and belongs to the
 /// `.ralph/` at `ralph_dir`, as the loop stops a group: [`supervisor::stop_group`]. Before
-/// that, if ralph did not say goodbye (`.`), gives `terminal` back.
-pub fn serve(input: impl BufRead, ralph_dir: &Path, mut terminal: Option<Terminal>) {
+/// that, if ralph did not say goodbye (`.`), gives `terminal` back; after it, if ralph did not
+/// say goodbye, stops every process of `run` still alive wherever it is
+/// ([`orphans::stop_everywhere`]): one that had left the agent's group, which ralph, killed
+/// before it could, had adopted or not yet found.
+pub fn serve(
+    input: impl BufRead,
+    ralph_dir: &Path,
+    mut terminal: Option<Terminal>,
+    run: Option<&Run>,
+) {
     let mut running: Option<(i32, Duration)> = None;
+    let mut grace = DEFAULT_GRACE;
     let mut goodbye = false;
     for line in input.lines() {
         let Ok(line) = line else { break };
         if line == "." {
             goodbye = true;
-        } else if let Some((pgid, grace)) = line.strip_prefix('+').and_then(|r| r.split_once(' ')) {
-            if let (Ok(pgid), Ok(grace)) = (pgid.parse(), grace.parse()) {
-                running = Some((pgid, Duration::from_millis(grace)));
+        } else if let Some((pgid, ms)) = line.strip_prefix('+').and_then(|r| r.split_once(' ')) {
+            if let (Ok(pgid), Ok(ms)) = (pgid.parse(), ms.parse()) {
+                grace = Duration::from_millis(ms);
+                running = Some((pgid, grace));
             }
         } else if let Some(pgid) = line.strip_prefix('-').and_then(|p| p.parse::<i32>().ok())
             && running.is_some_and(|(p, _)| p == pgid)
@@ -190,19 +234,29 @@ pub fn serve(input: impl BufRead, ralph_dir: &Path, mut terminal: Option<Termina
     if let Some(terminal) = terminal.as_mut().filter(|_| !goodbye) {
         terminal.give_back();
     }
-    let Some((pgid, grace)) = running.filter(|(p, _)| crate::runner::group_is_ours(*p, ralph_dir))
-    else {
+    let group = running.filter(|(p, _)| crate::runner::group_is_ours(*p, ralph_dir));
+    let run = run.filter(|_| !goodbye);
+    if group.is_none() && run.is_none() {
         return;
-    };
+    }
     // A runtime of this one thread, for the supervisor's own stop (its timers).
-    if let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+    let Ok(rt) = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()
-    {
-        rt.block_on(supervisor::stop_group(pgid, grace, std::future::pending()));
-    } else {
-        supervisor::kill_group_now(pgid);
-    }
+    else {
+        if let Some((pgid, _)) = group {
+            supervisor::kill_group_now(pgid);
+        }
+        return;
+    };
+    rt.block_on(async {
+        if let Some((pgid, grace)) = group {
+            supervisor::stop_group(pgid, grace, std::future::pending()).await;
+        }
+        if let Some(run) = run {
+            orphans::stop_everywhere(&run.mark, &run.spare, grace).await;
+        }
+    });
 }
 
 #[cfg(test)]
@@ -249,13 +303,13 @@ mod tests {
         let mut running = group(&dir, true);
         let (e, f, r) = (ended.id(), foreign.id(), running.id());
         // The group ralph said had ended is left alone.
-        serve(format!("+{e} 2000\n-{e}\n").as_bytes(), &dir, None);
+        serve(format!("+{e} 2000\n-{e}\n").as_bytes(), &dir, None, None);
         // So is one that is not the loop's.
-        serve(format!("+{f} 2000\n").as_bytes(), &dir, None);
+        serve(format!("+{f} 2000\n").as_bytes(), &dir, None, None);
         // The last one started, still running: stopped, whatever came after it that is not
         // a message, or ends another group.
         let input = format!("+{e} 2000\n+{r} 2000\nnot a message\n+{r}\n-{e}\n");
-        serve(input.as_bytes(), &dir, None);
+        serve(input.as_bytes(), &dir, None, None);
         let _ = running.wait();
         assert!(gone(&mut running), "the group still listed was not stopped");
         assert!(
@@ -310,14 +364,14 @@ mod tests {
         let (terminal, mut master) = raw_terminal();
         let raw = settings(&terminal);
         let tty = terminal.tty.try_clone().unwrap();
-        serve(".\n".as_bytes(), &dir, Some(terminal));
+        serve(".\n".as_bytes(), &dir, Some(terminal), None);
         assert_eq!(termios::tcgetattr(&tty).unwrap(), raw);
         assert_eq!(sent(&mut master, &tty), b"");
 
         // ralph died with the terminal in raw mode: settings back, cursor below and shown.
         let (terminal, mut master) = raw_terminal();
         let (saved, tty) = (terminal.saved.clone(), terminal.tty.try_clone().unwrap());
-        serve("+1 10\n-1\n".as_bytes(), &dir, Some(terminal));
+        serve("+1 10\n-1\n".as_bytes(), &dir, Some(terminal), None);
         assert_eq!(termios::tcgetattr(&tty).unwrap(), saved);
         // Written after the settings came back: the line discipline turns `\n` into `\r\n`.
         let expected = String::from_utf8_lossy(GIVE_BACK).replace('\n', "\r\n");
@@ -332,9 +386,55 @@ mod tests {
             .remove(termios::LocalFlags::ICANON | termios::LocalFlags::ECHO);
         termios::tcsetattr(&terminal.tty, SetArg::TCSANOW, &shell).unwrap();
         let tty = terminal.tty.try_clone().unwrap();
-        serve("".as_bytes(), &dir, Some(terminal));
+        serve("".as_bytes(), &dir, Some(terminal), None);
         assert_eq!(termios::tcgetattr(&tty).unwrap(), shell);
         assert_eq!(sent(&mut master, &tty), SHOW_CURSOR);
+    }
+
+    /// `sleep 300` in a group of its own, with `env` added to its environment.
+    fn sleeper(env: &[(&str, &str)]) -> Child {
+        let mut cmd = Command::new("sleep");
+        cmd.arg("300").process_group(0).envs(env.iter().copied());
+        cmd.spawn().unwrap()
+    }
+
+    /// Whether `child` has exited (it is reaped if so).
+    fn exited(child: &mut Child) -> bool {
+        child.try_wait().unwrap().is_some()
+    }
+
+    #[test]
+    fn without_a_goodbye_every_process_of_the_run_is_stopped_wherever_it_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let dir = dir.path().join(".ralph");
+        let id = format!("guard-test-{}", std::process::id());
+        let run = Run {
+            mark: orphans::run_mark(&id),
+            spare: vec![getpgrp().as_raw()],
+        };
+        let mut ours = sleeper(&[("RALPH_RUN", &id)]);
+        let mut other_run = sleeper(&[("RALPH_RUN", &format!("{id}-2"))]);
+        let mut unmarked = sleeper(&[]);
+        // ralph said goodbye: it stopped what it started itself.
+        serve(".\n".as_bytes(), &dir, None, Some(&run));
+        std::thread::sleep(Duration::from_millis(100));
+        let after_goodbye = exited(&mut ours);
+        // ralph was killed: no group was running, but a process of the run lives on. The
+        // guard returns once it is gone.
+        serve("+1 300\n-1\n".as_bytes(), &dir, None, Some(&run));
+        let after_crash = exited(&mut ours);
+        let spared = [exited(&mut other_run), exited(&mut unmarked)];
+        for child in [&mut ours, &mut other_run, &mut unmarked] {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        assert!(!after_goodbye, "stopped after a goodbye");
+        assert!(after_crash, "the run's process outlived the guard");
+        assert_eq!(
+            spared,
+            [false, false],
+            "a process not of this run was stopped"
+        );
     }
 
     #[test]
@@ -351,7 +451,7 @@ mod tests {
             std::thread::sleep(Duration::from_millis(5));
         }
         let start = Instant::now();
-        serve(format!("+{pgid} 300\n").as_bytes(), &dir, None);
+        serve(format!("+{pgid} 300\n").as_bytes(), &dir, None, None);
         let _ = stubborn.wait();
         assert!(!supervisor::group_alive(pgid), "it survived the guard");
         assert!(

@@ -85,6 +85,27 @@ pub fn spawn<C>(
     Ok(child)
 }
 
+/// The variable that tells the processes of one `ralph run` from those of any other: every
+/// agent and test command it starts, and all they start, carry `RALPH_RUN=`[`run_id`].
+pub const RUN_VAR: &str = "RALPH_RUN";
+
+/// This process's run id, made once: its pid and the time it was first asked for, which no
+/// other run has had.
+pub fn run_id() -> &'static str {
+    static ID: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    ID.get_or_init(|| {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        format!("{}-{nanos:x}", std::process::id())
+    })
+}
+
+/// The environment entry that marks the processes of the run with id `id`.
+pub fn run_mark(id: &str) -> Vec<u8> {
+    format!("{RUN_VAR}={id}").into_bytes()
+}
+
 /// What a [`sweep`] did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Swept {
@@ -129,6 +150,48 @@ where
         }
     }
     swept
+}
+
+/// Stops every process on the machine whose environment holds `mark` (`RALPH_RUN=ID`, one
+/// run's [`run_mark`]), wherever it is now, as [`sweep`] stops the ones it adopted: SIGTERM to
+/// it and its group (unless the group is in `spare`, or none), `grace`, SIGKILL, and again
+/// for any it started meanwhile. For the guard once ralph has died without a goodbye: what
+/// ralph had adopted, or had not swept yet, then belongs to init, and only its mark is left
+/// to find it by. Reads the environment of every process this user may read, once a round:
+/// a few milliseconds, once, after a crash.
+pub async fn stop_everywhere(mark: &[u8], spare: &[i32], grace: Duration) -> Swept {
+    let mut swept = Swept::default();
+    let mut hurried = false;
+    let never = std::future::pending::<()>().fuse();
+    tokio::pin!(never);
+    for _ in 0..ROUNDS {
+        let found = everywhere(mark, spare);
+        if found.is_empty() {
+            break;
+        }
+        swept.note(&found);
+        let how = stop(&found, grace, never.as_mut(), &mut hurried).await;
+        swept.how = Some(swept.how.map_or(how, |was| worse(was, how)));
+        if how == Stopped::Survived {
+            break;
+        }
+    }
+    swept
+}
+
+/// The live processes marked `mark`, other than this one, with their groups unless spared.
+fn everywhere(mark: &[u8], spare: &[i32]) -> Vec<Escapee> {
+    others()
+        .into_iter()
+        .filter_map(|pid| {
+            let (state, group) = state_and_group(pid)?;
+            let live = !matches!(state, 'Z' | 'X');
+            (live && marked(pid, mark)).then_some(Escapee {
+                pid,
+                group: (group > 1 && !spare.contains(&group)).then_some(group),
+            })
+        })
+        .collect()
 }
 
 /// Sends SIGTERM (and SIGCONT) to the processes marked `mark` that ralph adopted outside
@@ -303,13 +366,22 @@ fn own_children() -> Vec<i32> {
         return children;
     }
     let me = getpid().as_raw();
+    others()
+        .into_iter()
+        .filter(|&pid| parent(pid) == Some(me))
+        .collect()
+}
+
+/// Every process in `/proc` but this one.
+fn others() -> Vec<i32> {
+    let me = getpid().as_raw();
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
     entries
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|&pid| parent(pid) == Some(me))
+        .filter(|&pid| pid != me)
         .collect()
 }
 

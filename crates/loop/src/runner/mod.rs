@@ -1066,6 +1066,7 @@ fn agent_env(
     let abs = |p: &std::path::Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
     let mut env = vec![
         ("RALPH_DIR".to_string(), ralph_dir_value(ws.dir())),
+        (orphans::RUN_VAR.to_string(), orphans::run_id().to_string()),
         ("RALPH_ITERATION".to_string(), iteration.to_string()),
         (
             "RALPH_TASK_FILE".to_string(),
