@@ -32,7 +32,6 @@ use std::time::Duration;
 
 use nix::sys::signal::{SigSet, Signal};
 use nix::sys::termios::{self, OutputFlags, SetArg, Termios};
-
 use nix::unistd::{getpgid, getpgrp, getppid};
 
 use crate::{orphans, supervisor};
