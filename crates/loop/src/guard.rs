@@ -212,7 +212,8 @@ pub fn serve(
     mut terminal: Option<Terminal>,
     run: Option<&Run>,
 ) {
-    let mut running: Option<(i32, Duration)> = None;
+    // The group running, and the grace the last one started was given.
+    let mut running: Option<i32> = None;
     let mut grace = DEFAULT_GRACE;
     let mut goodbye = false;
     for line in input.lines() {
@@ -222,10 +223,10 @@ pub fn serve(
         } else if let Some((pgid, ms)) = line.strip_prefix('+').and_then(|r| r.split_once(' ')) {
             if let (Ok(pgid), Ok(ms)) = (pgid.parse(), ms.parse()) {
                 grace = Duration::from_millis(ms);
-                running = Some((pgid, grace));
+                running = Some(pgid);
             }
         } else if let Some(pgid) = line.strip_prefix('-').and_then(|p| p.parse::<i32>().ok())
-            && running.is_some_and(|(p, _)| p == pgid)
+            && running == Some(pgid)
         {
             running = None;
         }
@@ -233,7 +234,7 @@ pub fn serve(
     if let Some(terminal) = terminal.as_mut().filter(|_| !goodbye) {
         terminal.give_back();
     }
-    let group = running.filter(|(p, _)| crate::runner::group_is_ours(*p, ralph_dir));
+    let group = running.filter(|&pgid| crate::runner::group_is_ours(pgid, ralph_dir));
     let run = run.filter(|_| !goodbye);
     if group.is_none() && run.is_none() {
         return;
@@ -243,13 +244,13 @@ pub fn serve(
         .enable_time()
         .build()
     else {
-        if let Some((pgid, _)) = group {
+        if let Some(pgid) = group {
             supervisor::kill_group_now(pgid);
         }
         return;
     };
     rt.block_on(async {
-        if let Some((pgid, grace)) = group {
+        if let Some(pgid) = group {
             supervisor::stop_group(pgid, grace, std::future::pending()).await;
         }
         if let Some(run) = run {

@@ -127,21 +127,45 @@ pub async fn sweep<F>(mark: &[u8], group: i32, grace: Duration, hurry: F) -> Swe
 where
     F: Future<Output = ()>,
 {
-    let mut swept = Swept::default();
     if !adopting() {
-        return swept;
+        return Swept::default();
     }
+    rounds(
+        |swept| look(mark, group, &mut swept.reaped),
+        true,
+        grace,
+        hurry,
+    )
+    .await
+}
+
+/// Stops what `find` finds ([`stop`]), reaps them when they are adopted children of this
+/// process (`adopted`: never otherwise, or a `wait` elsewhere would lose its child), and goes
+/// back for what they left, up to [`ROUNDS`] times, until `find` finds nothing (or one
+/// outlived SIGKILL).
+async fn rounds<F>(
+    mut find: impl FnMut(&mut Swept) -> Vec<Escapee>,
+    adopted: bool,
+    grace: Duration,
+    hurry: F,
+) -> Swept
+where
+    F: Future<Output = ()>,
+{
+    let mut swept = Swept::default();
     let hurry = hurry.fuse();
     tokio::pin!(hurry);
     let mut hurried = false;
     for _ in 0..ROUNDS {
-        let escapees = look(mark, group, &mut swept.reaped);
+        let escapees = find(&mut swept);
         if escapees.is_empty() {
             break;
         }
         swept.note(&escapees);
         let how = stop(&escapees, grace, hurry.as_mut(), &mut hurried).await;
-        swept.reaped += escapees.iter().filter(|e| reap(e.pid)).count();
+        if adopted {
+            swept.reaped += escapees.iter().filter(|e| reap(e.pid)).count();
+        }
         swept.how = Some(swept.how.map_or(how, |was| worse(was, how)));
         if how == Stopped::Survived {
             // Past SIGKILL (a process stuck in the kernel): another round would only wait
@@ -160,23 +184,13 @@ where
 /// to find it by. Reads the environment of every process this user may read, once a round:
 /// a few milliseconds, once, after a crash.
 pub async fn stop_everywhere(mark: &[u8], spare: &[i32], grace: Duration) -> Swept {
-    let mut swept = Swept::default();
-    let mut hurried = false;
-    let never = std::future::pending::<()>().fuse();
-    tokio::pin!(never);
-    for _ in 0..ROUNDS {
-        let found = everywhere(mark, spare);
-        if found.is_empty() {
-            break;
-        }
-        swept.note(&found);
-        let how = stop(&found, grace, never.as_mut(), &mut hurried).await;
-        swept.how = Some(swept.how.map_or(how, |was| worse(was, how)));
-        if how == Stopped::Survived {
-            break;
-        }
-    }
-    swept
+    rounds(
+        |_| everywhere(mark, spare),
+        false,
+        grace,
+        std::future::pending(),
+    )
+    .await
 }
 
 /// The live processes marked `mark`, other than this one, with their groups unless spared.

@@ -1056,6 +1056,15 @@ fn mark_of(dir: &std::path::Path) -> Vec<u8> {
     format!("RALPH_DIR={}", ralph_dir_value(dir)).into_bytes()
 }
 
+/// What marks every agent and test command, and all they start, as this loop's
+/// (`RALPH_DIR`: the next run's check, the sweep) and this run's (`RALPH_RUN`: the guard).
+fn marks(dir: &std::path::Path) -> [(&'static str, String); 2] {
+    [
+        ("RALPH_DIR", ralph_dir_value(dir)),
+        (orphans::RUN_VAR, orphans::run_id().to_string()),
+    ]
+}
+
 /// The environment an agent runs with, on top of ralph's own.
 fn agent_env(
     ws: &Workspace,
@@ -1064,9 +1073,11 @@ fn agent_env(
     prompt_path: &std::path::Path,
 ) -> Vec<(String, String)> {
     let abs = |p: &std::path::Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
-    let mut env = vec![
-        ("RALPH_DIR".to_string(), ralph_dir_value(ws.dir())),
-        (orphans::RUN_VAR.to_string(), orphans::run_id().to_string()),
+    let mut env: Vec<(String, String)> = marks(ws.dir())
+        .into_iter()
+        .map(|(name, value)| (name.to_string(), value))
+        .collect();
+    env.extend([
         ("RALPH_ITERATION".to_string(), iteration.to_string()),
         (
             "RALPH_TASK_FILE".to_string(),
@@ -1076,7 +1087,7 @@ fn agent_env(
             "RALPH_PROMPT_FILE".to_string(),
             abs(prompt_path).display().to_string(),
         ),
-    ];
+    ]);
     // So the agent can run `ralph ask` even when ralph is not on its PATH. Looked up once: the
     // path stays right if the binary is replaced while the loop runs (the link would then end
     // in " (deleted)").

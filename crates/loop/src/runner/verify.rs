@@ -44,13 +44,10 @@ impl Runner {
         })
         .await;
         let script = format!("exec 2>&1\n{command}");
-        // RALPH_DIR marks the tests as this loop's, and `agent_pgid` names their group: a run
-        // after ralph was killed outright stops them as it stops an orphaned agent. RALPH_RUN
-        // marks them as this run's, for the guard.
-        let env = [
-            ("RALPH_DIR", ralph_dir_value(self.ws.dir())),
-            (orphans::RUN_VAR, orphans::run_id().to_string()),
-        ];
+        // The marks make the tests this loop's and this run's, and `agent_pgid` names their
+        // group: a run after ralph was killed outright stops them as it stops an orphaned
+        // agent.
+        let env = marks(self.ws.dir());
         let result = match supervisor::spawn_shell(&script, self.ws.root(), env, None) {
             Err(e) => Err(TestError::Spawn(e)),
             Ok(spawned) => {
