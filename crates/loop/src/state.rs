@@ -157,6 +157,12 @@ pub struct State {
     /// The process group of the running agent, so a later run can clean up after a crash.
     #[serde(default)]
     pub agent_pgid: Option<i32>,
+    /// This run's id (`RALPH_RUN` in the environment of every agent and test command it
+    /// starts, see [`crate::orphans::run_id`]), so that a later run can also stop what they
+    /// started outside that group, should ralph and its guard both be killed outright. `None`
+    /// in files from before it was recorded, and when no loop wrote the file.
+    #[serde(default)]
+    pub run_id: Option<String>,
     /// The project root.
     pub root: String,
     /// The task's one-line summary.
@@ -213,6 +219,7 @@ impl State {
             max_iterations,
             pid: std::process::id(),
             agent_pgid: None,
+            run_id: None,
             root: ws.root().display().to_string(),
             task: String::new(),
             agent: agent.to_string(),
@@ -404,6 +411,26 @@ mod tests {
             asked_at: timestamp(asked_at),
             deadline: None,
         }
+    }
+
+    #[test]
+    fn the_run_id_is_saved_and_loaded_and_a_file_from_before_it_still_loads() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::new(dir.path());
+        ws.ensure().unwrap();
+        let mut state = State::fresh(&ws, "fake", 3);
+        state.agent_pgid = Some(4242);
+        state.run_id = Some("4242-18c0ffee".into());
+        state.save(&ws).unwrap();
+        assert_eq!(State::load(&ws).unwrap(), Some(state.clone()));
+
+        // Written before the run's id was recorded: the next run still finds the group.
+        let mut old: serde_json::Value = serde_json::from_slice(&state.stamp_and_encode()).unwrap();
+        old.as_object_mut().unwrap().remove("run_id");
+        workspace::write_atomic(&ws.state(), old.to_string().as_bytes()).unwrap();
+        let loaded = State::load(&ws).unwrap().unwrap();
+        assert_eq!(loaded.run_id, None);
+        assert_eq!(loaded.agent_pgid, Some(4242));
     }
 
     #[test]

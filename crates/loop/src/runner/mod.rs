@@ -382,6 +382,7 @@ impl Runner {
             max_iterations: cfg.settings.max_iterations,
             pid: std::process::id(),
             agent_pgid: None,
+            run_id: Some(orphans::run_id().to_string()),
             root: ws.root().display().to_string(),
             task: cfg.task.task.lines().next().unwrap_or("").to_string(),
             agent: cfg.agent.name.clone(),
