@@ -267,6 +267,21 @@ fn wrap_one(para: &Para, width: usize, out: &mut Vec<Line<'static>>) {
 }
 
 /// Lays out `table` in `width` columns, behind `para`'s prefixes: see [`Table`].
+/// Drops the blanks a row of table cells ends in: the gap before an empty last cell, or a
+/// right-aligned empty cell's padding (selecting or copying the row took them too).
+fn trim_end(spans: &mut Vec<Span<'static>>) {
+    while let Some(last) = spans.last_mut() {
+        let kept = last.content.trim_end_matches(' ').len();
+        if kept > 0 {
+            if kept < last.content.len() {
+                last.content = last.content[..kept].to_owned().into();
+            }
+            return;
+        }
+        spans.pop();
+    }
+}
+
 fn wrap_table(para: &Para, table: &Table, width: usize, out: &mut Vec<Line<'static>>) {
     let columns = table.rows.iter().map(Vec::len).max().unwrap_or(0);
     if columns == 0 {
@@ -329,6 +344,7 @@ fn wrap_table(para: &Para, table: &Table, width: usize, out: &mut Vec<Line<'stat
                             spans.push(Span::raw(" ".repeat(after)));
                         }
                     }
+                    trim_end(&mut spans);
                     lines.push(spans);
                 }
                 if i == 0 && table.rows.len() > 1 {
@@ -540,7 +556,22 @@ mod tests {
     #[test]
     fn a_table_row_with_missing_cells_gets_empty_ones() {
         let lines = wrap(&[table(&[&["a", "b", "c"], &["1"]])], 40);
-        assert_eq!(texts(&lines), ["• a │ b │ c", "  ──┼───┼──", "  1 │   │ "]);
+        assert_eq!(texts(&lines), ["• a │ b │ c", "  ──┼───┼──", "  1 │   │"]);
+    }
+
+    #[test]
+    fn a_table_row_ends_in_its_last_character_not_in_blanks() {
+        // Regression: the gap before an empty last cell left a trailing space, and an empty
+        // right-aligned last column its padding.
+        let mut t = table(&[&["a", "b"], &["1", ""], &["2", "long"]]);
+        if let Some(table) = &mut t.table {
+            table.align = vec![Align::Left, Align::Right];
+        }
+        let lines = wrap(&[t], 40);
+        assert_eq!(
+            texts(&lines),
+            ["• a │    b", "  ──┼─────", "  1 │", "  2 │ long"]
+        );
     }
 
     proptest::proptest! {
