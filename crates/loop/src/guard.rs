@@ -178,8 +178,8 @@ pub fn main(ralph_dir: &Path, terminal: bool, run: Option<&str>) {
 #[derive(Debug, Clone)]
 pub struct Run {
     mark: Vec<u8>,
-    /// The groups never signalled with them: the guard's own and ralph's (the shell's job,
-    /// where a pipe's other commands, `tee` say, may live on).
+    /// The groups never signalled with them, nor any process in them: the guard's own and
+    /// ralph's (the shell's job, where a pipe's other commands, `tee` say, may live on).
     spare: Vec<i32>,
 }
 

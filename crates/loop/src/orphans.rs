@@ -178,11 +178,12 @@ where
 
 /// Stops every process on the machine whose environment holds `mark` (`RALPH_RUN=ID`, one
 /// run's [`run_mark`]), wherever it is now, as [`sweep`] stops the ones it adopted: SIGTERM to
-/// it and its group (unless the group is in `spare`, or none), `grace`, SIGKILL, and again
-/// for any it started meanwhile. For the guard once ralph has died without a goodbye: what
-/// ralph had adopted, or had not swept yet, then belongs to init, and only its mark is left
-/// to find it by. Reads the environment of every process this user may read, once a round:
-/// a few milliseconds, once, after a crash.
+/// it and its group (unless it has none), `grace`, SIGKILL, and again for any it started
+/// meanwhile. A group in `spare` is never signalled, nor is any process in it. For the guard
+/// once ralph has died without a goodbye, and for the next run once ralph and its guard both
+/// have: what ralph had adopted, or had not swept yet, then belongs to init, and only its mark
+/// is left to find it by. Reads the environment of every process this user may read, once a
+/// round: a few milliseconds, once, after a crash.
 pub async fn stop_everywhere(mark: &[u8], spare: &[i32], grace: Duration) -> Swept {
     rounds(
         |_| everywhere(mark, spare),
@@ -193,19 +194,42 @@ pub async fn stop_everywhere(mark: &[u8], spare: &[i32], grace: Duration) -> Swe
     .await
 }
 
-/// The live processes marked `mark`, other than this one, with their groups unless spared.
+/// The live processes marked `mark`, other than this one and those in a group in `spare`,
+/// with their groups.
 fn everywhere(mark: &[u8], spare: &[i32]) -> Vec<Escapee> {
     others()
         .into_iter()
         .filter_map(|pid| {
             let (state, group) = state_and_group(pid)?;
             let live = !matches!(state, 'Z' | 'X');
-            (live && marked(pid, mark)).then_some(Escapee {
+            (live && !spare.contains(&group) && marked(pid, mark)).then_some(Escapee {
                 pid,
-                group: (group > 1 && !spare.contains(&group)).then_some(group),
+                group: (group > 1).then_some(group),
             })
         })
         .collect()
+}
+
+/// The process groups of this process and of each of its ancestors: the ones a cleanup of
+/// another run's processes spares ([`stop_everywhere`]). Started from a shell that a process
+/// of that run had started (a terminal in the `tmux` its agent left running), this process,
+/// that shell and the `tmux` all carry the run's mark too.
+pub fn lineage_groups() -> Vec<i32> {
+    let mut groups = vec![getpgrp().as_raw()];
+    let mut pid = getpid().as_raw();
+    // Bounded: a parent read after its child's pid was reused could point anywhere.
+    for _ in 0..64 {
+        match stat_fields(pid) {
+            Some((_, parent, _)) if parent > 1 => pid = parent,
+            _ => break,
+        }
+        if let Some((_, _, group)) = stat_fields(pid)
+            && !groups.contains(&group)
+        {
+            groups.push(group);
+        }
+    }
+    groups
 }
 
 /// Sends SIGTERM (and SIGCONT) to the processes marked `mark` that ralph adopted outside
@@ -462,6 +486,53 @@ mod tests {
         assert!(!marked(pid, b"RALPH_DIR=/p"));
         child.kill().unwrap();
         child.wait().unwrap();
+    }
+
+    #[test]
+    fn the_lineage_holds_the_groups_of_this_process_and_its_parent() {
+        let lineage = lineage_groups();
+        assert_eq!(lineage[0], getpgrp().as_raw());
+        let parent = parent(getpid().as_raw()).unwrap();
+        if parent > 1 {
+            let (_, _, group) = stat_fields(parent).unwrap();
+            assert!(lineage.contains(&group), "{lineage:?}");
+        }
+    }
+
+    #[test]
+    fn a_spared_group_is_left_alone_with_every_process_in_it() {
+        use std::os::unix::process::CommandExt;
+        let id = format!("orphans-test-{}", std::process::id());
+        let sleeper = || {
+            let mut cmd = std::process::Command::new("sleep");
+            cmd.arg("300").process_group(0).env(RUN_VAR, &id);
+            cmd.spawn().unwrap()
+        };
+        let (mut spared, mut stopped) = (sleeper(), sleeper());
+        let spare = [i32::try_from(spared.id()).unwrap()];
+        let pid = i32::try_from(stopped.id()).unwrap();
+        // Both marked (their environment is readable once they have exec'd).
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while ![spare[0], pid].iter().all(|&p| marked(p, &run_mark(&id)))
+            && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let swept = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(stop_everywhere(
+                &run_mark(&id),
+                &spare,
+                Duration::from_secs(2),
+            ));
+        let alive = spared.try_wait().unwrap().is_none();
+        let _ = spared.kill();
+        let _ = spared.wait();
+        let _ = stopped.wait();
+        assert!(alive, "a process in a spared group was stopped");
+        assert_eq!(swept.stopped, [pid]);
     }
 
     #[test]
