@@ -5,6 +5,7 @@
 //! `processes.rs` has the basics (iteration timeout and Ctrl-C against an agent that ignores
 //! SIGTERM, a second Ctrl-C, leftover background processes, a huge unread prompt).
 
+use std::os::unix::process::CommandExt;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, kill};
@@ -468,6 +469,166 @@ fn an_orphaned_grandchild_whose_agent_had_exited_survived_the_next_run() {
         "the orphaned grandchild {grandchild} survived"
     );
     assert_no_agent_processes(&p, Duration::from_secs(5));
+}
+
+/// The value of `name` in the environment of process `pid`, once it has one.
+fn env_var(pid: i32, name: &str) -> String {
+    let prefix = format!("{name}=");
+    wait_until(Duration::from_secs(10), &prefix, || {
+        let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+        env.split(|b| *b == 0).find_map(|kv| {
+            let value = kv.strip_prefix(prefix.as_bytes())?;
+            Some(String::from_utf8_lossy(value).into_owned())
+        })
+    })
+}
+
+/// `sleep 300` in a group of its own, with `env` added to its environment, once it has it.
+fn bystander(env: &[(&str, &str)]) -> Guarded {
+    let mut cmd = std::process::Command::new("sleep");
+    cmd.arg("300").process_group(0).envs(env.iter().copied());
+    let child = spawn(cmd);
+    let (name, value) = env[0];
+    assert_eq!(env_var(child.id() as i32, name), value);
+    child
+}
+
+/// A run killed outright with its guard, and what it left.
+struct Killed {
+    p: Project,
+    agent: String,
+    /// The agent's group.
+    leader: i32,
+    /// The process the agent started in a session of its own, still alive.
+    escapee: i32,
+    /// The run's id (its `RALPH_RUN`).
+    run: String,
+}
+
+/// A run killed outright with its guard (`pkill -9 ralph` hits both) while its agent hangs,
+/// after the agent started a process in a session of its own, which nothing of ralph is then
+/// left to stop.
+fn killed_with_a_process_outside_its_group() -> Killed {
+    let p = Project::with_task("task: Escapes\nmax_iterations: 2", "- [ ] x\n");
+    let agent = p.agent(
+        "[iteration 1]\nspawn-grandchild 300s --pid-file grandchild.pid --quiet --new-session\nprint started\nhang\n\
+         [iteration 2]\nprint resumed\n",
+    );
+    let child = start_run(&p, &agent, &[]);
+    let escapee = read_pid(&p, "grandchild.pid");
+    let leader = agent_pgid(&p);
+    let run = env_var(escapee, "RALPH_RUN");
+    kill_ralph_and_its_guard(&child);
+    Run::finish(child, Duration::from_secs(10));
+    assert!(pid_alive(escapee), "nothing of ralph stopped it");
+    Killed {
+        p,
+        agent,
+        leader,
+        escapee,
+        run,
+    }
+}
+
+/// Kills `pid` if it is alive, and says whether it was.
+fn kill_if_alive(pid: i32) -> bool {
+    let alive = pid_alive(pid);
+    if alive {
+        let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+    }
+    alive
+}
+
+/// The pids named by the one `escapees_stopped` event, which must be the next run's report on
+/// the last run.
+fn stopped_from_the_last_run(p: &Project) -> serde_json::Value {
+    let stopped = p.events_of("escapees_stopped");
+    assert_eq!(stopped.len(), 1, "{stopped:?}");
+    assert_eq!(stopped[0]["from"], "last run");
+    assert_eq!(stopped[0]["iteration"], 1);
+    stopped[0]["pids"].clone()
+}
+
+/// Regression: once ralph and its guard were both killed outright (`pkill -9 ralph` hits
+/// both), the next run stopped the agent's group alone: what the agent had started in a
+/// session of its own (as Claude Code's Bash tool starts every command) ran on for good, with
+/// init as its parent. The next run now stops every process that carries the killed run's id
+/// (`RALPH_RUN`, which `state.json` records), and no other.
+#[test]
+fn after_sigkill_of_ralph_and_its_guard_what_left_the_group_survived_the_next_run() {
+    let Killed {
+        p,
+        agent,
+        leader,
+        escapee,
+        run,
+    } = killed_with_a_process_outside_its_group();
+    let recorded = p.state()["run_id"].clone();
+    // Of this loop, but of another run (its id begins like the killed one's), or of none.
+    let dir = p.path(".ralph").display().to_string();
+    let other_run = format!("{run}0");
+    let mut others = [
+        bystander(&[("RALPH_RUN", &other_run), ("RALPH_DIR", &dir)]),
+        bystander(&[("RALPH_DIR", &dir)]),
+    ];
+
+    let second = p.run(&agent, &[]);
+    let left = kill_if_alive(escapee);
+    let spared = others.each_mut().map(|c| c.try_wait().unwrap().is_none());
+    drop(others);
+    second.expect_code(3);
+    assert!(
+        !left,
+        "the process the killed run's agent started in a session of its own survived the next run"
+    );
+    assert_eq!(
+        spared,
+        [true, true],
+        "a process of no or another run was stopped"
+    );
+    assert!(!pid_alive(leader));
+    assert_eq!(recorded, run.as_str(), "state.json records the run's id");
+    assert!(
+        second
+            .stdout
+            .contains("1 process the last run left running when it was killed was stopped"),
+        "{}",
+        second.stdout
+    );
+    assert_eq!(stopped_from_the_last_run(&p), serde_json::json!([escapee]));
+    assert_no_agent_processes(&p, Duration::from_secs(5));
+}
+
+/// The next run started from a shell that carries the killed run's id (one in a `tmux` its
+/// agent left running, say) carries it too, as does its guard: it stops what the killed run
+/// left, but not itself, its guard, nor the shell, in a group of its own above it.
+#[test]
+fn the_next_run_started_from_a_process_of_the_killed_run_spares_itself_its_guard_and_its_shell() {
+    let Killed {
+        p,
+        agent,
+        escapee,
+        run,
+        ..
+    } = killed_with_a_process_outside_its_group();
+    // `sh` stays above ralph (no `exec`), in a group of its own; ralph, in a session of its
+    // own, is in another.
+    let mut sh = std::process::Command::new("sh");
+    sh.args(["-c", "setsid -w \"$@\"", "sh"])
+        .arg(ralph_bin())
+        .args(["run", "--no-tui", "--agent-cmd", &agent])
+        .current_dir(p.root())
+        .env_remove("RALPH_DIR")
+        .env("RALPH_RUN", &run)
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::null())
+        .process_group(0);
+    let second = Run::finish(spawn(sh), Duration::from_secs(60));
+    let left = kill_if_alive(escapee);
+    // Killed, `sh` would have no exit code, and ralph killed would not have exited 3.
+    second.expect_code(3);
+    assert!(!left, "the process the killed run left survived");
+    assert_eq!(stopped_from_the_last_run(&p), serde_json::json!([escapee]));
 }
 
 #[test]

@@ -118,11 +118,7 @@ fn a_process_the_agent_started_in_a_session_of_its_own_is_stopped_with_its_itera
         "{}",
         run.stdout
     );
-    let swept: Vec<_> = p
-        .events()
-        .into_iter()
-        .filter(|e| e["event"] == "escapees_stopped")
-        .collect();
+    let swept = p.events_of("escapees_stopped");
     assert_eq!(swept.len(), 1, "{swept:?}");
     assert_eq!(swept[0]["from"], "agent");
     assert_eq!(swept[0]["how"], "Terminated");

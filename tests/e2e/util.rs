@@ -130,6 +130,13 @@ impl Project {
             .collect()
     }
 
+    /// The lines of `events.jsonl` whose event is `kind`.
+    pub fn events_of(&self, kind: &str) -> Vec<serde_json::Value> {
+        let mut events = self.events();
+        events.retain(|e| e["event"] == kind);
+        events
+    }
+
     /// Waits until `state.json` says `status`, or fails after `limit`.
     pub fn wait_for_status(&self, status: &str, limit: Duration) -> serde_json::Value {
         wait_until(limit, &format!("state.json status {status}"), || {

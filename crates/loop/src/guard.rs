@@ -77,6 +77,11 @@ impl Guard {
         Ok(Guard { child, pipe })
     }
 
+    /// The guard's process group (one of its own): never to be signalled by ralph's cleanups.
+    pub fn group(&self) -> i32 {
+        i32::try_from(self.child.id()).unwrap_or(0)
+    }
+
     /// Tells the guard that group `pgid` runs, to be given `grace` between SIGTERM and SIGKILL.
     pub fn started(&mut self, pgid: i32, grace: Duration) {
         self.send(&format!("+{pgid} {}\n", grace.as_millis()));

@@ -310,6 +310,10 @@ pub struct Runner {
     asks_seen: std::collections::HashSet<String>,
     /// The guard that stops the running group if ralph is killed outright, when there is one.
     guard: Option<Guard>,
+    /// The id of the last run, and its iteration, when it was killed with a group running:
+    /// what it left outside that group is stopped before anything else (see
+    /// [`Runner::stop_what_the_killed_run_left`]).
+    killed_run: Option<(String, u32)>,
 }
 
 impl Runner {
@@ -345,9 +349,11 @@ impl Runner {
 
         let mut first_iteration = 1;
         let mut resume_question = None;
+        let mut killed_run = None;
         if let Some(prev) = &previous {
             if let Some(pgid) = prev.agent_pgid {
                 reap_orphaned_agent(pgid, ws.dir());
+                killed_run = prev.run_id.clone().map(|id| (id, prev.iteration));
             }
             if matches!(
                 prev.status,
@@ -423,6 +429,7 @@ impl Runner {
             resume_failed: false,
             asks_seen: std::collections::HashSet::new(),
             guard: None,
+            killed_run,
         })
     }
 
@@ -462,20 +469,45 @@ impl Runner {
     /// Tells what a [`orphans::sweep`] after the `what` (agent or tests) of `iteration` did,
     /// when it stopped anything.
     async fn report_swept(&self, swept: orphans::Swept, iteration: u32, what: &str) {
+        let whose = format!("the {what} started outside its process group");
+        self.report_stopped(swept, iteration, what, &whose).await;
+    }
+
+    /// Tells what `swept` stopped, when it stopped anything: "N processes `whose` were
+    /// stopped", and `escapees_stopped` in `events.jsonl`, `from` the agent or the tests of
+    /// `iteration` (or the last run).
+    async fn report_stopped(&self, swept: orphans::Swept, iteration: u32, from: &str, whose: &str) {
         let Some(how) = swept.how else {
             return;
         };
         let n = swept.stopped.len();
         let msg = format!(
-            "{n} process{} the {what} started outside its process group {} stopped ({how:?})",
+            "{n} process{} {whose} {} stopped ({how:?})",
             if n == 1 { "" } else { "es" },
             if n == 1 { "was" } else { "were" },
         );
         self.emit(LoopEvent::Note(msg)).await;
         self.log(
             "escapees_stopped",
-            json!({"iteration": iteration, "from": what, "count": n, "pids": swept.stopped, "how": format!("{how:?}"), "reaped": swept.reaped}),
+            json!({"iteration": iteration, "from": from, "count": n, "pids": swept.stopped, "how": format!("{how:?}"), "reaped": swept.reaped}),
         );
+    }
+
+    /// After the last run was killed outright with a group running: stops every process still
+    /// alive that carries that run's id (`RALPH_RUN`), wherever it is now, as its guard does
+    /// ([`orphans::stop_everywhere`]); should the guard have been killed too (`pkill -9 ralph`
+    /// hits both), nothing else would. The group itself was killed when this run started
+    /// ([`reap_orphaned_agent`]); what its agent or tests started outside it (in a session of
+    /// its own, as Claude Code's Bash tool starts every command) has init for its parent now.
+    /// Never signals this process, its ancestors or their groups
+    /// ([`orphans::lineage_groups`]), nor this run's guard: they carry the id too when this run
+    /// was started from a process of that one. Reads every process's environment, once, and
+    /// only after such a crash.
+    async fn stop_what_the_killed_run_left(&self, id: &str) -> orphans::Swept {
+        let mut spare = orphans::lineage_groups();
+        spare.extend(self.guard.as_ref().map(Guard::group));
+        let mark = orphans::run_mark(id);
+        orphans::stop_everywhere(&mark, &spare, self.cfg.settings.kill_grace).await
     }
 
     async fn emit(&self, event: LoopEvent) {
@@ -518,6 +550,14 @@ impl Runner {
 
     async fn run_loop(&mut self) -> Result<Outcome, RunError> {
         let max = self.cfg.settings.max_iterations;
+        // Before the first save, which forgets the killed run: should this one be killed
+        // before it is done, the next still knows whose processes to look for.
+        let killed = match self.killed_run.take() {
+            Some((id, iteration)) => {
+                Some((self.stop_what_the_killed_run_left(&id).await, iteration))
+            }
+            None => None,
+        };
         self.save_state().await?;
         let counts = criteria_counts(&self.cfg.task);
         self.emit(LoopEvent::Started {
@@ -531,6 +571,11 @@ impl Runner {
             "run_start",
             json!({"pid": self.state.pid, "agent": self.cfg.agent.name, "max_iterations": max, "first_iteration": self.first_iteration}),
         );
+        if let Some((swept, iteration)) = killed {
+            let whose = "the last run left running when it was killed";
+            self.report_stopped(swept, iteration, "last run", whose)
+                .await;
+        }
         for w in &self.cfg.task.warnings {
             let text = w.to_string();
             self.emit(LoopEvent::Warning(text.clone())).await;
