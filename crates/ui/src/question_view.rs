@@ -4,7 +4,7 @@
 //! answer editor, the countdown, and a line of key hints. When the area is shorter than
 //! [`QuestionPanel::desired_height`], parts shrink in an order that keeps the panel usable:
 //! the countdown, one row of the question, the hints and one row of editor come first; then
-//! a few question rows, the editor's border, up to five rows of options, the editor's full
+//! a few question rows, up to five rows of options, the editor's border, the editor's full
 //! height, the title, the rest of the question (it scrolls with `PgUp`/`PgDn`); the rest of
 //! the options last (the list scrolls with the cursor, and its last row says how many more
 //! there are). Nothing here
@@ -25,8 +25,8 @@ use crate::wrap::{Para, str_width, wrap};
 /// Most rows the editor grows to before it scrolls.
 const EDITOR_MAX_ROWS: u16 = 6;
 
-/// Rows the options get before the editor's full height, the title and the rest of the
-/// question; the list scrolls with the cursor, and any more rows come last.
+/// Rows the options get before the editor's border and full height, the title and the rest
+/// of the question; the list scrolls with the cursor, and any more rows come last.
 const OPTIONS_FIRST: u16 = 5;
 
 /// The panel drawn at a given instant; `frame.render_widget(panel.view(now), area)`.
@@ -90,8 +90,10 @@ impl Plan {
             plan.body = budget.take(wants.body.min(1));
         }
         plan.body += budget.take(wants.body.min(3).saturating_sub(plan.body));
-        plan.border = open && budget.take_all(2);
+        // The options before the editor's border: a border drawn where no option fits left
+        // a question with options showing none of them.
         plan.options = budget.take(wants.options.min(OPTIONS_FIRST));
+        plan.border = open && budget.take_all(2);
         if open {
             plan.editor += budget.take(wants.editor.saturating_sub(plan.editor));
         }
@@ -345,10 +347,11 @@ impl QuestionPanel {
             let visible = &rows[start..(start + shown).min(rows.len())];
             let seen =
                 visible.last().map_or(0, |(i, _)| i + 1) - visible.first().map_or(0, |(i, _)| *i);
+            let more = self.options.len() - seen;
             let more = Line::from(Span::styled(
                 format!(
-                    "  … {} more options (↑↓ in the list)",
-                    self.options.len() - seen
+                    "  … {more} more option{} (↑↓ in the list)",
+                    if more == 1 { "" } else { "s" }
                 ),
                 self.theme.dim,
             ));
@@ -560,6 +563,16 @@ mod tests {
         assert_eq!(plan.total(), 4);
         let plan = Plan::fit(true, 2, wants(20, 3, 2));
         assert_eq!((plan.countdown, plan.body, plan.total()), (1, 1, 2));
+    }
+
+    #[test]
+    fn options_come_before_the_editors_border() {
+        // Regression: six rows for a one-line question with two options drew the editor's
+        // border and no option at all; five rows showed one.
+        let plan = Plan::fit(true, 6, wants(1, 2, 1));
+        assert_eq!((plan.options, plan.border), (2, false));
+        let plan = Plan::fit(true, 8, wants(1, 2, 1));
+        assert_eq!((plan.options, plan.border), (2, true));
     }
 
     #[test]

@@ -195,7 +195,11 @@ async fn a_resize_in_the_middle_of_an_answer_loses_nothing() {
         h.type_str("is");
         h.settle().await;
         let screen = h.screen();
-        assert!(screen.contains("│ Redis"), "{screen}");
+        // Fourteen rows: the first option, the note of the second, and the editor (without its
+        // border) holding all that was typed on both sides of the resize.
+        assert!(screen.contains("\n> Redis"), "{screen}");
+        assert!(screen.contains("1. Redis"), "{screen}");
+        assert!(screen.contains("… 1 more option (↑↓"), "{screen}");
         h.key(KeyCode::Enter);
         h.settle().await;
         assert_eq!(h.controls().last(), Some(&Control::Answer("Redis".into())));
