@@ -158,13 +158,7 @@ enum Waited {
 /// Waits for an answer to this claim, the deadline, or a skip (the loop removed the claim).
 fn wait_for_answer(ws: &Workspace, claim: &AskClaim, alone: bool) -> Result<Waited, Failure> {
     let (tx, rx) = mpsc::channel();
-    use notify::Watcher as _;
-    let mut watcher = notify::recommended_watcher(move |_res: notify::Result<notify::Event>| {
-        let _ = tx.send(());
-    })
-    .context("could not watch .ralph/ for the answer")?;
-    watcher
-        .watch(ws.dir(), notify::RecursiveMode::NonRecursive)
+    ralph_loop::watch::watch_blocking(ws.dir(), tx)
         .context("could not watch .ralph/ for the answer")?;
     let asked_at = state::parse_timestamp(&claim.asked_at).unwrap_or_else(SystemTime::now);
     let mut deadline = claim.deadline.as_deref().and_then(state::parse_timestamp);

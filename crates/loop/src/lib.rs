@@ -36,4 +36,5 @@ pub mod runner;
 pub mod state;
 pub mod supervisor;
 pub mod task;
+pub mod watch;
 pub mod workspace;

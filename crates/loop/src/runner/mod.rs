@@ -281,7 +281,7 @@ pub struct Runner {
     controls: mpsc::UnboundedReceiver<Control>,
     controls_open: bool,
     fs_events: mpsc::UnboundedReceiver<()>,
-    _watcher: notify::RecommendedWatcher,
+    _watcher: crate::watch::DirWatch,
     /// Shared with a save in flight, which keeps the workspace locked until it is written.
     lock: Arc<WorkspaceLock>,
     /// The save of `state.json` still in flight, if any (see `save.rs`).
@@ -1174,34 +1174,17 @@ pub(crate) fn group_is_ours(pgid: i32, dir: &std::path::Path) -> bool {
         .any(|pid| orphans::marked(pid, &mark))
 }
 
-/// Watches `.ralph/` and sends a wake-up for every change; the runner then looks at the files.
+/// Watches `.ralph/` and sends a wake-up for every change to the question, the answer or a
+/// `ralph ask` claim; the runner then looks at the files. The loop's own writes there (state,
+/// events) do not wake it ([`crate::watch`]).
 fn watch_dir(
     dir: &std::path::Path,
     tx: mpsc::UnboundedSender<()>,
-) -> Result<notify::RecommendedWatcher, RunError> {
-    use notify::Watcher;
-    let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
-        // Only the question and answer files matter; the loop's own writes (state, events)
-        // would otherwise wake it for nothing.
-        if let Ok(event) = res
-            && !matches!(event.kind, notify::EventKind::Access(_))
-            && event.paths.iter().any(|p| {
-                p.file_name()
-                    .is_some_and(|n| n == "answer.md" || n == "question.md" || n == "ask.json")
-            })
-        {
-            let _ = tx.send(());
-        }
-    })
-    .map_err(|e| RunError::Watch {
-        path: dir.to_path_buf(),
-        message: e.to_string(),
-    })?;
-    watcher
-        .watch(dir, notify::RecursiveMode::NonRecursive)
-        .map_err(|e| RunError::Watch {
+) -> Result<crate::watch::DirWatch, RunError> {
+    crate::watch::watch_async(dir, &["answer.md", "question.md", "ask.json"], tx).map_err(|e| {
+        RunError::Watch {
             path: dir.to_path_buf(),
             message: e.to_string(),
-        })?;
-    Ok(watcher)
+        }
+    })
 }
