@@ -432,6 +432,15 @@ fn after_sigkill_mid_iteration_the_next_run_kills_the_orphaned_agent_group_and_r
     );
     assert_no_agent_processes(&p, Duration::from_secs(5));
     assert!(p.read("resumed-env.txt").contains("RALPH_ITERATION=2"));
+    // Said, not done in silence: the user learns why an agent they may have seen vanished.
+    let said = format!("what was still running of them (process group {leader}) was stopped");
+    assert!(second.stdout.contains(&said), "{}", second.stdout);
+    let stopped = p.events_of("orphan_group_stopped");
+    assert_eq!(stopped.len(), 1, "{stopped:?}");
+    assert_eq!(
+        (&stopped[0]["iteration"], &stopped[0]["pgid"]),
+        (&serde_json::json!(1), &serde_json::json!(leader))
+    );
     let state = p.state();
     assert_eq!(state["status"], "max_iterations", "{state}");
     assert!(state["agent_pgid"].is_null(), "{state}");

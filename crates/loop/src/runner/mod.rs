@@ -310,10 +310,10 @@ pub struct Runner {
     asks_seen: std::collections::HashSet<String>,
     /// The guard that stops the running group if ralph is killed outright, when there is one.
     guard: Option<Guard>,
-    /// The id of the last run, and its iteration, when it was killed with a group running:
-    /// what it left outside that group is stopped before anything else (see
+    /// The last run, when it was killed with a group running: that group was stopped as
+    /// this run started, and what it left outside it is stopped before anything else (see
     /// [`Runner::stop_what_the_killed_run_left`]).
-    killed_run: Option<(String, u32)>,
+    killed_run: Option<KilledRun>,
 }
 
 impl Runner {
@@ -352,8 +352,11 @@ impl Runner {
         let mut killed_run = None;
         if let Some(prev) = &previous {
             if let Some(pgid) = prev.agent_pgid {
-                reap_orphaned_agent(pgid, ws.dir());
-                killed_run = prev.run_id.clone().map(|id| (id, prev.iteration));
+                killed_run = Some(KilledRun {
+                    id: prev.run_id.clone(),
+                    iteration: prev.iteration,
+                    group: reap_orphaned_agent(pgid, ws.dir()).then_some(pgid),
+                });
             }
             if matches!(
                 prev.status,
@@ -552,10 +555,9 @@ impl Runner {
         let max = self.cfg.settings.max_iterations;
         // Before the first save, which forgets the killed run: should this one be killed
         // before it is done, the next still knows whose processes to look for.
-        let killed = match self.killed_run.take() {
-            Some((id, iteration)) => {
-                Some((self.stop_what_the_killed_run_left(&id).await, iteration))
-            }
+        let killed = self.killed_run.take();
+        let swept = match killed.as_ref().and_then(|k| k.id.as_deref()) {
+            Some(id) => Some(self.stop_what_the_killed_run_left(id).await),
             None => None,
         };
         self.save_state().await?;
@@ -571,10 +573,24 @@ impl Runner {
             "run_start",
             json!({"pid": self.state.pid, "agent": self.cfg.agent.name, "max_iterations": max, "first_iteration": self.first_iteration}),
         );
-        if let Some((swept, iteration)) = killed {
-            let whose = "the last run left running when it was killed";
-            self.report_stopped(swept, iteration, "last run", whose)
-                .await;
+        if let Some(killed) = killed {
+            if let Some(pgid) = killed.group {
+                let msg = format!(
+                    "the last run was killed while its agent or tests ran (iteration {}); \
+                     what was still running of them (process group {pgid}) was stopped",
+                    killed.iteration
+                );
+                self.emit(LoopEvent::Note(msg)).await;
+                self.log(
+                    "orphan_group_stopped",
+                    json!({"iteration": killed.iteration, "pgid": pgid}),
+                );
+            }
+            if let Some(swept) = swept {
+                let whose = "the last run left running when it was killed";
+                self.report_stopped(swept, killed.iteration, "last run", whose)
+                    .await;
+            }
         }
         for w in &self.cfg.task.warnings {
             let text = w.to_string();
@@ -1154,10 +1170,24 @@ fn agent_env(
 /// Any member of the group will do: the agent itself may have exited, leaving a background
 /// process behind (see the regression test
 /// `an_orphaned_grandchild_whose_agent_had_exited_survived_the_next_run`).
-fn reap_orphaned_agent(pgid: i32, dir: &std::path::Path) {
-    if group_is_ours(pgid, dir) {
+/// Whether it stopped one.
+fn reap_orphaned_agent(pgid: i32, dir: &std::path::Path) -> bool {
+    let ours = group_is_ours(pgid, dir);
+    if ours {
         supervisor::kill_group_now(pgid);
     }
+    ours
+}
+
+/// The last run, killed with a group running ([`Runner::killed_run`]).
+#[derive(Debug)]
+struct KilledRun {
+    /// Its id (`RALPH_RUN`), when its state recorded one.
+    id: Option<String>,
+    /// The iteration it was at.
+    iteration: u32,
+    /// Its group, when it was still running and this run stopped it.
+    group: Option<i32>,
 }
 
 /// Whether group `pgid` is alive and one of its members is an agent or test command of the
