@@ -377,3 +377,40 @@ fn esc_on_a_ralph_ask_question_tells_the_waiting_agent_it_was_skipped() {
     assert!(!said.contains("in time"), "{said}");
     assert_eq!(p.read("ask-out.txt.code").trim(), "3");
 }
+
+/// Regression: in tmux, the usual way to watch a loop over ssh, the question's desktop
+/// notification (OSC 9) never left the pane: tmux swallows OSC 9 itself. It now goes in
+/// tmux's passthrough and reaches the terminal tmux runs in, where tmux allows it. Here that
+/// terminal is `script`, inside a second tmux, which records every byte the inner tmux's
+/// client is sent.
+#[test]
+fn in_tmux_the_questions_desktop_notification_reaches_the_terminal_tmux_runs_in() {
+    let p = Project::with_task(
+        "task: Cache\nmax_iterations: 2\nquestion_timeout: 30s",
+        "- [ ] cache\n",
+    );
+    let agent = p.agent(ASK_THEN_SAVE);
+    let inner = Tmux::start(p.root());
+    inner.cmd(&["set", "-g", "allow-passthrough", "on"]);
+    let outer = Tmux::start(p.root());
+    outer.type_text(&format!(
+        "script -q -f -c 'env -u TMUX tmux -L {} -f /dev/null attach' raw.log",
+        inner.socket
+    ));
+    outer.key("Enter");
+    wait_until(Duration::from_secs(10), "the inner tmux's client", || {
+        (!inner.cmd(&["list-clients"]).trim().is_empty()).then_some(())
+    });
+    run_ralph(&inner, &p, &agent);
+    inner.wait_for("The agent asks", Duration::from_secs(30));
+    let raw = wait_until(Duration::from_secs(10), "the notification", || {
+        let raw = std::fs::read(p.path("raw.log")).ok()?;
+        let raw = String::from_utf8_lossy(&raw).into_owned();
+        raw.contains("\x1b]9;ralph: the agent asks").then_some(raw)
+    });
+    let at = raw.find("\x1b]9;").unwrap();
+    let osc = &raw[at..raw[at..].find('\x07').map_or(raw.len(), |end| at + end)];
+    assert!(osc.contains("Should the session cache use"), "{osc:?}");
+    // Nothing of it shows in the pane itself.
+    assert!(!inner.screen().contains("9;ralph"), "{}", inner.screen());
+}

@@ -535,9 +535,26 @@ fn redact_url(url: &str) -> String {
 /// notifications. Terminals that know neither ignore it. Title and body are agent text, so
 /// every control character (C0, DEL, C1) and escape sequence is removed, the title is cut
 /// to 60 characters and the body to 200.
+///
+/// Inside tmux (`TMUX` is set) the sequence goes in tmux's passthrough ([`tmux_passthrough`]):
+/// tmux swallows OSC 9 and 777 itself, so a loop watched in tmux, the usual way over ssh,
+/// never reached the desktop.
 pub fn terminal_notification(title: &str, body: &str) -> String {
     let term = std::env::var("TERM").unwrap_or_default();
-    osc_notification(title, body, TerminalKind::from_term(&term))
+    let seq = osc_notification(title, body, TerminalKind::from_term(&term));
+    if std::env::var_os("TMUX").is_some_and(|v| !v.is_empty()) {
+        tmux_passthrough(&seq)
+    } else {
+        seq
+    }
+}
+
+/// `seq` in tmux's passthrough (`ESC P tmux ;` … `ESC \`, every `ESC` inside doubled), which
+/// hands it on to the terminal tmux runs in where tmux allows it: `set -g allow-passthrough on`
+/// from tmux 3.3 on (earlier versions always do). Where tmux does not, it drops the whole
+/// sequence, as it dropped the bare one: nothing shows in the pane either way.
+fn tmux_passthrough(seq: &str) -> String {
+    format!("\x1bPtmux;{}\x1b\\", seq.replace('\x1b', "\x1b\x1b"))
 }
 
 /// Which notification sequence a terminal reads.
@@ -928,6 +945,10 @@ mod tests {
         assert_eq!(
             osc_notification("", "4;1;50", TerminalKind::Osc9),
             "\x1b]9;ralph: 4;1;50\x07"
+        );
+        assert_eq!(
+            tmux_passthrough("\x1b]9;ralph: the agent asks\x07"),
+            "\x1bPtmux;\x1b\x1b]9;ralph: the agent asks\x07\x1b\\"
         );
         assert_eq!(TerminalKind::from_term("foot-extra"), TerminalKind::Osc777);
         assert_eq!(TerminalKind::from_term("xterm-ghostty"), TerminalKind::Osc9);
