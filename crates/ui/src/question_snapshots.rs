@@ -525,6 +525,24 @@ fn many_options_in_a_short_panel() {
     );
 }
 
+/// Regression: with room for one option row, a question with three showed the first alone
+/// and nothing said there were more.
+#[test]
+fn one_row_of_options_says_where_the_list_stands() {
+    let t0 = Instant::now();
+    let mut panel = open(cache_options(), Some(WAIT), t0);
+    // The shortest panel that shows an option shows one row of them.
+    let height = (4..20)
+        .find(|&h| on_screen(draw(&panel, 60, Some(h), t0).buffer(), "1. Redis"))
+        .unwrap();
+    let screen = draw(&panel, 60, Some(height), t0).buffer().clone();
+    assert!(on_screen(&screen, "1/3 ↑↓"), "{screen:?}");
+    panel.handle_key(key(KeyCode::Down), t0);
+    let screen = draw(&panel, 60, Some(height), t0).buffer().clone();
+    assert!(on_screen(&screen, "2/3 ↑↓"), "{screen:?}");
+    assert!(on_screen(&screen, "Memcached"), "{screen:?}");
+}
+
 /// Whether `text` is anywhere on the screen.
 fn on_screen(buffer: &Buffer, text: &str) -> bool {
     find_any(buffer, text).is_some()

@@ -343,6 +343,15 @@ impl QuestionPanel {
         for (row, (_, line)) in rows.iter().skip(start).take(shown).enumerate() {
             buf.set_line(area.x, area.y + row as u16, line, area.width);
         }
+        if rows.len() > shown && shown == 1 {
+            // One row, no room for the note below: where the list stands goes at the row's end.
+            let at = format!(" {}/{} ↑↓", self.cursor + 1, self.options.len());
+            let width = str_width(&at) as u16;
+            if area.width >= width + 12 {
+                let tag = Line::from(Span::styled(at, self.theme.dim));
+                buf.set_line(area.right() - width, area.y, &tag, width);
+            }
+        }
         if cut {
             let visible = &rows[start..(start + shown).min(rows.len())];
             let seen =
