@@ -217,17 +217,19 @@ fn everywhere(mark: &[u8], spare: &[i32]) -> Vec<Escapee> {
 pub fn lineage_groups() -> Vec<i32> {
     let mut groups = vec![getpgrp().as_raw()];
     let mut pid = getpid().as_raw();
-    // Bounded: a parent read after its child's pid was reused could point anywhere.
+    // One read of each process's stat gives its group and its parent. Bounded: a parent read
+    // after its child's pid was reused could point anywhere.
     for _ in 0..64 {
-        match stat_fields(pid) {
-            Some((_, parent, _)) if parent > 1 => pid = parent,
-            _ => break,
-        }
-        if let Some((_, _, group)) = stat_fields(pid)
-            && !groups.contains(&group)
-        {
+        let Some((_, parent, group)) = stat_fields(pid) else {
+            break;
+        };
+        if !groups.contains(&group) {
             groups.push(group);
         }
+        if parent <= 1 {
+            break;
+        }
+        pid = parent;
     }
     groups
 }

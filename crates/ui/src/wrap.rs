@@ -267,8 +267,9 @@ fn wrap_one(para: &Para, width: usize, out: &mut Vec<Line<'static>>) {
 }
 
 /// Lays out `table` in `width` columns, behind `para`'s prefixes: see [`Table`].
-/// Drops the blanks a row of table cells ends in: the gap before an empty last cell, or a
-/// right-aligned empty cell's padding (selecting or copying the row took them too).
+/// Drops the blanks a row of table cells ends in: the last cell's padding, the gap before an
+/// empty last cell, a right-aligned empty cell's padding (selecting or copying the row took
+/// them too).
 fn trim_end(spans: &mut Vec<Span<'static>>) {
     while let Some(last) = spans.last_mut() {
         let kept = last.content.trim_end_matches(' ').len();
@@ -340,7 +341,7 @@ fn wrap_table(para: &Para, table: &Table, width: usize, out: &mut Vec<Line<'stat
                             spans.push(Span::raw(" ".repeat(before)));
                         }
                         spans.extend(line.into_iter().flat_map(|l| l.spans.iter().cloned()));
-                        if after > 0 && j + 1 < columns {
+                        if after > 0 {
                             spans.push(Span::raw(" ".repeat(after)));
                         }
                     }

@@ -476,6 +476,10 @@ impl Runner {
     /// Tells what a [`orphans::sweep`] after the `what` (agent or tests) of `iteration` did,
     /// when it stopped anything.
     async fn report_swept(&self, swept: orphans::Swept, iteration: u32, what: &str) {
+        // After every agent run and test run: nothing to say, nothing to format.
+        if swept.how.is_none() {
+            return;
+        }
         let whose = format!("the {what} started outside its process group");
         self.report_stopped(swept, iteration, what, &whose).await;
     }
