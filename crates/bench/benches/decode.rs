@@ -6,6 +6,8 @@
 //! `cargo bench -p ralph-bench --bench decode`; `BENCH_QUICK=1` for 32 MiB corpora instead
 //! of 256 MiB. `ralph-bench` reads the estimates criterion writes into `target/criterion/`.
 
+#![forbid(unsafe_code)]
+
 use std::hint::black_box;
 use std::time::Duration;
 

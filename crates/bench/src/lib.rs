@@ -21,6 +21,8 @@
 //! deterministic. The corpora are checked for correctness (the planted signal is found exactly
 //! once) before anything is timed.
 
+#![forbid(unsafe_code)]
+
 pub mod baseline;
 pub mod corpus;
 

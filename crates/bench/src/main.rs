@@ -12,6 +12,8 @@
 //! `BENCH_QUICK=1` shrinks everything for a run of a minute or two. Numbers are reported,
 //! never asserted: a miss is a row marked MISS, not a failure.
 
+#![forbid(unsafe_code)]
+
 mod iterations;
 mod process;
 mod reaction;

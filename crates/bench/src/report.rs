@@ -125,6 +125,11 @@ impl Row {
     }
 }
 
+/// Peak RSS while streaming: under 16 MiB whatever the size (flat: the 1 GiB row holds what
+/// the 200 MiB row does).
+const RSS_TARGET: &str = "< 16 MiB, flat";
+const RSS_CAP_KB: u64 = 16 * 1024;
+
 fn mib(kb: u64) -> f64 {
     kb as f64 / 1024.0
 }
@@ -136,36 +141,20 @@ impl Results {
             let (Some(dec), Some(mem)) = (d.gbps(d.decoder_s), d.gbps(d.memmem_s)) else {
                 continue;
             };
-            match d.naive_s {
-                None => {
-                    let share = dec / mem;
-                    let floor = d.gbps(d.validate_copy_s).map_or(String::new(), |v| {
-                        format!(
-                            "; UTF-8 check + copy alone {v:.1} GB/s = {:.0}%",
-                            v / mem * 100.0
-                        )
-                    });
-                    rows.push(row(
-                        format!("decode {} ({} MiB)", d.corpus, d.bytes >> 20),
-                        format!(
-                            "{dec:.2} GB/s = {:.0}% of memmem ({mem:.1} GB/s){floor}",
-                            share * 100.0
-                        ),
-                        ">= 50% of memmem",
-                        Some(share >= 0.5),
-                    ));
-                }
-                Some(_) => {
-                    let naive = d.gbps(d.naive_s).unwrap_or(f64::NAN);
-                    let speedup = dec / naive;
-                    rows.push(row(
-                        format!("decode {} ({} MiB)", d.corpus, d.bytes >> 20),
-                        format!("{dec:.2} GB/s = {speedup:.1}x naive ({naive:.2} GB/s); memmem {mem:.1} GB/s"),
-                        ">= 3x naive, >= 0.4 GB/s",
-                        Some(speedup >= 3.0 && dec >= 0.4),
-                    ));
-                }
-            }
+            // Context, not targets: the limit of one search for `<ralph>` (memmem), and what
+            // the decoder is up against, the UTF-8 check and copy for plain text and reading
+            // every line into a `serde_json::Value` for JSON lines.
+            let context = match (d.gbps(d.naive_s), d.gbps(d.validate_copy_s)) {
+                (Some(naive), _) => format!("{:.1}x naive ({naive:.2} GB/s)", dec / naive),
+                (None, Some(v)) => format!("UTF-8 check + copy alone {v:.1} GB/s"),
+                (None, None) => String::new(),
+            };
+            rows.push(row(
+                format!("decode {} ({} MiB)", d.corpus, d.bytes >> 20),
+                format!("{dec:.2} GB/s; {context}; memmem {mem:.1} GB/s"),
+                ">= 1 GB/s",
+                Some(dec >= 1.0),
+            ));
         }
         for t in &self.throughput {
             let size = if t.bytes >= 1 << 30 {
@@ -183,8 +172,8 @@ impl Results {
                         t.ratio(),
                         t.pipe.as_secs_f64()
                     ),
-                    "<= 2x the pipe",
-                    Some(t.ratio() <= 2.0),
+                    "<= 1.5x the pipe",
+                    Some(t.ratio() <= 1.5),
                 )
                 .others(
                     if is_200 { "1.47 s (5.6x)" } else { "" },
@@ -199,8 +188,8 @@ impl Results {
                         mib(t.ralph_rss_kb),
                         mib(t.pipe_rss_kb)
                     ),
-                    "<= 32 MB, flat",
-                    Some(t.ralph_rss_kb * 1024 <= 32_000_000),
+                    RSS_TARGET,
+                    Some(t.ralph_rss_kb < RSS_CAP_KB),
                 )
                 .others(
                     if is_200 { "413 MiB" } else { "" },
@@ -222,8 +211,8 @@ impl Results {
             rows.push(row(
                 format!("  peak RSS, {} MiB plain text to a terminal", t.mib),
                 format!("{:.1} MiB", mib(t.ralph_rss_kb)),
-                "<= 32 MB, flat",
-                Some(t.ralph_rss_kb * 1024 <= 32_000_000),
+                RSS_TARGET,
+                Some(t.ralph_rss_kb < RSS_CAP_KB),
             ));
         }
         for o in &self.overhead {

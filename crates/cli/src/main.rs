@@ -3,6 +3,8 @@
 //! `main` parses the arguments, calls [`run`], and turns the result into a documented exit code
 //! (see `ralph --help`). Errors print as `ralph: {err:#}` on stderr.
 
+#![forbid(unsafe_code)]
+
 /// `println!` for a command's report, except that a reader gone away (`ralph status | head -3`)
 /// ends the command quietly, as it ends `cat`, where `println!` would panic: see [`report`].
 macro_rules! outln {

@@ -15,6 +15,8 @@
 //!
 //! The command reference is README.md, which `--help` prints verbatim so the two never drift.
 
+#![forbid(unsafe_code)]
+
 mod command;
 mod exec;
 mod lex;

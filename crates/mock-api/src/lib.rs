@@ -24,6 +24,8 @@
 //! one request), [`api`] (each API's requests and responses), [`http`] (minimal HTTP/1.1),
 //! [`server`] (the accept loop, state and log).
 
+#![forbid(unsafe_code)]
+
 pub mod api;
 pub mod http;
 pub mod reply;

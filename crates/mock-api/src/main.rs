@@ -3,6 +3,8 @@
 //! Code's `ANTHROPIC_BASE_URL` and Gemini CLI's `GOOGLE_GEMINI_BASE_URL` as it is, opencode's
 //! and Codex's provider `baseURL` with `/v1` added.
 
+#![forbid(unsafe_code)]
+
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;

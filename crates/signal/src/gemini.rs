@@ -236,9 +236,7 @@ fn laid_out_delta(line: &[u8]) -> Option<Raw<'_>> {
     if !r.literal(br#"{"type":"message","timestamp":"#) {
         return None;
     }
-    if !r.short_string() {
-        r.skip().ok()?;
-    }
+    r.skip().ok()?;
     if !r.literal(br#","role":"assistant","content":"#) {
         return None;
     }

@@ -69,6 +69,9 @@
 //! stripped, invalid UTF-8 becomes U+FFFD, so an agent (or a file it cats) cannot retitle,
 //! clear or hyperlink the user's terminal.
 
+#![forbid(unsafe_code)]
+
+mod blocks;
 mod claude;
 mod codex;
 mod cursor;
@@ -81,7 +84,6 @@ mod markdown;
 mod opencode;
 mod rate_limit;
 mod sanitize;
-mod simd;
 mod skim;
 mod summary;
 mod tag;

@@ -1,14 +1,10 @@
 //! A one-pass JSON reader for decoders that need a few fields of long lines.
 //!
 //! Agent streams are mostly long, escape-dense strings (file bodies, command output) that a
-//! decoder only skips. serde_json checks every byte of a string it skips and stops at every
-//! escape; this reader looks for a short string's closing quote in place, and reads a long
-//! one 64 bytes at a time in a loop the compiler vectorizes, stopping only at its end (or a
-//! rare run of three backslashes), counting its `\n` escapes on the way: a tool's output is
-//! summarized with its line count, and counting them again would cost as much as skipping.
-//! It descends only into the values it is asked to, and decodes only the strings it is
-//! given. Measured on tool-heavy Claude streams, that is several times faster than skipping
-//! with serde_json.
+//! decoder only skips. serde_json checks every byte of a string it skips and decodes the
+//! ones it borrows; this reader finds a string's end with `memchr` (the next quote or
+//! backslash), descends only into the values it is asked to, and decodes only the strings it
+//! is given.
 //!
 //! Structure is validated (brackets, commas, colons, quotes, no trailing bytes); the inside of
 //! a skipped string is not, and a string that is decoded is decoded leniently (invalid UTF-8
@@ -17,11 +13,8 @@
 
 use std::borrow::Cow;
 use std::fmt;
-use std::ops::ControlFlow;
 
 use memchr::memchr;
-
-use crate::simd;
 
 /// Why a line is not the JSON it should be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,22 +83,6 @@ impl<'a> Reader<'a> {
         found
     }
 
-    /// Steps over a string that comes next (no whitespace before it) if it ends within 32
-    /// bytes and has no escape: what [`Reader::skip`] does with it, in place of a call.
-    #[inline]
-    pub(crate) fn short_string(&mut self) -> bool {
-        if self.s.get(self.pos) != Some(&b'"') {
-            return false;
-        }
-        match plain_end(self.s, self.pos + 1) {
-            Some(quote) => {
-                self.pos = quote + 1;
-                true
-            }
-            None => false,
-        }
-    }
-
     /// What is left to read.
     pub(crate) fn rest(&self) -> &'a [u8] {
         &self.s[self.pos..]
@@ -128,15 +105,12 @@ impl<'a> Reader<'a> {
             None => return self.error("unexpected end of line"),
             Some(_) => self.pos,
         };
-        let newlines = match self.s[start] {
+        match self.s[start] {
             b'"' => self.skip_string()?,
-            b'{' | b'[' => self.skip_container().map(|()| None)?,
-            _ => self.skip_scalar().map(|()| None)?,
-        };
-        Ok(Raw {
-            text: &self.s[start..self.pos],
-            newlines,
-        })
+            b'{' | b'[' => self.skip_container()?,
+            _ => self.skip_scalar()?,
+        }
+        Ok(Raw::new(&self.s[start..self.pos]))
     }
 
     /// Reads the next value with `read`, which must take exactly one value, and returns its
@@ -156,34 +130,13 @@ impl<'a> Reader<'a> {
         self.value().map(drop)
     }
 
-    /// Skips a string; the reader is at its opening quote. Gives the number of `\n` escapes
-    /// in it when they were counted: always in a string of 64 bytes or more.
+    /// Skips a string; the reader is at its opening quote.
     #[inline]
-    fn skip_string(&mut self) -> Result<Option<u32>, Error> {
-        // Most strings are short and plain (keys, ids, names).
-        if let Some(quote) = plain_end(self.s, self.pos + 1) {
-            self.pos = quote + 1;
-            return Ok(None);
-        }
-        self.skip_long_string()
-    }
-
-    /// [`Reader::skip_string`] of a string that is long or has escapes; kept out of line, so
-    /// that skipping a short string stays a short call.
-    #[inline(never)]
-    fn skip_long_string(&mut self) -> Result<Option<u32>, Error> {
-        let body = self.pos + 1;
-        if let Some(quote) = near_quote(self.s, body)
-            && !escaped(self.s, quote)
-        {
-            self.pos = quote + 1;
-            return Ok(None);
-        }
-        match scan_string(self.s, body) {
-            Some((quote, newlines)) => {
+    fn skip_string(&mut self) -> Result<(), Error> {
+        match string_end(self.s, self.pos + 1) {
+            Some(quote) => {
                 self.pos = quote + 1;
-                // A line is at most a few MiB; a count that does not fit is just not kept.
-                Ok(u32::try_from(newlines).ok())
+                Ok(())
             }
             None => self.error("unterminated string"),
         }
@@ -202,7 +155,7 @@ impl<'a> Reader<'a> {
             };
             self.pos += off;
             match self.s[self.pos] {
-                b'"' => drop(self.skip_string()?),
+                b'"' => self.skip_string()?,
                 b'{' | b'[' => {
                     depth += 1;
                     self.pos += 1;
@@ -257,107 +210,26 @@ static SCALAR: [bool; 256] = {
     table
 };
 
-/// The closing quote of a string whose body starts at `from`, if it comes within 32 bytes
-/// and before any backslash: eight bytes at a time, each a `u64`, where the lowest byte
-/// flagged (a borrow only flags bytes above it) is the first quote or backslash.
-#[inline]
-fn plain_end(s: &[u8], from: usize) -> Option<usize> {
-    let mut at = from;
-    for _ in 0..4 {
-        let word = u64::from_le_bytes(s.get(at..at + 8)?.try_into().ok()?);
-        let (quote, backslash) = (byte_flags(word, b'"'), byte_flags(word, b'\\'));
-        if quote != 0 || backslash != 0 {
-            return (quote.trailing_zeros() < backslash.trailing_zeros())
-                .then(|| at + quote.trailing_zeros() as usize / 8);
-        }
-        at += 8;
-    }
-    None
-}
-
-/// Flags the bytes of `word` (eight bytes, little-endian) that equal `byte`, in the top bit of
-/// each: the lowest flag is the first such byte (a borrow can flag bytes above it, never
-/// below), so `trailing_zeros() / 8` says where it is.
-#[inline]
-fn byte_flags(word: u64, byte: u8) -> u64 {
-    let x = word ^ u64::from_le_bytes([byte; 8]);
-    x.wrapping_sub(0x0101_0101_0101_0101) & !x & 0x8080_8080_8080_8080
-}
-
-/// The first quote in the next 64 bytes of `s` from `from`, looked at in place, 16 bytes at a
-/// time, in a loop the compiler vectorizes: most strings (keys, ids) end there, and no
-/// search is set up for them.
-fn near_quote(s: &[u8], from: usize) -> Option<usize> {
-    let rest = &s[from..];
-    let near = rest.len().min(64) / 16 * 16;
-    for (i, block) in rest[..near].chunks_exact(16).enumerate() {
-        if let Ok(block) = <&[u8; 16]>::try_from(block)
-            && block.iter().fold(false, |any, &b| any | (b == b'"'))
-        {
-            return Some(from + 16 * i + first_quote_in(block));
-        }
-    }
-    // The last few bytes of a line.
-    if rest.len() < 64 {
-        return memchr(b'"', &rest[near..]).map(|at| from + near + at);
-    }
-    None
-}
-
-/// The closing quote of the string whose body starts at `at`, and the number of `\n` escapes
-/// in it; `None` if the string does not end.
+/// The closing quote of the string whose body starts at `at` (where a character or an
+/// escape starts, not inside an escape); `None` if the string does not end.
 ///
-/// One pass that both finds the end and counts the lines: a tool's output is most of a line,
-/// is skipped to read the line and then summarized, and counting its lines in a second pass
-/// cost as much as skipping it. Source code has an escaped quote every few dozen bytes, so
-/// looking for quotes alone stops often; [`simd::json_string`] works out which bytes are
-/// escaped for 64 bytes at a time instead, and only the last few bytes are walked.
-///
-/// `at` must be where a character or an escape starts, not inside an escape.
-fn scan_string(s: &[u8], at: usize) -> Option<(usize, usize)> {
-    let scan = simd::json_string(s, at);
-    if let Some(quote) = scan.quote {
-        return Some((quote, scan.newlines));
-    }
-    let mut newlines = scan.newlines;
-    match walk(s, scan.at, s.len(), &mut newlines) {
-        ControlFlow::Break(quote) => Some((quote, newlines)),
-        ControlFlow::Continue(_) => None,
-    }
-}
-
-/// Walks a string body from `at` (where a character or an escape starts) to `end`, counting
-/// `\n` escapes: the closing quote if it comes first, else where the walk stopped (`end`, or
-/// just past it when an escape straddles it).
-fn walk(s: &[u8], mut at: usize, end: usize, newlines: &mut usize) -> ControlFlow<usize, usize> {
-    while at < end {
-        match s[at] {
-            b'"' => return ControlFlow::Break(at),
-            b'\\' => {
-                *newlines += usize::from(s.get(at + 1) == Some(&b'n'));
-                at += 2;
-            }
-            _ => at += 1,
+/// A search for quotes alone: a tool's output has a `\n` escape on every line, and an escaped
+/// quote far less often, so stopping at backslashes too would stop every few dozen bytes.
+fn string_end(s: &[u8], at: usize) -> Option<usize> {
+    let mut from = at;
+    loop {
+        let quote = from + memchr(b'"', s.get(from..)?)?;
+        // Escaped when an odd run of backslashes, inside the body, precedes it.
+        let run = s[at..quote]
+            .iter()
+            .rev()
+            .take_while(|&&b| b == b'\\')
+            .count();
+        if run % 2 == 0 {
+            return Some(quote);
         }
+        from = quote + 1;
     }
-    ControlFlow::Continue(at)
-}
-
-/// Where the first quote of a block that has one is, eight bytes at a time: the lowest byte
-/// that was a quote is the lowest one flagged (a borrow only flags bytes above it).
-fn first_quote_in(block: &[u8; 16]) -> usize {
-    let flags = |half: [u8; 8]| byte_flags(u64::from_le_bytes(half), b'"');
-    let (low, high) = block.split_at(8);
-    match (low.try_into().map(flags), high.try_into().map(flags)) {
-        (Ok(low), _) if low != 0 => low.trailing_zeros() as usize / 8,
-        (_, Ok(high)) => 8 + high.trailing_zeros() as usize / 8,
-        _ => 16,
-    }
-}
-
-/// Whether the quote at `quote` is escaped: an odd run of backslashes precedes it.
-fn escaped(s: &[u8], quote: usize) -> bool {
-    s[..quote].iter().rev().take_while(|&&b| b == b'\\').count() % 2 == 1
 }
 
 /// An object being read: call [`Object::next_key`], then read or skip the value.
@@ -419,23 +291,12 @@ impl Array {
 pub(crate) struct Raw<'a> {
     /// The value's text.
     pub(crate) text: &'a [u8],
-    /// For a string of 64 bytes or more (and some shorter ones), the number of `\n` escapes
-    /// in it, counted while its end was found: a summary counts a tool output's lines.
-    newlines: Option<u32>,
 }
 
 impl<'a> Raw<'a> {
     /// The value whose text is `text`.
     pub(crate) const fn new(text: &'a [u8]) -> Self {
-        Raw {
-            text,
-            newlines: None,
-        }
-    }
-
-    /// The number of `\n` escapes in a string value, if they were counted when it was read.
-    pub(crate) fn newlines(self) -> Option<usize> {
-        self.newlines.map(|n| n as usize)
+        Raw { text }
     }
 
     /// A reader over this value, to descend into it.
@@ -548,24 +409,9 @@ fn has_backslash(s: &[u8]) -> bool {
     find_backslash(s).is_some()
 }
 
-/// The first backslash in `s`. Most strings searched are short (names, text deltas), and
-/// eight bytes at a time in place cost less than setting up `memchr` for them.
+/// The first backslash in `s`.
 fn find_backslash(s: &[u8]) -> Option<usize> {
-    if s.len() > 64 {
-        return memchr(b'\\', s);
-    }
-    let flags = |word: &[u8]| Some(byte_flags(u64::from_le_bytes(word.try_into().ok()?), b'\\'));
-    let mut words = s.chunks_exact(8);
-    for (i, word) in words.by_ref().enumerate() {
-        match flags(word)? {
-            0 => {}
-            found => return Some(8 * i + found.trailing_zeros() as usize / 8),
-        }
-    }
-    let tail = words.remainder();
-    tail.iter()
-        .position(|&b| b == b'\\')
-        .map(|at| s.len() - tail.len() + at)
+    memchr(b'\\', s)
 }
 
 /// Decodes the escapes of a JSON string body. (Checking that the result is UTF-8, which it
@@ -834,18 +680,17 @@ mod tests {
         r.end().unwrap();
     }
 
-    /// [`scan_string`] the simple way: byte by byte, an escape flag carried from one to the
+    /// [`string_end`] the simple way: byte by byte, an escape flag carried from one to the
     /// next.
-    fn scan_string_simple(s: &[u8], from: usize) -> Option<(usize, usize)> {
-        let (mut escape, mut newlines) = (false, 0);
+    fn string_end_simple(s: &[u8], from: usize) -> Option<usize> {
+        let mut escape = false;
         for (at, &b) in s.iter().enumerate().skip(from) {
             if escape {
-                newlines += usize::from(b == b'n');
                 escape = false;
             } else if b == b'\\' {
                 escape = true;
             } else if b == b'"' {
-                return Some((at, newlines));
+                return Some(at);
             }
         }
         None
@@ -853,8 +698,8 @@ mod tests {
 
     #[test]
     fn strings_that_end_across_blocks_are_scanned_exactly() {
-        // Runs of backslashes before a quote, an `n` and an escape, straddling a block
-        // boundary at every offset, from strings that start at different places.
+        // Runs of backslashes before a quote, an `n` and an escape, at every offset, from
+        // strings that start at different places.
         for run in 0..6 {
             for after in [&br#""x"#[..], br#"n\n"x"#, br#"\"n""#, br#"\\""#] {
                 let tail = [&b"\\".repeat(run)[..], after].concat();
@@ -862,8 +707,8 @@ mod tests {
                     for start in 0..4 {
                         let s = [&b"{".repeat(start)[..], b"\"", &b"a".repeat(pad), &tail].concat();
                         assert_eq!(
-                            scan_string(&s, start + 1),
-                            scan_string_simple(&s, start + 1),
+                            string_end(&s, start + 1),
+                            string_end_simple(&s, start + 1),
                             "{start} {pad} {tail:?}"
                         );
                     }
@@ -874,7 +719,7 @@ mod tests {
 
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(1000))]
-        /// The end of a string and its `\n` escapes, on any bytes: runs of backslashes,
+        /// The end of a string, on any bytes: runs of backslashes,
         /// escaped and bare quotes, `n` with and without a backslash, from any start.
         #[test]
         fn scanning_a_string_agrees_with_walking_it(
@@ -906,15 +751,12 @@ mod tests {
             if let Some(quote) = from.checked_sub(1) {
                 bytes[quote] = b'"';
             }
-            proptest::prop_assert_eq!(scan_string(&bytes, from), scan_string_simple(&bytes, from));
-            // Through the reader: where the string ends, and its count when one was kept.
+            proptest::prop_assert_eq!(string_end(&bytes, from), string_end_simple(&bytes, from));
+            // Through the reader: where the string ends.
             let line = [&b"\""[..], &bytes].concat();
             let mut r = Reader::new(&line);
-            match (r.value(), scan_string_simple(&line, 1)) {
-                (Ok(raw), Some((quote, newlines))) => {
-                    proptest::prop_assert_eq!(raw.text.len(), quote + 1);
-                    proptest::prop_assert!(raw.newlines().is_none_or(|n| n == newlines));
-                }
+            match (r.value(), string_end_simple(&line, 1)) {
+                (Ok(raw), Some(quote)) => proptest::prop_assert_eq!(raw.text.len(), quote + 1),
                 (Err(_), None) => {}
                 (got, want) => proptest::prop_assert!(false, "{got:?} but {want:?}"),
             }

@@ -2,11 +2,11 @@
 //! that are not inside code.
 //!
 //! Most lines need nothing but to be shown, and the scanner never looks at those one by one.
-//! A chunk is worked through in windows of whole lines. One SIMD pass over a window
-//! ([`simd::TextPass`]) marks, in bit masks, every byte a terminal could act on, every `<`,
+//! A chunk is worked through in windows of whole lines. One pass over a window
+//! ([`blocks::TextPass`]) marks, in bit masks, every byte a terminal could act on, every `<`,
 //! every run of three fence characters and the newline of every line longer than
-//! [`DISPLAY_CAP`], counts the newlines, and checks that the window is valid UTF-8 (with
-//! AVX2; without it, `simdutf8` checks the window after the pass). Only the lines those
+//! [`DISPLAY_CAP`], and counts the newlines; `simdutf8` checks that the window is valid
+//! UTF-8. Only the lines those
 //! candidates confirm stop the scanner: one holding `<ralph>`, ```` ``` ```` or `~~~` (every
 //! fence line does), something to sanitize (a CRLF ending included), or too many bytes. A stop
 //! line shown as it is (a fence line, a line whose tags sit in code) only has its fence state
@@ -27,10 +27,10 @@ use std::ops::Range;
 
 use memchr::{memchr, memrchr};
 
+use crate::blocks::{self, TextBlock};
 use crate::long_line::LongLine;
 use crate::markdown::{FenceState, code_spans};
 use crate::sanitize::{clean_line, cut, cut_into, display_line};
-use crate::simd::{self, TextBlock};
 use crate::tag::{KindSet, OPEN, OPEN_FINDER, match_tag};
 use crate::{AgentEvent, DISPLAY_CAP, LINE_CAP, Signal};
 
@@ -52,15 +52,12 @@ pub(crate) struct TextScanner {
     shown: String,
     /// Scratch for a window's classes, kept between windows.
     blocks: Vec<TextBlock>,
-    /// Whether the last window had many blocks that are not ASCII: see
-    /// [`simd::TextPass::new`].
-    dense_utf8: bool,
     /// Scratch for a line with its colour codes stripped.
     stripped: String,
 }
 
-/// Where the lines that need a closer look are, in one window: one SIMD pass
-/// ([`simd::TextPass`]) classifies every byte and marks the candidates; a candidate is
+/// Where the lines that need a closer look are, in one window: one pass
+/// ([`blocks::TextPass`]) classifies every byte and marks the candidates; a candidate is
 /// confirmed byte by byte when the scanner gets to it.
 struct Stops<'a> {
     bytes: &'a [u8],
@@ -124,7 +121,7 @@ impl<'a> Stops<'a> {
         facts
     }
 
-    /// The special bytes (`TextMasks::special` in `simd`) in `from..to`, in order.
+    /// The special bytes (`TextMasks::special` in `blocks`) in `from..to`, in order.
     fn special(&self, from: usize, to: usize) -> SpecialBytes<'a> {
         if from >= to {
             return SpecialBytes {
@@ -294,23 +291,21 @@ impl TextScanner {
         let mut pos = 0;
         while pos < rest.len() {
             let cap = (pos + WINDOW).min(rest.len());
-            let mut pass = simd::TextPass::new(self.dense_utf8);
+            let mut pass = blocks::TextPass::default();
             pass.push(&rest[pos..cap], DISPLAY_CAP, &mut blocks);
             let window_end = match memchr(b'\n', &rest[cap..]) {
                 Some(nl) => {
                     pass.push(&rest[cap..cap + nl + 1], DISPLAY_CAP, &mut blocks);
                     cap + nl + 1
                 }
-                // What follows the last newline waits for the next chunk. (The pass classified
-                // it with the window: if it fails the UTF-8 check, a character cut in two by
-                // the chunk's end, `simdutf8` checks the window again.)
+                // What follows the last newline waits for the next chunk (the pass classified
+                // it with the window; the UTF-8 check stops at the window's end).
                 None => match last_newline(&blocks) {
                     Some(i) => pos + i + 1,
                     None => break,
                 },
             };
-            self.dense_utf8 = pass.dense_utf8();
-            self.classified_lines(&rest[pos..window_end], &blocks, &pass, out);
+            self.classified_lines(&rest[pos..window_end], &blocks, out);
             pos = window_end;
         }
         self.blocks = blocks;
@@ -324,21 +319,14 @@ impl TextScanner {
     /// of its line: `counted` is where the count stands, `self.line_number` the lines before it.
     fn lines(&mut self, window: &[u8], out: &mut Vec<AgentEvent>) {
         let mut blocks = std::mem::take(&mut self.blocks);
-        let mut pass = simd::TextPass::new(self.dense_utf8);
-        pass.push(window, DISPLAY_CAP, &mut blocks);
-        self.classified_lines(window, &blocks, &pass, out);
+        blocks::TextPass::default().push(window, DISPLAY_CAP, &mut blocks);
+        self.classified_lines(window, &blocks, out);
         self.blocks = blocks;
     }
 
     /// [`lines`](Self::lines) once the pass has classified `window` into `blocks`, which may
-    /// go on past its end; `pass` vouches for the window's UTF-8 when it can.
-    fn classified_lines(
-        &mut self,
-        window: &[u8],
-        blocks: &[TextBlock],
-        pass: &simd::TextPass,
-        out: &mut Vec<AgentEvent>,
-    ) {
+    /// go on past its end.
+    fn classified_lines(&mut self, window: &[u8], blocks: &[TextBlock], out: &mut Vec<AgentEvent>) {
         let end = window.len();
         let stops = Stops {
             bytes: window,
@@ -348,9 +336,7 @@ impl TextScanner {
         let mut pos = 0;
         while pos < end {
             let base = pos;
-            let valid = pass
-                .text(&window[pos..])
-                .unwrap_or_else(|| valid_prefix(&window[pos..]));
+            let valid = valid_prefix(&window[pos..]);
             let valid_end = if valid.len() == end - pos {
                 end
             } else {
@@ -719,7 +705,7 @@ struct Line<'a> {
 /// and whether it holds a `<` outside them; `None` for anything else (other escapes, other
 /// controls), which the full parser handles, with `out` holding part of `text` to be cut off.
 /// `special` gives, in order, where the special bytes of `text` are
-/// (`TextMasks::special` in `simd`): the window's pass has found them already.
+/// (`TextMasks::special` in `blocks`): the window's pass has found them already.
 ///
 /// A terminal (and `vte`) consumes such a CSI sequence whole, printing nothing; the text
 /// around it prints as it is. Colour is the control sequence agents print most, so this keeps
@@ -785,7 +771,7 @@ mod tests {
         let special = text
             .bytes()
             .enumerate()
-            .filter(|&(_, b)| simd::is_special(b));
+            .filter(|&(_, b)| blocks::is_special(b));
         let mut out = String::new();
         strip_csi(text, special.map(|(at, _)| at), &mut out).map(|_| out)
     }
