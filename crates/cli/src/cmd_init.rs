@@ -31,6 +31,8 @@ pub fn run(args: &InitArgs) -> CmdResult {
     }
     let ws = Workspace::new(&root);
     ws.ensure().map_err(Failure::usage)?;
+    // A `.ralph/` from before ralph wrote one, or made by hand.
+    ws.ensure_gitignore()?;
     workspace::write_atomic(&task, EXAMPLE.as_bytes())?;
     for (path, text) in [
         (
