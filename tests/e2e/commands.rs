@@ -16,7 +16,15 @@ fn init_writes_a_valid_task_file_and_refuses_to_overwrite_it() {
     p.write("RALPH_TASK.md", "edited");
     p.exec(&["init", "--force"]).expect_code(0);
     assert_ne!(p.read("RALPH_TASK.md"), "edited");
-    // The file it writes is one `ralph run` accepts.
+    // The file it writes is one `ralph run` accepts, once its task is described.
+    let example = p.read("RALPH_TASK.md");
+    p.write(
+        "RALPH_TASK.md",
+        &example.replace(
+            "Add a --json flag to `todo list` so scripts can read the task list",
+            "Add a --json flag to our own tool",
+        ),
+    );
     let agent = p.agent("[iteration *]\nprint ok\n");
     p.run(&agent, &["--max-iterations", "1"]).expect_code(3);
 }

@@ -7,6 +7,7 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
+use ralph_loop::agents::Program;
 use ralph_loop::config::Config;
 use ralph_loop::event::{Control, LoopEvent};
 use ralph_loop::guard::Guard;
@@ -22,19 +23,31 @@ use crate::args::RunArgs;
 use ralph_ui::plain;
 use ralph_ui::tui::{Tui, TuiOptions};
 
-use crate::{CmdResult, Failure, agents};
+use crate::{CmdResult, Failure, agents, demo};
 
 /// Runs the loop in `args.dir`.
 pub fn run(args: &RunArgs) -> CmdResult {
     let root = project_root(&args.dir.dir)?;
     let task_path = root.join(&args.task);
     let mut task = TaskFile::load(&task_path).map_err(Failure::usage)?;
+    if crate::cmd_init::is_example(&task) {
+        return Err(Failure::usage(anyhow::anyhow!(
+            "{} is still the example: describe your task. Write what the agent should do in `task:` and its criteria as the checkboxes below it (in {}), then run again",
+            args.task.display(),
+            task_path.display()
+        )));
+    }
     if let Some(config) = Config::load(&Workspace::new(&root)).map_err(Failure::usage)? {
         task.notify = config.apply(task.notify);
     }
     let warnings = task.warnings.clone();
     match configure(args, &root, task_path, task) {
-        Ok(cfg) => run_loop(cfg, wants_tui(args.no_tui)),
+        Ok((cfg, notes)) => {
+            for note in notes {
+                eprintln!("ralph: {note}");
+            }
+            run_loop(cfg, wants_tui(args.no_tui))
+        }
         Err(failure) => {
             // The loop would show these as it starts; a run refused before that must show
             // them too, since an unknown key (`agent_cmd:` for `agent:`) may be the cause.
@@ -46,14 +59,15 @@ pub fn run(args: &RunArgs) -> CmdResult {
     }
 }
 
-/// The loop's configuration from the arguments and the loaded task file, or the usage error
-/// that refuses the run.
+/// The loop's configuration from the arguments and the loaded task file, with the lines the
+/// run starts with (which agent runs, and what it may do), or the usage error that refuses the
+/// run.
 fn configure(
     args: &RunArgs,
     root: &Path,
     task_path: PathBuf,
     task: TaskFile,
-) -> Result<RunConfig, Failure> {
+) -> Result<(RunConfig, Vec<String>), Failure> {
     let mut settings = Settings::from_task(&task);
     if let Some(n) = args.max_iterations {
         settings.max_iterations = n;
@@ -66,29 +80,41 @@ fn configure(
         settings.iteration_timeout = parse_limit(s)
             .map_err(|e| Failure::usage(anyhow::anyhow!("--iteration-timeout {s}: {e}")))?;
     }
-    let agent = agents::resolve_with(
+    let resolved = agents::resolve_with(
         args.agent.as_deref(),
         args.agent_cmd.as_deref(),
         task.agent.as_deref(),
         &task.agent_args,
         task.model.as_deref(),
     )
-    .map_err(|e| Failure::usage(anyhow::anyhow!(e)))?
-    .spec;
+    .map_err(|e| Failure::usage(anyhow::anyhow!(e)))?;
+    if resolved.preset.is_some_and(|p| p.program == Program::Ralph) && !demo::is_demo_task(&task) {
+        return Err(Failure::usage(anyhow::anyhow!(
+            "the demo agent works only on the demo's own task, in a directory of its own: it would tick this task's checkboxes and write files here. To try ralph, run `ralph demo`"
+        )));
+    }
+    let notes = resolved
+        .detected
+        .into_iter()
+        .chain([resolved.allows])
+        .collect();
     let agent = customize(
-        agent,
+        resolved.spec,
         args.agent_format.as_deref(),
         args.agent_resume_cmd.as_deref(),
     )?;
     let workspace = Workspace::new(root);
     workspace.check_not_symlink().map_err(Failure::usage)?;
-    Ok(RunConfig {
-        workspace,
-        task_path,
-        task,
-        agent,
-        settings,
-    })
+    Ok((
+        RunConfig {
+            workspace,
+            task_path,
+            task,
+            agent,
+            settings,
+        },
+        notes,
+    ))
 }
 
 /// The terminal view, unless asked for plain lines or there is no terminal to draw on.

@@ -1,0 +1,114 @@
+//! Safe from the first run (issue 25): what a newcomer, a hostile agent and a full disk could
+//! break, each guarded here by the test named after it.
+
+use std::path::Path;
+
+use super::util::*;
+
+/// A directory holding an executable `name` that prints nothing and exits 0.
+fn fake_program(dir: &Path, name: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(name);
+    std::fs::write(&path, "#!/bin/sh\ncat >/dev/null\n").unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// Regression (item 1): `ralph init` then `ralph run` started the detected agent, with
+/// `--dangerously-skip-permissions`, on the template's made-up task in the user's repository,
+/// and nothing said what that agent was allowed to do.
+#[test]
+fn an_untouched_template_is_refused_and_a_run_says_what_its_agent_may_do() {
+    let p = Project::new();
+    p.exec(&["init"]).expect_code(0);
+    let bin = tempfile::tempdir().unwrap();
+    fake_program(bin.path(), "claude");
+    let path = format!("{}:/usr/bin:/bin", bin.path().display());
+    let run_claude = || {
+        let mut cmd = p.ralph();
+        cmd.args(["run", "--no-tui", "--max-iterations", "1"])
+            .env("PATH", &path);
+        Run::from_output(cmd.output().unwrap())
+    };
+    let refused = run_claude();
+    refused.expect_code(2);
+    assert!(
+        refused
+            .stderr
+            .contains("RALPH_TASK.md is still the example: describe your task"),
+        "{}",
+        refused.stderr
+    );
+    assert!(!p.exists(".ralph/state.json"), "nothing ran");
+
+    let example = p.read("RALPH_TASK.md");
+    p.write(
+        "RALPH_TASK.md",
+        &example.replace(
+            "Add a --json flag to `todo list` so scripts can read the task list",
+            "Tidy the README",
+        ),
+    );
+    let ran = run_claude();
+    ran.expect_code(3);
+    let first: Vec<&str> = ran.stderr.lines().take(2).collect();
+    assert_eq!(
+        first,
+        [
+            "ralph: no agent given: using claude (Claude Code (`claude -p`, stream-json)), the first found on PATH",
+            "ralph: claude runs with --dangerously-skip-permissions: it can run any command and change any file you can, without asking",
+        ],
+        "{}",
+        ran.stderr
+    );
+
+    // A command of the user's own: said too, as what it is.
+    let agent = p.agent("[iteration *]\nprint ok\n");
+    let ran = p.run(&agent, &["--max-iterations", "1"]);
+    assert!(
+        ran.stderr.starts_with(&format!(
+            "ralph: the agent runs as `{agent}`, as you: it can do whatever that command allows itself"
+        )),
+        "{}",
+        ran.stderr
+    );
+}
+
+/// Regression (item 2): the "no agent found" error suggested `--agent demo` to try ralph; in
+/// a real project the demo agent ticked the project's real checkboxes, wrote its files and
+/// reported DONE.
+#[test]
+fn the_demo_agent_works_only_on_the_demo_s_own_task() {
+    let body = "- [ ] the real work\n";
+    let p = Project::with_task("task: Ship the real thing\nmax_iterations: 2", body);
+    let empty = tempfile::tempdir().unwrap();
+    let mut cmd = p.ralph();
+    cmd.args(["run", "--no-tui"]).env("PATH", empty.path());
+    let none = Run::from_output(cmd.output().unwrap());
+    none.expect_code(2);
+    assert!(none.stderr.contains("run `ralph demo`"), "{}", none.stderr);
+    assert!(!none.stderr.contains("--agent demo"), "{}", none.stderr);
+
+    let refused = p.exec(&["run", "--no-tui", "--agent", "demo"]);
+    refused.expect_code(2);
+    assert!(
+        refused
+            .stderr
+            .contains("the demo agent works only on the demo's own task"),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        refused.stderr.contains("run `ralph demo`"),
+        "{}",
+        refused.stderr
+    );
+    assert!(!p.exists(".ralph"), "nothing written");
+
+    // Named as a command line, it refuses itself and touches nothing.
+    let demo = format!("'{}' __demo-agent", ralph_bin().display());
+    p.run(&demo, &[]);
+    assert!(p.read("RALPH_TASK.md").ends_with(body));
+    assert!(!p.exists("greeting.txt") && !p.exists(".ralph/question.md"));
+    let err = p.read(".ralph/logs/iter-0001.err");
+    assert!(err.contains("not the demo's task"), "{err}");
+}
