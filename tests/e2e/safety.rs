@@ -7,10 +7,15 @@ use super::util::*;
 
 /// A directory holding an executable `name` that prints nothing and exits 0.
 fn fake_program(dir: &Path, name: &str) {
-    use std::os::unix::fs::PermissionsExt;
     let path = dir.join(name);
     std::fs::write(&path, "#!/bin/sh\ncat >/dev/null\n").unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    fake_program_mode(&path);
+}
+
+/// Makes `path` executable.
+fn fake_program_mode(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
 /// Regression (item 1): `ralph init` then `ralph run` started the detected agent, with
@@ -111,4 +116,61 @@ fn the_demo_agent_works_only_on_the_demo_s_own_task() {
     assert!(!p.exists("greeting.txt") && !p.exists(".ralph/question.md"));
     let err = p.read(".ralph/logs/iter-0001.err");
     assert!(err.contains("not the demo's task"), "{err}");
+}
+
+/// Regression (item 3): after Ctrl-C (or any stop), a plain `ralph run` forgot the agent the
+/// loop had started with: it refused, or, with Claude Code installed, switched agents
+/// mid-task.
+#[test]
+fn a_plain_run_resumes_with_the_agent_the_loop_started_with() {
+    let p = Project::with_task(
+        "task: Cache\nmax_iterations: 5\nquestion_timeout: 200ms\non_question_timeout: stop",
+        "- [ ] cache\n",
+    );
+    let agent = p.agent(
+        "[iteration 1]\nquestion \"Redis or Memcached?\" --option Redis\nsignal QUESTION\n\
+         [iteration 2]\nquestion \"Which TTL?\"\nsignal QUESTION\n\
+         [iteration 3]\ncheck-all\nsignal DONE\n",
+    );
+    p.run(&agent, &[]).expect_code(1);
+    assert_eq!(p.state()["status"], "stopped");
+    assert_eq!(p.state()["agent_choice"]["command"], agent.as_str());
+
+    // Claude Code is installed: a plain run must not switch to it.
+    let bin = tempfile::tempdir().unwrap();
+    std::fs::write(
+        bin.path().join("claude"),
+        format!("#!/bin/sh\ntouch '{}'\n", p.path("claude-ran").display()),
+    )
+    .unwrap();
+    fake_program_mode(&bin.path().join("claude"));
+    p.exec(&["answer", "Redis"]).expect_code(0);
+    let mut cmd = p.ralph();
+    cmd.args(["run", "--no-tui"])
+        .env("PATH", format!("{}:/usr/bin:/bin", bin.path().display()));
+    let resumed = Run::from_output(cmd.output().unwrap());
+    resumed.expect_code(1);
+    assert!(
+        resumed.stderr.starts_with(&format!(
+            "ralph: resuming with `{agent}`, the agent this loop started with (recorded in .ralph/state.json); pass --agent or --agent-cmd to change it\n"
+        )),
+        "{}",
+        resumed.stderr
+    );
+    assert!(!p.exists("claude-ran"), "switched to claude");
+    assert_eq!(p.state()["iteration"], 2);
+
+    // Changing it takes a flag, and is said.
+    p.exec(&["answer", "60s"]).expect_code(0);
+    let other = format!("env {agent}");
+    let switched = p.run(&other, &[]);
+    switched.expect_code(0);
+    assert!(
+        switched.stderr.starts_with(&format!(
+            "ralph: switching agents: this loop started with `{agent}`; it goes on with `{other}`, as the command line says\n"
+        )),
+        "{}",
+        switched.stderr
+    );
+    assert_eq!(p.state()["agent_choice"]["command"], other.as_str());
 }

@@ -18,6 +18,8 @@ pub struct Resolved {
     pub detected: Option<String>,
     /// The preset, when it is one (not `--agent-cmd` or a command line in `agent:`).
     pub preset: Option<&'static Preset>,
+    /// The command line, when it is not a preset.
+    pub command: Option<String>,
     /// Which agent runs and, in plain words, what its flags let it do: for the run's first
     /// lines.
     pub allows: String,
@@ -33,6 +35,7 @@ impl Resolved {
             spec,
             detected,
             preset: Some(preset),
+            command: None,
             allows,
         }
     }
@@ -42,6 +45,7 @@ impl Resolved {
             spec: command(cmd)?,
             detected: None,
             preset: None,
+            command: Some(cmd.trim().to_owned()),
             allows: format!(
                 "the agent runs as `{}`, as you: it can do whatever that command allows itself; ralph does not limit it",
                 cmd.trim()

@@ -11,6 +11,7 @@ use ralph_loop::agents::Program;
 use ralph_loop::config::Config;
 use ralph_loop::event::{Control, LoopEvent};
 use ralph_loop::guard::Guard;
+use ralph_loop::state::{AgentChoice, State, Status};
 use std::sync::Arc;
 
 use ralph_loop::runner::{AgentSpec, Invocation, RunConfig, Runner, Settings};
@@ -80,29 +81,82 @@ fn configure(
         settings.iteration_timeout = parse_limit(s)
             .map_err(|e| Failure::usage(anyhow::anyhow!("--iteration-timeout {s}: {e}")))?;
     }
+    let mut notes = Vec::new();
+    let recorded = recorded_choice(root);
+    let chosen_now = args.agent.is_some() || args.agent_cmd.is_some();
+    let (agent_name, agent_cmd, format, resume_cmd) = match &recorded {
+        Some(choice) if !chosen_now => {
+            notes.push(format!(
+                "resuming with {}, the agent this loop started with (recorded in .ralph/state.json); pass --agent or --agent-cmd to change it",
+                choice.describe()
+            ));
+            match choice {
+                AgentChoice::Preset { name } => (
+                    Some(name.as_str()),
+                    None,
+                    args.agent_format.as_deref(),
+                    args.agent_resume_cmd.as_deref(),
+                ),
+                AgentChoice::Command {
+                    command,
+                    format,
+                    resume_command,
+                } => (
+                    None,
+                    Some(command.as_str()),
+                    args.agent_format.as_deref().or(format.as_deref()),
+                    args.agent_resume_cmd
+                        .as_deref()
+                        .or(resume_command.as_deref()),
+                ),
+            }
+        }
+        _ => (
+            args.agent.as_deref(),
+            args.agent_cmd.as_deref(),
+            args.agent_format.as_deref(),
+            args.agent_resume_cmd.as_deref(),
+        ),
+    };
     let resolved = agents::resolve_with(
-        args.agent.as_deref(),
-        args.agent_cmd.as_deref(),
+        agent_name,
+        agent_cmd,
         task.agent.as_deref(),
         &task.agent_args,
         task.model.as_deref(),
     )
-    .map_err(|e| Failure::usage(anyhow::anyhow!(e)))?;
+    .map_err(|e| match &recorded {
+        Some(choice) if !chosen_now => Failure::usage(anyhow::anyhow!(
+            "{e}. This loop started with {}, recorded in .ralph/state.json; to go on with another agent, pass --agent or --agent-cmd",
+            choice.describe()
+        )),
+        _ => Failure::usage(anyhow::anyhow!(e)),
+    })?;
     if resolved.preset.is_some_and(|p| p.program == Program::Ralph) && !demo::is_demo_task(&task) {
         return Err(Failure::usage(anyhow::anyhow!(
             "the demo agent works only on the demo's own task, in a directory of its own: it would tick this task's checkboxes and write files here. To try ralph, run `ralph demo`"
         )));
     }
-    let notes = resolved
-        .detected
-        .into_iter()
-        .chain([resolved.allows])
-        .collect();
-    let agent = customize(
-        resolved.spec,
-        args.agent_format.as_deref(),
-        args.agent_resume_cmd.as_deref(),
-    )?;
+    let choice = match (resolved.preset, &resolved.command) {
+        (Some(preset), _) => AgentChoice::Preset {
+            name: preset.name.to_owned(),
+        },
+        (None, command) => AgentChoice::Command {
+            command: command.clone().unwrap_or_default(),
+            format: format.map(str::to_owned),
+            resume_command: resume_cmd.map(str::to_owned),
+        },
+    };
+    if let Some(before) = recorded.as_ref().filter(|before| **before != choice) {
+        notes.push(format!(
+            "switching agents: this loop started with {}; it goes on with {}, as the command line says",
+            before.describe(),
+            choice.describe()
+        ));
+    }
+    notes.extend(resolved.detected);
+    notes.push(resolved.allows);
+    let agent = customize(resolved.spec, format, resume_cmd)?;
     let workspace = Workspace::new(root);
     workspace.check_not_symlink().map_err(Failure::usage)?;
     Ok((
@@ -111,10 +165,22 @@ fn configure(
             task_path,
             task,
             agent,
+            agent_choice: Some(choice),
             settings,
         },
         notes,
     ))
+}
+
+/// The agent a plain `ralph run` resumes with: the one a stopped or killed loop recorded.
+/// A `state.json` that cannot be read is the runner's to report, naming it.
+fn recorded_choice(root: &Path) -> Option<AgentChoice> {
+    let previous = State::load(&Workspace::new(root)).ok()??;
+    matches!(
+        previous.status,
+        Status::Running | Status::WaitingInput | Status::Stopped
+    )
+    .then_some(previous.agent_choice?)
 }
 
 /// The terminal view, unless asked for plain lines or there is no terminal to draw on.

@@ -96,6 +96,7 @@ pub fn run(args: &DemoArgs) -> CmdResult {
         task_path,
         task,
         agent: resolved.spec,
+        agent_choice: None,
         settings,
     };
     let code = cmd_run::run_loop(cfg, cmd_run::wants_tui(args.no_tui))?;

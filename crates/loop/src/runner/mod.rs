@@ -41,7 +41,7 @@ use crate::prompt::{self, Carryover, PromptInputs};
 use crate::question::{MAX_QUESTION_BYTES, Question};
 use crate::registry;
 use crate::state::{
-    self, AskClaim, PendingQuestion, RaisedBy, State, Status, log_event, timestamp,
+    self, AgentChoice, AskClaim, PendingQuestion, RaisedBy, State, Status, log_event, timestamp,
 };
 use crate::supervisor::{self, describe_exit};
 use crate::task::{OnQuestionTimeout, TaskFile, Wait};
@@ -163,6 +163,8 @@ pub struct RunConfig {
     pub task: TaskFile,
     /// The agent.
     pub agent: AgentSpec,
+    /// How the agent was chosen, recorded in `state.json` for a later run to resume with.
+    pub agent_choice: Option<AgentChoice>,
     /// The knobs.
     pub settings: Settings,
 }
@@ -398,6 +400,7 @@ impl Runner {
             root: ws.root().display().to_string(),
             task: cfg.task.task.lines().next().unwrap_or("").to_string(),
             agent: cfg.agent.name.clone(),
+            agent_choice: cfg.agent_choice.clone(),
             started_at: timestamp(now),
             updated_at: timestamp(now),
             pending_question: pending_from_before,
