@@ -174,3 +174,40 @@ fn a_plain_run_resumes_with_the_agent_the_loop_started_with() {
     );
     assert_eq!(p.state()["agent_choice"]["command"], other.as_str());
 }
+
+/// Regression (item 4): an agent command that was not found failed every iteration at once
+/// (`sh: 1: my-agnt: not found`, exit 127) and was retried until the failure limit.
+#[test]
+fn an_agent_command_that_cannot_start_stops_the_loop_at_once_naming_it() {
+    let p = Project::with_task(
+        "task: x\nmax_iterations: 20\nmax_consecutive_failures: 10",
+        "- [ ] x\n",
+    );
+    let run = p.run("my-agnt --yes", &[]);
+    run.expect_code(2);
+    assert!(
+        run.stdout.contains(
+            "the agent's command was not found: `my-agnt` (the first word of `my-agnt --yes`; exit 127 from sh)"
+        ),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(p.events_of("iteration_start").len(), 1, "not retried");
+    assert_eq!(p.state()["status"], "failed");
+
+    // Found, but not a program: the same, with what is wrong.
+    p.write("agent.sh", "echo hi\n");
+    let agent = p.path("agent.sh").display().to_string();
+    let run = p.run(&agent, &[]);
+    run.expect_code(2);
+    assert!(
+        run.stdout.contains("was found but cannot be run"),
+        "{}",
+        run.stdout
+    );
+
+    // An agent that ran before may exit 127 for its own reasons: an ordinary failure.
+    let agent = p.agent("[iteration 1]\nprint working\n[iteration 2..]\nexit 127\n");
+    let run = p.run(&agent, &["--max-iterations", "3"]);
+    run.expect_code(3);
+}
