@@ -318,7 +318,7 @@ fn a_corrupt_state_file_is_named_with_its_fix_and_its_cause_once() {
 fn answer_edit_uses_editor_when_visual_is_set_but_empty() {
     // Regression: `VISUAL=` (set, empty) ran an empty command instead of falling back to
     // $EDITOR.
-    let p = Project::new();
+    let p = Project::with_task("task: x", "- [ ] x\n");
     p.write(
         "editor.sh",
         "#!/bin/sh\nprintf 'written in the editor\\n# a comment\\n' > \"$1\"\n",

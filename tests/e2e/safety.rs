@@ -2,6 +2,7 @@
 //! break, each guarded here by the test named after it.
 
 use std::path::Path;
+use std::time::Duration;
 
 use super::util::*;
 
@@ -210,4 +211,95 @@ fn an_agent_command_that_cannot_start_stops_the_loop_at_once_naming_it() {
     let agent = p.agent("[iteration 1]\nprint working\n[iteration 2..]\nexit 127\n");
     let run = p.run(&agent, &["--max-iterations", "3"]);
     run.expect_code(3);
+}
+
+/// Regression (item 5): commands worked only in the project's root. From a subdirectory
+/// `ralph answer 1` said no question was waiting and suggested `--force`, which then made a
+/// stray `.ralph/` there.
+#[test]
+fn commands_find_their_loop_upward_and_outside_any_project_the_one_waiting() {
+    let task = "---\ntask: Pick\nmax_iterations: 3\nquestion_timeout: 60s\n---\n- [ ] x\n";
+    let script = "[iteration 1]\nquestion \"Yes or no?\" --option Yes --option No\nsignal QUESTION\n[iteration 2]\ncheck-all\nsignal DONE\n";
+    let a = Project::new();
+    a.write("RALPH_TASK.md", task);
+    let b = a.beside();
+    b.write("RALPH_TASK.md", task);
+    let outside = a.beside();
+    a.write("src/deep/main.rs", "");
+    let in_dir = |p: &Project, dir: &Path, args: &[&str]| {
+        Run::from_output(p.ralph().current_dir(dir).args(args).output().unwrap())
+    };
+    // Outside any project, with no loop waiting: refused, and nothing is made.
+    let refused = outside.exec(&["answer", "--force", "hello"]);
+    refused.expect_code(1);
+    assert!(
+        refused.stderr.contains("not inside a project"),
+        "{}",
+        refused.stderr
+    );
+    assert!(!outside.exists(".ralph"), "no stray .ralph/");
+
+    let run_a = a.start(&a.agent(script), &[]);
+    a.wait_for_status("waiting_input", Duration::from_secs(30));
+    let status = in_dir(&a, &a.path("src/deep"), &["status"]);
+    status.expect_code(0);
+    assert!(
+        status
+            .stdout
+            .starts_with(&format!("{}: WAITING FOR YOUR ANSWER", a.root().display())),
+        "{}",
+        status.stdout
+    );
+    // Outside any project, the one loop waiting: acted on, and named.
+    let status = outside.exec(&["status"]);
+    status.expect_code(0);
+    let named = format!(
+        "ralph: not inside a project: the one loop waiting for an answer on this machine is in {}",
+        a.root().display()
+    );
+    assert!(status.stderr.starts_with(&named), "{}", status.stderr);
+    assert!(status.stdout.contains("Yes or no?"), "{}", status.stdout);
+
+    // Two waiting: listed, not guessed.
+    let run_b = b.start(&b.agent(script), &[]);
+    b.wait_for_status("waiting_input", Duration::from_secs(30));
+    let refused = outside.exec(&["answer", "1"]);
+    refused.expect_code(1);
+    for p in [&a, &b] {
+        let hint = format!("ralph answer -C {} \"your answer\"", p.root().display());
+        assert!(refused.stderr.contains(&hint), "{}", refused.stderr);
+    }
+    let listed = outside.exec(&["status"]);
+    listed.expect_code(0);
+    assert!(
+        listed.stdout.contains(&a.root().display().to_string())
+            && listed.stdout.contains(&b.root().display().to_string()),
+        "{}",
+        listed.stdout
+    );
+
+    // From deep inside B: B's loop.
+    in_dir(&b, &b.path("src/deep").tap_mkdir(), &["answer", "2"]).expect_code(0);
+    Run::finish(run_b, Duration::from_secs(30)).expect_code(0);
+    assert!(b.read(".ralph/clarifications.md").contains("No"));
+    assert!(!b.exists("src/deep/.ralph"));
+    // Now A is the only one waiting: answered from outside, and named.
+    let answered = outside.exec(&["answer", "1"]);
+    answered.expect_code(0);
+    assert!(answered.stderr.starts_with(&named), "{}", answered.stderr);
+    Run::finish(run_a, Duration::from_secs(30)).expect_code(0);
+    assert!(a.read(".ralph/clarifications.md").contains("Yes"));
+    assert!(!outside.exists(".ralph") && !a.exists("src/deep/.ralph"));
+}
+
+/// `mkdir -p` that hands the path back.
+trait TapMkdir {
+    fn tap_mkdir(self) -> Self;
+}
+
+impl TapMkdir for std::path::PathBuf {
+    fn tap_mkdir(self) -> Self {
+        std::fs::create_dir_all(&self).unwrap();
+        self
+    }
 }

@@ -28,7 +28,7 @@ use crate::{CmdResult, Failure, agents, demo};
 
 /// Runs the loop in `args.dir`.
 pub fn run(args: &RunArgs) -> CmdResult {
-    let root = project_root(&args.dir.dir)?;
+    let root = crate::locate::run_root(&args.dir.dir)?;
     let task_path = root.join(&args.task);
     let mut task = TaskFile::load(&task_path).map_err(Failure::usage)?;
     if crate::cmd_init::is_example(&task) {

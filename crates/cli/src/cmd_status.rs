@@ -10,7 +10,7 @@ use ralph_signal::sanitize;
 use serde_json::json;
 
 use crate::args::StatusArgs;
-use crate::cmd_run::project_root;
+use crate::locate::{self, Target};
 use crate::{CmdResult, Failure, agents};
 use ralph_ui::plain::fmt_duration;
 
@@ -19,7 +19,21 @@ pub fn run(args: &StatusArgs) -> CmdResult {
     if args.all {
         return all(args.json);
     }
-    let root = project_root(&args.dir.dir)?;
+    let root = match locate::target(&args.dir.dir)? {
+        Target::Project(root) => root,
+        Target::OnlyWaiting(root) => {
+            eprintln!("ralph: {}", locate::acting_on(&root));
+            root
+        }
+        Target::Nowhere { dir, waiting } if waiting.is_empty() => dir,
+        Target::Nowhere { dir, .. } => {
+            eprintln!(
+                "ralph: {}: not inside a project; the loops running on this machine, those waiting for an answer first:",
+                dir.display()
+            );
+            return all(args.json);
+        }
+    };
     let ws = Workspace::new(&root);
     ws.check_not_symlink().map_err(Failure::failed)?;
     let state = State::load(&ws).map_err(Failure::failed)?;
