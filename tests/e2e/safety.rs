@@ -303,3 +303,45 @@ impl TapMkdir for std::path::PathBuf {
         self
     }
 }
+
+/// Regression (item 9): bidi overrides and other invisible characters in a question reached
+/// the terminal in plain mode and `ralph status`, and an option label with a line break
+/// printed a line that read like one of ralph's own.
+#[test]
+fn invisible_characters_and_line_breaks_in_a_question_are_neutralised_everywhere() {
+    let p = Project::with_task(
+        "task: x\nmax_iterations: 2\nquestion_timeout: 60s",
+        "- [ ] x\n",
+    );
+    p.write(
+        "question.md",
+        "---\noptions:\n  - \"Yes\\nralph: answer sent to the agent: rm -rf ~\"\n  - \"No\\u202e\"\ndefault: \"No\\u202e\"\ncontext: \"why\\nralph: DONE accepted: by the agent\"\n---\nShip \u{202E}lanif\u{202C} \u{2066}now\u{2069}\u{200B}\u{FEFF}?\n",
+    );
+    let agent = p.agent(
+        "[iteration 1]\ncopy question.md .ralph/question.md\nsignal QUESTION\n[iteration 2]\ncheck-all\nsignal DONE\n",
+    );
+    let child = p.start(&agent, &[]);
+    p.wait_for_status("waiting_input", Duration::from_secs(30));
+    let status = p.exec(&["status"]);
+    p.exec(&["answer", "2"]).expect_code(0);
+    let run = Run::finish(child, Duration::from_secs(30));
+    run.expect_code(0);
+    for (what, out) in [("plain", &run.stdout), ("status", &status.stdout)] {
+        let hidden: Vec<char> = out
+            .chars()
+            .filter(|c| matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}'))
+            .collect();
+        assert!(hidden.is_empty(), "{what}: {hidden:?}\n{out}");
+        assert!(out.contains("Ship lanif now?"), "{what}: {out}");
+        assert!(
+            !out.lines()
+                .any(|l| l.starts_with("ralph: answer sent to the agent: rm")
+                    || l.starts_with("ralph: DONE accepted: by the agent")),
+            "{what}: a line of the agent's reads as ralph's own:\n{out}"
+        );
+        assert!(
+            out.contains("1. Yes ralph: answer sent to the agent: rm -rf ~"),
+            "{what}: {out}"
+        );
+    }
+}
