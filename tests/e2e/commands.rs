@@ -16,9 +16,61 @@ fn init_writes_a_valid_task_file_and_refuses_to_overwrite_it() {
     p.write("RALPH_TASK.md", "edited");
     p.exec(&["init", "--force"]).expect_code(0);
     assert_ne!(p.read("RALPH_TASK.md"), "edited");
-    // The file it writes is one `ralph run` accepts.
+    // The file it writes is one `ralph run` accepts, once its task is described.
+    let example = p.read("RALPH_TASK.md");
+    p.write(
+        "RALPH_TASK.md",
+        &example.replace(
+            "Add a --json flag to `todo list` so scripts can read the task list",
+            "Add a --json flag to our own tool",
+        ),
+    );
     let agent = p.agent("[iteration *]\nprint ok\n");
     p.run(&agent, &["--max-iterations", "1"]).expect_code(3);
+}
+
+/// Regression (issue 25, item 6): `ralph init` left `.ralph/` (the lock, state, logs of all
+/// the agent printed, maybe a webhook URL) to be committed by the first `git add -A`.
+#[test]
+fn init_keeps_ralph_dir_out_of_git_from_the_start() {
+    let p = Project::new();
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(p.root())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    git(&["init", "-q"]);
+    p.exec(&["init"]).expect_code(0);
+    p.write(".ralph/state.json", "{}");
+    p.write(
+        ".ralph/config.toml",
+        "webhook_url = \"https://hooks.example/secret\"\n",
+    );
+    p.write(".ralph/logs/iter-0001.out", "output");
+    let status = git(&["status", "--porcelain", "--untracked-files=all"]);
+    assert_eq!(
+        status, "?? RALPH_TASK.md\n",
+        "only the task file is for git"
+    );
+
+    // A `.ralph/` made before, by an older ralph or by hand: init adds the ignore file, and
+    // leaves one the user edited alone.
+    std::fs::remove_file(p.path(".ralph/.gitignore")).unwrap();
+    p.exec(&["init", "--force"]).expect_code(0);
+    assert_eq!(git(&["status", "--porcelain"]), "?? RALPH_TASK.md\n");
+    p.write(".ralph/.gitignore", "*\n!guardrails.md\n");
+    p.exec(&["init", "--force"]).expect_code(0);
+    assert_eq!(p.read(".ralph/.gitignore"), "*\n!guardrails.md\n");
+
+    // A `.ralph/` that `ralph run` makes is ignored too.
+    let q = Project::with_task("task: x\nmax_iterations: 1", "- [ ] x\n");
+    let agent = q.agent("[iteration *]\nprint ok\n");
+    q.run(&agent, &[]).expect_code(3);
+    assert!(q.read(".ralph/.gitignore").lines().any(|l| l == "*"));
 }
 
 #[test]
@@ -266,7 +318,7 @@ fn a_corrupt_state_file_is_named_with_its_fix_and_its_cause_once() {
 fn answer_edit_uses_editor_when_visual_is_set_but_empty() {
     // Regression: `VISUAL=` (set, empty) ran an empty command instead of falling back to
     // $EDITOR.
-    let p = Project::new();
+    let p = Project::with_task("task: x", "- [ ] x\n");
     p.write(
         "editor.sh",
         "#!/bin/sh\nprintf 'written in the editor\\n# a comment\\n' > \"$1\"\n",

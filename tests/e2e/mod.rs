@@ -11,4 +11,5 @@ mod processes;
 mod questions;
 mod races;
 mod resume;
+mod safety;
 mod tui;

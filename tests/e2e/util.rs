@@ -31,6 +31,9 @@ pub fn fake_agent_bin() -> PathBuf {
 /// A temporary project directory.
 pub struct Project {
     dir: tempfile::TempDir,
+    /// `RALPH_STATE_DIR` for every `ralph` run here: the machine's registry of running loops,
+    /// kept apart from other tests' loops (and the user's), or shared on purpose.
+    state: std::sync::Arc<tempfile::TempDir>,
 }
 
 impl Project {
@@ -41,6 +44,16 @@ impl Project {
                 .prefix("ralph-e2e-")
                 .tempdir()
                 .unwrap(),
+            state: std::sync::Arc::new(tempfile::tempdir().unwrap()),
+        }
+    }
+
+    /// Another empty directory on the same "machine": its `ralph` runs see the same registry
+    /// of running loops as this project's.
+    pub fn beside(&self) -> Project {
+        Project {
+            state: std::sync::Arc::clone(&self.state),
+            ..Project::new()
         }
     }
 
@@ -91,6 +104,7 @@ impl Project {
         let mut cmd = Command::new(ralph_bin());
         cmd.current_dir(self.root())
             .env_remove("RALPH_DIR")
+            .env("RALPH_STATE_DIR", self.state.path())
             .env("NO_COLOR", "1")
             .stdin(Stdio::null());
         cmd

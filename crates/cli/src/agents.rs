@@ -16,20 +16,42 @@ pub struct Resolved {
     pub spec: AgentSpec,
     /// Set when no agent was given and one was found on `PATH`: a line saying which.
     pub detected: Option<String>,
+    /// The preset, when it is one (not `--agent-cmd` or a command line in `agent:`).
+    pub preset: Option<&'static Preset>,
+    /// The command line, when it is not a preset.
+    pub command: Option<String>,
+    /// Which agent runs and, in plain words, what its flags let it do: for the run's first
+    /// lines.
+    pub allows: String,
 }
 
-/// Turns the user's choice into something the loop can start, with no `agent_args` or
-/// `model` (see [`resolve_with`]). When the agent was detected, says which on stderr.
-pub fn resolve(
-    agent: Option<&str>,
-    agent_cmd: Option<&str>,
-    from_task: Option<&str>,
-) -> Result<AgentSpec, String> {
-    let resolved = resolve_with(agent, agent_cmd, from_task, &[], None)?;
-    if let Some(note) = &resolved.detected {
-        eprintln!("ralph: {note}");
+impl Resolved {
+    fn preset(preset: &'static Preset, spec: AgentSpec, detected: Option<String>) -> Self {
+        let allows = match preset.unattended {
+            Some(u) => format!("{} runs with {}: it {}", preset.name, u.flag, u.allows),
+            None => format!("{} runs: {}", preset.name, preset.about),
+        };
+        Resolved {
+            spec,
+            detected,
+            preset: Some(preset),
+            command: None,
+            allows,
+        }
     }
-    Ok(resolved.spec)
+
+    fn command(cmd: &str) -> Result<Self, String> {
+        Ok(Resolved {
+            spec: command(cmd)?,
+            detected: None,
+            preset: None,
+            command: Some(cmd.trim().to_owned()),
+            allows: format!(
+                "the agent runs as `{}`, as you: it can do whatever that command allows itself; ralph does not limit it",
+                cmd.trim()
+            ),
+        })
+    }
 }
 
 /// Turns the user's choice into something the loop can start.
@@ -70,22 +92,20 @@ fn resolve_in(
 ) -> Result<Resolved, String> {
     let spec = |preset: &'static Preset| preset.spec(agent_args.to_vec(), model.map(str::to_owned));
     if let Some(cmd) = agent_cmd {
-        return command(cmd).map(|spec| Resolved {
-            spec,
-            detected: None,
-        });
+        return Resolved::command(cmd);
     }
     let Some(name) = agent.or(from_task).map(str::trim) else {
         return match agents::detect(path) {
-            Some(preset) => Ok(Resolved {
-                spec: spec(preset),
-                detected: Some(format!(
+            Some(preset) => Ok(Resolved::preset(
+                preset,
+                spec(preset),
+                Some(format!(
                     "no agent given: using {} ({}), the first found on PATH",
                     preset.name, preset.about
                 )),
-            }),
+            )),
             None => Err(format!(
-                "no agent given and none found on PATH (looked for {}). Pass --agent-cmd \"my-agent --flags\", --agent demo to try ralph, or set `agent:` in RALPH_TASK.md",
+                "no agent given and none found on PATH (looked for {}). Pass --agent-cmd \"my-agent --flags\" or set `agent:` in RALPH_TASK.md; to try ralph first, run `ralph demo`, which works in a directory of its own",
                 searched()
             )),
         };
@@ -97,17 +117,11 @@ fn resolve_in(
             Some(program) => Err(format!(
                 "agent preset '{name}' runs `{program}`, which is not on PATH. Install it, or add the directory that holds it to PATH"
             )),
-            None => Ok(Resolved {
-                spec: spec(preset),
-                detected: None,
-            }),
+            None => Ok(Resolved::preset(preset, spec(preset), None)),
         },
         // `agent:` in the task file may be a whole command line.
         None if agent.is_none() && (name.contains(char::is_whitespace) || name.contains('/')) => {
-            command(name).map(|spec| Resolved {
-                spec,
-                detected: None,
-            })
+            Resolved::command(name)
         }
         None => Err(format!(
             "unknown agent preset '{name}'. The presets are: {}. For any other agent, pass the command that runs it: --agent-cmd \"my-agent --flags\"",
@@ -191,6 +205,8 @@ mod tests {
             .spec;
         assert_eq!(spec.name, "codex");
         assert!(spec.resume.is_some());
+        let resolve =
+            |agent, cmd, task| resolve_in(agent, cmd, task, &[], None, None).map(|r| r.spec);
         let spec = resolve(None, None, Some("my-agent --yes")).unwrap();
         assert_eq!(spec.name, "my-agent");
         let spec = resolve(Some("demo"), Some("custom --flag"), None).unwrap();

@@ -73,7 +73,7 @@ pub enum Command {
 const RUN_HELP: &str = "\
 Examples:
   ralph run --agent-cmd 'my-agent --yes'
-  ralph run --agent demo --question-timeout 30s
+  ralph run --agent claude --question-timeout 30s
   ralph run -C ~/src/myproject --max-iterations 5 --no-tui
 
 Flags override the keys of the same name in RALPH_TASK.md.

@@ -15,12 +15,25 @@ use ralph_loop::workspace::Workspace;
 
 use crate::agents;
 use crate::args::AnswerArgs;
-use crate::cmd_run::project_root;
+use crate::locate::{self, Target};
 use crate::{CmdResult, Failure};
 
 /// Writes the answer for the loop in `-C DIR`.
 pub fn run(args: &AnswerArgs) -> CmdResult {
-    let root = project_root(&args.dir.dir)?;
+    let root = match locate::target(&args.dir.dir)? {
+        Target::Project(root) => root,
+        Target::OnlyWaiting(root) => {
+            eprintln!("ralph: {}", locate::acting_on(&root));
+            root
+        }
+        Target::Nowhere { dir, waiting } => {
+            return Err(locate::nowhere(
+                &dir,
+                &waiting,
+                "there is no question here to answer (and --force leaves guidance only in a project)",
+            ));
+        }
+    };
     let ws = Workspace::new(&root);
     ws.check_not_symlink().map_err(Failure::failed)?;
     let state = State::load(&ws).map_err(Failure::failed)?;

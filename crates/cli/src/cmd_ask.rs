@@ -45,7 +45,7 @@ pub fn run(args: &AskArgs) -> CmdResult {
                 .ok_or_else(|| Failure::usage(anyhow!("RALPH_DIR has no parent directory")))?;
             crate::cmd_run::existing_dir(root, "as the parent of RALPH_DIR")?
         }
-        (None, None) => crate::cmd_run::project_root(std::path::Path::new("."))?,
+        (None, None) => crate::locate::run_root(std::path::Path::new("."))?,
     };
     let text = args.question.trim();
     if text.is_empty() {

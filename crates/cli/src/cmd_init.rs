@@ -1,6 +1,7 @@
 //! `ralph init`: a commented RALPH_TASK.md and the `.ralph/` scaffolding.
 
 use anyhow::anyhow;
+use ralph_loop::task::TaskFile;
 use ralph_loop::workspace::{self, Workspace};
 
 use crate::args::InitArgs;
@@ -9,6 +10,15 @@ use crate::{CmdResult, Failure};
 
 /// The commented example every new task file starts from.
 pub const EXAMPLE: &str = include_str!("../../../RALPH_TASK.md.example");
+
+/// The `task:` of [`EXAMPLE`]: a task file that still says it was never edited.
+const EXAMPLE_TASK: &str = "Add a --json flag to `todo list` so scripts can read the task list";
+
+/// Whether `task` is still the example `ralph init` wrote: its made-up task, which no agent
+/// should be let loose on in a real repository.
+pub fn is_example(task: &TaskFile) -> bool {
+    task.task == EXAMPLE_TASK
+}
 
 /// Writes the task file (unless one exists and `--force` is not given) and `.ralph/`.
 pub fn run(args: &InitArgs) -> CmdResult {
@@ -31,6 +41,8 @@ pub fn run(args: &InitArgs) -> CmdResult {
     }
     let ws = Workspace::new(&root);
     ws.ensure().map_err(Failure::usage)?;
+    // A `.ralph/` from before ralph wrote one, or made by hand.
+    ws.ensure_gitignore()?;
     workspace::write_atomic(&task, EXAMPLE.as_bytes())?;
     for (path, text) in [
         (
@@ -52,4 +64,20 @@ pub fn run(args: &InitArgs) -> CmdResult {
         ws.dir().display()
     );
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_example_is_recognised_by_its_task() {
+        let path = std::path::Path::new("RALPH_TASK.md");
+        let example = TaskFile::parse(path, EXAMPLE.as_bytes()).unwrap();
+        assert!(is_example(&example));
+        let edited = EXAMPLE.replace(EXAMPLE_TASK, "Fix the flaky login test");
+        assert!(!is_example(
+            &TaskFile::parse(path, edited.as_bytes()).unwrap()
+        ));
+    }
 }

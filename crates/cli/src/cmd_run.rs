@@ -7,9 +7,11 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
+use ralph_loop::agents::Program;
 use ralph_loop::config::Config;
 use ralph_loop::event::{Control, LoopEvent};
 use ralph_loop::guard::Guard;
+use ralph_loop::state::{AgentChoice, State, Status};
 use std::sync::Arc;
 
 use ralph_loop::runner::{AgentSpec, Invocation, RunConfig, Runner, Settings};
@@ -22,19 +24,31 @@ use crate::args::RunArgs;
 use ralph_ui::plain;
 use ralph_ui::tui::{Tui, TuiOptions};
 
-use crate::{CmdResult, Failure, agents};
+use crate::{CmdResult, Failure, agents, demo};
 
 /// Runs the loop in `args.dir`.
 pub fn run(args: &RunArgs) -> CmdResult {
-    let root = project_root(&args.dir.dir)?;
+    let root = crate::locate::run_root(&args.dir.dir)?;
     let task_path = root.join(&args.task);
     let mut task = TaskFile::load(&task_path).map_err(Failure::usage)?;
+    if crate::cmd_init::is_example(&task) {
+        return Err(Failure::usage(anyhow::anyhow!(
+            "{} is still the example: describe your task. Write what the agent should do in `task:` and its criteria as the checkboxes below it (in {}), then run again",
+            args.task.display(),
+            task_path.display()
+        )));
+    }
     if let Some(config) = Config::load(&Workspace::new(&root)).map_err(Failure::usage)? {
         task.notify = config.apply(task.notify);
     }
     let warnings = task.warnings.clone();
     match configure(args, &root, task_path, task) {
-        Ok(cfg) => run_loop(cfg, wants_tui(args.no_tui)),
+        Ok((cfg, notes)) => {
+            for note in notes {
+                eprintln!("ralph: {note}");
+            }
+            run_loop(cfg, wants_tui(args.no_tui))
+        }
         Err(failure) => {
             // The loop would show these as it starts; a run refused before that must show
             // them too, since an unknown key (`agent_cmd:` for `agent:`) may be the cause.
@@ -46,14 +60,15 @@ pub fn run(args: &RunArgs) -> CmdResult {
     }
 }
 
-/// The loop's configuration from the arguments and the loaded task file, or the usage error
-/// that refuses the run.
+/// The loop's configuration from the arguments and the loaded task file, with the lines the
+/// run starts with (which agent runs, and what it may do), or the usage error that refuses the
+/// run.
 fn configure(
     args: &RunArgs,
     root: &Path,
     task_path: PathBuf,
     task: TaskFile,
-) -> Result<RunConfig, Failure> {
+) -> Result<(RunConfig, Vec<String>), Failure> {
     let mut settings = Settings::from_task(&task);
     if let Some(n) = args.max_iterations {
         settings.max_iterations = n;
@@ -66,29 +81,106 @@ fn configure(
         settings.iteration_timeout = parse_limit(s)
             .map_err(|e| Failure::usage(anyhow::anyhow!("--iteration-timeout {s}: {e}")))?;
     }
-    let agent = agents::resolve_with(
-        args.agent.as_deref(),
-        args.agent_cmd.as_deref(),
+    let mut notes = Vec::new();
+    let recorded = recorded_choice(root);
+    let chosen_now = args.agent.is_some() || args.agent_cmd.is_some();
+    let (agent_name, agent_cmd, format, resume_cmd) = match &recorded {
+        Some(choice) if !chosen_now => {
+            notes.push(format!(
+                "resuming with {}, the agent this loop started with (recorded in .ralph/state.json); pass --agent or --agent-cmd to change it",
+                choice.describe()
+            ));
+            match choice {
+                AgentChoice::Preset { name } => (
+                    Some(name.as_str()),
+                    None,
+                    args.agent_format.as_deref(),
+                    args.agent_resume_cmd.as_deref(),
+                ),
+                AgentChoice::Command {
+                    command,
+                    format,
+                    resume_command,
+                } => (
+                    None,
+                    Some(command.as_str()),
+                    args.agent_format.as_deref().or(format.as_deref()),
+                    args.agent_resume_cmd
+                        .as_deref()
+                        .or(resume_command.as_deref()),
+                ),
+            }
+        }
+        _ => (
+            args.agent.as_deref(),
+            args.agent_cmd.as_deref(),
+            args.agent_format.as_deref(),
+            args.agent_resume_cmd.as_deref(),
+        ),
+    };
+    let resolved = agents::resolve_with(
+        agent_name,
+        agent_cmd,
         task.agent.as_deref(),
         &task.agent_args,
         task.model.as_deref(),
     )
-    .map_err(|e| Failure::usage(anyhow::anyhow!(e)))?
-    .spec;
-    let agent = customize(
-        agent,
-        args.agent_format.as_deref(),
-        args.agent_resume_cmd.as_deref(),
-    )?;
+    .map_err(|e| match &recorded {
+        Some(choice) if !chosen_now => Failure::usage(anyhow::anyhow!(
+            "{e}. This loop started with {}, recorded in .ralph/state.json; to go on with another agent, pass --agent or --agent-cmd",
+            choice.describe()
+        )),
+        _ => Failure::usage(anyhow::anyhow!(e)),
+    })?;
+    if resolved.preset.is_some_and(|p| p.program == Program::Ralph) && !demo::is_demo_task(&task) {
+        return Err(Failure::usage(anyhow::anyhow!(
+            "the demo agent works only on the demo's own task, in a directory of its own: it would tick this task's checkboxes and write files here. To try ralph, run `ralph demo`"
+        )));
+    }
+    let choice = match (resolved.preset, &resolved.command) {
+        (Some(preset), _) => AgentChoice::Preset {
+            name: preset.name.to_owned(),
+        },
+        (None, command) => AgentChoice::Command {
+            command: command.clone().unwrap_or_default(),
+            format: format.map(str::to_owned),
+            resume_command: resume_cmd.map(str::to_owned),
+        },
+    };
+    if let Some(before) = recorded.as_ref().filter(|before| **before != choice) {
+        notes.push(format!(
+            "switching agents: this loop started with {}; it goes on with {}, as the command line says",
+            before.describe(),
+            choice.describe()
+        ));
+    }
+    notes.extend(resolved.detected);
+    notes.push(resolved.allows);
+    let agent = customize(resolved.spec, format, resume_cmd)?;
     let workspace = Workspace::new(root);
     workspace.check_not_symlink().map_err(Failure::usage)?;
-    Ok(RunConfig {
-        workspace,
-        task_path,
-        task,
-        agent,
-        settings,
-    })
+    Ok((
+        RunConfig {
+            workspace,
+            task_path,
+            task,
+            agent,
+            agent_choice: Some(choice),
+            settings,
+        },
+        notes,
+    ))
+}
+
+/// The agent a plain `ralph run` resumes with: the one a stopped or killed loop recorded.
+/// A `state.json` that cannot be read is the runner's to report, naming it.
+fn recorded_choice(root: &Path) -> Option<AgentChoice> {
+    let previous = State::load(&Workspace::new(root)).ok()??;
+    matches!(
+        previous.status,
+        Status::Running | Status::WaitingInput | Status::Stopped
+    )
+    .then_some(previous.agent_choice?)
 }
 
 /// The terminal view, unless asked for plain lines or there is no terminal to draw on.

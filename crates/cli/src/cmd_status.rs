@@ -6,20 +6,34 @@ use ralph_loop::answer::{self, Answer};
 use ralph_loop::registry;
 use ralph_loop::state::{PendingQuestion, State, Status};
 use ralph_loop::workspace::Workspace;
-use ralph_signal::sanitize;
+use ralph_protocol::text::clean;
 use serde_json::json;
 
 use crate::args::StatusArgs;
-use crate::cmd_run::project_root;
+use crate::locate::{self, Target};
 use crate::{CmdResult, Failure, agents};
-use ralph_ui::plain::fmt_duration;
+use ralph_ui::plain::{self, fmt_duration};
 
 /// Prints the state of the loop in `-C DIR`, as text or JSON.
 pub fn run(args: &StatusArgs) -> CmdResult {
     if args.all {
         return all(args.json);
     }
-    let root = project_root(&args.dir.dir)?;
+    let root = match locate::target(&args.dir.dir)? {
+        Target::Project(root) => root,
+        Target::OnlyWaiting(root) => {
+            eprintln!("ralph: {}", locate::acting_on(&root));
+            root
+        }
+        Target::Nowhere { dir, waiting } if waiting.is_empty() => dir,
+        Target::Nowhere { dir, .. } => {
+            eprintln!(
+                "ralph: {}: not inside a project; the loops running on this machine, those waiting for an answer first:",
+                dir.display()
+            );
+            return all(args.json);
+        }
+    };
     let ws = Workspace::new(&root);
     ws.check_not_symlink().map_err(Failure::failed)?;
     let state = State::load(&ws).map_err(Failure::failed)?;
@@ -70,7 +84,7 @@ pub fn run(args: &StatusArgs) -> CmdResult {
         print_question(q, answer_waiting(&ws, q).as_ref(), live, &hint);
     }
     if !state.task.is_empty() {
-        outln!("  task:  {}", sanitize(&state.task));
+        outln!("  task:  {}", clean(&state.task));
     }
     outln!("  agent: {}", state.agent);
     if let Some(sig) = &state.last_signal {
@@ -82,7 +96,7 @@ pub fn run(args: &StatusArgs) -> CmdResult {
     if let Some(reason) = &state.reason
         && !active
     {
-        outln!("  why: {}", sanitize(reason));
+        outln!("  why: {}", clean(reason));
     }
     Ok(0)
 }
@@ -194,11 +208,13 @@ fn print_question(q: &PendingQuestion, answered: Option<&Answer>, live: bool, hi
     };
     outln!("\n  Question{from} (waiting {waited}; {left}):\n");
     // The agent wrote all of this: no control sequence of its may reach the terminal.
-    for line in sanitize(&q.text).lines() {
+    for line in clean(&q.text).lines() {
         outln!("    {line}");
     }
     if let Some(c) = &q.context {
-        outln!("    ({})", sanitize(c));
+        // Every line indented, so none passes for one of ralph's own.
+        let lines: Vec<&str> = c.lines().collect();
+        outln!("    ({})", clean(&lines.join("\n     ")));
     }
     if !q.options.is_empty() {
         outln!();
@@ -208,7 +224,7 @@ fn print_question(q: &PendingQuestion, answered: Option<&Answer>, live: bool, hi
             } else {
                 ""
             };
-            outln!("      {}. {}{default}", i + 1, sanitize(&o.label));
+            outln!("      {}. {}{default}", i + 1, plain::label(&o.label));
         }
     }
     if let Some(a) = answered {
@@ -221,12 +237,12 @@ fn print_question(q: &PendingQuestion, answered: Option<&Answer>, live: bool, hi
         outln!(
             "\n  Answered with {}: {}\n  {when}.\n",
             a.by.describe(),
-            sanitize(first)
+            clean(first)
         );
         return;
     }
     if let Some(d) = &q.default {
-        outln!("\n    Default if nobody answers: {}", sanitize(d));
+        outln!("\n    Default if nobody answers: {}", plain::label(d));
     }
     outln!("\n  Answer it with:\n    {hint}");
     if !q.options.is_empty() {

@@ -36,6 +36,16 @@ The loop ends when every box below is checked and `test_command` passes.
 - [ ] NOTES.md says what was done and why
 "#;
 
+/// The `task:` of [`DEMO_TASK`].
+const DEMO_TASK_SUMMARY: &str =
+    "Write a greeting for a new teammate into greeting.txt, in the language the human picks";
+
+/// Whether `task` is the demo's own: the only task the demo agent works on. Anywhere else it
+/// would tick a real project's checkboxes, write its files there and report DONE.
+pub fn is_demo_task(task: &TaskFile) -> bool {
+    task.task == DEMO_TASK_SUMMARY
+}
+
 /// Runs a loop with the demo agent in a fresh directory.
 pub fn run(args: &DemoArgs) -> CmdResult {
     let question_timeout = parse_wait(&args.question_timeout).map_err(|e| {
@@ -70,8 +80,8 @@ pub fn run(args: &DemoArgs) -> CmdResult {
     let task = TaskFile::load(&task_path).map_err(Failure::failed)?;
     let mut settings = Settings::from_task(&task);
     settings.question_timeout = question_timeout;
-    let agent =
-        agents::resolve(Some("demo"), None, None).map_err(|e| Failure::failed(anyhow!(e)))?;
+    let resolved = agents::resolve_with(Some("demo"), None, None, &[], None)
+        .map_err(|e| Failure::failed(anyhow!(e)))?;
     let quoted = agents::shell_quote(&dir.display().to_string());
     outln!(
         "ralph demo: a scripted agent works on a small task in {quoted}.\n\
@@ -80,11 +90,13 @@ pub fn run(args: &DemoArgs) -> CmdResult {
          or let the {} run out and watch it go on with its default.\n",
         args.question_timeout
     );
+    eprintln!("ralph: {}", resolved.allows);
     let cfg = RunConfig {
         workspace: Workspace::new(&dir),
         task_path,
         task,
-        agent,
+        agent: resolved.spec,
+        agent_choice: None,
         settings,
     };
     let code = cmd_run::run_loop(cfg, cmd_run::wants_tui(args.no_tui))?;
@@ -104,6 +116,13 @@ pub fn agent() -> CmdResult {
     );
     let task_file =
         PathBuf::from(std::env::var("RALPH_TASK_FILE").context("RALPH_TASK_FILE is not set")?);
+    // `ralph run` refuses it elsewhere; this is for a command line that names it directly.
+    if !TaskFile::load(&task_file).is_ok_and(|task| is_demo_task(&task)) {
+        return Err(Failure::usage(anyhow!(
+            "{}: not the demo's task; the demo agent works only in the directory `ralph demo` makes, and changed nothing here",
+            task_file.display()
+        )));
+    }
     let root = ralph_dir
         .parent()
         .map(Path::to_path_buf)
@@ -231,4 +250,15 @@ fn check_all(task_file: &Path) -> Result<(), Failure> {
     let text = std::fs::read_to_string(task_file)?;
     workspace::write_atomic(task_file, text.replace("- [ ]", "- [x]").as_bytes())?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_demo_task_is_recognised_by_its_task() {
+        let task = TaskFile::parse(Path::new("RALPH_TASK.md"), DEMO_TASK.as_bytes()).unwrap();
+        assert!(is_demo_task(&task));
+    }
 }

@@ -24,6 +24,7 @@ mod cmd_init;
 mod cmd_run;
 mod cmd_status;
 mod demo;
+mod locate;
 
 use std::process::ExitCode;
 

@@ -119,7 +119,22 @@ pub struct Preset {
     /// Whether the CLI can ask a structured question headless (Claude Code's AskUserQuestion,
     /// over `--input-format stream-json`); the others ask with `<ralph>QUESTION</ralph>`.
     pub native_questions: bool,
+    /// Its flag for "do not ask", and what that lets the agent do; `None` for the demo agent.
+    pub unattended: Option<Unattended>,
 }
+
+/// A preset's "do not ask" flag, in plain words: every run says it on its first lines, so
+/// nobody starts an agent that may run any command without knowing it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Unattended {
+    /// The flag as it appears on the command line.
+    pub flag: &'static str,
+    /// What it lets the agent do, as a clause after "it".
+    pub allows: &'static str,
+}
+
+/// What every coding-agent CLI's "do not ask" flag amounts to.
+const ANY_COMMAND: &str = "can run any command and change any file you can, without asking";
 
 use Arg::{Extra, Lit, Model, Prompt, Session};
 
@@ -161,6 +176,10 @@ static PRESETS: [Preset; 8] = [
         env: &[],
         root_env: &[("IS_SANDBOX", "1")],
         native_questions: false,
+        unattended: Some(Unattended {
+            flag: "--dangerously-skip-permissions",
+            allows: ANY_COMMAND,
+        }),
     },
     Preset {
         name: "claude-sdk",
@@ -200,6 +219,10 @@ static PRESETS: [Preset; 8] = [
         env: &[],
         root_env: &[("IS_SANDBOX", "1")],
         native_questions: true,
+        unattended: Some(Unattended {
+            flag: "--dangerously-skip-permissions",
+            allows: ANY_COMMAND,
+        }),
     },
     Preset {
         name: "codex",
@@ -232,6 +255,10 @@ static PRESETS: [Preset; 8] = [
         env: &[],
         root_env: &[],
         native_questions: false,
+        unattended: Some(Unattended {
+            flag: "--dangerously-bypass-approvals-and-sandbox",
+            allows: "can run any command and change any file you can, without asking and outside any sandbox",
+        }),
     },
     Preset {
         name: "cursor",
@@ -265,6 +292,10 @@ static PRESETS: [Preset; 8] = [
         env: &[],
         root_env: &[],
         native_questions: false,
+        unattended: Some(Unattended {
+            flag: "--force",
+            allows: ANY_COMMAND,
+        }),
     },
     Preset {
         name: "gemini",
@@ -298,6 +329,10 @@ static PRESETS: [Preset; 8] = [
         env: &[],
         root_env: &[],
         native_questions: false,
+        unattended: Some(Unattended {
+            flag: "--yolo",
+            allows: ANY_COMMAND,
+        }),
     },
     Preset {
         name: "opencode",
@@ -327,6 +362,10 @@ static PRESETS: [Preset; 8] = [
         env: &[],
         root_env: &[],
         native_questions: false,
+        unattended: Some(Unattended {
+            flag: "--auto",
+            allows: ANY_COMMAND,
+        }),
     },
     Preset {
         name: "amp",
@@ -355,6 +394,10 @@ static PRESETS: [Preset; 8] = [
         env: &[],
         root_env: &[],
         native_questions: false,
+        unattended: Some(Unattended {
+            flag: "--dangerously-allow-all",
+            allows: ANY_COMMAND,
+        }),
     },
     Preset {
         name: "demo",
@@ -368,6 +411,7 @@ static PRESETS: [Preset; 8] = [
         env: &[],
         root_env: &[],
         native_questions: false,
+        unattended: None,
     },
 ];
 
@@ -606,6 +650,24 @@ mod tests {
 
     fn extra() -> Vec<String> {
         vec!["--flag".to_owned(), NASTY.to_owned(), String::new()]
+    }
+
+    /// The flag a run's first lines name is the one the preset really passes: every coding
+    /// agent's "do not ask" flag is said, and only the demo has none.
+    #[test]
+    fn every_preset_s_unattended_flag_is_one_it_passes() {
+        for preset in presets() {
+            match preset.unattended {
+                Some(u) => assert!(
+                    preset.fresh_args.contains(&Lit(u.flag))
+                        && preset.resume_args.is_none_or(|args| args.contains(&Lit(u.flag))),
+                    "{}: {}",
+                    preset.name,
+                    u.flag
+                ),
+                None => assert_eq!(preset.program, Program::Ralph, "{}", preset.name),
+            }
+        }
     }
 
     #[test]

@@ -23,6 +23,9 @@ pub enum Outcome {
     MaxIterations,
     /// Too many agent runs in a row failed.
     TooManyFailures,
+    /// The agent's command could not be started at all (not found, or not executable): a
+    /// configuration error, which no number of retries mends.
+    AgentNotRunnable,
     /// The agent's reported cost passed `max_cost_usd`.
     CostLimit,
     /// A question timed out under the `stop` policy; the question is kept for the next run.
@@ -41,6 +44,7 @@ impl Outcome {
             | Outcome::CostLimit
             | Outcome::QuestionTimeoutStop => 1,
             Outcome::MaxIterations => 3,
+            Outcome::AgentNotRunnable => 2,
             Outcome::Interrupted => 130,
         }
     }
@@ -49,7 +53,10 @@ impl Outcome {
     pub fn status(&self) -> Status {
         match self {
             Outcome::Done => Status::Done,
-            Outcome::Gutter | Outcome::TooManyFailures | Outcome::CostLimit => Status::Failed,
+            Outcome::Gutter
+            | Outcome::TooManyFailures
+            | Outcome::CostLimit
+            | Outcome::AgentNotRunnable => Status::Failed,
             Outcome::MaxIterations => Status::MaxIterations,
             Outcome::QuestionTimeoutStop | Outcome::Interrupted => Status::Stopped,
         }

@@ -169,6 +169,10 @@ pub struct State {
     pub task: String,
     /// The agent's name (preset or command).
     pub agent: String,
+    /// How the agent was chosen, so that a plain `ralph run` resuming this loop starts the
+    /// same one. `None` in files from before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_choice: Option<AgentChoice>,
     /// When this run started (RFC 3339).
     pub started_at: String,
     /// When this file was last written (RFC 3339).
@@ -188,6 +192,38 @@ pub struct State {
     /// that found `answer.md` free learns whether the loop took its answer or an earlier one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub closed_questions: Vec<ClosedQuestion>,
+}
+
+/// How a run's agent was chosen: a preset by name, or a command line and how to read it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum AgentChoice {
+    /// A preset (`--agent NAME`, `agent: NAME`, or the one found on `PATH`).
+    Preset {
+        /// Its name.
+        name: String,
+    },
+    /// A command line (`--agent-cmd`, or a command line in `agent:`).
+    Command {
+        /// The command line, run with `sh -c`.
+        command: String,
+        /// `--agent-format`, when given.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        format: Option<String>,
+        /// `--agent-resume-cmd`, when given.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        resume_command: Option<String>,
+    },
+}
+
+impl AgentChoice {
+    /// How a person would name it: the preset's name, or the command line.
+    pub fn describe(&self) -> String {
+        match self {
+            AgentChoice::Preset { name } => name.clone(),
+            AgentChoice::Command { command, .. } => format!("`{command}`"),
+        }
+    }
 }
 
 /// A question that is no longer waiting, and what closed it.
@@ -223,6 +259,7 @@ impl State {
             root: ws.root().display().to_string(),
             task: String::new(),
             agent: agent.to_string(),
+            agent_choice: None,
             started_at: now.clone(),
             updated_at: now,
             pending_question: None,

@@ -24,6 +24,9 @@ pub const DIR_NAME: &str = ".ralph";
 /// harness allocate gigabytes.
 pub const MAX_READ_BYTES: usize = 1024 * 1024;
 
+/// What `.ralph/.gitignore` says: everything in the directory, itself included, is ignored.
+const GITIGNORE: &str = "# Written by ralph: .ralph/ is this machine's loop state (lock, logs, config), not for git.\n*\n";
+
 /// Errors from workspace file operations; each names the path it concerns.
 #[derive(Debug, thiserror::Error)]
 pub enum WorkspaceError {
@@ -153,7 +156,24 @@ impl Workspace {
         self.dir.join("lock")
     }
 
-    /// Creates `.ralph/` and `.ralph/logs/` if needed, refusing a symlinked `.ralph/`.
+    /// `.ralph/.gitignore`: keeps the whole directory out of git.
+    pub fn gitignore(&self) -> PathBuf {
+        self.dir.join(".gitignore")
+    }
+
+    /// Writes `.ralph/.gitignore` (ignore everything, itself included) unless one is there.
+    ///
+    /// `.ralph/` holds this machine's run: the lock, state, logs of everything the agent
+    /// printed, perhaps a webhook URL in `config.toml`. None of it belongs in a commit, and a
+    /// `git add -A` by the agent or the human would otherwise take it all. One edited by the
+    /// user (to share `guardrails.md`, say) is left as it is.
+    pub fn ensure_gitignore(&self) -> Result<()> {
+        let path = self.gitignore();
+        create_atomic(&path, GITIGNORE.as_bytes()).map(|_| ())
+    }
+
+    /// Creates `.ralph/` and `.ralph/logs/` if needed, refusing a symlinked `.ralph/`; a
+    /// `.ralph/` made here gets its `.gitignore` ([`Workspace::ensure_gitignore`]).
     pub fn ensure(&self) -> Result<()> {
         for dir in [self.dir.clone(), self.logs()] {
             match fs::symlink_metadata(&dir) {
@@ -172,6 +192,9 @@ impl Workspace {
                 }
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {
                     fs::create_dir_all(&dir).map_err(|e| WorkspaceError::io(&dir, e))?;
+                    if dir == self.dir {
+                        self.ensure_gitignore()?;
+                    }
                 }
                 Err(e) => return Err(WorkspaceError::io(&dir, e)),
             }

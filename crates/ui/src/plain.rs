@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 use ralph_protocol::countdown::Countdown;
 use ralph_protocol::event::{Control, LoopEvent, QuestionClosed};
 use ralph_protocol::question::{Picks, Question};
-use ralph_signal::{AgentEvent, sanitize};
+use ralph_protocol::text::{clean, one_line as joined};
+use ralph_signal::AgentEvent;
 use tokio::sync::mpsc;
 
 /// How the plain front end behaves.
@@ -171,7 +172,7 @@ fn show(out: &mut impl Write, ev: LoopEvent, open: &mut Option<Open>, opts: &Opt
         } => writeln!(
             out,
             "ralph: {}\nralph: agent {agent} · {} · criteria {}/{} checked",
-            sanitize(&task),
+            clean(&task),
             crate::up_to_iterations(max_iterations),
             criteria.0,
             criteria.1
@@ -245,19 +246,19 @@ fn show(out: &mut impl Write, ev: LoopEvent, open: &mut Option<Open>, opts: &Opt
             writeln!(
                 out,
                 "ralph: DONE signalled; running the tests: {}",
-                sanitize(&command)
+                clean(&command)
             )
         }
         LoopEvent::Verdict {
             accepted: true,
             reason,
-        } => writeln!(out, "ralph: DONE accepted: {}", sanitize(&reason)),
+        } => writeln!(out, "ralph: DONE accepted: {}", clean(&reason)),
         LoopEvent::Verdict {
             accepted: false,
             reason,
         } => {
             let _ = writeln!(out, "ralph: DONE rejected; the next iteration is told why:");
-            for l in sanitize(&reason).lines() {
+            for l in clean(&reason).lines() {
                 let _ = writeln!(out, "  {l}");
             }
             Ok(())
@@ -290,11 +291,13 @@ fn show(out: &mut impl Write, ev: LoopEvent, open: &mut Option<Open>, opts: &Opt
                 out,
                 "ralph: ──── the agent asks (iteration {iteration}) ────"
             );
-            for l in sanitize(&question.text).lines() {
+            for l in clean(&question.text).lines() {
                 let _ = writeln!(out, "  {l}");
             }
             if let Some(c) = &question.context {
-                let _ = writeln!(out, "  ({})", sanitize(c));
+                // Every line indented, so none passes for one of ralph's own.
+                let lines: Vec<&str> = c.lines().collect();
+                let _ = writeln!(out, "  ({})", clean(&lines.join("\n   ")));
             }
             for (i, o) in question.options.iter().enumerate() {
                 let default = if question.default.as_deref() == Some(o.label.as_str()) {
@@ -305,14 +308,14 @@ fn show(out: &mut impl Write, ev: LoopEvent, open: &mut Option<Open>, opts: &Opt
                 let desc = o
                     .description
                     .as_deref()
-                    .map(|d| format!(" — {}", sanitize(d)))
+                    .map(|d| format!(" — {}", label(d)))
                     .unwrap_or_default();
-                let _ = writeln!(out, "    {}. {}{default}{desc}", i + 1, sanitize(&o.label));
+                let _ = writeln!(out, "    {}. {}{default}{desc}", i + 1, label(&o.label));
             }
             if let Some(d) = &question.default
                 && !question.options.iter().any(|o| &o.label == d)
             {
-                let _ = writeln!(out, "  Default if nobody answers: {}", sanitize(d));
+                let _ = writeln!(out, "  Default if nobody answers: {}", label(d));
             }
             let left = match countdown.remaining(now) {
                 Some(l) if l.is_zero() => "no time to wait (question_timeout is 0)".to_string(),
@@ -356,21 +359,21 @@ fn show(out: &mut impl Write, ev: LoopEvent, open: &mut Option<Open>, opts: &Opt
         LoopEvent::QuestionClosed(how) => {
             let default = open
                 .as_ref()
-                .and_then(|o| o.question.default.as_deref().map(sanitize));
+                .and_then(|o| o.question.default.as_deref().map(label));
             *open = None;
             match how {
                 QuestionClosed::Answered { text } => {
                     writeln!(
                         out,
                         "ralph: answer sent to the agent: {}",
-                        one_line(&sanitize(&text))
+                        one_line(&clean(&text))
                     )
                 }
                 QuestionClosed::AnsweredElsewhere { by, text } => {
                     writeln!(
                         out,
                         "ralph: answered from {by}: {}",
-                        one_line(&sanitize(&text))
+                        one_line(&clean(&text))
                     )
                 }
                 QuestionClosed::TimedOut => writeln!(
@@ -389,13 +392,13 @@ fn show(out: &mut impl Write, ev: LoopEvent, open: &mut Option<Open>, opts: &Opt
                 ),
             }
         }
-        LoopEvent::AnswerRefused { reason } => writeln!(out, "ralph: {}", sanitize(&reason)),
-        LoopEvent::Warning(w) => writeln!(out, "ralph: warning: {}", sanitize(&w)),
-        LoopEvent::Note(n) => writeln!(out, "ralph: {}", sanitize(&n)),
+        LoopEvent::AnswerRefused { reason } => writeln!(out, "ralph: {}", clean(&reason)),
+        LoopEvent::Warning(w) => writeln!(out, "ralph: warning: {}", clean(&w)),
+        LoopEvent::Note(n) => writeln!(out, "ralph: {}", clean(&n)),
         LoopEvent::Backoff { until, reason } => writeln!(
             out,
             "ralph: the agent is rate limited ({}); retrying the same iteration in {} (Ctrl-C stops)",
-            sanitize(&reason),
+            clean(&reason),
             fmt_duration(until.saturating_duration_since(tokio::time::Instant::now().into_std()))
         ),
         LoopEvent::Finished { outcome, reason } => {
@@ -407,6 +410,15 @@ fn show(out: &mut impl Write, ev: LoopEvent, open: &mut Option<Open>, opts: &Opt
         }
     };
 }
+
+/// An option's label (or description, or the default) on one line: a line break in it would
+/// print a line that reads like one of ralph's.
+pub fn label(text: &str) -> String {
+    joined(text, LABEL_CHARS)
+}
+
+/// The most of a label shown on its line.
+const LABEL_CHARS: usize = 500;
 
 fn one_line(text: &str) -> String {
     let first = text.lines().next().unwrap_or("");

@@ -525,10 +525,10 @@ impl QuestionPanel {
     }
 }
 
-/// Strips terminal control sequences from agent-written text and expands tabs, which a
-/// terminal cell cannot hold.
+/// Strips terminal control sequences and invisible format characters from agent-written text
+/// (`ralph_protocol::text::clean`) and expands tabs, which a terminal cell cannot hold.
 pub(crate) fn clean(text: &str) -> String {
-    ralph_signal::sanitize(text).replace('\t', "    ")
+    ralph_protocol::text::clean(text).replace('\t', "    ")
 }
 
 /// A person's paste: line ends normalized, control characters other than newline and tab

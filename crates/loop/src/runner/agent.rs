@@ -137,9 +137,10 @@ impl Runner {
             workspace::SpareFile::new_in(&logs)
         }));
 
-        let run = self
+        let mut run = self
             .stream_agent(spawned, conversation, iteration, started, timeout)
             .await?;
+        run.command = invocation.command.clone();
         if let Some(id) = &run.session_id {
             self.session_id = Some(id.clone());
         }

@@ -41,7 +41,7 @@ use crate::prompt::{self, Carryover, PromptInputs};
 use crate::question::{MAX_QUESTION_BYTES, Question};
 use crate::registry;
 use crate::state::{
-    self, AskClaim, PendingQuestion, RaisedBy, State, Status, log_event, timestamp,
+    self, AgentChoice, AskClaim, PendingQuestion, RaisedBy, State, Status, log_event, timestamp,
 };
 use crate::supervisor::{self, describe_exit};
 use crate::task::{OnQuestionTimeout, TaskFile, Wait};
@@ -163,6 +163,8 @@ pub struct RunConfig {
     pub task: TaskFile,
     /// The agent.
     pub agent: AgentSpec,
+    /// How the agent was chosen, recorded in `state.json` for a later run to resume with.
+    pub agent_choice: Option<AgentChoice>,
     /// The knobs.
     pub settings: Settings,
 }
@@ -209,6 +211,8 @@ struct Delivery {
 /// What one run of the agent amounted to.
 #[derive(Debug, Default)]
 struct AgentRun {
+    /// The command line `sh -c` was given.
+    command: String,
     signals: Vec<SignalKind>,
     exit: Option<ExitStatus>,
     timed_out: bool,
@@ -263,6 +267,27 @@ impl AgentRun {
 
     fn failed(&self) -> bool {
         self.timed_out || self.exit.is_some_and(|s| !s.success()) && self.signals.is_empty()
+    }
+
+    /// Why the agent's command could not be started, when that is how this run ended: `sh`
+    /// exits 127 for a command not found and 126 for one it cannot execute. Asked of the
+    /// first run only: an agent that once ran may exit 127 for reasons of its own.
+    fn not_runnable(&self) -> Option<String> {
+        if !self.signals.is_empty() || self.interrupted || self.timed_out {
+            return None;
+        }
+        let program = self.command.split_whitespace().next().unwrap_or("");
+        let program = program.trim_matches(|c| c == '\'' || c == '"');
+        let what = match self.exit?.code()? {
+            127 => "was not found",
+            126 => "was found but cannot be run (not executable, or not a program)",
+            _ => return None,
+        };
+        Some(format!(
+            "the agent's command {what}: `{program}` (the first word of `{}`; exit {} from sh). Check --agent-cmd or agent: in the task file, and PATH",
+            self.command,
+            self.exit?.code()?
+        ))
     }
 }
 
@@ -398,6 +423,7 @@ impl Runner {
             root: ws.root().display().to_string(),
             task: cfg.task.task.lines().next().unwrap_or("").to_string(),
             agent: cfg.agent.name.clone(),
+            agent_choice: cfg.agent_choice.clone(),
             started_at: timestamp(now),
             updated_at: timestamp(now),
             pending_question: pending_from_before,
@@ -594,6 +620,7 @@ impl Runner {
         }
 
         let mut failures = 0u32;
+        let mut first_run = true;
         let mut rate_limit_streak = 0u32;
         let mut iteration = self.first_iteration;
         while iteration <= max {
@@ -710,6 +737,11 @@ impl Runner {
                     _ => "stopped while a question was waiting",
                 };
                 return self.finish(outcome, reason).await;
+            }
+            if std::mem::take(&mut first_run)
+                && let Some(reason) = run.not_runnable()
+            {
+                return self.finish(Outcome::AgentNotRunnable, &reason).await;
             }
             if std::mem::take(&mut self.resume_failed) {
                 // Not counted: the fallback iteration is what matters.

@@ -579,3 +579,19 @@ fn a_question_asks_for_one_desktop_notification_only_when_enabled() {
     assert!(notice.contains("Redis"), "{notice}");
     assert_eq!(loud.take_notice(), None, "once per question");
 }
+
+/// Regression (issue 25, item 9): a bidi override in a question reached the scrollback line
+/// as it was, making the line read differently from what it said.
+#[test]
+fn the_scrollback_line_of_a_question_shows_no_invisible_characters() {
+    let t0 = Instant::now();
+    let mut app = app();
+    app.on_event(started(), t0);
+    let q = Question::plain("Deploy \u{202E}lanif\u{202C} \u{2066}now\u{2069}\u{200B}?");
+    app.on_event(asked(q, Some(secs(300)), t0), t0);
+    let out = text(&app.take_output());
+    assert!(
+        out.contains(&"ralph: the agent asks (iteration 1): Deploy lanif now?".to_owned()),
+        "{out:?}"
+    );
+}

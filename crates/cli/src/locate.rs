@@ -1,0 +1,124 @@
+//! Which loop a command means: the project it is run in, found by searching upward as git
+//! finds its repository; outside any project, the one loop on this machine waiting for an
+//! answer.
+//!
+//! A project is a directory holding `.ralph/` or `RALPH_TASK.md`. `ralph run`, `ralph status`
+//! and `ralph answer` look for one in their directory (`-C DIR`, or the current one) and then
+//! in each parent, so they work from anywhere inside the project. Outside any project,
+//! `ralph status` and `ralph answer` fall back to the machine's registry of running loops
+//! (`ralph_loop::registry`): with exactly one waiting for an answer they act on it and say
+//! which; with several they list them, each with the command that answers it.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::anyhow;
+use ralph_loop::registry;
+use ralph_loop::state::{State, Status};
+use ralph_loop::workspace::{DIR_NAME, Workspace};
+
+use crate::Failure;
+use crate::agents::shell_quote;
+use crate::cmd_run::project_root;
+
+/// The project `dir` is in: `dir` or its nearest ancestor holding `.ralph/` or
+/// `RALPH_TASK.md`; `None` outside any project. `dir` must exist (a usage error otherwise).
+pub fn find_project(dir: &Path) -> Result<Option<PathBuf>, Failure> {
+    let start = project_root(dir)?;
+    Ok(start
+        .ancestors()
+        .find(|d| is_project(d))
+        .map(Path::to_path_buf))
+}
+
+/// Whether `dir` holds `.ralph/` (as anything: a symlink there is refused later, by name) or
+/// `RALPH_TASK.md`.
+fn is_project(dir: &Path) -> bool {
+    std::fs::symlink_metadata(dir.join(DIR_NAME)).is_ok()
+        || std::fs::symlink_metadata(dir.join("RALPH_TASK.md")).is_ok()
+}
+
+/// The project `ralph run` works in: the one `dir` is in, else `dir` itself (where a missing
+/// task file is then reported).
+pub fn run_root(dir: &Path) -> Result<PathBuf, Failure> {
+    match find_project(dir)? {
+        Some(root) => Ok(root),
+        None => project_root(dir),
+    }
+}
+
+/// Where `ralph status` or `ralph answer` acts, for `dir` (`-C`, or the current directory).
+#[derive(Debug)]
+pub enum Target {
+    /// The project `dir` is in.
+    Project(PathBuf),
+    /// Outside any project: the only loop on this machine waiting for an answer.
+    OnlyWaiting(PathBuf),
+    /// Outside any project, and no single loop to act on (none or several waiting, listed).
+    Nowhere {
+        /// `dir`, made absolute.
+        dir: PathBuf,
+        /// The roots of the loops waiting for an answer on this machine.
+        waiting: Vec<PathBuf>,
+    },
+}
+
+/// The loop `dir` means: see the module docs.
+pub fn target(dir: &Path) -> Result<Target, Failure> {
+    if let Some(root) = find_project(dir)? {
+        return Ok(Target::Project(root));
+    }
+    let mut waiting = waiting_loops();
+    Ok(match waiting.len() {
+        1 => Target::OnlyWaiting(waiting.remove(0)),
+        _ => Target::Nowhere {
+            dir: project_root(dir)?,
+            waiting,
+        },
+    })
+}
+
+/// The roots of the running loops on this machine whose question waits for an answer.
+fn waiting_loops() -> Vec<PathBuf> {
+    registry::list()
+        .into_iter()
+        .filter(|entry| {
+            State::load(&Workspace::new(&entry.root))
+                .ok()
+                .flatten()
+                .is_some_and(|s| s.status == Status::WaitingInput && s.pending_question.is_some())
+        })
+        .map(|entry| entry.root)
+        .collect()
+}
+
+/// The line that says which loop a command outside any project acts on.
+pub fn acting_on(root: &Path) -> String {
+    format!(
+        "not inside a project: the one loop waiting for an answer on this machine is in {}",
+        root.display()
+    )
+}
+
+/// The error for a command that needs a project, run outside any: what was searched, and the
+/// loops waiting elsewhere with the command that answers each.
+pub fn nowhere(dir: &Path, waiting: &[PathBuf], what: &str) -> Failure {
+    let mut msg = format!(
+        "{}: not inside a project (no {DIR_NAME}/ or RALPH_TASK.md there or in any directory above it), so {what}.",
+        dir.display()
+    );
+    if waiting.is_empty() {
+        msg.push_str(" No loop on this machine is waiting for an answer either.");
+    } else {
+        msg.push_str(&format!(
+            " {} loops on this machine are waiting for an answer; name one with -C:",
+            waiting.len()
+        ));
+        for root in waiting {
+            msg.push_str(&format!(
+                "\n  ralph answer -C {} \"your answer\"",
+                shell_quote(&root.display().to_string())
+            ));
+        }
+    }
+    Failure::failed(anyhow!(msg))
+}

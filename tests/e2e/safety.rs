@@ -1,0 +1,347 @@
+//! Safe from the first run (issue 25): what a newcomer, a hostile agent and a full disk could
+//! break, each guarded here by the test named after it.
+
+use std::path::Path;
+use std::time::Duration;
+
+use super::util::*;
+
+/// A directory holding an executable `name` that prints nothing and exits 0.
+fn fake_program(dir: &Path, name: &str) {
+    let path = dir.join(name);
+    std::fs::write(&path, "#!/bin/sh\ncat >/dev/null\n").unwrap();
+    fake_program_mode(&path);
+}
+
+/// Makes `path` executable.
+fn fake_program_mode(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// Regression (item 1): `ralph init` then `ralph run` started the detected agent, with
+/// `--dangerously-skip-permissions`, on the template's made-up task in the user's repository,
+/// and nothing said what that agent was allowed to do.
+#[test]
+fn an_untouched_template_is_refused_and_a_run_says_what_its_agent_may_do() {
+    let p = Project::new();
+    p.exec(&["init"]).expect_code(0);
+    let bin = tempfile::tempdir().unwrap();
+    fake_program(bin.path(), "claude");
+    let path = format!("{}:/usr/bin:/bin", bin.path().display());
+    let run_claude = || {
+        let mut cmd = p.ralph();
+        cmd.args(["run", "--no-tui", "--max-iterations", "1"])
+            .env("PATH", &path);
+        Run::from_output(cmd.output().unwrap())
+    };
+    let refused = run_claude();
+    refused.expect_code(2);
+    assert!(
+        refused
+            .stderr
+            .contains("RALPH_TASK.md is still the example: describe your task"),
+        "{}",
+        refused.stderr
+    );
+    assert!(!p.exists(".ralph/state.json"), "nothing ran");
+
+    let example = p.read("RALPH_TASK.md");
+    p.write(
+        "RALPH_TASK.md",
+        &example.replace(
+            "Add a --json flag to `todo list` so scripts can read the task list",
+            "Tidy the README",
+        ),
+    );
+    let ran = run_claude();
+    ran.expect_code(3);
+    let first: Vec<&str> = ran.stderr.lines().take(2).collect();
+    assert_eq!(
+        first,
+        [
+            "ralph: no agent given: using claude (Claude Code (`claude -p`, stream-json)), the first found on PATH",
+            "ralph: claude runs with --dangerously-skip-permissions: it can run any command and change any file you can, without asking",
+        ],
+        "{}",
+        ran.stderr
+    );
+
+    // A command of the user's own: said too, as what it is.
+    let agent = p.agent("[iteration *]\nprint ok\n");
+    let ran = p.run(&agent, &["--max-iterations", "1"]);
+    assert!(
+        ran.stderr.starts_with(&format!(
+            "ralph: the agent runs as `{agent}`, as you: it can do whatever that command allows itself"
+        )),
+        "{}",
+        ran.stderr
+    );
+}
+
+/// Regression (item 2): the "no agent found" error suggested `--agent demo` to try ralph; in
+/// a real project the demo agent ticked the project's real checkboxes, wrote its files and
+/// reported DONE.
+#[test]
+fn the_demo_agent_works_only_on_the_demo_s_own_task() {
+    let body = "- [ ] the real work\n";
+    let p = Project::with_task("task: Ship the real thing\nmax_iterations: 2", body);
+    let empty = tempfile::tempdir().unwrap();
+    let mut cmd = p.ralph();
+    cmd.args(["run", "--no-tui"]).env("PATH", empty.path());
+    let none = Run::from_output(cmd.output().unwrap());
+    none.expect_code(2);
+    assert!(none.stderr.contains("run `ralph demo`"), "{}", none.stderr);
+    assert!(!none.stderr.contains("--agent demo"), "{}", none.stderr);
+
+    let refused = p.exec(&["run", "--no-tui", "--agent", "demo"]);
+    refused.expect_code(2);
+    assert!(
+        refused
+            .stderr
+            .contains("the demo agent works only on the demo's own task"),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        refused.stderr.contains("run `ralph demo`"),
+        "{}",
+        refused.stderr
+    );
+    assert!(!p.exists(".ralph"), "nothing written");
+
+    // Named as a command line, it refuses itself and touches nothing.
+    let demo = format!("'{}' __demo-agent", ralph_bin().display());
+    p.run(&demo, &[]);
+    assert!(p.read("RALPH_TASK.md").ends_with(body));
+    assert!(!p.exists("greeting.txt") && !p.exists(".ralph/question.md"));
+    let err = p.read(".ralph/logs/iter-0001.err");
+    assert!(err.contains("not the demo's task"), "{err}");
+}
+
+/// Regression (item 3): after Ctrl-C (or any stop), a plain `ralph run` forgot the agent the
+/// loop had started with: it refused, or, with Claude Code installed, switched agents
+/// mid-task.
+#[test]
+fn a_plain_run_resumes_with_the_agent_the_loop_started_with() {
+    let p = Project::with_task(
+        "task: Cache\nmax_iterations: 5\nquestion_timeout: 200ms\non_question_timeout: stop",
+        "- [ ] cache\n",
+    );
+    let agent = p.agent(
+        "[iteration 1]\nquestion \"Redis or Memcached?\" --option Redis\nsignal QUESTION\n\
+         [iteration 2]\nquestion \"Which TTL?\"\nsignal QUESTION\n\
+         [iteration 3]\ncheck-all\nsignal DONE\n",
+    );
+    p.run(&agent, &[]).expect_code(1);
+    assert_eq!(p.state()["status"], "stopped");
+    assert_eq!(p.state()["agent_choice"]["command"], agent.as_str());
+
+    // Claude Code is installed: a plain run must not switch to it.
+    let bin = tempfile::tempdir().unwrap();
+    std::fs::write(
+        bin.path().join("claude"),
+        format!("#!/bin/sh\ntouch '{}'\n", p.path("claude-ran").display()),
+    )
+    .unwrap();
+    fake_program_mode(&bin.path().join("claude"));
+    p.exec(&["answer", "Redis"]).expect_code(0);
+    let mut cmd = p.ralph();
+    cmd.args(["run", "--no-tui"])
+        .env("PATH", format!("{}:/usr/bin:/bin", bin.path().display()));
+    let resumed = Run::from_output(cmd.output().unwrap());
+    resumed.expect_code(1);
+    assert!(
+        resumed.stderr.starts_with(&format!(
+            "ralph: resuming with `{agent}`, the agent this loop started with (recorded in .ralph/state.json); pass --agent or --agent-cmd to change it\n"
+        )),
+        "{}",
+        resumed.stderr
+    );
+    assert!(!p.exists("claude-ran"), "switched to claude");
+    assert_eq!(p.state()["iteration"], 2);
+
+    // Changing it takes a flag, and is said.
+    p.exec(&["answer", "60s"]).expect_code(0);
+    let other = format!("env {agent}");
+    let switched = p.run(&other, &[]);
+    switched.expect_code(0);
+    assert!(
+        switched.stderr.starts_with(&format!(
+            "ralph: switching agents: this loop started with `{agent}`; it goes on with `{other}`, as the command line says\n"
+        )),
+        "{}",
+        switched.stderr
+    );
+    assert_eq!(p.state()["agent_choice"]["command"], other.as_str());
+}
+
+/// Regression (item 4): an agent command that was not found failed every iteration at once
+/// (`sh: 1: my-agnt: not found`, exit 127) and was retried until the failure limit.
+#[test]
+fn an_agent_command_that_cannot_start_stops_the_loop_at_once_naming_it() {
+    let p = Project::with_task(
+        "task: x\nmax_iterations: 20\nmax_consecutive_failures: 10",
+        "- [ ] x\n",
+    );
+    let run = p.run("my-agnt --yes", &[]);
+    run.expect_code(2);
+    assert!(
+        run.stdout.contains(
+            "the agent's command was not found: `my-agnt` (the first word of `my-agnt --yes`; exit 127 from sh)"
+        ),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(p.events_of("iteration_start").len(), 1, "not retried");
+    assert_eq!(p.state()["status"], "failed");
+
+    // Found, but not a program: the same, with what is wrong.
+    p.write("agent.sh", "echo hi\n");
+    let agent = p.path("agent.sh").display().to_string();
+    let run = p.run(&agent, &[]);
+    run.expect_code(2);
+    assert!(
+        run.stdout.contains("was found but cannot be run"),
+        "{}",
+        run.stdout
+    );
+
+    // An agent that ran before may exit 127 for its own reasons: an ordinary failure.
+    let agent = p.agent("[iteration 1]\nprint working\n[iteration 2..]\nexit 127\n");
+    let run = p.run(&agent, &["--max-iterations", "3"]);
+    run.expect_code(3);
+}
+
+/// Regression (item 5): commands worked only in the project's root. From a subdirectory
+/// `ralph answer 1` said no question was waiting and suggested `--force`, which then made a
+/// stray `.ralph/` there.
+#[test]
+fn commands_find_their_loop_upward_and_outside_any_project_the_one_waiting() {
+    let task = "---\ntask: Pick\nmax_iterations: 3\nquestion_timeout: 60s\n---\n- [ ] x\n";
+    let script = "[iteration 1]\nquestion \"Yes or no?\" --option Yes --option No\nsignal QUESTION\n[iteration 2]\ncheck-all\nsignal DONE\n";
+    let a = Project::new();
+    a.write("RALPH_TASK.md", task);
+    let b = a.beside();
+    b.write("RALPH_TASK.md", task);
+    let outside = a.beside();
+    a.write("src/deep/main.rs", "");
+    let in_dir = |p: &Project, dir: &Path, args: &[&str]| {
+        Run::from_output(p.ralph().current_dir(dir).args(args).output().unwrap())
+    };
+    // Outside any project, with no loop waiting: refused, and nothing is made.
+    let refused = outside.exec(&["answer", "--force", "hello"]);
+    refused.expect_code(1);
+    assert!(
+        refused.stderr.contains("not inside a project"),
+        "{}",
+        refused.stderr
+    );
+    assert!(!outside.exists(".ralph"), "no stray .ralph/");
+
+    let run_a = a.start(&a.agent(script), &[]);
+    a.wait_for_status("waiting_input", Duration::from_secs(30));
+    let status = in_dir(&a, &a.path("src/deep"), &["status"]);
+    status.expect_code(0);
+    assert!(
+        status
+            .stdout
+            .starts_with(&format!("{}: WAITING FOR YOUR ANSWER", a.root().display())),
+        "{}",
+        status.stdout
+    );
+    // Outside any project, the one loop waiting: acted on, and named.
+    let status = outside.exec(&["status"]);
+    status.expect_code(0);
+    let named = format!(
+        "ralph: not inside a project: the one loop waiting for an answer on this machine is in {}",
+        a.root().display()
+    );
+    assert!(status.stderr.starts_with(&named), "{}", status.stderr);
+    assert!(status.stdout.contains("Yes or no?"), "{}", status.stdout);
+
+    // Two waiting: listed, not guessed.
+    let run_b = b.start(&b.agent(script), &[]);
+    b.wait_for_status("waiting_input", Duration::from_secs(30));
+    let refused = outside.exec(&["answer", "1"]);
+    refused.expect_code(1);
+    for p in [&a, &b] {
+        let hint = format!("ralph answer -C {} \"your answer\"", p.root().display());
+        assert!(refused.stderr.contains(&hint), "{}", refused.stderr);
+    }
+    let listed = outside.exec(&["status"]);
+    listed.expect_code(0);
+    assert!(
+        listed.stdout.contains(&a.root().display().to_string())
+            && listed.stdout.contains(&b.root().display().to_string()),
+        "{}",
+        listed.stdout
+    );
+
+    // From deep inside B: B's loop.
+    in_dir(&b, &b.path("src/deep").tap_mkdir(), &["answer", "2"]).expect_code(0);
+    Run::finish(run_b, Duration::from_secs(30)).expect_code(0);
+    assert!(b.read(".ralph/clarifications.md").contains("No"));
+    assert!(!b.exists("src/deep/.ralph"));
+    // Now A is the only one waiting: answered from outside, and named.
+    let answered = outside.exec(&["answer", "1"]);
+    answered.expect_code(0);
+    assert!(answered.stderr.starts_with(&named), "{}", answered.stderr);
+    Run::finish(run_a, Duration::from_secs(30)).expect_code(0);
+    assert!(a.read(".ralph/clarifications.md").contains("Yes"));
+    assert!(!outside.exists(".ralph") && !a.exists("src/deep/.ralph"));
+}
+
+/// `mkdir -p` that hands the path back.
+trait TapMkdir {
+    fn tap_mkdir(self) -> Self;
+}
+
+impl TapMkdir for std::path::PathBuf {
+    fn tap_mkdir(self) -> Self {
+        std::fs::create_dir_all(&self).unwrap();
+        self
+    }
+}
+
+/// Regression (item 9): bidi overrides and other invisible characters in a question reached
+/// the terminal in plain mode and `ralph status`, and an option label with a line break
+/// printed a line that read like one of ralph's own.
+#[test]
+fn invisible_characters_and_line_breaks_in_a_question_are_neutralised_everywhere() {
+    let p = Project::with_task(
+        "task: x\nmax_iterations: 2\nquestion_timeout: 60s",
+        "- [ ] x\n",
+    );
+    p.write(
+        "question.md",
+        "---\noptions:\n  - \"Yes\\nralph: answer sent to the agent: rm -rf ~\"\n  - \"No\\u202e\"\ndefault: \"No\\u202e\"\ncontext: \"why\\nralph: DONE accepted: by the agent\"\n---\nShip \u{202E}lanif\u{202C} \u{2066}now\u{2069}\u{200B}\u{FEFF}?\n",
+    );
+    let agent = p.agent(
+        "[iteration 1]\ncopy question.md .ralph/question.md\nsignal QUESTION\n[iteration 2]\ncheck-all\nsignal DONE\n",
+    );
+    let child = p.start(&agent, &[]);
+    p.wait_for_status("waiting_input", Duration::from_secs(30));
+    let status = p.exec(&["status"]);
+    p.exec(&["answer", "2"]).expect_code(0);
+    let run = Run::finish(child, Duration::from_secs(30));
+    run.expect_code(0);
+    for (what, out) in [("plain", &run.stdout), ("status", &status.stdout)] {
+        let hidden: Vec<char> = out
+            .chars()
+            .filter(|c| matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}'))
+            .collect();
+        assert!(hidden.is_empty(), "{what}: {hidden:?}\n{out}");
+        assert!(out.contains("Ship lanif now?"), "{what}: {out}");
+        assert!(
+            !out.lines()
+                .any(|l| l.starts_with("ralph: answer sent to the agent: rm")
+                    || l.starts_with("ralph: DONE accepted: by the agent")),
+            "{what}: a line of the agent's reads as ralph's own:\n{out}"
+        );
+        assert!(
+            out.contains("1. Yes ralph: answer sent to the agent: rm -rf ~"),
+            "{what}: {out}"
+        );
+    }
+}
