@@ -7,7 +7,7 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
-use ralph_loop::config::Config;
+use ralph_loop::config;
 use ralph_loop::event::{Control, LoopEvent};
 use ralph_loop::guard::Guard;
 use std::sync::Arc;
@@ -29,9 +29,7 @@ pub fn run(args: &RunArgs) -> CmdResult {
     let root = project_root(&args.dir.dir)?;
     let task_path = root.join(&args.task);
     let mut task = TaskFile::load(&task_path).map_err(Failure::usage)?;
-    if let Some(config) = Config::load(&Workspace::new(&root)).map_err(Failure::usage)? {
-        task.notify = config.apply(task.notify);
-    }
+    config::apply_all(&Workspace::new(&root), &mut task).map_err(Failure::usage)?;
     let warnings = task.warnings.clone();
     match configure(args, &root, task_path, task) {
         Ok(cfg) => run_loop(cfg, wants_tui(args.no_tui)),
@@ -168,7 +166,7 @@ pub fn run_loop(cfg: RunConfig, tui: bool) -> CmdResult {
         .enable_all()
         .build()
         .context("could not start the async runtime")?;
-    let answer_hint_dir = agents::shell_quote(&cfg.workspace.root().display().to_string());
+    let answer_hint = crate::answer_command(cfg.workspace.root());
     rt.block_on(async move {
         // Each message can hold a whole 64 KiB read of agent output: a short queue keeps
         // memory flat when the terminal is slower than the agent (1024 of them once let a
@@ -182,7 +180,7 @@ pub fn run_loop(cfg: RunConfig, tui: bool) -> CmdResult {
         let signals = tokio::spawn(forward_signals(control_tx.clone()));
         // The terminal view when there is a terminal for it; plain lines otherwise.
         let view = tui.then(|| {
-            let mut opts = TuiOptions::new(answer_hint_dir.clone(), bell);
+            let mut opts = TuiOptions::new(answer_hint.clone(), bell);
             opts.desktop = desktop;
             Tui::start(opts)
         });
@@ -200,7 +198,7 @@ pub fn run_loop(cfg: RunConfig, tui: bool) -> CmdResult {
                     event_rx,
                     control_tx,
                     plain::Options {
-                        answer_hint_dir,
+                        answer_hint,
                         bell,
                         desktop,
                     },
