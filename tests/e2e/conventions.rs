@@ -442,3 +442,165 @@ fn the_license_file_is_the_one_cargo_toml_names() {
     let license = std::fs::read_to_string(root.join("LICENSE")).unwrap();
     assert!(license.starts_with("MIT License\n"), "{license}");
 }
+
+/// Runs `openssl ARGS` in `dir`; the test needs it (`.ci/run` installs it).
+fn openssl(dir: &Path, args: &[&str]) {
+    let out = Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("openssl is installed: .ci/run installs it");
+    assert!(out.status.success(), "openssl {args:?}: {out:?}");
+}
+
+/// A certificate authority of its own (`NAME.pem`, `NAME.key`) in `dir`, as a company's proxy
+/// has.
+fn make_ca(dir: &Path, name: &str) {
+    let (pem, key) = (format!("{name}.pem"), format!("{name}.key"));
+    openssl(
+        dir,
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-keyout",
+            &key,
+            "-out",
+            &pem,
+            "-days",
+            "2",
+            "-subj",
+            &format!("/CN=ralph test {name}"),
+        ],
+    );
+}
+
+#[test]
+fn the_webhook_trusts_the_certificate_authorities_of_the_system_store() {
+    let certs = tempfile::tempdir().unwrap();
+    let dir = certs.path();
+    make_ca(dir, "company-ca");
+    make_ca(dir, "other-ca");
+    // The server's certificate for 127.0.0.1, signed by company-ca.
+    openssl(
+        dir,
+        &[
+            "req",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+            "-subj",
+            "/CN=127.0.0.1",
+        ],
+    );
+    std::fs::write(
+        dir.join("server.ext"),
+        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
+    )
+    .unwrap();
+    openssl(
+        dir,
+        &[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "company-ca.pem",
+            "-CAkey",
+            "company-ca.key",
+            "-CAcreateserial",
+            "-out",
+            "server.pem",
+            "-days",
+            "2",
+            "-extfile",
+            "server.ext",
+        ],
+    );
+    // A TLS server that writes what it receives to a file. Its stdin stays open (a pipe
+    // nobody writes to): at end of file it would close each connection at once.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let received = dir.join("received.txt");
+    let server = Guarded(
+        Command::new("openssl")
+            .args([
+                "s_server",
+                "-quiet",
+                "-cert",
+                "server.pem",
+                "-key",
+                "server.key",
+            ])
+            .arg("-accept")
+            .arg(format!("127.0.0.1:{port}"))
+            .current_dir(dir)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::fs::File::create(&received).unwrap())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_until(
+        std::time::Duration::from_secs(10),
+        "s_server listening",
+        || std::net::TcpStream::connect(("127.0.0.1", port)).ok(),
+    );
+
+    let run_with_ca = |ca: &str| {
+        let p = Project::with_task(
+            &format!(
+                "task: Hook\nmax_iterations: 2\nquestion_timeout: 0\nwebhook_url: https://127.0.0.1:{port}/hook"
+            ),
+            "- [ ] x\n",
+        );
+        // The second iteration gives the webhook's warning time to be shown.
+        let agent = p.agent(
+            "[iteration 1]\nquestion \"Ship it?\"\nsignal QUESTION\n[iteration 2]\nsleep 2s\n",
+        );
+        let mut cmd = p.ralph();
+        cmd.args(["run", "--no-tui", "--agent-cmd", &agent])
+            .env("SSL_CERT_FILE", dir.join(ca))
+            .env_remove("SSL_CERT_DIR");
+        let run = Run::finish(spawn(cmd), std::time::Duration::from_secs(60));
+        run.expect_code(3);
+        format!("{}{}", run.stdout, run.stderr)
+    };
+
+    // Not trusted: the machine's store holds another CA only.
+    let output = run_with_ca("other-ca.pem");
+    assert!(
+        output.contains(&format!("webhook https://127.0.0.1:{port}/…: "))
+            && output.contains("certificate"),
+        "{output}"
+    );
+    assert!(
+        !std::fs::read_to_string(&received)
+            .unwrap()
+            .contains("POST /hook")
+    );
+
+    // Trusted once the company's CA is in the store.
+    let output = run_with_ca("company-ca.pem");
+    assert!(!output.contains("certificate"), "{output}");
+    let body = wait_until(std::time::Duration::from_secs(10), "the POST", || {
+        let text = std::fs::read_to_string(&received).ok()?;
+        text.contains("Ship it?").then_some(text)
+    });
+    assert!(body.starts_with("POST /hook"), "{body}");
+    drop(server);
+}
