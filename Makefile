@@ -24,10 +24,11 @@ fmt:
 
 ## A whole loop with the built-in demo agent in a fresh temporary directory.
 demo:
-	@$(CARGO) build --quiet --bin ralph
+	@echo "make demo: building ralph first (cargo build; a few minutes the first time, seconds after)"
+	@$(CARGO) build --bin ralph
 	@./target/debug/ralph demo
 
-.PHONY: e2e
+.PHONY: e2e e2e-latest man
 
 ## The real agent CLIs (Claude Code, opencode, Codex, Gemini; pinned, installed from npm into
 ## target/real-agents) driven by `ralph run` against local mocks of their APIs. Offline apart
@@ -36,6 +37,20 @@ e2e:
 	tests/real-agents/install.sh
 	$(CARGO) build --bin ralph
 	$(CARGO) test -p ralph-mock-api --test real_agents -- --ignored --nocapture
+
+## The same suite on the newest release of each CLI (npm's `latest`), installed apart in
+## target/real-agents-latest: a format change shows up the week it ships. Run it before a
+## release; a failure here and not in `make e2e` means a pin to move and a change to absorb.
+e2e-latest:
+	REAL_AGENTS_DIR=$(CURDIR)/target/real-agents-latest tests/real-agents/install.sh --latest
+	$(CARGO) build --bin ralph
+	REAL_AGENTS_DIR=$(CURDIR)/target/real-agents-latest \
+	  $(CARGO) test -p ralph-mock-api --test real_agents -- --ignored --nocapture
+
+## Man pages: ralph.1 and one per subcommand, in target/man (`man -l target/man/ralph-run.1`).
+man:
+	$(CARGO) build --bin ralph
+	./target/debug/ralph man --out-dir target/man
 
 .PHONY: bench
 

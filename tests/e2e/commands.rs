@@ -136,7 +136,12 @@ fn status_shows_a_waiting_question_first_with_the_command_that_answers_it() {
         "{out}"
     );
     assert!(out.contains("left"), "time left: {out}");
-    assert!(out.contains("ralph answer -C"), "{out}");
+    // ralph is not on PATH here: the command names it by its path, so it works as printed.
+    let answer = format!(
+        "{} answer -C",
+        std::fs::canonicalize(ralph_bin()).unwrap().display()
+    );
+    assert!(out.contains(&answer), "{out}");
     let j = p.exec(&["status", "--json"]);
     let v: serde_json::Value = serde_json::from_str(&j.stdout).unwrap();
     assert!(v["pending_question"]["seconds_left"].as_u64().unwrap() <= 60);
@@ -144,7 +149,7 @@ fn status_shows_a_waiting_question_first_with_the_command_that_answers_it() {
         v["pending_question"]["answer_command"]
             .as_str()
             .unwrap()
-            .starts_with("ralph answer -C")
+            .starts_with(&answer)
     );
     assert!(v["pid"].as_u64().unwrap() > 0);
     let _ = child.kill();
@@ -219,16 +224,31 @@ fn ralph_config_toml_sets_notifications_and_a_bad_one_is_refused_before_anything
         "task: Notify\nmax_iterations: 1\nquestion_timeout: 0",
         "- [ ] x\n",
     );
-    p.write(".ralph/config.toml", "notify_comand = \"touch notified\"\n");
+    p.write(".ralph/config.toml", "\nbell = \"yes\"\n");
     let agent = p.agent("[iteration 1]\nquestion \"Ship?\"\nsignal QUESTION\n");
     let bad = p.run(&agent, &[]);
     bad.expect_code(2);
     assert!(
-        bad.stderr.contains("config.toml:1:1:") && bad.stderr.contains("notify_comand"),
+        bad.stderr.contains("config.toml:2:8:") && bad.stderr.contains("bool"),
         "{}",
         bad.stderr
     );
     assert!(!p.exists(".ralph/state.json"), "nothing written");
+
+    // A misspelt key is a warning with a suggestion, as in the task file; the loop runs.
+    p.write(".ralph/config.toml", "notify_comand = \"touch notified\"\n");
+    let warned = p.run(&agent, &[]);
+    warned.expect_code(3);
+    // Shown where the task file's warnings are: in the loop's output.
+    assert!(
+        warned.stdout.contains(
+            "config.toml:1:1: unknown key 'notify_comand': did you mean 'notify_command'?"
+        ),
+        "{}",
+        warned.stdout
+    );
+    assert!(!p.exists("notified"));
+    std::fs::remove_dir_all(p.path(".ralph/logs")).unwrap();
 
     p.write(
         ".ralph/config.toml",

@@ -84,3 +84,94 @@ fn a_bad_question_timeout_for_the_demo_writes_nothing() {
     assert!(run.stderr.contains("--question-timeout"), "{}", run.stderr);
     assert!(!p.exists("RALPH_TASK.md"));
 }
+
+#[test]
+fn the_commands_the_demo_prints_work_where_ralph_is_not_on_path() {
+    // A fresh clone: `ralph` is target/debug/ralph, on no PATH. `ralph -C DIR demo` runs the
+    // demo in DIR.
+    let p = Project::new();
+    let path = "/usr/bin:/bin";
+    let mut cmd = p.ralph();
+    cmd.arg("-C")
+        .arg(p.root())
+        .args(["demo", "--no-tui", "--question-timeout", "60s"])
+        .current_dir("/")
+        .env("PATH", path);
+    let child = spawn(cmd);
+    p.wait_for_status("waiting_input", Duration::from_secs(30));
+    // The answer command `ralph status` prints, run as a user would paste it, from elsewhere.
+    let status = Run::from_output(
+        p.ralph()
+            .args(["status", "--json"])
+            .env("PATH", path)
+            .output()
+            .unwrap(),
+    );
+    let hint = serde_json::from_str::<serde_json::Value>(&status.stdout).unwrap()
+        ["pending_question"]["answer_command"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let ralph = std::fs::canonicalize(ralph_bin()).unwrap();
+    assert!(
+        hint.starts_with(&format!("{} answer -C ", ralph.display())),
+        "{hint}"
+    );
+    let answer = hint.replace(" \"your answer\"", " 2");
+    let sh = |line: &str| {
+        Run::from_output(
+            std::process::Command::new("sh")
+                .args(["-c", line])
+                .current_dir("/")
+                .env("PATH", path)
+                .output()
+                .unwrap(),
+        )
+    };
+    sh(&answer).expect_code(0);
+    let run = Run::finish(child, Duration::from_secs(60));
+    run.expect_code(0);
+    // The demo printed that same command, and the answer (option 2) reached its agent.
+    assert!(
+        run.stdout.contains(&format!("\n    {answer}\n")),
+        "{answer}\n{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("The human answered: \"Français\""),
+        "{}",
+        run.stdout
+    );
+    // And the command it ends with.
+    let try_status = run
+        .stdout
+        .split("Try `")
+        .nth(1)
+        .and_then(|rest| rest.split('`').next())
+        .unwrap_or_else(|| panic!("{}", run.stdout));
+    let status = sh(try_status);
+    status.expect_code(0);
+    assert!(status.stdout.contains("done"), "{}", status.stdout);
+}
+
+#[test]
+fn with_ralph_on_path_the_demo_says_ralph() {
+    let p = Project::new();
+    let bin_dir = tempfile::tempdir().unwrap();
+    let bin = bin_dir.path();
+    std::os::unix::fs::symlink(ralph_bin(), bin.join("ralph")).unwrap();
+    let mut cmd = demo(&p, &["--question-timeout", "0"]);
+    cmd.env("PATH", format!("{}:/usr/bin:/bin", bin.display()));
+    let run = Run::finish(spawn(cmd), Duration::from_secs(60));
+    run.expect_code(0);
+    assert!(
+        run.stdout.contains("\n    ralph answer -C "),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("Try `ralph status -C "),
+        "{}",
+        run.stdout
+    );
+}

@@ -2,6 +2,7 @@ mod util;
 
 mod bad_tasks;
 mod commands;
+mod conventions;
 mod crashes;
 mod demo;
 mod hostile;

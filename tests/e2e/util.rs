@@ -102,9 +102,11 @@ impl Project {
     /// `ralph ARGS -C ROOT`-style command, with a clean environment for reproducible output.
     pub fn ralph(&self) -> Command {
         let mut cmd = Command::new(ralph_bin());
+        // XDG_CONFIG_HOME: the developer's own ~/.config/ralph/config.toml stays out.
         cmd.current_dir(self.root())
             .env_remove("RALPH_DIR")
             .env("RALPH_STATE_DIR", self.state.path())
+            .env("XDG_CONFIG_HOME", self.path(".no-user-config"))
             .env("NO_COLOR", "1")
             .stdin(Stdio::null());
         cmd

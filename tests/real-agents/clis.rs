@@ -60,6 +60,21 @@ impl Cli {
         dir
     }
 
+    /// The version install.sh installed (the pin, or with `--latest` the newest release), from
+    /// the `bin/<program>.version` it leaves.
+    pub fn installed_version(self) -> String {
+        let file = self.bin_dir().join(format!("{}.version", self.program()));
+        std::fs::read_to_string(&file)
+            .unwrap_or_else(|e| {
+                panic!(
+                    "{}: {e}; run tests/real-agents/install.sh again (`make e2e` does)",
+                    file.display()
+                )
+            })
+            .trim()
+            .to_owned()
+    }
+
     /// What `<program> --version` prints, run in a scratch `HOME`.
     pub fn version(self) -> String {
         let home = tempfile::tempdir().unwrap();
@@ -180,7 +195,11 @@ exporter = "none"
                     // As root, --dangerously-skip-permissions is refused without it.
                     .env("IS_SANDBOX", "1")
                     // A 5xx is otherwise retried 10 times with backoff.
-                    .env("CLAUDE_CODE_MAX_RETRIES", "0");
+                    .env("CLAUDE_CODE_MAX_RETRIES", "0")
+                    // Since 2.1.33x a 400 is retried up to six times, the experimental beta
+                    // headers dropped one by one, whatever CLAUDE_CODE_MAX_RETRIES says, unless
+                    // the betas are off from the start.
+                    .env("CLAUDE_CODE_DISABLE_EXPERIMENTAL_BETAS", "1");
             }
             Cli::Opencode => {
                 // Its config, sessions (sqlite) and logs all live under these.

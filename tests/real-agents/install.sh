@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs the pinned agent CLIs for the real-agent tests into target/real-agents/.
 #
-#   tests/real-agents/install.sh                  # all of them
+#   tests/real-agents/install.sh                  # all of them, at the pinned versions
 #   tests/real-agents/install.sh claude opencode  # some
+#   tests/real-agents/install.sh --latest         # the newest release of each (npm `latest`)
 #
 # | CLI      | npm package                         | what the tests run                         |
 # | -------- | ----------------------------------- | ------------------------------------------ |
@@ -12,15 +13,17 @@
 # | gemini   | @google/gemini-cli (~100 MB)        | its JavaScript bundle, run by node >= 20   |
 #
 # Idempotent: a CLI whose pinned version is already there is only checked (well under a
-# second in all). Leaves `target/real-agents/bin/<cli>`, symlinks the tests put first on PATH.
+# second in all). Leaves `target/real-agents/bin/<cli>`, symlinks the tests put first on PATH,
+# and `bin/<cli>.version`, the version installed, which the tests check the CLI reports.
 # Needs node and npm, and the npm registry; nothing else. Every install is --ignore-scripts:
 # the postinstall scripts only link the native binaries, which the symlinks point at directly,
 # so this works the same whether or not this npm runs scripts.
 set -euo pipefail
 
-CLAUDE_CODE_VERSION="${CLAUDE_CODE_VERSION:-2.1.197}"
+# The pins: the newest releases when they were last moved (`make e2e-latest` tries newer ones).
+CLAUDE_CODE_VERSION="${CLAUDE_CODE_VERSION:-2.1.332}"
 OPENCODE_VERSION="${OPENCODE_VERSION:-1.18.33}"
-CODEX_VERSION="${CODEX_VERSION:-0.169.0}"
+CODEX_VERSION="${CODEX_VERSION:-0.171.0}"
 GEMINI_CLI_VERSION="${GEMINI_CLI_VERSION:-0.61.0}"
 # Only when the system's node is older than Gemini CLI needs (20).
 NODE_VERSION="${NODE_VERSION:-22.23.3}"
@@ -30,6 +33,11 @@ DEST="${REAL_AGENTS_DIR:-$ROOT/target/real-agents}"
 BIN="$DEST/bin"
 mkdir -p "$BIN"
 
+LATEST=""
+if [ "${1:-}" = --latest ]; then
+  LATEST=1
+  shift
+fi
 if [ $# -gt 0 ]; then CLIS=("$@"); else CLIS=(claude opencode codex gemini); fi
 
 case "$(uname -s)" in
@@ -47,6 +55,26 @@ if [ "$OS" = linux ] && ldd --version 2>&1 | grep -qi musl; then MUSL="-musl"; f
 
 say() { echo "install.sh: $*"; }
 die() { echo "install.sh: $*" >&2; exit 1; }
+
+# latest PACKAGE: the version npm's `latest` dist-tag points at.
+latest() {
+  local v
+  command -v npm >/dev/null || die "npm is needed to look up the newest $1"
+  v="$(npm view "$1" version 2>/dev/null | tail -n 1)"
+  [ -n "$v" ] || die "could not look up the newest version of $1 on the npm registry"
+  echo "$v"
+}
+if [ -n "$LATEST" ]; then
+  for cli in "${CLIS[@]}"; do
+    case "$cli" in
+      claude) CLAUDE_CODE_VERSION="$(latest @anthropic-ai/claude-code)" ;;
+      opencode) OPENCODE_VERSION="$(latest opencode-ai)" ;;
+      codex) CODEX_VERSION="$(latest @openai/codex)" ;;
+      gemini) GEMINI_CLI_VERSION="$(latest @google/gemini-cli)" ;;
+    esac
+  done
+  say "newest releases: claude $CLAUDE_CODE_VERSION, opencode $OPENCODE_VERSION, codex $CODEX_VERSION, gemini $GEMINI_CLI_VERSION"
+fi
 
 # npm_install DIR SPEC...: installs into DIR/node_modules. DIR gets a package.json of its own
 # so that npm does not walk up into the repository.
@@ -69,6 +97,7 @@ pkg_version() {
 link() {
   [ -x "$2" ] || die "$2 is missing or not executable"
   ln -sfn "$2" "$BIN/$1"
+  echo "$3" >"$BIN/$1.version"
   say "$1 $3 at $BIN/$1"
 }
 
@@ -166,6 +195,7 @@ install_gemini() {
   printf '#!/bin/sh\nexec "%s" "%s" "$@"\n' "$node" "$bundle" >"$BIN/gemini.tmp"
   chmod +x "$BIN/gemini.tmp"
   mv -f "$BIN/gemini.tmp" "$BIN/gemini"
+  echo "$GEMINI_CLI_VERSION" >"$BIN/gemini.version"
   say "gemini $GEMINI_CLI_VERSION at $BIN/gemini (node $("$node" --version))"
 }
 

@@ -3,10 +3,10 @@
 //!
 //! | module | preset | CLI | API the mock speaks |
 //! | --- | --- | --- | --- |
-//! | [`claude`] | `claude` | Claude Code 2.1.197 | Anthropic Messages |
-//! | [`claude_sdk`] | `claude-sdk` | Claude Code 2.1.197 | Anthropic Messages |
+//! | [`claude`] | `claude` | Claude Code 2.1.332 | Anthropic Messages |
+//! | [`claude_sdk`] | `claude-sdk` | Claude Code 2.1.332 | Anthropic Messages |
 //! | [`opencode`] | `opencode` | opencode 1.18.33 | OpenAI Chat Completions |
-//! | [`codex`] | `codex` | Codex 0.169.0 | OpenAI Responses |
+//! | [`codex`] | `codex` | Codex 0.171.0 | OpenAI Responses |
 //! | [`gemini`] | `gemini` | Gemini CLI 0.61.0 | Gemini `streamGenerateContent` |
 //!
 //! Everything is offline: the mock stands in for the model API and is scripted per test

@@ -123,10 +123,17 @@ fn resolve_in(
         None if agent.is_none() && (name.contains(char::is_whitespace) || name.contains('/')) => {
             Resolved::command(name)
         }
-        None => Err(format!(
-            "unknown agent preset '{name}'. The presets are: {}. For any other agent, pass the command that runs it: --agent-cmd \"my-agent --flags\"",
-            names()
-        )),
+        None => {
+            let presets: Vec<&str> = agents::presets().iter().map(|p| p.name).collect();
+            let hint = match ralph_loop::task::nearest(name, &presets) {
+                Some(near) => format!(" Did you mean {near}?"),
+                None => String::new(),
+            };
+            Err(format!(
+                "unknown agent preset '{name}'.{hint} The presets are: {}. For any other agent, pass the command that runs it: --agent-cmd \"my-agent --flags\"",
+                names()
+            ))
+        }
     }
 }
 
@@ -216,6 +223,15 @@ mod tests {
             err.contains("claude, claude-sdk, codex, cursor, gemini, opencode, amp, demo"),
             "{err}"
         );
+        let err = resolve(Some("cladue"), None, None).unwrap_err();
+        assert!(
+            err.starts_with("unknown agent preset 'cladue'. Did you mean claude? "),
+            "{err}"
+        );
+        let err = resolve(Some("opencod"), None, None).unwrap_err();
+        assert!(err.contains("Did you mean opencode?"), "{err}");
+        let err = resolve(Some("vim"), None, None).unwrap_err();
+        assert!(!err.contains("Did you mean"), "{err}");
         // `--agent` is always a preset name, never a command line.
         assert!(resolve(Some("my agent"), None, None).is_err());
         assert!(resolve(None, Some("  "), None).is_err());

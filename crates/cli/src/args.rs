@@ -21,6 +21,10 @@ Exit codes:
     after_help = "Start with `ralph demo` to see a whole loop, or `ralph init` to write a RALPH_TASK.md."
 )]
 pub struct Cli {
+    /// Work in DIR, as if ralph were started there (`ralph -C DIR status`); a subcommand's own
+    /// `-C` is then taken from DIR.
+    #[arg(short = 'C', long = "dir", value_name = "DIR")]
+    pub dir: Option<PathBuf>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -53,11 +57,39 @@ pub enum Command {
         after_help = "Examples:\n  ralph demo\n  ralph demo --question-timeout 2m --dir /tmp/try-ralph"
     )]
     Demo(DemoArgs),
+    /// Check this machine for ralph: agents, terminal, notifications, directories; every problem with its fix.
+    #[command(after_long_help = DOCTOR_HELP)]
+    Doctor(DoctorArgs),
+    /// List the agent presets: installed or not, where, which version, whether they resume.
+    #[command(after_help = "Examples:\n  ralph agents\n  ralph run --agent codex")]
+    Agents,
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    #[command(after_long_help = COMPLETIONS_HELP)]
+    Completions(CompletionsArgs),
+    /// Print the man page, or write one per subcommand into a directory.
+    #[command(
+        after_help = "Examples:\n  ralph man | man -l -\n  ralph man --out-dir ~/.local/share/man/man1"
+    )]
+    Man(ManArgs),
+}
+
+/// The commands ralph runs itself, kept out of the user's command line (its help, completions
+/// and man pages): `main` parses them apart when the first argument starts with `__`.
+#[derive(Debug, Parser)]
+#[command(name = "ralph")]
+pub struct InternalCli {
+    #[command(subcommand)]
+    pub command: Internal,
+}
+
+/// See [`InternalCli`].
+#[derive(Debug, Subcommand)]
+pub enum Internal {
     /// The built-in demo agent (ralph runs it; you do not need to).
-    #[command(hide = true, name = "__demo-agent")]
+    #[command(name = "__demo-agent")]
     DemoAgent,
     /// The guard `ralph run` starts: stops the agent if ralph is killed outright.
-    #[command(hide = true, name = "__guard")]
+    #[command(name = "__guard")]
     Guard {
         /// The `.ralph/` directory of the loop it guards.
         ralph_dir: std::path::PathBuf,
@@ -112,6 +144,23 @@ Exit codes:
   1  another question is already waiting, or .ralph/ could not be used
   2  usage error (empty question, bad --timeout)
   3  nobody answered in time (or the human skipped): proceed with your default or best guess";
+
+const DOCTOR_HELP: &str = "\
+Examples:
+  ralph doctor
+  ralph doctor -C ~/src/myproject    # also that project's task file and .ralph/config.toml
+
+Exit codes:
+  0  nothing is wrong
+  1  something is: each problem is listed with its fix";
+
+const COMPLETIONS_HELP: &str = "\
+Install (each loads the completions in every new shell):
+  bash        ralph completions bash > ~/.local/share/bash-completion/completions/ralph
+  zsh         ralph completions zsh > ~/.zfunc/_ralph   # with fpath+=(~/.zfunc) before compinit
+  fish        ralph completions fish > ~/.config/fish/completions/ralph.fish
+  elvish      ralph completions elvish >> ~/.config/elvish/rc.elv
+  powershell  ralph completions powershell >> $PROFILE";
 
 // `-C DIR`, shared by every command that works on a project. Not a doc comment: clap would make
 // it the description of each subcommand that flattens it, and with `defer` (on `Command`) it
@@ -242,8 +291,8 @@ pub struct AskArgs {
 
 #[derive(Debug, Args)]
 pub struct DemoArgs {
-    /// Where to run the demo (default: a fresh temporary directory).
-    #[arg(long, value_name = "DIR")]
+    /// Where to run the demo (default: a fresh temporary directory); new or empty.
+    #[arg(short = 'C', long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
     /// How long the demo's question waits for you before the agent uses its default.
     #[arg(long, value_name = "DUR", default_value = "20s")]
@@ -251,6 +300,27 @@ pub struct DemoArgs {
     /// Plain lines instead of the terminal UI.
     #[arg(long)]
     pub no_tui: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    #[command(flatten)]
+    pub dir: DirArg,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete in.
+    #[arg(value_name = "SHELL")]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write ralph.1 and one page per subcommand (ralph-run.1, ...) into DIR, instead of
+    /// printing ralph.1.
+    #[arg(long, value_name = "DIR")]
+    pub out_dir: Option<PathBuf>,
 }
 
 #[cfg(test)]
@@ -262,6 +332,7 @@ mod tests {
     #[test]
     fn every_subcommand_passes_clap_checks() {
         super::Cli::command().debug_assert();
+        super::InternalCli::command().debug_assert();
     }
 
     /// Regression: `status --all -C DIR` ignored DIR without a word, listing every loop.

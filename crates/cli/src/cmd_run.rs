@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use ralph_loop::agents::Program;
-use ralph_loop::config::Config;
+use ralph_loop::config;
 use ralph_loop::event::{Control, LoopEvent};
 use ralph_loop::guard::Guard;
 use ralph_loop::state::{AgentChoice, State, Status};
@@ -38,9 +38,7 @@ pub fn run(args: &RunArgs) -> CmdResult {
             task_path.display()
         )));
     }
-    if let Some(config) = Config::load(&Workspace::new(&root)).map_err(Failure::usage)? {
-        task.notify = config.apply(task.notify);
-    }
+    config::apply_all(&Workspace::new(&root), &mut task).map_err(Failure::usage)?;
     let warnings = task.warnings.clone();
     match configure(args, &root, task_path, task) {
         Ok((cfg, notes)) => {
@@ -260,7 +258,7 @@ pub fn run_loop(cfg: RunConfig, tui: bool) -> CmdResult {
         .enable_all()
         .build()
         .context("could not start the async runtime")?;
-    let answer_hint_dir = agents::shell_quote(&cfg.workspace.root().display().to_string());
+    let answer_hint = crate::answer_command(cfg.workspace.root());
     rt.block_on(async move {
         // Each message can hold a whole 64 KiB read of agent output: a short queue keeps
         // memory flat when the terminal is slower than the agent (1024 of them once let a
@@ -274,7 +272,7 @@ pub fn run_loop(cfg: RunConfig, tui: bool) -> CmdResult {
         let signals = tokio::spawn(forward_signals(control_tx.clone()));
         // The terminal view when there is a terminal for it; plain lines otherwise.
         let view = tui.then(|| {
-            let mut opts = TuiOptions::new(answer_hint_dir.clone(), bell);
+            let mut opts = TuiOptions::new(answer_hint.clone(), bell);
             opts.desktop = desktop;
             Tui::start(opts)
         });
@@ -292,7 +290,7 @@ pub fn run_loop(cfg: RunConfig, tui: bool) -> CmdResult {
                     event_rx,
                     control_tx,
                     plain::Options {
-                        answer_hint_dir,
+                        answer_hint,
                         bell,
                         desktop,
                     },

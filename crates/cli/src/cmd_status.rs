@@ -11,7 +11,7 @@ use serde_json::json;
 
 use crate::args::StatusArgs;
 use crate::locate::{self, Target};
-use crate::{CmdResult, Failure, agents};
+use crate::{CmdResult, Failure};
 use ralph_ui::plain::{self, fmt_duration};
 
 /// Prints the state of the loop in `-C DIR`, as text or JSON.
@@ -38,10 +38,7 @@ pub fn run(args: &StatusArgs) -> CmdResult {
     ws.check_not_symlink().map_err(Failure::failed)?;
     let state = State::load(&ws).map_err(Failure::failed)?;
     let live = ws.is_locked();
-    let hint = format!(
-        "ralph answer -C {} \"your answer\"",
-        agents::shell_quote(&root.display().to_string())
-    );
+    let hint = format!("{} \"your answer\"", crate::answer_command(&root));
     if args.json {
         outln!(
             "{}",
@@ -121,10 +118,7 @@ fn all(json_out: bool) -> CmdResult {
         let items: Vec<_> = loops
             .iter()
             .map(|(root, st)| {
-                let hint = format!(
-                    "ralph answer -C {} \"your answer\"",
-                    agents::shell_quote(&root.display().to_string())
-                );
+                let hint = format!("{} \"your answer\"", crate::answer_command(root));
                 to_json(&Workspace::new(root), st.as_ref(), true, &hint)
             })
             .collect();
@@ -151,10 +145,7 @@ fn all(json_out: bool) -> CmdResult {
         if let Some(q) = &st.pending_question
             && st.status == Status::WaitingInput
         {
-            let hint = format!(
-                "ralph answer -C {} \"your answer\"",
-                agents::shell_quote(&root.display().to_string())
-            );
+            let hint = format!("{} \"your answer\"", crate::answer_command(root));
             let ws = Workspace::new(root);
             print_question(q, answer_waiting(&ws, q).as_ref(), true, &hint);
         }
@@ -246,7 +237,10 @@ fn print_question(q: &PendingQuestion, answered: Option<&Answer>, live: bool, hi
     }
     outln!("\n  Answer it with:\n    {hint}");
     if !q.options.is_empty() {
-        outln!("    (or pick an option by number: ralph answer -C ... 1)");
+        outln!(
+            "    (or pick an option by number: {} answer -C ... 1)",
+            crate::program()
+        );
     }
     outln!();
 }

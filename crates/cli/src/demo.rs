@@ -86,8 +86,9 @@ pub fn run(args: &DemoArgs) -> CmdResult {
     outln!(
         "ralph demo: a scripted agent works on a small task in {quoted}.\n\
          It will ask you a question. Answer it here, or from another terminal with\n\
-         \x20   ralph answer -C {quoted} 2\n\
+         \x20   {} 2\n\
          or let the {} run out and watch it go on with its default.\n",
+        crate::answer_command(&dir),
         args.question_timeout
     );
     eprintln!("ralph: {}", resolved.allows);
@@ -101,7 +102,8 @@ pub fn run(args: &DemoArgs) -> CmdResult {
     };
     let code = cmd_run::run_loop(cfg, cmd_run::wants_tui(args.no_tui))?;
     outln!(
-        "\nralph demo: the files it made are in {quoted}: greeting.txt, NOTES.md, and .ralph/ (progress, clarifications, events, logs).\nTry `ralph status -C {quoted}` too."
+        "\nralph demo: the files it made are in {quoted}: greeting.txt, NOTES.md, and .ralph/ (progress, clarifications, events, logs).\nTry `{} status -C {quoted}` too.",
+        crate::program()
     );
     Ok(code)
 }

@@ -18,8 +18,11 @@ macro_rules! outln {
 
 mod agents;
 mod args;
+mod cmd_agents;
 mod cmd_answer;
 mod cmd_ask;
+mod cmd_docs;
+mod cmd_doctor;
 mod cmd_init;
 mod cmd_run;
 mod cmd_status;
@@ -30,7 +33,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::args::{Cli, Command};
+use crate::args::{Cli, Command, Internal, InternalCli};
 
 /// An error with the exit code it should end the process with.
 #[derive(Debug)]
@@ -97,8 +100,15 @@ pub fn report(line: std::fmt::Arguments<'_>) {
 pub type CmdResult = Result<u8, Failure>;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    match run(cli) {
+    let internal = std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a.as_encoded_bytes().starts_with(b"__"));
+    let result = if internal {
+        run_internal(InternalCli::parse().command)
+    } else {
+        run(Cli::parse())
+    };
+    match result {
         Ok(code) => ExitCode::from(code),
         Err(f) => {
             eprintln!("ralph: {:#}", f.error);
@@ -108,15 +118,29 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> CmdResult {
-    match cli.command {
+    let command = match cli.dir {
+        Some(dir) => in_dir(&dir, cli.command)?,
+        None => cli.command,
+    };
+    match command {
         Command::Init(a) => cmd_init::run(&a),
         Command::Run(a) => cmd_run::run(&a),
         Command::Status(a) => cmd_status::run(&a),
         Command::Answer(a) => cmd_answer::run(&a),
         Command::Ask(a) => cmd_ask::run(&a),
         Command::Demo(a) => demo::run(&a),
-        Command::DemoAgent => demo::agent(),
-        Command::Guard {
+        Command::Doctor(a) => cmd_doctor::run(&a),
+        Command::Agents => cmd_agents::run(),
+        Command::Completions(a) => cmd_docs::completions(&a),
+        Command::Man(a) => cmd_docs::man(&a),
+    }
+}
+
+/// The commands ralph starts itself: the demo agent and the guard.
+fn run_internal(command: Internal) -> CmdResult {
+    match command {
+        Internal::DemoAgent => demo::agent(),
+        Internal::Guard {
             ralph_dir,
             terminal,
             run,
@@ -125,4 +149,56 @@ fn run(cli: Cli) -> CmdResult {
             Ok(0)
         }
     }
+}
+
+/// `ralph -C DIR <command>`: what `git -C` does. The process moves to DIR, so every relative
+/// path (a subcommand's own `-C`, `--task`) is taken from there; `ralph demo` runs in DIR.
+fn in_dir(dir: &std::path::Path, mut command: Command) -> Result<Command, Failure> {
+    let dir = cmd_run::existing_dir(dir, "with -C")?;
+    match &mut command {
+        Command::Status(a) if a.all => {
+            return Err(Failure::usage(anyhow::anyhow!(
+                "-C and status --all do not go together: --all lists the loops of every directory"
+            )));
+        }
+        Command::Demo(a) => {
+            a.dir = Some(a.dir.take().map_or_else(|| dir.clone(), |d| dir.join(d)));
+        }
+        _ => {}
+    }
+    std::env::set_current_dir(&dir)
+        .map_err(|e| Failure::usage(anyhow::anyhow!("{}: {e} (given with -C)", dir.display())))?;
+    Ok(command)
+}
+
+/// How to run this ralph from a shell, for the commands ralph prints for you to copy: `ralph`
+/// when that name on `PATH` is this program, else its full path (in a fresh clone,
+/// `/…/target/debug/ralph`), shell-quoted.
+pub fn program() -> String {
+    static PROGRAM: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    PROGRAM
+        .get_or_init(|| {
+            let Ok(me) = std::env::current_exe().and_then(std::fs::canonicalize) else {
+                return "ralph".into();
+            };
+            let on_path = std::env::var_os("PATH").and_then(|path| {
+                std::env::split_paths(&path)
+                    .map(|dir| dir.join("ralph"))
+                    .find(|p| p.is_file())
+            });
+            match on_path.and_then(|p| std::fs::canonicalize(p).ok()) {
+                Some(found) if found == me => "ralph".into(),
+                _ => agents::shell_quote(&me.display().to_string()),
+            }
+        })
+        .clone()
+}
+
+/// The command that answers the loop in `root`, without the answer: `ralph answer -C /dir`.
+pub fn answer_command(root: &std::path::Path) -> String {
+    format!(
+        "{} answer -C {}",
+        program(),
+        agents::shell_quote(&root.display().to_string())
+    )
 }

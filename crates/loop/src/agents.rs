@@ -447,10 +447,18 @@ impl Preset {
         let Program::Path(program) = self.program else {
             return None;
         };
-        let found = path_env.is_some_and(|path| {
-            std::env::split_paths(path).any(|dir| is_executable(&dir.join(program)))
-        });
-        (!found).then_some(program)
+        self.locate(path_env).is_none().then_some(program)
+    }
+
+    /// Where its program is: the first executable file of that name in a directory of
+    /// `path_env`. `None` for ralph's own demo agent, and when it is not installed.
+    pub fn locate(&self, path_env: Option<&OsStr>) -> Option<std::path::PathBuf> {
+        let Program::Path(program) = self.program else {
+            return None;
+        };
+        std::env::split_paths(path_env?)
+            .map(|dir| dir.join(program))
+            .find(|p| is_executable(p))
     }
 
     /// A fresh run with `prompt` (whose text is also in `prompt_file`).

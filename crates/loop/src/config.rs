@@ -1,21 +1,39 @@
-//! `.ralph/config.toml`: this machine's own settings, kept out of the task file.
+//! Settings that belong to a person or a machine rather than to the task: notifications and
+//! the default agent.
 //!
-//! The task file is often committed and shared; a webhook URL or a desktop preference is
-//! personal. Keys set here override the task file's keys of the same name. Only notification
-//! settings live here; unknown keys are errors (with file, line and column), so a typo does not
-//! silently turn a notification off.
+//! Two files hold them, with the same keys:
+//!
+//! - the user's, `$XDG_CONFIG_HOME/ralph/config.toml` (`~/.config/ralph/config.toml`): under
+//!   every project's task file, so a task file that sets a key wins;
+//! - the project's, `.ralph/config.toml` (kept out of git): over the task file, since the task
+//!   file is often committed and shared, and a webhook URL or a desktop preference is personal.
+//!
+//! Flags on the command line win over all three. An unknown key is a warning with a "did you
+//! mean", as in the task file, and is ignored; a value of the wrong type is an error with file,
+//! line and column, so a typo never silently turns a notification off.
 
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::task::NotifySettings;
+use crate::task::{Key, TaskFile, TaskWarning, WarningKind};
 use crate::workspace::{self, Workspace};
 
-/// What `.ralph/config.toml` may set.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// The keys a config file may set, all of them task-file keys.
+pub const KEYS: [Key; 5] = [
+    Key::Agent,
+    Key::Bell,
+    Key::DesktopNotification,
+    Key::NotifyCommand,
+    Key::WebhookUrl,
+];
+
+/// What a config file may set.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 pub struct Config {
+    /// The agent: a preset name or a command line, as `agent:` in the task file.
+    pub agent: Option<String>,
     /// Ring the terminal bell when a question comes.
     pub bell: Option<bool>,
     /// Show a desktop notification when a question comes.
@@ -24,13 +42,17 @@ pub struct Config {
     pub notify_command: Option<String>,
     /// An http(s) URL to POST a JSON body to when a question comes.
     pub webhook_url: Option<String>,
+    /// Keys ralph does not know, kept to be warned about.
+    #[serde(flatten)]
+    unknown: BTreeMap<String, toml::Value>,
+    /// The unknown keys, as warnings with their line and a suggestion.
+    #[serde(skip)]
+    pub warnings: Vec<TaskWarning>,
 }
 
-/// A `.ralph/config.toml` that could not be used.
+/// A config file that could not be used.
 #[derive(Debug, thiserror::Error)]
-#[error(
-    "{path}:{line}:{column}: {message}. Fix it, or delete the file to use the task file's settings alone."
-)]
+#[error("{path}:{line}:{column}: {message}. Fix it, or delete the file to do without it.")]
 pub struct ConfigError {
     /// The file.
     pub path: String,
@@ -42,11 +64,38 @@ pub struct ConfigError {
     pub message: String,
 }
 
+/// The user's config file: `$XDG_CONFIG_HOME/ralph/config.toml`, else
+/// `~/.config/ralph/config.toml` (on Linux). `None` without a home directory.
+pub fn user_path() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("XDG_CONFIG_HOME").filter(|d| !d.is_empty()) {
+        return Some(PathBuf::from(dir).join("ralph").join("config.toml"));
+    }
+    let dirs = directories::ProjectDirs::from("", "", "ralph")?;
+    Some(dirs.config_dir().join("config.toml"))
+}
+
+/// The project's config file: `.ralph/config.toml`.
+pub fn project_path(ws: &Workspace) -> PathBuf {
+    ws.dir().join("config.toml")
+}
+
 impl Config {
     /// Reads `.ralph/config.toml`; `Ok(None)` when there is none.
     pub fn load(ws: &Workspace) -> Result<Option<Config>, ConfigError> {
-        let path = ws.dir().join("config.toml");
-        let text = match workspace::read_text(&path) {
+        Config::load_file(&project_path(ws))
+    }
+
+    /// Reads the user's config file ([`user_path`]); `Ok(None)` when there is none.
+    pub fn load_user() -> Result<Option<Config>, ConfigError> {
+        match user_path() {
+            Some(path) => Config::load_file(&path),
+            None => Ok(None),
+        }
+    }
+
+    /// Reads a config file; `Ok(None)` when there is none.
+    pub fn load_file(path: &Path) -> Result<Option<Config>, ConfigError> {
+        let text = match workspace::read_text(path) {
             Ok(Some(t)) => t,
             Ok(None) => return Ok(None),
             Err(e) => {
@@ -58,12 +107,12 @@ impl Config {
                 });
             }
         };
-        Config::parse(&path, &text).map(Some)
+        Config::parse(path, &text).map(Some)
     }
 
     /// Parses the file's text; errors carry its line and column.
     pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
-        let config: Config = toml::from_str(text).map_err(|e| {
+        let mut config: Config = toml::from_str(text).map_err(|e| {
             let (line, column) = e
                 .span()
                 .map(|span| line_col(text, span.start))
@@ -91,25 +140,112 @@ impl Config {
                 ),
             });
         }
+        if let Some(agent) = &config.agent
+            && agent.trim().is_empty()
+        {
+            let (line, column) = key_position(text, "agent");
+            return Err(ConfigError {
+                path: path.display().to_string(),
+                line,
+                column,
+                message: "agent is empty: name a preset (agent = \"claude\") or a command line"
+                    .into(),
+            });
+        }
+        config.warnings = std::mem::take(&mut config.unknown)
+            .into_keys()
+            .map(|key| {
+                let (line, column) = key_position(text, &key);
+                TaskWarning {
+                    path: path.to_owned(),
+                    line,
+                    column,
+                    kind: WarningKind::UnknownConfigKey {
+                        suggestion: suggest(&key),
+                        key,
+                    },
+                }
+            })
+            .collect();
         Ok(config)
     }
 
-    /// The task file's notification settings with this file's keys laid over them.
-    pub fn apply(&self, mut settings: NotifySettings) -> NotifySettings {
-        if let Some(b) = self.bell {
-            settings.bell = b;
-        }
-        if let Some(d) = self.desktop_notification {
-            settings.desktop_notification = d;
-        }
-        if let Some(c) = &self.notify_command {
-            settings.notify_command = Some(c.clone());
-        }
-        if let Some(w) = &self.webhook_url {
-            settings.webhook_url = Some(w.clone());
-        }
-        settings
+    /// Lays this file's keys over the task file's: for `.ralph/config.toml`.
+    pub fn apply_over(&self, task: &mut TaskFile) {
+        self.apply(task, |_| true);
     }
+
+    /// Fills in the keys the task file does not set: for the user's config file.
+    pub fn apply_under(&self, task: &mut TaskFile) {
+        let given = task.given.clone();
+        self.apply(task, |key| !given.contains(&key));
+    }
+
+    fn apply(&self, task: &mut TaskFile, wanted: impl Fn(Key) -> bool) {
+        let notify = &mut task.notify;
+        if let Some(a) = &self.agent
+            && wanted(Key::Agent)
+        {
+            task.agent = Some(a.trim().to_owned());
+        }
+        if let Some(b) = self.bell
+            && wanted(Key::Bell)
+        {
+            notify.bell = b;
+        }
+        if let Some(d) = self.desktop_notification
+            && wanted(Key::DesktopNotification)
+        {
+            notify.desktop_notification = d;
+        }
+        if let Some(c) = &self.notify_command
+            && wanted(Key::NotifyCommand)
+        {
+            notify.notify_command = Some(c.clone());
+        }
+        if let Some(w) = &self.webhook_url
+            && wanted(Key::WebhookUrl)
+        {
+            notify.webhook_url = Some(w.clone());
+        }
+        task.warnings.extend(self.warnings.iter().cloned());
+    }
+}
+
+/// Loads the user's and the project's config files and lays them under and over `task`.
+pub fn apply_all(ws: &Workspace, task: &mut TaskFile) -> Result<(), ConfigError> {
+    if let Some(user) = Config::load_user()? {
+        user.apply_under(task);
+    }
+    if let Some(project) = Config::load(ws)? {
+        project.apply_over(task);
+    }
+    Ok(())
+}
+
+/// The config key an unknown one was most likely meant to be, if any is close.
+fn suggest(unknown: &str) -> Option<Key> {
+    let names = KEYS.map(Key::name);
+    crate::task::nearest(unknown, &names).and_then(Key::from_name)
+}
+
+/// Where `key` is set in `text`: the line that starts with it (1, 1 if none does).
+fn key_position(text: &str, key: &str) -> (usize, usize) {
+    text.lines()
+        .enumerate()
+        .find_map(|(i, line)| {
+            let rest = line.trim_start();
+            let after = rest.strip_prefix(key).or_else(|| {
+                rest.strip_prefix('"')
+                    .and_then(|r| r.strip_prefix(key))
+                    .and_then(|r| r.strip_prefix('"'))
+            })?;
+            after
+                .trim_start()
+                .starts_with('=')
+                .then(|| (i + 1, line.len() - rest.len() + 1))
+        })
+        .unwrap_or((1, 1))
 }
 
 fn line_col(text: &str, offset: usize) -> (usize, usize) {
@@ -123,29 +259,66 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
 mod tests {
     use super::*;
 
-    #[test]
-    fn keys_override_the_task_file() {
-        let c = Config::parse(
-            Path::new("c.toml"),
-            "bell = false\nwebhook_url = \"https://h.example/x\"\n",
-        )
-        .unwrap();
-        let s = c.apply(NotifySettings::default());
-        assert!(!s.bell);
-        assert!(s.desktop_notification);
-        assert_eq!(s.webhook_url.as_deref(), Some("https://h.example/x"));
+    fn task(frontmatter: &str) -> TaskFile {
+        let text = format!("---\ntask: t\n{frontmatter}---\n- [ ] x\n");
+        TaskFile::parse(Path::new("RALPH_TASK.md"), text.as_bytes()).unwrap()
     }
 
     #[test]
-    fn an_unknown_key_names_its_line_and_column() {
-        let e = Config::parse(
-            Path::new(".ralph/config.toml"),
-            "bell = true\nwebhok_url = \"x\"\n",
+    fn the_project_file_overrides_the_task_file() {
+        let c = Config::parse(
+            Path::new("c.toml"),
+            "bell = false\nwebhook_url = \"https://h.example/x\"\nagent = \"codex\"\n",
         )
-        .unwrap_err();
-        assert_eq!((e.line, e.column), (2, 1), "{e}");
-        assert!(e.to_string().starts_with(".ralph/config.toml:2:1: "), "{e}");
-        assert!(e.to_string().contains("webhok_url"), "{e}");
+        .unwrap();
+        let mut t = task("bell: true\nagent: claude\n");
+        c.apply_over(&mut t);
+        assert!(!t.notify.bell);
+        assert!(t.notify.desktop_notification);
+        assert_eq!(t.notify.webhook_url.as_deref(), Some("https://h.example/x"));
+        assert_eq!(t.agent.as_deref(), Some("codex"));
+    }
+
+    #[test]
+    fn the_user_file_gives_way_to_the_task_file() {
+        let c = Config::parse(
+            Path::new("c.toml"),
+            "bell = false\ndesktop_notification = false\nagent = \"codex\"\n",
+        )
+        .unwrap();
+        // The task file says bell: true (the default value, but said): it wins.
+        let mut t = task("bell: true\n");
+        c.apply_under(&mut t);
+        assert!(t.notify.bell);
+        assert!(!t.notify.desktop_notification);
+        assert_eq!(t.agent.as_deref(), Some("codex"));
+        let mut t = task("agent: claude\nbell: ~\n");
+        c.apply_under(&mut t);
+        assert_eq!(t.agent.as_deref(), Some("claude"));
+        assert!(!t.notify.bell, "a null key is not set");
+    }
+
+    #[test]
+    fn an_unknown_key_is_a_warning_with_a_suggestion() {
+        let c = Config::parse(
+            Path::new(".ralph/config.toml"),
+            "bell = true\n  webhok_url = \"x\"\nfavourite_colour = 3\n",
+        )
+        .unwrap();
+        let warnings: Vec<String> = c.warnings.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            warnings,
+            [
+                ".ralph/config.toml:3:1: unknown key 'favourite_colour' is ignored. The keys \
+                 this file may set are: agent, bell, desktop_notification, notify_command, \
+                 webhook_url",
+                ".ralph/config.toml:2:3: unknown key 'webhok_url': did you mean 'webhook_url'? \
+                 Until it is renamed it is ignored",
+            ]
+        );
+        let mut t = task("");
+        c.apply_over(&mut t);
+        assert_eq!(t.warnings.len(), 2);
     }
 
     #[test]

@@ -209,16 +209,22 @@ fn warn(tx: &Sender<String>, line: &str) {
 // ---------------------------------------------------------------------------------------------
 // Desktop: notify-send
 
-fn desktop(notice: &QuestionNotice, tx: &Sender<String>) {
-    // No display or no notify-send means this machine has no desktop to notify: not a failure
-    // worth a warning, which would show on every question of every headless run.
+/// The `notify-send` that desktop notifications go through: `None` without a desktop session
+/// (no `DISPLAY`, `WAYLAND_DISPLAY` or session bus) or without `notify-send` on `PATH`.
+pub fn desktop_notifier() -> Option<PathBuf> {
     let has_session = ["DISPLAY", "WAYLAND_DISPLAY", "DBUS_SESSION_BUS_ADDRESS"]
         .iter()
         .any(|var| std::env::var_os(var).is_some_and(|v| !v.is_empty()));
     if !has_session {
-        return;
+        return None;
     }
-    let Some(program) = find_on_path("notify-send") else {
+    find_on_path("notify-send")
+}
+
+fn desktop(notice: &QuestionNotice, tx: &Sender<String>) {
+    // No display or no notify-send means this machine has no desktop to notify: not a failure
+    // worth a warning, which would show on every question of every headless run.
+    let Some(program) = desktop_notifier() else {
         return;
     };
     let mut body = escape_markup(&one_line(&notice.question, 400));
@@ -472,10 +478,20 @@ fn escape_slack(text: &str) -> String {
 }
 
 fn post_webhook(url: &str, body: &str, timeout: Duration) -> Result<(), String> {
+    use ureq::tls::{RootCerts, TlsConfig};
+    // The system's certificate store (SSL_CERT_FILE and SSL_CERT_DIR are honoured), so a CA
+    // that a company installs on its machines for its proxy is trusted here as well.
+    let tls = TlsConfig::builder()
+        .root_certs(RootCerts::PlatformVerifier)
+        .unversioned_rustls_crypto_provider(std::sync::Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .build();
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .timeout_global(Some(timeout))
         .timeout_connect(Some(timeout))
         .http_status_as_error(true)
+        .tls_config(tls)
         .build()
         .into();
     let result = agent
@@ -501,7 +517,7 @@ fn post_webhook(url: &str, body: &str, timeout: Duration) -> Result<(), String> 
 ///
 /// Slack and Discord put the webhook's secret in the path, Gotify in the query, basic auth in
 /// the user info; a warning on screen or in a log must show none of them.
-fn redact_url(url: &str) -> String {
+pub fn redact_url(url: &str) -> String {
     let (scheme, rest) = match url.find("://") {
         Some(i) => (&url[..i + 3], &url[i + 3..]),
         None => ("", url),

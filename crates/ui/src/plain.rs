@@ -19,8 +19,9 @@ use tokio::sync::mpsc;
 /// How the plain front end behaves.
 #[derive(Debug, Clone)]
 pub struct Options {
-    /// The `-C` argument that makes `ralph answer` reach this loop, for the hint.
-    pub answer_hint_dir: String,
+    /// The command that answers this loop, without the answer (`ralph answer -C /dir`), for
+    /// the hint.
+    pub answer_hint: String,
     /// Ring the terminal bell when a question arrives.
     pub bell: bool,
     /// Ask the terminal for a desktop notification (OSC 9 / OSC 777) when a question arrives.
@@ -329,8 +330,8 @@ fn show(out: &mut impl Write, ev: LoopEvent, open: &mut Option<Open>, opts: &Opt
             };
             let _ = writeln!(
                 out,
-                "  {how}\n    ralph answer -C {} \"your answer\"\n  {left}",
-                opts.answer_hint_dir
+                "  {how}\n    {} \"your answer\"\n  {left}",
+                opts.answer_hint
             );
             let reminders = match countdown.remaining(now) {
                 Some(total) => [Duration::from_secs(60), Duration::from_secs(10)]
@@ -477,7 +478,7 @@ mod tests {
         .await
         .unwrap();
         let opts = Options {
-            answer_hint_dir: String::new(),
+            answer_hint: String::new(),
             bell: false,
             desktop: false,
         };

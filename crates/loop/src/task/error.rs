@@ -352,6 +352,13 @@ pub enum WarningKind {
         /// The known key it most resembles, if any is close.
         suggestion: Option<Key>,
     },
+    /// A key a config file (`config.toml`) does not take; it is ignored.
+    UnknownConfigKey {
+        /// The key as written.
+        key: String,
+        /// The config key it most resembles, if any is close.
+        suggestion: Option<Key>,
+    },
 }
 
 impl fmt::Display for TaskWarning {
@@ -359,6 +366,10 @@ impl fmt::Display for TaskWarning {
         write!(f, "{}:{}:{}: ", self.path.display(), self.line, self.column)?;
         match &self.kind {
             WarningKind::UnknownKey {
+                key,
+                suggestion: Some(known),
+            }
+            | WarningKind::UnknownConfigKey {
                 key,
                 suggestion: Some(known),
             } => write!(
@@ -374,6 +385,17 @@ impl fmt::Display for TaskWarning {
                 write!(
                     f,
                     "unknown key '{key}' is ignored. The keys ralph knows are: {}",
+                    names.join(", ")
+                )
+            }
+            WarningKind::UnknownConfigKey {
+                key,
+                suggestion: None,
+            } => {
+                let names: Vec<&str> = crate::config::KEYS.iter().map(|k| k.name()).collect();
+                write!(
+                    f,
+                    "unknown key '{key}' is ignored. The keys this file may set are: {}",
                     names.join(", ")
                 )
             }

@@ -141,8 +141,9 @@ impl Key {
     }
 }
 
-/// The string among `candidates` that `word` is most likely a misspelling of.
-pub(super) fn nearest<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
+/// The string among `candidates` that `word` is most likely a misspelling of (ignoring case,
+/// `-` and `_`), for "did you mean" hints.
+pub fn nearest<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
     let normal = word.trim().to_lowercase().replace(['-', ' '], "_");
     if let Some(exact) = candidates.iter().find(|c| **c == normal) {
         return Some(exact);
@@ -223,6 +224,8 @@ pub(super) struct Settings {
     pub(super) max_consecutive_failures: u32,
     pub(super) max_cost_usd: Option<f64>,
     pub(super) notify: NotifySettings,
+    /// The keys given a value (not `null`), in the order they came.
+    pub(super) given: Vec<Key>,
 }
 
 impl Default for Settings {
@@ -242,6 +245,7 @@ impl Default for Settings {
             max_consecutive_failures: DEFAULT_MAX_CONSECUTIVE_FAILURES,
             max_cost_usd: None,
             notify: NotifySettings::default(),
+            given: Vec::new(),
         }
     }
 }
@@ -252,6 +256,9 @@ impl Settings {
     /// A list key's items arrive through [`Settings::push`]; here it only sees `null` (an
     /// empty list) or a value that is not a list.
     pub(super) fn set(&mut self, key: Key, value: Node<'_>) -> Result<(), Problem> {
+        if value != Node::Null && !self.given.contains(&key) {
+            self.given.push(key);
+        }
         match key {
             Key::Task => {
                 const WHAT: &str = "a one-line description of the work";
@@ -331,6 +338,9 @@ impl Settings {
             // Only list keys have items; anything else is a list where it does not belong.
             _ => return self.set(key, Node::List),
         };
+        if !self.given.contains(&key) {
+            self.given.push(key);
+        }
         let fix = match item {
             Node::Str(s) if !s.trim().is_empty() => {
                 list.push(s.trim().to_owned());

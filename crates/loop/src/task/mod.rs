@@ -56,7 +56,7 @@ use serde::{Deserialize, Serialize};
 
 pub use criteria::{Criterion, parse_criteria};
 pub use error::{Problem, TaskError, TaskWarning, WarningKind};
-pub use keys::Key;
+pub use keys::{Key, nearest};
 pub use wait::{MAX_DURATION, OnQuestionTimeout, Wait, parse_limit, parse_wait};
 
 /// The largest task file ralph reads: 16 MiB.
@@ -125,6 +125,9 @@ pub struct TaskFile {
     pub body: String,
     /// Things ralph ignored that the author may not have meant, such as unknown keys.
     pub warnings: Vec<TaskWarning>,
+    /// The frontmatter keys the file gives a value (not `null`): what the user's config file
+    /// may not override.
+    pub given: Vec<Key>,
 }
 
 /// How ralph gets the user's attention when a question or the end of the loop needs it.
@@ -227,6 +230,7 @@ impl TaskFile {
             criteria: parse_criteria(parts.body, parts.body_first_line),
             body: parts.body.to_owned(),
             warnings,
+            given: settings.given,
         })
     }
 

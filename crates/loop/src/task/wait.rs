@@ -1,10 +1,11 @@
 //! Durations in the task file and on the command line: `90s`, `5m`, `1h30m`, `0`, `never`.
 //!
-//! The grammar is ours rather than humantime's on purpose: humantime also accepts
-//! `5 minutes`, `1month` and `2y`, and a task file should mean the same thing to every reader.
-//! A duration is one or more `<whole number><unit>` parts, largest unit first, with units
-//! `d`, `h`, `m`, `s` and `ms`; a bare whole number is seconds. [`Display`](std::fmt::Display)
-//! writes the same grammar, so a value survives a round trip through a state file.
+//! humantime reads them, held to a narrow part of its grammar: one or more `<whole
+//! number><unit>` parts, largest unit first, each unit once, with units `d`, `h`, `m`, `s` and
+//! `ms`; a bare whole number is seconds. humantime alone would also take `5 minutes`, `1M` (a
+//! month, beside `1m`, a minute), `2y` and `1.5h`, and a task file should mean the same thing
+//! to every reader. [`Display`](std::fmt::Display) writes the same grammar, so a value
+//! survives a round trip through a state file.
 
 use std::fmt;
 use std::time::Duration;
@@ -153,42 +154,23 @@ pub(crate) fn parse_duration(s: &str) -> Result<Duration, DurationError> {
         return seconds(s.parse::<u64>().map_err(|_| DurationError::TooLong)?);
     }
     // Largest first, each at most once: "5m1h" and "1m1m" are typos, not sums.
-    // ("ms" is looked for before "m", which is a prefix of it.)
-    const UNITS: [(&str, u64); 5] = [
-        ("d", 86_400_000),
-        ("h", 3_600_000),
-        ("m", 60_000),
-        ("s", 1_000),
-        ("ms", 1),
-    ];
-    let mut rest = s;
-    let mut total_ms: u64 = 0;
+    const UNITS: [&str; 5] = ["d", "h", "m", "s", "ms"];
     let mut next_unit = 0;
-    while !rest.is_empty() {
-        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-        if digits == 0 {
-            return Err(DurationError::Malformed);
+    for unit in s.split(|c: char| c.is_ascii_digit() || c == ' ') {
+        if unit.is_empty() {
+            continue;
         }
-        let (number, after) = rest.split_at(digits);
-        let unit = if after.starts_with("ms") {
-            4
-        } else {
-            UNITS
-                .iter()
-                .position(|(name, _)| after.starts_with(name))
-                .ok_or(DurationError::Malformed)?
-        };
-        if unit < next_unit {
-            return Err(DurationError::Malformed);
+        match UNITS[next_unit..].iter().position(|u| *u == unit) {
+            Some(i) => next_unit += i + 1,
+            None => return Err(DurationError::Malformed),
         }
-        next_unit = unit + 1;
-        let (name, per_unit) = UNITS[unit];
-        let number: u64 = number.parse().map_err(|_| DurationError::TooLong)?;
-        let part = number.checked_mul(per_unit).ok_or(DurationError::TooLong)?;
-        total_ms = total_ms.checked_add(part).ok_or(DurationError::TooLong)?;
-        rest = after[name.len()..].trim_start_matches(' ');
     }
-    millis(total_ms)
+    match humantime::parse_duration(s) {
+        Ok(d) if d > MAX_DURATION => Err(DurationError::TooLong),
+        Ok(d) => Ok(d),
+        Err(humantime::DurationError::NumberOverflow) => Err(DurationError::TooLong),
+        Err(_) => Err(DurationError::Malformed),
+    }
 }
 
 /// A whole number of seconds, as a YAML integer gives it.

@@ -34,6 +34,8 @@ fn each_claude_fixture_yields_exactly_its_signals() {
         ("real-2.1.197-03_askuser_print.jsonl", &[(Question, 3)]),
         ("real-2.1.197-04_askuser_sdk_allow.jsonl", &[(Question, 3)]),
         ("real-2.1.197-05_askuser_sdk_deny.jsonl", &[(Question, 3)]),
+        ("real-2.1.332-01_write_question.jsonl", &[(Question, 3)]),
+        ("real-2.1.332-02_resume.jsonl", &[(Done, 3)]),
     ];
     let mut names: Vec<String> = std::fs::read_dir(crate::util::fixtures_dir().join("claude"))
         .unwrap()
@@ -88,6 +90,39 @@ fn real_write_question_capture_decodes_fully() {
                 )
             },
         ]
+    );
+}
+
+/// Claude Code 2.1.332 (recorded against the mock with `CLAUDE_CODE_DISABLE_EXPERIMENTAL_BETAS=1`,
+/// as `make e2e` runs it): its `result` line starts with `duration_api_ms`, not `type`, and
+/// still ends the turn with its cost and final text.
+#[test]
+fn a_result_line_whose_type_comes_late_still_ends_the_turn() {
+    let result_line = std::str::from_utf8(&fixture("claude/real-2.1.332-02_resume.jsonl"))
+        .unwrap()
+        .lines()
+        .last()
+        .unwrap()
+        .to_owned();
+    assert!(
+        result_line.starts_with("{\"duration_api_ms\":"),
+        "{result_line}"
+    );
+    let events = events("real-2.1.332-02_resume.jsonl");
+    assert_eq!(
+        events[0],
+        AgentEvent::SessionId("88bce8d4-c642-4043-9c62-5e3c8726f914".into())
+    );
+    let tail = &events[events.len() - 2..];
+    assert!(
+        matches!(&tail[0], AgentEvent::Usage(Usage { cost_usd: Some(c), .. }) if (c - 0.31724).abs() < 1e-9),
+        "{tail:?}"
+    );
+    assert_eq!(
+        tail[1],
+        AgentEvent::TurnEnd {
+            result: Some("Recorded the choice in cache.txt.\n\n<ralph>DONE</ralph>".into())
+        }
     );
 }
 

@@ -1,0 +1,385 @@
+//! `ralph doctor`: what ralph finds on this machine, and every problem with its fix.
+//!
+//! It reads and probes; it changes nothing. Exit 0 when nothing is wrong, 1 otherwise.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use ralph_loop::config;
+use ralph_loop::task::TaskFile;
+use ralph_loop::workspace::Workspace;
+use ralph_signal::sanitize;
+
+use crate::args::DoctorArgs;
+use crate::{CmdResult, agents, cmd_agents, cmd_run};
+
+/// One thing that is wrong, and what to do about it.
+#[derive(Debug)]
+struct Problem {
+    what: String,
+    fix: String,
+}
+
+/// The report, section by section, and the problems found on the way.
+#[derive(Debug, Default)]
+struct Report {
+    lines: Vec<String>,
+    problems: Vec<Problem>,
+}
+
+impl Report {
+    fn section(&mut self, title: &str) {
+        if !self.lines.is_empty() {
+            self.lines.push(String::new());
+        }
+        self.lines.push(title.to_owned());
+    }
+
+    fn item(&mut self, text: impl AsRef<str>) {
+        self.lines.push(format!("  {}", text.as_ref()));
+    }
+
+    fn problem(&mut self, what: impl Into<String>, fix: impl Into<String>) {
+        self.problems.push(Problem {
+            what: what.into(),
+            fix: fix.into(),
+        });
+    }
+}
+
+/// Checks the machine, and the project in `-C DIR` (default: here).
+pub fn run(args: &DoctorArgs) -> CmdResult {
+    let root = cmd_run::project_root(&args.dir.dir)?;
+    let mut report = Report::default();
+    platform(&mut report);
+    let task = project(&mut report, &root);
+    agents_section(&mut report, &task);
+    terminal(&mut report);
+    notifications(&mut report, &task);
+    directories(&mut report);
+    broker(&mut report);
+    for line in &report.lines {
+        outln!("{line}");
+    }
+    outln!();
+    if report.problems.is_empty() {
+        outln!("No problems found.");
+        return Ok(0);
+    }
+    let n = report.problems.len();
+    outln!("{n} problem{}:", if n == 1 { "" } else { "s" });
+    for p in &report.problems {
+        outln!("  - {}", p.what);
+        outln!("    fix: {}", p.fix);
+    }
+    Ok(1)
+}
+
+fn platform(report: &mut Report) {
+    report.section("Platform");
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    report.item(format!(
+        "ralph {} on {} {}{}",
+        env!("CARGO_PKG_VERSION"),
+        std::env::consts::OS,
+        std::env::consts::ARCH,
+        if kernel.trim().is_empty() {
+            String::new()
+        } else {
+            format!(" (kernel {})", kernel.trim())
+        }
+    ));
+    if std::env::consts::OS != "linux" {
+        report.problem(
+            format!("ralph runs on Linux only, and this is {}", std::env::consts::OS),
+            "run it on Linux, or in a Linux container or VM (it needs inotify, the child subreaper and /proc)",
+        );
+    }
+}
+
+/// The project's task file and config files, merged as `ralph run` merges them; without a
+/// task file (or with a broken one), the config files alone.
+fn project(report: &mut Report, root: &Path) -> TaskFile {
+    report.section("Project");
+    report.item(format!("directory: {}", root.display()));
+    let task_path = root.join("RALPH_TASK.md");
+    let ws = Workspace::new(root);
+    let mut task = if task_path.exists() {
+        match TaskFile::load(&task_path) {
+            Ok(task) => {
+                report.item(format!("task file: {} (valid)", task_path.display()));
+                task
+            }
+            Err(e) => {
+                report.item(format!("task file: {} (not valid)", task_path.display()));
+                report.problem(
+                    sanitize(&e.to_string()),
+                    "edit the file as the message says; `ralph run` refuses it until then",
+                );
+                placeholder_task(&task_path)
+            }
+        }
+    } else {
+        report.item("task file: none here (`ralph init` writes one)");
+        placeholder_task(&task_path)
+    };
+    if let Err(e) = config::apply_all(&ws, &mut task) {
+        report.problem(
+            sanitize(&e.to_string()),
+            "fix the line it names; `ralph run` refuses to start until then",
+        );
+    }
+    for warning in std::mem::take(&mut task.warnings) {
+        report.problem(
+            sanitize(&warning.to_string()),
+            "rename the key, or delete it; until then ralph ignores it",
+        );
+    }
+    task
+}
+
+/// A task file with nothing set, for laying the config files over when there is none.
+fn placeholder_task(path: &Path) -> TaskFile {
+    TaskFile::parse(path, b"---\ntask: (none)\n---\n").expect("a valid placeholder")
+}
+
+fn agents_section(report: &mut Report, task: &TaskFile) {
+    report.section("Agents");
+    let path = std::env::var_os("PATH");
+    let found = cmd_agents::probe(path.as_deref());
+    let width = found.iter().map(|f| f.preset.name.len()).max().unwrap_or(0);
+    for f in &found {
+        let state = match (&f.path, &f.version) {
+            (Some(p), Some(v)) => format!("{v}, {}", p.display()),
+            (Some(p), None) => format!(
+                "{} (`--version` said nothing within {} s)",
+                p.display(),
+                cmd_agents::VERSION_TIMEOUT.as_secs()
+            ),
+            (None, _) => format!(
+                "not installed (`{}` is not on PATH)",
+                cmd_agents::program_name(f.preset)
+            ),
+        };
+        report.item(format!("{:<width$}  {state}", f.preset.name));
+    }
+    let from_task = task.agent.as_deref();
+    match agents::resolve_with(
+        None,
+        None,
+        from_task,
+        &task.agent_args,
+        task.model.as_deref(),
+    ) {
+        Ok(resolved) => {
+            let how = match (&resolved.detected, from_task) {
+                (Some(_), _) => "the first installed; `--agent NAME` or `agent:` picks another",
+                (None, Some(_)) => "from `agent:` in the task file or a config file",
+                (None, None) => "",
+            };
+            report.item(format!(
+                "`ralph run` with no --agent runs: {} ({how})",
+                resolved.spec.name
+            ));
+        }
+        Err(e) => {
+            report.item("`ralph run` with no --agent runs: nothing (see the problems)");
+            // The message's first sentence says what is wrong; the rest, how to fix it.
+            let what = e.split(". ").next().unwrap_or(&e);
+            report.problem(
+                sanitize(what),
+                "install one of the agents above, or give any agent with --agent-cmd \"my-agent --flags\"; `--agent demo` needs nothing",
+            );
+        }
+    }
+    report.section("What each preset may do unattended");
+    for f in &found {
+        report.item(format!(
+            "{:<width$}  {}",
+            f.preset.name,
+            cmd_agents::unattended(f.preset)
+        ));
+    }
+}
+
+fn terminal(report: &mut Report) {
+    report.section("Terminal");
+    let term = std::env::var("TERM").unwrap_or_default();
+    let view = if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+        "stdout is a terminal"
+    } else {
+        "stdout is not a terminal here"
+    };
+    match term.as_str() {
+        "" => report.item(format!(
+            "TERM: not set, so `ralph run` shows plain lines ({view})"
+        )),
+        "dumb" => report.item(format!(
+            "TERM: dumb, so `ralph run` shows plain lines ({view})"
+        )),
+        t => report.item(format!("TERM: {} ({view})", sanitize(t))),
+    }
+    if std::env::var_os("TMUX").is_none_or(|v| v.is_empty()) {
+        report.item("tmux: not inside tmux");
+        return;
+    }
+    let version = tmux(&["-V"]).unwrap_or_else(|| "tmux (version unknown)".into());
+    match tmux(&["show-options", "-gv", "allow-passthrough"]) {
+        Some(v) if v == "on" || v == "all" => report.item(format!(
+            "{version}, allow-passthrough {v}: desktop notifications reach your terminal"
+        )),
+        Some(v) => {
+            report.item(format!("{version}, allow-passthrough {v}"));
+            report.problem(
+                "inside tmux with allow-passthrough off, a question's desktop notification (OSC 9) never leaves tmux",
+                "tmux set -g allow-passthrough on (and add `set -g allow-passthrough on` to ~/.tmux.conf)",
+            );
+        }
+        None => {
+            report.item(format!("{version}, no allow-passthrough option"));
+            report.problem(
+                "this tmux has no allow-passthrough (it came in tmux 3.3): desktop notifications stay inside tmux",
+                "upgrade tmux to 3.3 or later, then `set -g allow-passthrough on`; or use notify_command or webhook_url",
+            );
+        }
+    }
+}
+
+/// `tmux ARGS`, its first line of output when it succeeds.
+fn tmux(args: &[&str]) -> Option<String> {
+    let out = Command::new("tmux")
+        .args(args)
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = sanitize(text.lines().next()?.trim());
+    (out.status.success() && !line.is_empty()).then_some(line)
+}
+
+fn notifications(report: &mut Report, task: &TaskFile) {
+    report.section("Notifications (when the agent asks)");
+    let notify = &task.notify;
+    report.item(format!("bell: {}", on_off(notify.bell)));
+    let desktop = if !notify.desktop_notification {
+        "off".to_owned()
+    } else {
+        match ralph_loop::notify::desktop_notifier() {
+            Some(p) => format!("on: to the terminal (OSC 9), and {}", p.display()),
+            None => "on: to the terminal (OSC 9); no notify-send here (no desktop session, or not installed)".into(),
+        }
+    };
+    report.item(format!("desktop_notification: {desktop}"));
+    report.item(format!(
+        "notify_command: {}",
+        notify
+            .notify_command
+            .as_deref()
+            .map_or("none".into(), sanitize)
+    ));
+    report.item(format!(
+        "webhook_url: {}",
+        notify
+            .webhook_url
+            .as_deref()
+            .map_or("none".into(), |u| sanitize(
+                &ralph_loop::notify::redact_url(u)
+            ))
+    ));
+}
+
+fn directories(report: &mut Report) {
+    report.section("Directories");
+    match config::user_path() {
+        Some(p) => report.item(format!(
+            "user config: {} ({})",
+            p.display(),
+            if p.exists() {
+                "exists"
+            } else {
+                "not there; optional"
+            }
+        )),
+        None => report.item("user config: none (no home directory)"),
+    }
+    match state_dir() {
+        Some(dir) => {
+            let writable = writable(&dir);
+            report.item(format!(
+                "state: {} ({})",
+                dir.display(),
+                if writable { "writable" } else { "not writable" }
+            ));
+            if !writable {
+                report.problem(
+                    format!(
+                        "{} cannot be written: `ralph status --all` will not list running loops",
+                        dir.display()
+                    ),
+                    format!(
+                        "make it writable, or set {} to a directory that is",
+                        ralph_loop::registry::STATE_DIR_ENV
+                    ),
+                );
+            }
+        }
+        None => {
+            report.item("state: none (no home directory)");
+            report.problem(
+                "no directory for the list of running loops",
+                format!("set HOME, or {}", ralph_loop::registry::STATE_DIR_ENV),
+            );
+        }
+    }
+}
+
+/// ralph's state directory: where the registry of running loops and the broker's lock live.
+fn state_dir() -> Option<PathBuf> {
+    ralph_loop::registry::registry_dir()?
+        .parent()
+        .map(Path::to_path_buf)
+}
+
+/// Whether a directory exists and can be written to, or could be created.
+fn writable(dir: &Path) -> bool {
+    let mut existing = dir;
+    while !existing.exists() {
+        match existing.parent() {
+            Some(parent) => existing = parent,
+            None => return false,
+        }
+    }
+    tempfile::tempfile_in(existing).is_ok()
+}
+
+fn broker(report: &mut Report) {
+    report.section("Broker (ralph serve)");
+    let Some(lock) = state_dir().map(|d| d.join("serve.lock")) else {
+        report.item("none running");
+        return;
+    };
+    #[derive(serde::Deserialize)]
+    struct ServeLock {
+        pid: u32,
+        url: String,
+    }
+    let held = std::fs::read_to_string(&lock)
+        .ok()
+        .and_then(|text| serde_json::from_str::<ServeLock>(&text).ok());
+    match held {
+        Some(l) if Path::new(&format!("/proc/{}", l.pid)).exists() => {
+            report.item(format!("running: pid {}, {}", l.pid, sanitize(&l.url)));
+        }
+        Some(l) => report.item(format!(
+            "none running ({} names pid {}, which has ended)",
+            lock.display(),
+            l.pid
+        )),
+        None => report.item("none running"),
+    }
+}
+
+fn on_off(b: bool) -> &'static str {
+    if b { "on" } else { "off" }
+}
