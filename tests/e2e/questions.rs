@@ -202,7 +202,8 @@ save-prompt prompt-3.txt
     let child = p.start(&agent, &[]);
     // Wait for the timeout to have happened: iteration 2 is running.
     wait_until(Duration::from_secs(20), "iteration 2", || {
-        p.exists(".ralph/logs/iter-0002.prompt.md").then_some(())
+        p.exists(".ralph/logs/run-0001-iter-0002.prompt.md")
+            .then_some(())
     });
     let state = p.state();
     assert_eq!(state["pending_question"]["timed_out"], true, "{state}");

@@ -115,7 +115,7 @@ fn the_demo_agent_works_only_on_the_demo_s_own_task() {
     p.run(&demo, &[]);
     assert!(p.read("RALPH_TASK.md").ends_with(body));
     assert!(!p.exists("greeting.txt") && !p.exists(".ralph/question.md"));
-    let err = p.read(".ralph/logs/iter-0001.err");
+    let err = p.read(".ralph/logs/run-0001-iter-0001.err");
     assert!(err.contains("not the demo's task"), "{err}");
 }
 
@@ -344,4 +344,44 @@ fn invisible_characters_and_line_breaks_in_a_question_are_neutralised_everywhere
             "{what}: {out}"
         );
     }
+}
+
+/// Regression (item 15): `.ralph/logs` grew without limit, a log per iteration and per retry
+/// across every run, named `iter-0001-6.out` by the sixth run.
+#[test]
+fn logs_are_named_by_run_and_kept_within_the_configured_budget() {
+    let p = Project::with_task("task: Again\nmax_iterations: 2", "- [ ] never\n");
+    // Left by a ralph from before runs were numbered: the oldest run.
+    p.write(".ralph/logs/iter-0001.out", "old");
+    p.write(".ralph/config.toml", "keep_log_runs = 2\n");
+    let agent = p.agent("[iteration *]\nprint output\n");
+    for _ in 0..3 {
+        p.run(&agent, &[]).expect_code(3);
+    }
+    let mut names: Vec<String> = std::fs::read_dir(p.path(".ralph/logs"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "run-0002-iter-0001.out",
+            "run-0002-iter-0001.prompt.md",
+            "run-0002-iter-0002.out",
+            "run-0002-iter-0002.prompt.md",
+            "run-0003-iter-0001.out",
+            "run-0003-iter-0001.prompt.md",
+            "run-0003-iter-0002.out",
+            "run-0003-iter-0002.prompt.md",
+        ]
+    );
+    p.write(".ralph/config.toml", "keep_log_runs = 0\n");
+    let refused = p.run(&agent, &[]);
+    refused.expect_code(2);
+    assert!(
+        refused.stderr.contains("keep_log_runs must be 1 or more"),
+        "{}",
+        refused.stderr
+    );
 }

@@ -38,12 +38,16 @@ pub fn run(args: &RunArgs) -> CmdResult {
             task_path.display()
         )));
     }
-    if let Some(config) = Config::load(&Workspace::new(&root)).map_err(Failure::usage)? {
+    let config = Config::load(&Workspace::new(&root)).map_err(Failure::usage)?;
+    if let Some(config) = &config {
         task.notify = config.apply(task.notify);
     }
     let warnings = task.warnings.clone();
     match configure(args, &root, task_path, task) {
-        Ok((cfg, notes)) => {
+        Ok((mut cfg, notes)) => {
+            if let Some(config) = &config {
+                cfg.settings.log_budget = config.log_budget(cfg.settings.log_budget);
+            }
             for note in notes {
                 eprintln!("ralph: {note}");
             }

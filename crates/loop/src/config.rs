@@ -1,14 +1,15 @@
 //! `.ralph/config.toml`: this machine's own settings, kept out of the task file.
 //!
 //! The task file is often committed and shared; a webhook URL or a desktop preference is
-//! personal. Keys set here override the task file's keys of the same name. Only notification
-//! settings live here; unknown keys are errors (with file, line and column), so a typo does not
+//! personal. Keys set here override the task file's keys of the same name. Notification
+//! settings live here, and the budget of `.ralph/logs/`; unknown keys are errors (with file, line and column), so a typo does not
 //! silently turn a notification off.
 
 use std::path::Path;
 
 use serde::Deserialize;
 
+use crate::runner::logs::LogBudget;
 use crate::task::NotifySettings;
 use crate::workspace::{self, Workspace};
 
@@ -24,6 +25,10 @@ pub struct Config {
     pub notify_command: Option<String>,
     /// An http(s) URL to POST a JSON body to when a question comes.
     pub webhook_url: Option<String>,
+    /// How many runs' logs `.ralph/logs/` keeps, the running one included.
+    pub keep_log_runs: Option<u32>,
+    /// The most `.ralph/logs/` may hold, in MiB.
+    pub max_log_mib: Option<u64>,
 }
 
 /// A `.ralph/config.toml` that could not be used.
@@ -91,7 +96,31 @@ impl Config {
                 ),
             });
         }
+        if config.keep_log_runs == Some(0) {
+            let (line, column) = text
+                .find("keep_log_runs")
+                .map(|i| line_col(text, i))
+                .unwrap_or((1, 1));
+            return Err(ConfigError {
+                path: path.display().to_string(),
+                line,
+                column,
+                message: "keep_log_runs must be 1 or more: the running loop's logs are always kept"
+                    .into(),
+            });
+        }
         Ok(config)
+    }
+
+    /// `budget` with this file's `keep_log_runs` and `max_log_mib` laid over it.
+    pub fn log_budget(&self, mut budget: LogBudget) -> LogBudget {
+        if let Some(n) = self.keep_log_runs {
+            budget.keep_runs = n;
+        }
+        if let Some(m) = self.max_log_mib {
+            budget.max_mib = m;
+        }
+        budget
     }
 
     /// The task file's notification settings with this file's keys laid over them.
