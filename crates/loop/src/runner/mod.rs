@@ -387,11 +387,17 @@ impl Runner {
         let mut resume_question = None;
         let mut killed_run = None;
         if let Some(prev) = &previous {
-            if let Some(pgid) = prev.agent_pgid {
+            // The lock was free, so a run that says it is still going was killed: with a group
+            // running, or with none (waiting for an answer, its `notify_command` perhaps still
+            // running, which carries the run's id too).
+            let killed = matches!(prev.status, Status::Running | Status::WaitingInput);
+            if prev.agent_pgid.is_some() || killed {
                 killed_run = Some(KilledRun {
                     id: prev.run_id.clone(),
                     iteration: prev.iteration,
-                    group: reap_orphaned_agent(pgid, ws.dir()).then_some(pgid),
+                    group: prev
+                        .agent_pgid
+                        .filter(|&pgid| reap_orphaned_agent(pgid, ws.dir())),
                 });
             }
             if matches!(
