@@ -385,3 +385,44 @@ fn logs_are_named_by_run_and_kept_within_the_configured_budget() {
         refused.stderr
     );
 }
+
+/// Regression (item 7): swapping `.ralph/logs` for a symlink, or `events.jsonl` for a hard
+/// link, while ralph ran made ralph write prompts, output and events into the link's target,
+/// outside the workspace: the symlink checks ran only at start-up, and no-follow covered only
+/// the last path component. Now each is refused, and the refusal is said.
+#[test]
+fn a_hostile_agent_cannot_redirect_ralphs_writes_through_links() {
+    let outside = tempfile::tempdir().unwrap();
+    let precious = outside.path().join("precious");
+    std::fs::write(&precious, "precious\n").unwrap();
+    let p = Project::with_task("task: x\nmax_iterations: 3", "- [ ] x\n");
+    let script = format!(
+        "[iteration 1]\nrun ln -f {precious} .ralph/events.jsonl\nprint linked\n\
+         [iteration 2]\nrun mv .ralph/logs .ralph/logs-real\nrun ln -s {out} .ralph/logs\nprint swapped\n",
+        precious = precious.display(),
+        out = outside.path().display()
+    );
+    let run = p.run(&p.agent(&script), &[]);
+    assert_eq!(std::fs::read_to_string(&precious).unwrap(), "precious\n");
+    let mut outside_names: Vec<_> = std::fs::read_dir(outside.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    outside_names.sort();
+    assert_eq!(
+        outside_names,
+        ["precious"],
+        "nothing written through the link"
+    );
+    assert!(
+        run.stdout.contains("events.jsonl: has 2 hard links"),
+        "the refusal is said:\n{}",
+        run.stdout
+    );
+    run.expect_code(1);
+    assert!(
+        run.stderr.contains(".ralph/logs: is a symlink"),
+        "{}",
+        run.stderr
+    );
+}
