@@ -426,3 +426,52 @@ fn a_hostile_agent_cannot_redirect_ralphs_writes_through_links() {
         run.stderr
     );
 }
+
+/// Regression (item 13): `ralph ask` printed its "nobody answered, use your default"
+/// instruction on stdout, so `ans=$(ralph ask ...)` took the sentence for the answer; and,
+/// standalone, it printed nothing while it waited.
+#[test]
+fn ralph_ask_keeps_stdout_for_the_answer_and_says_on_stderr_that_it_waits() {
+    let p = Project::with_task("task: x", "- [ ] x\n");
+    let mut cmd = p.ralph();
+    cmd.args([
+        "ask",
+        "Redis or Memcached?",
+        "--default",
+        "Redis",
+        "--timeout",
+        "300ms",
+    ]);
+    let timed_out = Run::finish(spawn(cmd), Duration::from_secs(20));
+    timed_out.expect_code(3);
+    assert_eq!(
+        timed_out.stdout, "",
+        "stdout is the answer, and there is none"
+    );
+    let waiting = timed_out.stderr.lines().next().unwrap_or("");
+    assert!(
+        waiting.starts_with("ralph ask: waiting for an answer (up to ")
+            && waiting.ends_with(&format!(
+                "answer from any terminal with: ralph answer -C {} \"your answer\"",
+                p.root().display()
+            )),
+        "{}",
+        timed_out.stderr
+    );
+    assert!(
+        timed_out
+            .stderr
+            .contains("nobody answered in time; proceed with your default (Redis)"),
+        "{}",
+        timed_out.stderr
+    );
+
+    let mut cmd = p.ralph();
+    cmd.args(["ask", "Which port?", "--timeout", "1m"]);
+    let asker = spawn(cmd);
+    p.wait_for_status("waiting_input", Duration::from_secs(20));
+    p.exec(&["answer", "8080"]).expect_code(0);
+    let answered = Run::finish(asker, Duration::from_secs(20));
+    answered.expect_code(0);
+    assert_eq!(answered.stdout, "8080\n");
+}
