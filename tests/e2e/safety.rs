@@ -475,3 +475,47 @@ fn ralph_ask_keeps_stdout_for_the_answer_and_says_on_stderr_that_it_waits() {
     answered.expect_code(0);
     assert_eq!(answered.stdout, "8080\n");
 }
+
+/// Regression (item 10): `ralph answer 1,2` on a single-choice question was sent as the text
+/// "1,2" (while `ralph answer 5` was refused), and `ralph answer 99999999999999999999` as
+/// text too. Numbers are picks, always; one that picks nothing is refused with the hint.
+#[test]
+fn numbers_that_pick_no_single_option_are_refused_with_the_as_text_hint() {
+    let p = Project::with_task("task: x", "- [ ] x\n");
+    let mut cmd = p.ralph();
+    cmd.args([
+        "ask",
+        "Which one?",
+        "--option",
+        "A",
+        "--option",
+        "B",
+        "--timeout",
+        "1m",
+    ]);
+    let asker = spawn(cmd);
+    p.wait_for_status("waiting_input", Duration::from_secs(20));
+    for (typed, says) in [
+        ("1,2", "the question takes one option, and 1,2 names 2"),
+        (
+            "99999999999999999999",
+            "option 99999999999999999999 is out of range",
+        ),
+    ] {
+        let refused = p.exec(&["answer", typed]);
+        refused.expect_code(2);
+        assert!(refused.stderr.contains(says), "{}", refused.stderr);
+        assert!(
+            refused
+                .stderr
+                .contains(&format!("ralph answer --as-text {typed}")),
+            "{}",
+            refused.stderr
+        );
+        assert!(!p.exists(".ralph/answer.md"), "{typed}: nothing sent");
+    }
+    p.exec(&["answer", "--as-text", "1,2"]).expect_code(0);
+    let asked = Run::finish(asker, Duration::from_secs(20));
+    asked.expect_code(0);
+    assert_eq!(asked.stdout, "1,2\n");
+}

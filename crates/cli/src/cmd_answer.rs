@@ -73,6 +73,13 @@ pub fn run(args: &AnswerArgs) -> CmdResult {
                     agents::shell_quote(text.trim())
                 )));
             }
+            Picks::NotOne(count) => {
+                return Err(Failure::usage(anyhow!(
+                    "the question takes one option, and {} names {count}: pick one (ralph answer 1). To answer with these numbers as text: ralph answer --as-text {}",
+                    agents::shell_quote(text.trim()),
+                    agents::shell_quote(text.trim())
+                )));
+            }
         };
     }
     if let Some(n) = args.option {
