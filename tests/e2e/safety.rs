@@ -519,3 +519,42 @@ fn numbers_that_pick_no_single_option_are_refused_with_the_as_text_hint() {
     asked.expect_code(0);
     assert_eq!(asked.stdout, "1,2\n");
 }
+
+/// Regression (item 11): a 20 MB `--stdin` answer was accepted in silence, but only its first
+/// 1 MiB reached the prompt or `clarifications.md`, and the whole was deleted after the
+/// iteration.
+#[test]
+fn an_answer_over_the_cap_is_refused_with_its_size_and_the_cap() {
+    use std::io::Write;
+    let p = Project::with_task("task: x", "- [ ] x\n");
+    let answer = |bytes: usize| {
+        let mut child = p
+            .ralph()
+            .args(["answer", "--force", "--stdin"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let writer = std::thread::spawn(move || {
+            let _ = stdin.write_all(&vec![b'a'; bytes]);
+        });
+        let out = child.wait_with_output().unwrap();
+        writer.join().unwrap();
+        Run::from_output(out)
+    };
+    let refused = answer(20 * 1024 * 1024);
+    refused.expect_code(2);
+    assert!(
+        refused.stderr.contains(
+            "the answer is 20971520 bytes, more than the 1000000 bytes an answer may have"
+        ),
+        "{}",
+        refused.stderr
+    );
+    assert!(!p.exists(".ralph/answer.md"), "nothing sent");
+    answer(1_000_001).expect_code(2);
+    answer(1_000_000).expect_code(0);
+    assert!(p.read(".ralph/answer.md").len() > 1_000_000);
+}
