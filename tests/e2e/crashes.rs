@@ -727,3 +727,42 @@ fn after_sigkill_while_the_tests_run_the_next_run_stops_them() {
     p.run(&agent, &[]).expect_code(3);
     assert!(!pid_alive(tests), "the orphaned tests {tests} survived");
 }
+
+/// Regression (issue 25, item 8): `notify_command` outlived ralph. Its 30 s limit was a thread
+/// inside ralph and it did not carry `RALPH_RUN`, so after a SIGKILL of ralph it ran on for
+/// ever. Now the guard stops it; with the guard killed too, the next run does.
+#[test]
+fn after_sigkill_of_ralph_its_notify_command_is_stopped_by_the_guard_or_the_next_run() {
+    for guard_too in [false, true] {
+        let p = Project::with_task(
+            "task: Notify\nmax_iterations: 2\nquestion_timeout: 1h\nnotify_command: echo $$ > notify.pid; exec sleep 300",
+            "- [ ] x\n",
+        );
+        let agent = p.agent(
+            "[iteration 1]\nquestion \"Still there?\"\nsignal QUESTION\n[iteration 2..]\nprint resumed\n",
+        );
+        let child = start_run(&p, &agent, &[]);
+        let notify = read_pid(&p, "notify.pid");
+        assert!(pid_alive(notify));
+        if guard_too {
+            kill_ralph_and_its_guard(&child);
+        } else {
+            signal(&child, Signal::SIGKILL);
+        }
+        drop(child);
+        if guard_too {
+            std::thread::sleep(Duration::from_millis(500));
+            assert!(pid_alive(notify), "nothing was left to stop it");
+            p.exec(&["answer", "yes"]).expect_code(0);
+            p.run(&agent, &[]).expect_code(3);
+        }
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while pid_alive(notify) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(
+            !kill_if_alive(notify),
+            "notify_command outlived the killed run (guard killed too: {guard_too})"
+        );
+    }
+}

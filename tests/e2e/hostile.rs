@@ -485,7 +485,7 @@ fn terminal_attacks_in_agent_output_never_reach_ralphs_stdout() {
         .collect();
     assert_eq!(signals, ["DONE"]);
     // The raw log keeps what the agent really sent.
-    let log = std::fs::read(p.path(".ralph/logs/iter-0001.out")).unwrap();
+    let log = std::fs::read(p.path(".ralph/logs/run-0001-iter-0001.out")).unwrap();
     assert!(log.windows(4).any(|w| w == b"\x1b]52"), "the log is raw");
 }
 
@@ -706,7 +706,7 @@ fn a_flood_of_output_on_both_streams_keeps_ralphs_memory_bounded() {
         run.peak_kib
     );
     assert!(run.out.total > 48_000_000, "every line was shown");
-    let err_log = std::fs::metadata(p.path(".ralph/logs/iter-0001.err")).unwrap();
+    let err_log = std::fs::metadata(p.path(".ralph/logs/run-0001-iter-0001.err")).unwrap();
     assert_eq!(err_log.len(), 32_000_000, "stderr is logged raw");
 }
 

@@ -110,8 +110,8 @@ fn max_iterations_exits_3() {
     run.expect_code(3);
     assert_eq!(p.state()["status"], "max_iterations");
     assert_eq!(p.state()["iteration"], 2);
-    assert!(p.exists(".ralph/logs/iter-0002.out"));
-    assert!(!p.exists(".ralph/logs/iter-0003.out"));
+    assert!(p.exists(".ralph/logs/run-0001-iter-0002.out"));
+    assert!(!p.exists(".ralph/logs/run-0001-iter-0003.out"));
 }
 
 #[test]
@@ -284,7 +284,7 @@ fn a_second_run_in_the_same_workspace_refuses_and_names_the_first() {
     assert_eq!(status.code(), Some(130));
 }
 
-/// A new run counts from 1 again after a finished one; the earlier run's logs stay.
+/// A new run counts from 1 again after a finished one; the earlier run's logs stay, named by run.
 #[test]
 fn a_second_run_keeps_the_first_runs_logs() {
     let p = Project::with_task("task: Twice\nmax_iterations: 1", "- [ ] never\n");
@@ -292,7 +292,13 @@ fn a_second_run_keeps_the_first_runs_logs() {
     p.run(&first, &[]).expect_code(3);
     let second = p.agent("[iteration 1]\nprint second run\n");
     p.run(&second, &[]).expect_code(3);
-    assert!(p.read(".ralph/logs/iter-0001.out").contains("first run"));
-    assert!(p.read(".ralph/logs/iter-0001-2.out").contains("second run"));
-    assert!(p.exists(".ralph/logs/iter-0001-2.prompt.md"));
+    assert!(
+        p.read(".ralph/logs/run-0001-iter-0001.out")
+            .contains("first run")
+    );
+    assert!(
+        p.read(".ralph/logs/run-0002-iter-0001.out")
+            .contains("second run")
+    );
+    assert!(p.exists(".ralph/logs/run-0002-iter-0001.prompt.md"));
 }

@@ -202,7 +202,8 @@ save-prompt prompt-3.txt
     let child = p.start(&agent, &[]);
     // Wait for the timeout to have happened: iteration 2 is running.
     wait_until(Duration::from_secs(20), "iteration 2", || {
-        p.exists(".ralph/logs/iter-0002.prompt.md").then_some(())
+        p.exists(".ralph/logs/run-0001-iter-0002.prompt.md")
+            .then_some(())
     });
     let state = p.state();
     assert_eq!(state["pending_question"]["timed_out"], true, "{state}");
@@ -388,12 +389,14 @@ fn ralph_ask_without_a_loop_times_out_with_exit_3_and_a_hint() {
         "300ms",
     ]);
     asked.expect_code(3);
+    // On stderr: stdout is for the answer alone.
+    assert_eq!(asked.stdout, "");
     assert!(
         asked
-            .stdout
+            .stderr
             .contains("proceed with your default (Postgres)"),
         "{}",
-        asked.stdout
+        asked.stderr
     );
     assert!(p.read(".ralph/clarifications.md").contains("Unanswered"));
     // The question stays open, as the hint says: a late answer is taken, `ralph status` shows
@@ -467,8 +470,10 @@ fn ralph_ask_inside_a_running_loop_times_out_and_the_agent_goes_on() {
     let run = p.run(&agent, &[]);
     run.expect_code(3);
     assert_eq!(p.read("ask-out.txt.code").trim(), "3");
+    // The instruction is on the agent's stderr (its log); stdout, the answer, is empty.
+    assert_eq!(p.read("ask-out.txt"), "");
     assert!(
-        p.read("ask-out.txt")
+        p.read(".ralph/logs/run-0001-iter-0001.err")
             .contains("proceed with your default (Postgres)")
     );
     assert!(run.stdout.contains("went on"), "{}", run.stdout);

@@ -195,8 +195,8 @@ fn a_rate_limited_run_backs_off_and_retries_the_same_iteration_without_counting_
     assert_eq!(starts, 2, "the same iteration ran twice");
     assert_eq!(p.state()["iteration"], 1);
     // Each attempt keeps its own raw output (the retry used to overwrite the first).
-    assert!(p.read(".ralph/logs/iter-0001.out").contains("429"));
-    let retry = p.read(".ralph/logs/iter-0001-2.out");
+    assert!(p.read(".ralph/logs/run-0001-iter-0001.out").contains("429"));
+    let retry = p.read(".ralph/logs/run-0001-iter-0001-2.out");
     assert!(retry.contains("DONE") && !retry.contains("429"), "{retry}");
-    assert!(p.exists(".ralph/logs/iter-0001-2.prompt.md"));
+    assert!(p.exists(".ralph/logs/run-0001-iter-0001-2.prompt.md"));
 }

@@ -115,7 +115,7 @@ fn the_demo_agent_works_only_on_the_demo_s_own_task() {
     p.run(&demo, &[]);
     assert!(p.read("RALPH_TASK.md").ends_with(body));
     assert!(!p.exists("greeting.txt") && !p.exists(".ralph/question.md"));
-    let err = p.read(".ralph/logs/iter-0001.err");
+    let err = p.read(".ralph/logs/run-0001-iter-0001.err");
     assert!(err.contains("not the demo's task"), "{err}");
 }
 
@@ -344,4 +344,217 @@ fn invisible_characters_and_line_breaks_in_a_question_are_neutralised_everywhere
             "{what}: {out}"
         );
     }
+}
+
+/// Regression (item 15): `.ralph/logs` grew without limit, a log per iteration and per retry
+/// across every run, named `iter-0001-6.out` by the sixth run.
+#[test]
+fn logs_are_named_by_run_and_kept_within_the_configured_budget() {
+    let p = Project::with_task("task: Again\nmax_iterations: 2", "- [ ] never\n");
+    // Left by a ralph from before runs were numbered: the oldest run.
+    p.write(".ralph/logs/iter-0001.out", "old");
+    p.write(".ralph/config.toml", "keep_log_runs = 2\n");
+    let agent = p.agent("[iteration *]\nprint output\n");
+    for _ in 0..3 {
+        p.run(&agent, &[]).expect_code(3);
+    }
+    let mut names: Vec<String> = std::fs::read_dir(p.path(".ralph/logs"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "run-0002-iter-0001.out",
+            "run-0002-iter-0001.prompt.md",
+            "run-0002-iter-0002.out",
+            "run-0002-iter-0002.prompt.md",
+            "run-0003-iter-0001.out",
+            "run-0003-iter-0001.prompt.md",
+            "run-0003-iter-0002.out",
+            "run-0003-iter-0002.prompt.md",
+        ]
+    );
+    p.write(".ralph/config.toml", "keep_log_runs = 0\n");
+    let refused = p.run(&agent, &[]);
+    refused.expect_code(2);
+    assert!(
+        refused.stderr.contains("keep_log_runs must be 1 or more"),
+        "{}",
+        refused.stderr
+    );
+}
+
+/// Regression (item 7): swapping `.ralph/logs` for a symlink, or `events.jsonl` for a hard
+/// link, while ralph ran made ralph write prompts, output and events into the link's target,
+/// outside the workspace: the symlink checks ran only at start-up, and no-follow covered only
+/// the last path component. Now each is refused, and the refusal is said.
+#[test]
+fn a_hostile_agent_cannot_redirect_ralphs_writes_through_links() {
+    let outside = tempfile::tempdir().unwrap();
+    let precious = outside.path().join("precious");
+    std::fs::write(&precious, "precious\n").unwrap();
+    let p = Project::with_task("task: x\nmax_iterations: 3", "- [ ] x\n");
+    let script = format!(
+        "[iteration 1]\nrun ln -f {precious} .ralph/events.jsonl\nprint linked\n\
+         [iteration 2]\nrun mv .ralph/logs .ralph/logs-real\nrun ln -s {out} .ralph/logs\nprint swapped\n",
+        precious = precious.display(),
+        out = outside.path().display()
+    );
+    let run = p.run(&p.agent(&script), &[]);
+    assert_eq!(std::fs::read_to_string(&precious).unwrap(), "precious\n");
+    let mut outside_names: Vec<_> = std::fs::read_dir(outside.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    outside_names.sort();
+    assert_eq!(
+        outside_names,
+        ["precious"],
+        "nothing written through the link"
+    );
+    assert!(
+        run.stdout.contains("events.jsonl: has 2 hard links"),
+        "the refusal is said:\n{}",
+        run.stdout
+    );
+    run.expect_code(1);
+    assert!(
+        run.stderr.contains(".ralph/logs: is a symlink"),
+        "{}",
+        run.stderr
+    );
+}
+
+/// Regression (item 13): `ralph ask` printed its "nobody answered, use your default"
+/// instruction on stdout, so `ans=$(ralph ask ...)` took the sentence for the answer; and,
+/// standalone, it printed nothing while it waited.
+#[test]
+fn ralph_ask_keeps_stdout_for_the_answer_and_says_on_stderr_that_it_waits() {
+    let p = Project::with_task("task: x", "- [ ] x\n");
+    let mut cmd = p.ralph();
+    cmd.args([
+        "ask",
+        "Redis or Memcached?",
+        "--default",
+        "Redis",
+        "--timeout",
+        "300ms",
+    ]);
+    let timed_out = Run::finish(spawn(cmd), Duration::from_secs(20));
+    timed_out.expect_code(3);
+    assert_eq!(
+        timed_out.stdout, "",
+        "stdout is the answer, and there is none"
+    );
+    let waiting = timed_out.stderr.lines().next().unwrap_or("");
+    assert!(
+        waiting.starts_with("ralph ask: waiting for an answer (up to ")
+            && waiting.ends_with(&format!(
+                "answer from any terminal with: ralph answer -C {} \"your answer\"",
+                p.root().display()
+            )),
+        "{}",
+        timed_out.stderr
+    );
+    assert!(
+        timed_out
+            .stderr
+            .contains("nobody answered in time; proceed with your default (Redis)"),
+        "{}",
+        timed_out.stderr
+    );
+
+    let mut cmd = p.ralph();
+    cmd.args(["ask", "Which port?", "--timeout", "1m"]);
+    let asker = spawn(cmd);
+    p.wait_for_status("waiting_input", Duration::from_secs(20));
+    p.exec(&["answer", "8080"]).expect_code(0);
+    let answered = Run::finish(asker, Duration::from_secs(20));
+    answered.expect_code(0);
+    assert_eq!(answered.stdout, "8080\n");
+}
+
+/// Regression (item 10): `ralph answer 1,2` on a single-choice question was sent as the text
+/// "1,2" (while `ralph answer 5` was refused), and `ralph answer 99999999999999999999` as
+/// text too. Numbers are picks, always; one that picks nothing is refused with the hint.
+#[test]
+fn numbers_that_pick_no_single_option_are_refused_with_the_as_text_hint() {
+    let p = Project::with_task("task: x", "- [ ] x\n");
+    let mut cmd = p.ralph();
+    cmd.args([
+        "ask",
+        "Which one?",
+        "--option",
+        "A",
+        "--option",
+        "B",
+        "--timeout",
+        "1m",
+    ]);
+    let asker = spawn(cmd);
+    p.wait_for_status("waiting_input", Duration::from_secs(20));
+    for (typed, says) in [
+        ("1,2", "the question takes one option, and 1,2 names 2"),
+        (
+            "99999999999999999999",
+            "option 99999999999999999999 is out of range",
+        ),
+    ] {
+        let refused = p.exec(&["answer", typed]);
+        refused.expect_code(2);
+        assert!(refused.stderr.contains(says), "{}", refused.stderr);
+        assert!(
+            refused
+                .stderr
+                .contains(&format!("ralph answer --as-text {typed}")),
+            "{}",
+            refused.stderr
+        );
+        assert!(!p.exists(".ralph/answer.md"), "{typed}: nothing sent");
+    }
+    p.exec(&["answer", "--as-text", "1,2"]).expect_code(0);
+    let asked = Run::finish(asker, Duration::from_secs(20));
+    asked.expect_code(0);
+    assert_eq!(asked.stdout, "1,2\n");
+}
+
+/// Regression (item 11): a 20 MB `--stdin` answer was accepted in silence, but only its first
+/// 1 MiB reached the prompt or `clarifications.md`, and the whole was deleted after the
+/// iteration.
+#[test]
+fn an_answer_over_the_cap_is_refused_with_its_size_and_the_cap() {
+    use std::io::Write;
+    let p = Project::with_task("task: x", "- [ ] x\n");
+    let answer = |bytes: usize| {
+        let mut child = p
+            .ralph()
+            .args(["answer", "--force", "--stdin"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let writer = std::thread::spawn(move || {
+            let _ = stdin.write_all(&vec![b'a'; bytes]);
+        });
+        let out = child.wait_with_output().unwrap();
+        writer.join().unwrap();
+        Run::from_output(out)
+    };
+    let refused = answer(20 * 1024 * 1024);
+    refused.expect_code(2);
+    assert!(
+        refused.stderr.contains(
+            "the answer is 20971520 bytes, more than the 1000000 bytes an answer may have"
+        ),
+        "{}",
+        refused.stderr
+    );
+    assert!(!p.exists(".ralph/answer.md"), "nothing sent");
+    answer(1_000_001).expect_code(2);
+    answer(1_000_000).expect_code(0);
+    assert!(p.read(".ralph/answer.md").len() > 1_000_000);
 }

@@ -368,7 +368,9 @@ fn esc_on_a_ralph_ask_question_tells_the_waiting_agent_it_was_skipped() {
     tmux.wait_for("Which database?", Duration::from_secs(30));
     tmux.key("Escape");
     tmux.wait_for("ralph exited: 3", Duration::from_secs(30));
-    let said = p.read("ask-out.txt");
+    // The instruction is on stderr (the agent's, in its log); stdout, the answer, is empty.
+    assert_eq!(p.read("ask-out.txt"), "");
+    let said = p.read(".ralph/logs/run-0001-iter-0001.err");
     assert!(said.contains("skipped the question"), "{said}");
     assert!(
         said.contains("proceed with your default (Postgres)"),

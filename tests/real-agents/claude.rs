@@ -166,7 +166,7 @@ fn a_signal_inside_a_tool_result_or_file_does_not_count() {
         4,
         "{results}"
     );
-    let out = p.read(".ralph/logs/iter-0001.out");
+    let out = p.read(".ralph/logs/run-0001-iter-0001.out");
     assert!(out.contains("<ralph>DONE</ralph>"), "{out}");
 }
 

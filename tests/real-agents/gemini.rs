@@ -10,7 +10,7 @@ fn done_with_the_box_checked_and_passing_tests_exits_0() {
     let p = protocol::done(Cli::Gemini, "gemini");
     // Gemini CLI streams the model's text as it comes, and the mock sends it in two pieces:
     // ralph heard a tag that no line of the stream holds whole.
-    let out = p.read(".ralph/logs/iter-0001.out");
+    let out = p.read(".ralph/logs/run-0001-iter-0001.out");
     let deltas: Vec<String> = out
         .lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())

@@ -308,7 +308,7 @@ fn soak_a_gigabyte_of_output_in_bounded_memory_and_clean() {
         "ralph peaked at {} KiB",
         run.peak_kib
     );
-    let log = std::fs::metadata(p.path(".ralph/logs/iter-0001.out"))
+    let log = std::fs::metadata(p.path(".ralph/logs/run-0001-iter-0001.out"))
         .unwrap()
         .len();
     assert!(

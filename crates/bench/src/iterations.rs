@@ -139,8 +139,12 @@ fn sample_prompt(bins: &Bins, p: &Project, agent: &str) -> Vec<u8> {
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status();
-    let prompt =
-        std::fs::read(scratch.path().join(".ralph/logs/iter-0001.prompt.md")).unwrap_or_default();
+    let prompt = std::fs::read(
+        scratch
+            .path()
+            .join(".ralph/logs/run-0001-iter-0001.prompt.md"),
+    )
+    .unwrap_or_default();
     std::fs::remove_file(p.path().join("stamps.txt")).ok();
     prompt
 }

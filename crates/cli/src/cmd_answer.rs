@@ -11,7 +11,7 @@ use anyhow::{Context as _, anyhow};
 use ralph_loop::answer::{self, Answer, AnsweredBy, Submitted};
 use ralph_loop::question::Picks;
 use ralph_loop::state::{PendingQuestion, State};
-use ralph_loop::workspace::Workspace;
+use ralph_loop::workspace::{self, Workspace};
 
 use crate::agents;
 use crate::args::AnswerArgs;
@@ -46,11 +46,7 @@ pub fn run(args: &AnswerArgs) -> CmdResult {
     }
 
     let mut text = if args.stdin || args.text.as_deref() == Some("-") {
-        let mut s = String::new();
-        std::io::stdin()
-            .read_to_string(&mut s)
-            .context("could not read the answer from standard input")?;
-        s
+        read_capped_stdin()?
     } else if args.edit {
         edit(pending.as_ref())?
     } else {
@@ -73,6 +69,13 @@ pub fn run(args: &AnswerArgs) -> CmdResult {
                     agents::shell_quote(text.trim())
                 )));
             }
+            Picks::NotOne(count) => {
+                return Err(Failure::usage(anyhow!(
+                    "the question takes one option, and {} names {count}: pick one (ralph answer 1). To answer with these numbers as text: ralph answer --as-text {}",
+                    agents::shell_quote(text.trim()),
+                    agents::shell_quote(text.trim())
+                )));
+            }
         };
     }
     if let Some(n) = args.option {
@@ -92,6 +95,9 @@ pub fn run(args: &AnswerArgs) -> CmdResult {
         } else {
             format!("{}: {note}", choice.label)
         };
+    }
+    if text.len() > MAX_ANSWER_BYTES {
+        return Err(too_long(text.len() as u64));
     }
     if text.trim().is_empty() {
         return Err(Failure::usage(anyhow!(
@@ -141,6 +147,48 @@ pub fn run(args: &AnswerArgs) -> CmdResult {
             "the question was skipped before your answer arrived; your answer was not used and the agent decides on its own. To leave guidance for the next iteration anyway, add --force."
         ))),
     }
+}
+
+/// The largest answer taken: what the loop reads of `answer.md` into the prompt and
+/// `clarifications.md` is [`workspace::MAX_READ_BYTES`] (1 MiB), frontmatter included, so an
+/// answer gets a round million bytes of it. A longer one is refused, never cut in silence.
+const MAX_ANSWER_BYTES: usize = 1_000_000;
+const _: () = assert!(MAX_ANSWER_BYTES + 8 * 1024 <= workspace::MAX_READ_BYTES);
+
+/// The refusal of an answer of `size` bytes.
+fn too_long(size: u64) -> Failure {
+    Failure::usage(anyhow!(
+        "the answer is {size} bytes, more than the {MAX_ANSWER_BYTES} bytes an answer may have: only that much would reach the agent. Put the long part in a file in the project and answer with its path"
+    ))
+}
+
+/// Standard input as the answer, read to its end but kept only up to the cap (a bigger one is
+/// refused with its whole size).
+fn read_capped_stdin() -> Result<String, Failure> {
+    let mut kept = Vec::new();
+    let mut size: u64 = 0;
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut stdin = std::io::stdin().lock();
+    loop {
+        let n = match stdin.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                return Err(Failure::failed(
+                    anyhow!(e).context("could not read the answer from standard input"),
+                ));
+            }
+        };
+        size += n as u64;
+        let room = (MAX_ANSWER_BYTES + 1).saturating_sub(kept.len());
+        kept.extend_from_slice(&buf[..n.min(room)]);
+    }
+    if size > MAX_ANSWER_BYTES as u64 {
+        return Err(too_long(size));
+    }
+    String::from_utf8(kept)
+        .map_err(|_| Failure::usage(anyhow!("the answer on standard input is not UTF-8 text")))
 }
 
 fn first_line(s: &str) -> &str {

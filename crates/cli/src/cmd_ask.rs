@@ -114,6 +114,15 @@ pub fn run(args: &AskArgs) -> CmdResult {
         st.save(&ws)?;
     }
     claim.write(&ws)?;
+    // On stderr: stdout is the answer alone, for `ans=$(ralph ask …)`.
+    let until = match wait {
+        Wait::Never => "no deadline".to_string(),
+        Wait::For(d) => format!("up to {}", ralph_ui::plain::fmt_duration(d)),
+    };
+    eprintln!(
+        "ralph ask: waiting for an answer ({until}); answer from any terminal with: ralph answer -C {} \"your answer\"",
+        crate::agents::shell_quote(&root.display().to_string())
+    );
     let outcome = wait_for_answer(&ws, &claim, own_lock.is_some());
     let _ = workspace::remove(&ws.ask_claim());
 
@@ -133,12 +142,14 @@ pub fn run(args: &AskArgs) -> CmdResult {
                 Some(d) => format!("proceed with your default ({d})"),
                 None => "proceed with your best guess".to_string(),
             };
+            // On stderr, with exit 3: stdout stays empty, so that `ans=$(ralph ask …)` never
+            // takes the instruction for the answer.
             if matches!(ended, Waited::Skipped) {
-                println!(
+                eprintln!(
                     "ralph: the human skipped the question and asks you to decide; {guess} and record the assumption in .ralph/progress.md."
                 );
             } else {
-                println!(
+                eprintln!(
                     "ralph: nobody answered in time; {guess} and record the assumption in .ralph/progress.md. A late answer will reach a later iteration."
                 );
             }

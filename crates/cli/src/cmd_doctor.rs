@@ -123,7 +123,7 @@ fn project(report: &mut Report, root: &Path) -> TaskFile {
         report.item("task file: none here (`ralph init` writes one)");
         placeholder_task(&task_path)
     };
-    if let Err(e) = config::apply_all(&ws, &mut task) {
+    if let Err(e) = config::apply_all(&ws, &mut task, Default::default()) {
         report.problem(
             sanitize(&e.to_string()),
             "fix the line it names; `ralph run` refuses to start until then",

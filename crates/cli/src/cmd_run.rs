@@ -38,10 +38,12 @@ pub fn run(args: &RunArgs) -> CmdResult {
             task_path.display()
         )));
     }
-    config::apply_all(&Workspace::new(&root), &mut task).map_err(Failure::usage)?;
+    let log_budget = config::apply_all(&Workspace::new(&root), &mut task, Default::default())
+        .map_err(Failure::usage)?;
     let warnings = task.warnings.clone();
     match configure(args, &root, task_path, task) {
-        Ok((cfg, notes)) => {
+        Ok((mut cfg, notes)) => {
+            cfg.settings.log_budget = log_budget;
             for note in notes {
                 eprintln!("ralph: {note}");
             }

@@ -193,9 +193,7 @@ pub fn agent() -> CmdResult {
         Some(a) => say(&format!(
             "The human answered: \"{a}\". Writing the greeting."
         )),
-        None => say(
-            "Nobody answered in time. Going on with my default, English, and noting the assumption.",
-        ),
+        None => say(no_answer_line(&prompt)),
     }
     let greeting = greeting_in(&language);
     std::fs::write(root.join("greeting.txt"), format!("{greeting}\n"))?;
@@ -203,6 +201,10 @@ pub fn agent() -> CmdResult {
     check_first(&task_file)?;
     let note = match &answer {
         Some(a) => format!("Wrote greeting.txt in {a}, as the human answered."),
+        None if skipped(&prompt) => {
+            "Wrote greeting.txt in English: ASSUMPTION, the human skipped the language question."
+                .to_string()
+        }
         None => "Wrote greeting.txt in English: ASSUMPTION, nobody answered the language question."
             .to_string(),
     };
@@ -210,6 +212,21 @@ pub fn agent() -> CmdResult {
     say("That looks done to me.");
     println!("<ralph>DONE</ralph>");
     Ok(0)
+}
+
+/// Whether the prompt says the human skipped the question (Esc, `/skip`), as opposed to the
+/// deadline passing with nobody there.
+fn skipped(prompt: &str) -> bool {
+    prompt.contains("skipped your question")
+}
+
+/// What the demo agent says when it goes on without an answer: why there is none.
+fn no_answer_line(prompt: &str) -> &'static str {
+    if skipped(prompt) {
+        "You skipped the question and left it to me. Going on with my default, English, and noting the assumption."
+    } else {
+        "Nobody answered in time. Going on with my default, English, and noting the assumption."
+    }
 }
 
 fn greeting_in(language: &str) -> String {
@@ -257,6 +274,32 @@ fn check_all(task_file: &Path) -> Result<(), Failure> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Regression (issue 25, item 14): after Esc the demo agent said nobody answered in time.
+    #[test]
+    fn after_a_skip_the_demo_agent_says_it_was_skipped() {
+        use ralph_loop::prompt::{Carryover, PromptInputs, build};
+        let task = TaskFile::parse(Path::new("RALPH_TASK.md"), DEMO_TASK.as_bytes()).unwrap();
+        let question = Question::plain("Which language?");
+        let prompt_after = |carryover: Carryover| {
+            build(&PromptInputs {
+                task: &task,
+                task_name: "RALPH_TASK.md",
+                iteration: 2,
+                max_iterations: 5,
+                progress: "",
+                guardrails: "",
+                carryover: &[carryover],
+                template: None,
+            })
+        };
+        let skipped = prompt_after(Carryover::Skipped {
+            question: question.clone(),
+        });
+        assert!(no_answer_line(&skipped).starts_with("You skipped the question"));
+        let timed_out = prompt_after(Carryover::Unanswered { question });
+        assert!(no_answer_line(&timed_out).starts_with("Nobody answered in time"));
+    }
 
     #[test]
     fn the_demo_task_is_recognised_by_its_task() {

@@ -668,7 +668,9 @@ mod tests {
             match preset.unattended {
                 Some(u) => assert!(
                     preset.fresh_args.contains(&Lit(u.flag))
-                        && preset.resume_args.is_none_or(|args| args.contains(&Lit(u.flag))),
+                        && preset
+                            .resume_args
+                            .is_none_or(|args| args.contains(&Lit(u.flag))),
                     "{}: {}",
                     preset.name,
                     u.flag

@@ -8,6 +8,7 @@
 //! - the project's, `.ralph/config.toml` (kept out of git): over the task file, since the task
 //!   file is often committed and shared, and a webhook URL or a desktop preference is personal.
 //!
+//! The project's file also holds the budget of `.ralph/logs/` (`keep_log_runs`, `max_log_mib`).
 //! Flags on the command line win over all three. An unknown key is a warning with a "did you
 //! mean", as in the task file, and is ignored; a value of the wrong type is an error with file,
 //! line and column, so a typo never silently turns a notification off.
@@ -17,6 +18,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::runner::logs::LogBudget;
 use crate::task::{Key, TaskFile, TaskWarning, WarningKind};
 use crate::workspace::{self, Workspace};
 
@@ -42,6 +44,10 @@ pub struct Config {
     pub notify_command: Option<String>,
     /// An http(s) URL to POST a JSON body to when a question comes.
     pub webhook_url: Option<String>,
+    /// How many runs' logs `.ralph/logs/` keeps, the running one included.
+    pub keep_log_runs: Option<u32>,
+    /// The most `.ralph/logs/` may hold, in MiB.
+    pub max_log_mib: Option<u64>,
     /// Keys ralph does not know, kept to be warned about.
     #[serde(flatten)]
     unknown: BTreeMap<String, toml::Value>,
@@ -152,6 +158,16 @@ impl Config {
                     .into(),
             });
         }
+        if config.keep_log_runs == Some(0) {
+            let (line, column) = key_position(text, "keep_log_runs");
+            return Err(ConfigError {
+                path: path.display().to_string(),
+                line,
+                column,
+                message: "keep_log_runs must be 1 or more: the running loop's logs are always kept"
+                    .into(),
+            });
+        }
         config.warnings = std::mem::take(&mut config.unknown)
             .into_keys()
             .map(|key| {
@@ -173,6 +189,17 @@ impl Config {
     /// Lays this file's keys over the task file's: for `.ralph/config.toml`.
     pub fn apply_over(&self, task: &mut TaskFile) {
         self.apply(task, |_| true);
+    }
+
+    /// `budget` with this file's `keep_log_runs` and `max_log_mib` laid over it.
+    pub fn log_budget(&self, mut budget: LogBudget) -> LogBudget {
+        if let Some(n) = self.keep_log_runs {
+            budget.keep_runs = n;
+        }
+        if let Some(m) = self.max_log_mib {
+            budget.max_mib = m;
+        }
+        budget
     }
 
     /// Fills in the keys the task file does not set: for the user's config file.
@@ -212,15 +239,23 @@ impl Config {
     }
 }
 
-/// Loads the user's and the project's config files and lays them under and over `task`.
-pub fn apply_all(ws: &Workspace, task: &mut TaskFile) -> Result<(), ConfigError> {
+/// Loads the user's and the project's config files and lays them under and over `task`;
+/// returns the log budget they set over `budget`.
+pub fn apply_all(
+    ws: &Workspace,
+    task: &mut TaskFile,
+    budget: LogBudget,
+) -> Result<LogBudget, ConfigError> {
+    let mut budget = budget;
     if let Some(user) = Config::load_user()? {
         user.apply_under(task);
+        budget = user.log_budget(budget);
     }
     if let Some(project) = Config::load(ws)? {
         project.apply_over(task);
+        budget = project.log_budget(budget);
     }
-    Ok(())
+    Ok(budget)
 }
 
 /// The config key an unknown one was most likely meant to be, if any is close.

@@ -131,15 +131,45 @@ pub struct QuestionNotice {
 }
 
 /// Sends question notices to the configured channels without ever blocking the caller.
+///
+/// The commands it starts (`notify_command`, `notify-send`) end with it: when the last clone
+/// is dropped (the run is over), any still running is killed with its process group. They
+/// carry the run's id (`RALPH_RUN`) as the agent does, so after a SIGKILL of ralph the guard,
+/// or the next run, stops them too.
 #[derive(Debug, Clone)]
 pub struct Notifier {
     config: NotifyConfig,
+    children: std::sync::Arc<StopOnDrop>,
+}
+
+/// The process groups of the commands still running; each is its leader's pid.
+type Groups = std::sync::Arc<std::sync::Mutex<Vec<i32>>>;
+
+/// Kills the groups in [`Groups`] when dropped.
+#[derive(Debug, Default)]
+struct StopOnDrop(Groups);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        // Under the lock: a group is listed only while its leader is not yet reaped, so its
+        // id cannot have been reused.
+        let groups = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for &pgid in groups.iter() {
+            let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+        }
+    }
 }
 
 impl Notifier {
     /// A notifier for `config`; nothing is checked or started until a question is raised.
     pub fn new(config: NotifyConfig) -> Self {
-        Notifier { config }
+        Notifier {
+            config,
+            children: std::sync::Arc::default(),
+        }
     }
 
     /// Tells every configured channel about `notice`, and returns at once.
@@ -157,13 +187,15 @@ impl Notifier {
         let (tx, rx) = mpsc::channel();
         if self.config.desktop {
             let notice = notice.clone();
-            spawn_channel("desktop", &tx, move |tx| desktop(&notice, tx));
+            let groups = std::sync::Arc::clone(&self.children.0);
+            spawn_channel("desktop", &tx, move |tx| desktop(&notice, &groups, tx));
         }
         if let Some(command) = &self.config.command {
             let command = command.clone();
             let notice = notice.clone();
+            let groups = std::sync::Arc::clone(&self.children.0);
             spawn_channel("notify_command", &tx, move |tx| {
-                notify_command(&command, &notice, COMMAND_TIME_LIMIT, tx)
+                notify_command(&command, &notice, COMMAND_TIME_LIMIT, &groups, tx)
             });
         }
         if let Some(url) = &self.config.webhook_url {
@@ -221,7 +253,7 @@ pub fn desktop_notifier() -> Option<PathBuf> {
     find_on_path("notify-send")
 }
 
-fn desktop(notice: &QuestionNotice, tx: &Sender<String>) {
+fn desktop(notice: &QuestionNotice, groups: &Groups, tx: &Sender<String>) {
     // No display or no notify-send means this machine has no desktop to notify: not a failure
     // worth a warning, which would show on every question of every headless run.
     let Some(program) = desktop_notifier() else {
@@ -236,7 +268,7 @@ fn desktop(notice: &QuestionNotice, tx: &Sender<String>) {
         .arg("--")
         .arg(format!("{TITLE} ({})", project_name(&notice.root)))
         .arg(strip_nul(&body));
-    if let Err(e) = run_limited(cmd, DESKTOP_TIME_LIMIT) {
+    if let Err(e) = run_limited(cmd, DESKTOP_TIME_LIMIT, groups) {
         warn(tx, &format!("desktop notification (notify-send): {e}"));
     }
 }
@@ -271,7 +303,13 @@ fn escape_markup(text: &str) -> String {
 // ---------------------------------------------------------------------------------------------
 // notify_command
 
-fn notify_command(command: &str, notice: &QuestionNotice, limit: Duration, tx: &Sender<String>) {
+fn notify_command(
+    command: &str,
+    notice: &QuestionNotice,
+    limit: Duration,
+    groups: &Groups,
+    tx: &Sender<String>,
+) {
     let options: Vec<String> = notice
         .options
         .iter()
@@ -301,7 +339,9 @@ fn notify_command(command: &str, notice: &QuestionNotice, limit: Duration, tx: &
     if !notice.root.is_empty() {
         cmd.current_dir(&notice.root);
     }
-    if let Err(e) = run_limited(cmd, limit) {
+    // Marked as the agent is: after a SIGKILL of ralph, the guard or the next run stops it.
+    cmd.env(crate::orphans::RUN_VAR, crate::orphans::run_id());
+    if let Err(e) = run_limited(cmd, limit, groups) {
         warn(
             tx,
             &format!("notify_command `{}`: {e}", one_line(command, 80)),
@@ -329,7 +369,7 @@ fn strip_nul(text: &str) -> String {
 /// The child leads a process group of its own, so that on timeout the whole group is killed
 /// (a `sh -c` with a pipeline has children of its own). The error says how it failed, with the
 /// start of its output when it exited non-zero.
-fn run_limited(mut cmd: Command, limit: Duration) -> Result<(), String> {
+fn run_limited(mut cmd: Command, limit: Duration, groups: &Groups) -> Result<(), String> {
     let (mut reader, writer) = io::pipe().map_err(|e| format!("could not make a pipe: {e}"))?;
     let writer_2 = writer
         .try_clone()
@@ -343,6 +383,13 @@ fn run_limited(mut cmd: Command, limit: Duration) -> Result<(), String> {
     // `cmd` holds the pipe's write ends; until it is gone, the reader never sees end of file.
     drop(cmd);
     let mut child = spawned.map_err(|e| format!("could not run {}: {e}", program.display()))?;
+    let Ok(pgid) = i32::try_from(child.id()) else {
+        return Err("its pid is out of range".into());
+    };
+    groups
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .push(pgid);
 
     let (out_tx, out_rx) = mpsc::channel();
     // Without this reader thread the child would get SIGPIPE or block on a full pipe; if the
@@ -353,7 +400,7 @@ fn run_limited(mut cmd: Command, limit: Duration) -> Result<(), String> {
             let _ = out_tx.send(read_capped(&mut reader, OUTPUT_KEEP));
         });
 
-    let status = match wait_until(&mut child, Instant::now() + limit) {
+    let status = match wait_until(&mut child, Instant::now() + limit, pgid, groups) {
         Ok(Some(status)) => status,
         Ok(None) => {
             // The group id is the child's pid (process_group(0)); a group already gone is fine.
@@ -381,10 +428,26 @@ fn run_limited(mut cmd: Command, limit: Duration) -> Result<(), String> {
 /// Polls `child` until it exits or `deadline` passes (`Ok(None)`).
 ///
 /// Polling, not a blocking wait, so the same thread can kill it at the deadline; it runs on a
-/// notification thread, never the loop's.
-fn wait_until(child: &mut Child, deadline: Instant) -> io::Result<Option<ExitStatus>> {
+/// notification thread, never the loop's. Once it is reaped, its group (`pgid`) leaves
+/// `groups`, in the same step, under the lock.
+fn wait_until(
+    child: &mut Child,
+    deadline: Instant,
+    pgid: i32,
+    groups: &Groups,
+) -> io::Result<Option<ExitStatus>> {
     loop {
-        if let Some(status) = child.try_wait()? {
+        let reaped = {
+            let mut listed = groups
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let reaped = child.try_wait();
+            if !matches!(reaped, Ok(None)) {
+                listed.retain(|&g| g != pgid);
+            }
+            reaped
+        };
+        if let Some(status) = reaped? {
             return Ok(Some(status));
         }
         let now = Instant::now();
@@ -795,7 +858,7 @@ mod tests {
         ));
         let start = Instant::now();
 
-        let err = run_limited(cmd, Duration::from_millis(200)).unwrap_err();
+        let err = run_limited(cmd, Duration::from_millis(200), &Groups::default()).unwrap_err();
 
         assert!(
             start.elapsed() < Duration::from_secs(5),
@@ -805,6 +868,44 @@ mod tests {
         assert_eq!(err, "still running after 200ms, so it was stopped");
         thread::sleep(Duration::from_millis(1500));
         assert!(!marker.exists(), "the background job outlived the kill");
+    }
+
+    /// Regression (issue 25, item 8): `notify_command` outlived ralph. Its time limit was a
+    /// thread inside ralph, and it did not carry `RALPH_RUN`, so after ralph was killed it ran
+    /// on forever.
+    #[test]
+    fn a_notify_command_ends_with_its_notifier_and_carries_the_run_id() {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("survived");
+        let notifier = Notifier::new(NotifyConfig {
+            command: Some(format!(
+                "env > env.txt; (sleep 1; touch '{}') & sleep 30",
+                marker.display()
+            )),
+            ..NotifyConfig::default()
+        });
+        let warnings = notifier.question_raised(&notice(dir.path(), "Stop me?"));
+        let start = Instant::now();
+        while !std::fs::read_to_string(dir.path().join("env.txt"))
+            .is_ok_and(|e| e.contains("RALPH_ROOT"))
+        {
+            assert!(start.elapsed() < Duration::from_secs(10), "never started");
+            thread::sleep(Duration::from_millis(10));
+        }
+        let env = std::fs::read_to_string(dir.path().join("env.txt")).unwrap();
+        let mark = format!("RALPH_RUN={}", crate::orphans::run_id());
+        assert!(env.lines().any(|l| l == mark), "{env}");
+
+        drop(notifier);
+        // Its thread sees it killed at once, far before its 30 s limit.
+        let _ = drain(&warnings);
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            start.elapsed()
+        );
+        thread::sleep(Duration::from_millis(1500));
+        assert!(!marker.exists(), "its background job outlived the run");
     }
 
     #[test]

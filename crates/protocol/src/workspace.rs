@@ -9,6 +9,7 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
@@ -310,8 +311,10 @@ pub(crate) fn pid_exists(pid: u32) -> bool {
 /// at `path` is replaced, not followed. The contents are on disk (`fdatasync`) before the
 /// rename, so after a power loss `path` holds the old contents or the new, never a torn file.
 pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<()> {
-    let tmp = temp_beside(path, contents)?;
-    tmp.persist(path)
+    let held = beneath(path)?;
+    let target = held.as_ref().map_or(path, |b| b.path.as_path());
+    let tmp = temp_beside(target, path, contents)?;
+    tmp.persist(target)
         .map_err(|e| WorkspaceError::io(path, e.error))?;
     Ok(())
 }
@@ -334,7 +337,12 @@ pub fn write_atomic_unsynced(path: &Path, contents: &[u8]) -> Result<()> {
 /// is never used, dropping it removes it; a crash leaves a `.tmp-` file that the loop's sweep
 /// removes later.
 #[derive(Debug)]
-pub struct SpareFile(tempfile::NamedTempFile);
+pub struct SpareFile {
+    // Declared first, so dropped (and removed, by its path) while `_dir` still holds the
+    // directory that path goes through.
+    file: tempfile::NamedTempFile,
+    _dir: Option<Beneath>,
+}
 
 impl SpareFile {
     /// Makes one in `dir` (which must be where it will be renamed to), with the mode any
@@ -343,21 +351,25 @@ impl SpareFile {
     /// writes, `RALPH_TASK.md` included, unreadable to anyone else.
     pub fn new_in(dir: &Path) -> Result<SpareFile> {
         use std::os::unix::fs::PermissionsExt;
-        tempfile::Builder::new()
+        let held = beneath(&dir.join(".tmp-"))?;
+        let through = held.as_ref().map_or(dir, |b| parent(&b.path));
+        let file = tempfile::Builder::new()
             .prefix(".tmp-")
             .permissions(fs::Permissions::from_mode(0o666))
-            .tempfile_in(dir)
-            .map(SpareFile)
-            .map_err(|e| WorkspaceError::io(dir, e))
+            .tempfile_in(through)
+            .map_err(|e| WorkspaceError::io(dir, e))?;
+        Ok(SpareFile { file, _dir: held })
     }
 
     /// [`write_atomic_unsynced`] into this file: `path` must be in the directory it was made in.
     pub fn write_to(mut self, path: &Path, contents: &[u8]) -> Result<()> {
-        self.0
+        self.file
             .write_all(contents)
             .map_err(|e| WorkspaceError::io(path, e))?;
-        self.0
-            .persist(path)
+        let held = beneath(path)?;
+        let target = held.as_ref().map_or(path, |b| b.path.as_path());
+        self.file
+            .persist(target)
             .map_err(|e| WorkspaceError::io(path, e.error))?;
         Ok(())
     }
@@ -368,8 +380,10 @@ impl SpareFile {
 /// Returns `Ok(false)` when another writer got there first; exactly one of any number of
 /// racing writers sees `Ok(true)`.
 pub fn create_atomic(path: &Path, contents: &[u8]) -> Result<bool> {
-    let tmp = temp_beside(path, contents)?;
-    match tmp.persist_noclobber(path) {
+    let held = beneath(path)?;
+    let target = held.as_ref().map_or(path, |b| b.path.as_path());
+    let tmp = temp_beside(target, path, contents)?;
+    match tmp.persist_noclobber(target) {
         Ok(_) => Ok(true),
         Err(e) if e.error.kind() == io::ErrorKind::AlreadyExists => Ok(false),
         Err(e) => Err(WorkspaceError::io(path, e.error)),
@@ -381,9 +395,77 @@ fn parent(path: &Path) -> &Path {
     path.parent().unwrap_or(Path::new("."))
 }
 
-/// A synced temporary file beside `path` holding `contents`, to be renamed to it.
-fn temp_beside(path: &Path, contents: &[u8]) -> Result<tempfile::NamedTempFile> {
-    let SpareFile(mut tmp) = SpareFile::new_in(parent(path))?;
+/// A directory in `.ralph/`, held open, and a path to a file in it that goes through the held
+/// handle (`/proc/self/fd/N/name`), so that what the path names cannot change under ralph.
+#[derive(Debug)]
+struct Beneath {
+    _dir: OwnedFd,
+    path: PathBuf,
+}
+
+/// `path`'s directory, when `path` is a file inside a `.ralph/`, opened from the project root
+/// (the directory that holds `.ralph/`) with `openat2` and `RESOLVE_BENEATH |
+/// RESOLVE_NO_SYMLINKS`: no step may be a symlink or leave the project root, so an agent that
+/// swaps `.ralph/` or `.ralph/logs/` for a link mid-run gets a refusal, not ralph's files
+/// written where the link points. `None` for a path outside any `.ralph/` (`RALPH_TASK.md`),
+/// and on a kernel without `openat2` (before Linux 5.6) or without `/proc`, where only the
+/// last step is checked (`O_NOFOLLOW`).
+fn beneath(path: &Path) -> Result<Option<Beneath>> {
+    use rustix::fs::{Mode, OFlags, ResolveFlags};
+    use std::path::Component;
+    let parts: Vec<Component<'_>> = path.components().collect();
+    let Some(at) = parts.iter().rposition(|c| c.as_os_str() == DIR_NAME) else {
+        return Ok(None);
+    };
+    let (Some(name), true) = (path.file_name(), at + 1 < parts.len()) else {
+        return Ok(None);
+    };
+    let root: PathBuf = parts[..at].iter().collect();
+    let inside: PathBuf = parts[at..parts.len() - 1].iter().collect();
+    let root = if root.as_os_str().is_empty() {
+        PathBuf::from(".")
+    } else {
+        root
+    };
+    let dir_flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let opened = rustix::fs::open(&root, dir_flags, Mode::empty()).and_then(|root| {
+        rustix::fs::openat2(
+            &root,
+            &inside,
+            dir_flags,
+            Mode::empty(),
+            ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS,
+        )
+    });
+    let dir = match opened {
+        Ok(dir) => dir,
+        Err(Errno::NOSYS) => return Ok(None),
+        Err(e) if e == Errno::XDEV => {
+            return Err(WorkspaceError::Symlink {
+                path: root.join(&inside),
+            });
+        }
+        Err(e) => return Err(WorkspaceError::io(&root.join(&inside), e.into())),
+    };
+    let through = PathBuf::from(format!("/proc/self/fd/{}", dir.as_raw_fd()));
+    if !through.is_dir() {
+        return Ok(None);
+    }
+    Ok(Some(Beneath {
+        path: through.join(name),
+        _dir: dir,
+    }))
+}
+
+/// A synced temporary file beside `target` holding `contents`, to be renamed to it; errors name
+/// `path` (what `target` reaches, through a held directory).
+fn temp_beside(target: &Path, path: &Path, contents: &[u8]) -> Result<tempfile::NamedTempFile> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".tmp-")
+        .permissions(fs::Permissions::from_mode(0o666))
+        .tempfile_in(parent(target))
+        .map_err(|e| WorkspaceError::io(path, e))?;
     tmp.write_all(contents)
         .map_err(|e| WorkspaceError::io(path, e))?;
     tmp.as_file()
@@ -392,7 +474,8 @@ fn temp_beside(path: &Path, contents: &[u8]) -> Result<tempfile::NamedTempFile> 
     Ok(tmp)
 }
 
-/// Appends `contents` to `path` (created if missing) without following a symlink.
+/// Appends `contents` to `path` (created if missing) without following a symlink, nor into a
+/// file with another name (a hard link: [`open_plain`]).
 ///
 /// Used for logs that only ralph writes (`events.jsonl`, `clarifications.md`); each call is one
 /// `write`, so a reader never sees half a line.
@@ -426,8 +509,9 @@ impl Bounded {
     }
 }
 
-/// Opens `path` with `options` as a plain file: never through a symlink (`ELOOP`, reported as
-/// [`WorkspaceError::Symlink`]), and never a pipe, device or directory, which could block the
+/// Opens `path` with `options` as a plain file: never through a symlink, at any step below the
+/// project root ([`beneath`]; `ELOOP`, reported as [`WorkspaceError::Symlink`]), never a file
+/// with more than one name (a hard link), and never a pipe, device or directory, which could block the
 /// open or every read after it (an agent can plant a FIFO in `.ralph/`): those are refused at
 /// once, without waiting for a partner.
 pub fn open_plain(options: &mut OpenOptions, path: &Path) -> io::Result<File> {
@@ -441,6 +525,12 @@ fn open_plain_sized(options: &mut OpenOptions, path: &Path) -> io::Result<(File,
             "not a plain file (a pipe, a device or a directory); ralph reads and writes only plain files in .ralph/. Remove it and run again",
         )
     };
+    let held = beneath(path).map_err(|e| match e {
+        WorkspaceError::Symlink { .. } => io::Error::from_raw_os_error(Errno::LOOP.raw_os_error()),
+        WorkspaceError::Io { error, .. } => error,
+        WorkspaceError::Locked { .. } => io::Error::other(e.to_string()),
+    })?;
+    let path = held.as_ref().map_or(path, |b| b.path.as_path());
     let file = options
         .custom_flags(
             (rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK)
@@ -456,6 +546,17 @@ fn open_plain_sized(options: &mut OpenOptions, path: &Path) -> io::Result<(File,
     let meta = file.metadata()?;
     if !meta.is_file() {
         return Err(not_plain());
+    }
+    {
+        use std::os::unix::fs::MetadataExt;
+        // Another name for the same file may be anywhere on this filesystem, `~/.bashrc`
+        // included: writing or appending here would change it, reading would show it.
+        if meta.nlink() > 1 {
+            return Err(io::Error::other(format!(
+                "has {} hard links: another name for this file may be outside the workspace, so ralph neither reads nor writes it. Remove it and run again",
+                meta.nlink()
+            )));
+        }
     }
     Ok((file, meta.len()))
 }

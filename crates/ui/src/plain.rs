@@ -78,6 +78,9 @@ pub async fn run(
                         Typed::OutOfRange(n) => {
                             let _ = writeln!(out, "ralph: there is no option {n}; the options are 1 to {} (/text {} sends that as the answer itself)", o.question.options.len(), line.trim());
                         }
+                        Typed::NotOne => {
+                            let _ = writeln!(out, "ralph: the question takes one option: type one number (/text {} sends that as the answer itself)", line.trim());
+                        }
                     }
                     let _ = out.flush();
                 }
@@ -138,7 +141,8 @@ enum Typed {
     Answer(String),
     Skip,
     Empty,
-    OutOfRange(usize),
+    OutOfRange(String),
+    NotOne,
 }
 
 /// A typed line: `/skip`, option numbers (`2`, or `1,3` for multi-select), `/text` and the
@@ -159,6 +163,7 @@ fn interpret(q: &Question, line: &str) -> Typed {
     match q.picks(line) {
         Some(Picks::Labels(labels)) => Typed::Answer(labels),
         Some(Picks::OutOfRange(n)) => Typed::OutOfRange(n),
+        Some(Picks::NotOne(_)) => Typed::NotOne,
         None => Typed::Answer(line.to_string()),
     }
 }
@@ -452,7 +457,8 @@ mod tests {
         };
         let answer = |s: &str| Typed::Answer(s.to_string());
         assert_eq!(interpret(&q, " 2 "), answer("Memcached"));
-        assert_eq!(interpret(&q, "16"), Typed::OutOfRange(16));
+        assert_eq!(interpret(&q, "16"), Typed::OutOfRange("16".into()));
+        assert_eq!(interpret(&q, "1,2"), Typed::NotOne);
         assert_eq!(interpret(&q, "/text 16"), answer("16"));
         assert_eq!(interpret(&q, "/text  2 "), answer("2"));
         assert_eq!(interpret(&q, "/text"), answer("/text"));

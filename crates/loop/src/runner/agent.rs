@@ -7,30 +7,26 @@
 use super::*;
 
 impl Runner {
-    /// The name of this attempt's files in `.ralph/logs/`: `iter-0007`, and `iter-0007-2`,
-    /// `iter-0007-3`, … for further attempts at the same iteration number (a retry after a
-    /// rate limit; a new run, which counts from 1 again after a finished one), so no attempt's
-    /// raw output overwrites another's.
+    /// The name of this attempt's files in `.ralph/logs/`: `run-0003-iter-0007`, and
+    /// `run-0003-iter-0007-2`, `-3`, … for further attempts at the same iteration (a retry
+    /// after a rate limit), so no attempt's raw output overwrites another's (see [`logs`]).
     fn log_stem(&mut self, iteration: u32) -> String {
-        let stem = |attempt: u32| match attempt {
-            0 | 1 => format!("iter-{iteration:04}"),
-            n => format!("iter-{iteration:04}-{n}"),
-        };
+        let run = self.log_run;
         if self.log_attempt.0 != iteration {
-            // A new iteration: its first attempt, unless an earlier run left files by that name
+            // A new iteration: its first attempt, unless files by that name are there already
             // (one `stat`, answered from the dentry cache).
             let mut attempt = 1;
             while self
                 .ws
                 .logs()
-                .join(format!("{}.prompt.md", stem(attempt)))
+                .join(format!("{}.prompt.md", logs::stem(run, iteration, attempt)))
                 .exists()
             {
                 attempt += 1;
             }
             self.log_attempt = (iteration, attempt);
         }
-        stem(self.log_attempt.1)
+        logs::stem(run, iteration, self.log_attempt.1)
     }
 
     /// Steps 2 and 3: build the prompt, run the agent, stream its output.

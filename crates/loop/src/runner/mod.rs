@@ -48,6 +48,7 @@ use crate::task::{OnQuestionTimeout, TaskFile, Wait};
 use crate::workspace::{self, Workspace, WorkspaceError, WorkspaceLock};
 
 mod agent;
+pub mod logs;
 mod questions;
 mod recovery;
 mod save;
@@ -134,6 +135,8 @@ pub struct Settings {
     pub signal_grace: Duration,
     /// Between SIGTERM and SIGKILL when stopping an agent.
     pub kill_grace: Duration,
+    /// How much of `.ralph/logs/` is kept.
+    pub log_budget: logs::LogBudget,
 }
 
 impl Settings {
@@ -148,6 +151,7 @@ impl Settings {
             max_consecutive_failures: task.max_consecutive_failures,
             signal_grace: Duration::from_secs(10),
             kill_grace: Duration::from_secs(3),
+            log_budget: logs::LogBudget::default(),
         }
     }
 }
@@ -314,6 +318,8 @@ pub struct Runner {
     lock: Arc<WorkspaceLock>,
     /// The save of `state.json` still in flight, if any (see `save.rs`).
     state_saving: Option<tokio::task::JoinHandle<Result<(), WorkspaceError>>>,
+    /// This run's number in `.ralph/logs/` names (see [`logs`]).
+    log_run: u32,
     /// The iteration whose files `.ralph/logs/` names now, and which attempt at it (from 1).
     log_attempt: (u32, u32),
     /// The next prompt file, being made while the agent runs (see [`workspace::SpareFile`]).
@@ -360,6 +366,8 @@ impl Runner {
         // it. Regression: it was taken for no state and overwritten, losing the question it
         // recorded as waiting, the answers it had closed, and the agent group to reap.
         let previous = State::load(&ws)?;
+        let log_run = logs::next_run(&ws.logs());
+        logs::prune(&ws.logs(), log_run, 1, cfg.settings.log_budget);
         for (path, initial) in [
             (
                 ws.progress(),
@@ -379,11 +387,17 @@ impl Runner {
         let mut resume_question = None;
         let mut killed_run = None;
         if let Some(prev) = &previous {
-            if let Some(pgid) = prev.agent_pgid {
+            // The lock was free, so a run that says it is still going was killed: with a group
+            // running, or with none (waiting for an answer, its `notify_command` perhaps still
+            // running, which carries the run's id too).
+            let killed = matches!(prev.status, Status::Running | Status::WaitingInput);
+            if prev.agent_pgid.is_some() || killed {
                 killed_run = Some(KilledRun {
                     id: prev.run_id.clone(),
                     iteration: prev.iteration,
-                    group: reap_orphaned_agent(pgid, ws.dir()).then_some(pgid),
+                    group: prev
+                        .agent_pgid
+                        .filter(|&pgid| reap_orphaned_agent(pgid, ws.dir())),
                 });
             }
             if matches!(
@@ -447,6 +461,7 @@ impl Runner {
             lock: Arc::new(lock),
             state_saving: None,
             prompt_spare: None,
+            log_run,
             log_attempt: (0, 0),
             task_seen: None,
             last_sweep: None,
@@ -806,6 +821,18 @@ impl Runner {
         let logs_too = self.last_sweep.is_none();
         if sweep && let Ok(entries) = std::fs::read_dir(self.ws.dir()) {
             self.last_sweep = Some(std::time::Instant::now());
+            let pruned = logs::prune(
+                &self.ws.logs(),
+                self.log_run,
+                self.state.iteration,
+                self.cfg.settings.log_budget,
+            );
+            if pruned.files > 0 {
+                self.log(
+                    "logs_pruned",
+                    json!({"files": pruned.files, "bytes": pruned.bytes}),
+                );
+            }
             let logs = logs_too
                 .then(|| std::fs::read_dir(self.ws.logs()).ok())
                 .flatten()
