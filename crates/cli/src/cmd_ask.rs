@@ -91,8 +91,6 @@ pub fn run(args: &AskArgs) -> CmdResult {
         Wait::Never => None,
         Wait::For(d) => Some(asked_at + d),
     };
-    // Without a loop, this process stands in for it: it holds the lock and owns state.json.
-    let own_lock = if ws.is_locked() { None } else { ws.lock().ok() };
     let pending = PendingQuestion::new(
         &question,
         asked_at,
@@ -100,20 +98,34 @@ pub fn run(args: &AskArgs) -> CmdResult {
         previous.as_ref().map_or(0, |s| s.iteration),
         RaisedBy::Ask,
     );
-    workspace::write_atomic(&ws.question(), question.to_markdown().as_bytes())?;
+    let markdown = question.to_markdown();
     let claim = AskClaim {
         pid: std::process::id(),
         asked_at: pending.asked_at.clone(),
         deadline: pending.deadline.clone(),
+        question: Some(markdown.clone()),
     };
-    if own_lock.is_some() {
-        let mut st = previous.clone().unwrap_or_else(|| no_run_yet(&ws));
-        st.status = Status::WaitingInput;
-        st.pid = std::process::id();
-        st.pending_question = Some(pending.clone());
-        st.save(&ws)?;
+    // The claim first, and only one: of two askers, the second is refused here, before it
+    // has written anything another asker or the loop could take for its own.
+    take_claim(&ws, &claim, &root)?;
+    // Without a loop, this process stands in for it: it holds the lock and owns state.json.
+    let own_lock = if ws.is_locked() { None } else { ws.lock().ok() };
+    let written = workspace::write_atomic(&ws.question(), markdown.as_bytes())
+        .map_err(Failure::failed)
+        .and_then(|()| match own_lock {
+            Some(_) => {
+                let mut st = previous.clone().unwrap_or_else(|| no_run_yet(&ws));
+                st.status = Status::WaitingInput;
+                st.pid = std::process::id();
+                st.pending_question = Some(pending.clone());
+                st.save(&ws).map_err(Failure::failed)
+            }
+            None => Ok(()),
+        });
+    if let Err(e) = written {
+        let _ = workspace::remove(&ws.ask_claim());
+        return Err(e);
     }
-    claim.write(&ws)?;
     let outcome = wait_for_answer(&ws, &claim, own_lock.is_some());
     let _ = workspace::remove(&ws.ask_claim());
 
@@ -145,6 +157,42 @@ pub fn run(args: &AskArgs) -> CmdResult {
             Ok(NO_ANSWER)
         }
     }
+}
+
+/// Takes `.ralph/ask.json` for this process, or refuses (exit 1) while another `ralph ask`
+/// that is still alive holds it. A claim whose asker is gone (killed) is removed, that one
+/// only, and the claim taken again.
+fn take_claim(ws: &Workspace, claim: &AskClaim, root: &std::path::Path) -> Result<(), Failure> {
+    for _ in 0..3 {
+        if claim.create(ws).map_err(Failure::failed)? {
+            return Ok(());
+        }
+        let raw = workspace::read_bounded(&ws.ask_claim(), workspace::MAX_READ_BYTES)
+            .map_err(Failure::failed)?;
+        let Some(raw) = raw else { continue };
+        let theirs: Option<AskClaim> = serde_json::from_slice(&raw.bytes).ok();
+        if let Some(theirs) = theirs.filter(|c| !ralph_loop::asks::claim_is_stale(c)) {
+            let text = theirs
+                .question
+                .as_deref()
+                .map(|q| Question::parse_bounded(q.as_bytes()).text)
+                .unwrap_or_default();
+            return Err(Failure::failed(anyhow!(
+                "another `ralph ask` is already waiting in {} (\"{}\", pid {}); one question waits at a time: wait for its answer, then ask again",
+                root.display(),
+                text.lines().next().unwrap_or(""),
+                theirs.pid
+            )));
+        }
+        workspace::remove_if(&ws.ask_claim(), workspace::MAX_READ_BYTES, |now| {
+            now == raw.bytes.as_slice()
+        })
+        .map_err(Failure::failed)?;
+    }
+    Err(Failure::failed(anyhow!(
+        "could not claim {}: other `ralph ask` processes keep taking it; try again",
+        ws.ask_claim().display()
+    )))
 }
 
 /// How the wait for an answer ended.

@@ -334,9 +334,21 @@ pub struct AskClaim {
     pub asked_at: String,
     /// The deadline it was given (RFC 3339), or `None` for none.
     pub deadline: Option<String>,
+    /// The question itself (the markdown of `question.md`), so that the claim alone says what
+    /// was asked: `question.md` is written after the claim is won. `None` in claims written
+    /// before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub question: Option<String>,
 }
 
 impl AskClaim {
+    /// Creates the claim unless one is there already: `Ok(false)` when another `ralph ask`
+    /// holds it. Two askers started in the same instant both try, and exactly one wins.
+    pub fn create(&self, ws: &Workspace) -> Result<bool, WorkspaceError> {
+        let json = serde_json::to_vec(self).expect("claim serializes");
+        workspace::create_atomic(&ws.ask_claim(), &json)
+    }
+
     /// Writes the claim atomically.
     pub fn write(&self, ws: &Workspace) -> Result<(), WorkspaceError> {
         let json = serde_json::to_vec(self).expect("claim serializes");

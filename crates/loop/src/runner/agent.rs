@@ -163,7 +163,9 @@ impl Runner {
                 "resume_failed",
                 json!({"iteration": iteration, "session": session, "why": why}),
             );
-            self.carryover = carryover;
+            // What this iteration added (an answer whose asker was gone) goes after it.
+            let added = std::mem::replace(&mut self.carryover, carryover);
+            self.carryover.extend(added);
             self.resume_failed = true;
         }
 

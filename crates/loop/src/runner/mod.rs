@@ -204,6 +204,9 @@ struct Delivery {
     asked_at: Option<String>,
     answer: Answer,
     late: bool,
+    /// Taken while an agent ran, for the iteration after it (its asker was gone): the end of
+    /// the running iteration must not archive it.
+    for_next: bool,
 }
 
 /// What one run of the agent amounted to.
@@ -629,6 +632,7 @@ impl Runner {
                 // The agent that asked is gone; its question still deserves an answer, which
                 // the next iteration gets.
                 open.carry = true;
+                open.for_next = true;
                 if let Some(outcome) = self.wait_and_close(open).await? {
                     return self
                         .finish(outcome, "stopped while a question was waiting")
@@ -680,7 +684,16 @@ impl Runner {
                     )
                     .await;
             }
-            if run.saw(SignalKind::Done) {
+            // QUESTION wins over DONE in the same turn: an agent that still asks is not sure
+            // it is done, and checking DONE first would end the run with the question unseen.
+            // The answer goes to the next iteration, which signals DONE again if it still is.
+            let done = run.saw(SignalKind::Done) && !run.saw(SignalKind::Question);
+            if run.saw(SignalKind::Done) && !done {
+                let msg = "the agent signalled DONE and QUESTION in the same turn: the question comes first; DONE is checked when an iteration that has the answer signals it again";
+                self.emit(LoopEvent::Note(msg.into())).await;
+                self.log("done_set_aside", json!({"iteration": iteration}));
+            }
+            if done {
                 let Some((accepted, reason)) = self.verify().await else {
                     return self
                         .finish(Outcome::Interrupted, "interrupted while the tests ran")
@@ -783,7 +796,7 @@ impl Runner {
             // while an agent runs also clears it (`notice_ask`), but an agent may end before
             // one arrives. Regression test (it failed under load):
             // `a_claim_left_by_a_killed_ralph_ask_does_not_take_over_a_later_question`.
-            if AskClaim::read(&self.ws).is_some_and(|claim| questions::claim_is_stale(&claim)) {
+            if AskClaim::read(&self.ws).is_some_and(|claim| crate::asks::claim_is_stale(&claim)) {
                 workspace::remove(&self.ws.ask_claim())?;
             }
             for entry in entries.chain(logs).flatten() {
@@ -894,6 +907,7 @@ impl Runner {
                 asked_at,
                 answer: ans,
                 late,
+                for_next: false,
             });
         } else if self.delivering.is_none()
             && self
@@ -963,26 +977,32 @@ impl Runner {
 
     /// After the iteration that received an answer: archive it, then remove the files.
     async fn after_delivery(&mut self) -> Result<(), RunError> {
-        let Some(d) = self.delivering.take() else {
+        let Some(mut d) = self.delivering.take() else {
             return Ok(());
         };
+        if std::mem::take(&mut d.for_next) {
+            // Not this iteration's: the next one has it, and it is archived after that one.
+            self.delivering = Some(d);
+            return Ok(());
+        }
         // `state.json` must say no question is waiting before the answer file goes: a
         // `ralph answer` that still saw the question there would find the file free and win a
         // second time (see `answer::submit`). The save saying so may still be in flight.
         self.settle_state().await?;
-        clarifications::record(
-            &self.ws,
-            &clarifications::Entry {
-                question: d.question.as_ref(),
-                asked_at: d.asked_at.as_deref(),
-                outcome: clarifications::How::Answered {
-                    text: &d.answer.text,
-                    by: d.answer.by,
-                    at: d.answer.at,
-                    late: d.late,
-                },
+        let entry = clarifications::Entry {
+            question: d.question.as_ref(),
+            asked_at: d.asked_at.as_deref(),
+            outcome: clarifications::How::Answered {
+                text: &d.answer.text,
+                by: d.answer.by,
+                at: d.answer.at,
+                late: d.late,
             },
-        )?;
+        };
+        // The answer has been delivered whether or not the record can be written: the file
+        // goes all the same (removing frees space, even on a full disk), or the next run would
+        // deliver it a second time.
+        self.archive(&entry).await;
         workspace::remove(&self.ws.answer())?;
         // Remove the question only if it is the one answered: the agent may have asked a new one.
         if let Some(raw) = &d.question_raw
@@ -1011,6 +1031,9 @@ struct OpenQuestion {
     carry: bool,
     /// For a question from the agent's own tool: the request to answer on its stdin.
     native: Option<NativeAsk>,
+    /// Whether its answer is for the iteration after the one running (or just ended), whose
+    /// end must not archive it.
+    for_next: bool,
 }
 
 /// An `AskUserQuestion` request being answered, one question at a time.

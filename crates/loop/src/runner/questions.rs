@@ -140,6 +140,7 @@ impl Runner {
             paused: false,
             carry: true,
             native: None,
+            for_next: false,
         })
     }
 
@@ -271,7 +272,8 @@ impl Runner {
             asked_at,
             raised_by,
             iteration,
-            carry,
+            mut carry,
+            mut for_next,
             ..
         } = open;
         let question_raw = workspace::read_bounded(&self.ws.question(), MAX_QUESTION_BYTES)
@@ -280,6 +282,16 @@ impl Runner {
             .map(|b| b.bytes);
         match end {
             WaitEnd::Answered(ans, here) => {
+                // A `ralph ask` killed while it waited (the agent's tool timeout) cannot print
+                // the answer: the next iteration gets it, as any answer whose asker is gone.
+                if !carry && raised_by == RaisedBy::Ask && self.asker_gone(&asked_at)? {
+                    carry = true;
+                    for_next = true;
+                    self.emit(LoopEvent::Note(
+                        "the `ralph ask` that asked is gone (killed while it waited); the next iteration gets the answer".into(),
+                    ))
+                    .await;
+                }
                 let closed = if here {
                     QuestionClosed::Answered {
                         text: ans.text.clone(),
@@ -311,6 +323,7 @@ impl Runner {
                     asked_at: Some(asked_at),
                     answer: ans,
                     late: false,
+                    for_next,
                 });
             }
             WaitEnd::TimedOut => {
@@ -333,7 +346,8 @@ impl Runner {
                 if stop {
                     return Ok(Some(Outcome::QuestionTimeoutStop));
                 }
-                self.archive(&question, &asked_at, clarifications::How::Unanswered)?;
+                self.archive_question(&question, &asked_at, clarifications::How::Unanswered)
+                    .await;
                 if carry {
                     self.carryover.push(Carryover::Unanswered { question });
                 }
@@ -349,7 +363,8 @@ impl Runner {
                     "question_skipped",
                     json!({"iteration": iteration, "raised_by": raised_by}),
                 );
-                self.archive(&question, &asked_at, clarifications::How::Skipped)?;
+                self.archive_question(&question, &asked_at, clarifications::How::Skipped)
+                    .await;
                 if carry {
                     self.carryover.push(Carryover::Skipped { question });
                 }
@@ -384,7 +399,7 @@ impl Runner {
         // taken for live, it would pass a later file-protocol question off as that old one,
         // with its deadline. Regression: the panel showed the old wait and deadline, and the
         // next prompt said the question was both answered and lost.
-        if claim_is_stale(&claim) {
+        if crate::asks::claim_is_stale(&claim) {
             workspace::remove(&self.ws.ask_claim())?;
             return Ok(None);
         }
@@ -402,14 +417,20 @@ impl Runner {
         {
             return Ok(None);
         }
-        self.asks_seen.insert(claim.asked_at.clone());
-        let Ok(Some(raw)) = workspace::read_bounded(&self.ws.question(), MAX_QUESTION_BYTES) else {
-            return Ok(None);
+        // The claim says what was asked; `question.md` (written after the claim is won) only
+        // for a claim from before it did.
+        let raw = match claim.question.as_deref() {
+            Some(q) => q.as_bytes().to_vec(),
+            None => match workspace::read_bounded(&self.ws.question(), MAX_QUESTION_BYTES) {
+                Ok(Some(raw)) => raw.bytes,
+                _ => return Ok(None),
+            },
         };
+        self.asks_seen.insert(claim.asked_at.clone());
         // The agent has had the answer this iteration started with; archive it now, so that
         // `.ralph/answer.md` is free for the new question's answer.
         self.after_delivery().await?;
-        let question = Question::parse_bounded(&raw.bytes);
+        let question = Question::parse_bounded(&raw);
         let asked_at = state::parse_timestamp(&claim.asked_at).unwrap_or_else(SystemTime::now);
         let wait = claim
             .deadline
@@ -433,27 +454,42 @@ impl Runner {
 }
 
 impl Runner {
+    /// Whether the `ralph ask` that asked the question asked at `asked_at` is gone without
+    /// its answer; its claim, left behind, is removed.
+    fn asker_gone(&self, asked_at: &str) -> Result<bool, RunError> {
+        let gone = AskClaim::read(&self.ws)
+            .is_some_and(|c| c.asked_at == asked_at && crate::asks::claim_is_stale(&c));
+        if gone {
+            workspace::remove(&self.ws.ask_claim())?;
+        }
+        Ok(gone)
+    }
+
     /// Records what became of a question in `.ralph/clarifications.md`.
-    fn archive(
+    async fn archive_question(
         &self,
         question: &Question,
         asked_at: &str,
         how: clarifications::How<'_>,
-    ) -> Result<(), RunError> {
+    ) {
         let entry = clarifications::Entry {
             question: Some(question),
             asked_at: Some(asked_at),
             outcome: how,
         };
-        Ok(clarifications::record(&self.ws, &entry)?)
+        self.archive(&entry).await;
     }
-}
 
-/// Whether the `ralph ask` that wrote `claim` is gone (killed with its agent): no process has
-/// its pid, or the one that has it now started after the claim was written, its pid reused.
-pub(super) fn claim_is_stale(claim: &AskClaim) -> bool {
-    match crate::state::parse_timestamp(&claim.asked_at) {
-        Some(asked) => ralph_process::sys::gone_since(claim.pid, asked),
-        None => !ralph_process::sys::is_alive(claim.pid),
+    /// Appends `entry` to `.ralph/clarifications.md`; a failure (a full disk) is said plainly
+    /// and the loop goes on: the record is a log, and the question's fate is in `state.json`
+    /// and `events.jsonl` all the same.
+    pub(super) async fn archive(&self, entry: &clarifications::Entry<'_>) {
+        if let Err(e) = clarifications::record(&self.ws, entry) {
+            let msg = format!(
+                "could not add this question's outcome to .ralph/clarifications.md ({e}); the file is left as it was, and the answer is not delivered again"
+            );
+            self.emit(LoopEvent::Warning(msg.clone())).await;
+            self.log("archive_failed", json!({"message": msg}));
+        }
     }
 }
