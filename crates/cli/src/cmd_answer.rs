@@ -12,6 +12,7 @@ use ralph_loop::answer::{self, Answer, AnsweredBy, Submitted};
 use ralph_loop::question::Picks;
 use ralph_loop::state::{PendingQuestion, State};
 use ralph_loop::workspace::Workspace;
+use ralph_protocol::desk;
 
 use crate::agents;
 use crate::args::AnswerArgs;
@@ -87,12 +88,16 @@ pub fn run(args: &AnswerArgs) -> CmdResult {
     }
 
     ws.ensure().map_err(Failure::failed)?;
-    let ans = Answer::new(
-        text.trim(),
-        AnsweredBy::RalphAnswer,
-        pending.as_ref().map(|q| q.asked_at.clone()),
-    );
-    match answer::submit(&ws, &ans).map_err(Failure::failed)? {
+    let submitted = match &pending {
+        Some(_) => desk::answer(&ws, &text, AnsweredBy::RalphAnswer).map_err(Failure::failed)?,
+        // --force: guidance for the next iteration, with no question to answer.
+        None => answer::submit(
+            &ws,
+            &Answer::new(text.trim(), AnsweredBy::RalphAnswer, None),
+        )
+        .map_err(Failure::failed)?,
+    };
+    match submitted {
         Submitted::Accepted => {
             let live = ws.is_locked();
             match (&pending, live) {

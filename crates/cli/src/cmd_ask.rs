@@ -25,6 +25,7 @@ use ralph_loop::question::{Question, QuestionOption};
 use ralph_loop::state::{self, AskClaim, PendingQuestion, RaisedBy, State, Status};
 use ralph_loop::task::{TaskFile, Wait, parse_wait};
 use ralph_loop::workspace::{self, Workspace};
+use ralph_protocol::desk::Ended;
 
 use crate::args::AskArgs;
 use crate::{CmdResult, Failure};
@@ -130,7 +131,7 @@ pub fn run(args: &AskArgs) -> CmdResult {
     let _ = workspace::remove(&ws.ask_claim());
 
     match outcome? {
-        Waited::Answered(ans) => {
+        Ended::Answered { answer: ans, .. } => {
             if let Some(_lock) = &own_lock {
                 finish_alone(&ws, previous, &question, pending, Some(&ans))?;
             }
@@ -145,7 +146,7 @@ pub fn run(args: &AskArgs) -> CmdResult {
                 Some(d) => format!("proceed with your default ({d})"),
                 None => "proceed with your best guess".to_string(),
             };
-            if matches!(ended, Waited::Skipped) {
+            if matches!(ended, Ended::Skipped) {
                 println!(
                     "ralph: the human skipped the question and asks you to decide; {guess} and record the assumption in .ralph/progress.md."
                 );
@@ -195,16 +196,8 @@ fn take_claim(ws: &Workspace, claim: &AskClaim, root: &std::path::Path) -> Resul
     )))
 }
 
-/// How the wait for an answer ended.
-enum Waited {
-    Answered(answer::Answer),
-    TimedOut,
-    /// The human skipped it in the loop's panel (Esc).
-    Skipped,
-}
-
 /// Waits for an answer to this claim, the deadline, or a skip (the loop removed the claim).
-fn wait_for_answer(ws: &Workspace, claim: &AskClaim, alone: bool) -> Result<Waited, Failure> {
+fn wait_for_answer(ws: &Workspace, claim: &AskClaim, alone: bool) -> Result<Ended, Failure> {
     let (tx, rx) = mpsc::channel();
     ralph_loop::watch::watch_blocking(ws.dir(), tx)
         .context("could not watch .ralph/ for the answer")?;
@@ -214,19 +207,22 @@ fn wait_for_answer(ws: &Workspace, claim: &AskClaim, alone: bool) -> Result<Wait
         if let Some(ans) = answer::read(ws)?
             && answer_is_for(&ans, claim, asked_at)
         {
-            return Ok(Waited::Answered(ans));
+            return Ok(Ended::Answered {
+                answer: ans,
+                here: false,
+            });
         }
         if !alone {
             // The loop owns the deadline (extensions, pauses) and removes the claim on a skip.
             if !ws.ask_claim().exists() {
-                return Ok(Waited::Skipped);
+                return Ok(Ended::Skipped);
             }
             if let Ok(Some(st)) = State::load(ws)
                 && let Some(p) = st.pending_question
                 && p.asked_at == claim.asked_at
             {
                 if p.timed_out {
-                    return Ok(Waited::TimedOut);
+                    return Ok(Ended::TimedOut);
                 }
                 deadline = if p.paused { None } else { p.deadline_time() };
             }
@@ -234,13 +230,13 @@ fn wait_for_answer(ws: &Workspace, claim: &AskClaim, alone: bool) -> Result<Wait
         let wait = match deadline {
             Some(d) => match d.duration_since(SystemTime::now()) {
                 Ok(left) => left,
-                Err(_) => return Ok(Waited::TimedOut),
+                Err(_) => return Ok(Ended::TimedOut),
             },
             None => Duration::from_secs(3600),
         };
         match rx.recv_timeout(wait) {
             Ok(()) | Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(Waited::TimedOut),
+            Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(Ended::TimedOut),
         }
     }
 }

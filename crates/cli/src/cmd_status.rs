@@ -6,12 +6,13 @@ use ralph_loop::answer::{self, Answer};
 use ralph_loop::registry;
 use ralph_loop::state::{PendingQuestion, State, Status};
 use ralph_loop::workspace::Workspace;
+use ralph_protocol::desk;
 use ralph_signal::sanitize;
 use serde_json::json;
 
 use crate::args::StatusArgs;
 use crate::cmd_run::project_root;
-use crate::{CmdResult, Failure, agents};
+use crate::{CmdResult, Failure};
 use ralph_ui::plain::fmt_duration;
 
 /// Prints the state of the loop in `-C DIR`, as text or JSON.
@@ -24,10 +25,7 @@ pub fn run(args: &StatusArgs) -> CmdResult {
     ws.check_not_symlink().map_err(Failure::failed)?;
     let state = State::load(&ws).map_err(Failure::failed)?;
     let live = ws.is_locked();
-    let hint = format!(
-        "ralph answer -C {} \"your answer\"",
-        agents::shell_quote(&root.display().to_string())
-    );
+    let hint = format!("{} \"your answer\"", desk::answer_command(&root));
     if args.json {
         outln!(
             "{}",
@@ -107,10 +105,7 @@ fn all(json_out: bool) -> CmdResult {
         let items: Vec<_> = loops
             .iter()
             .map(|(root, st)| {
-                let hint = format!(
-                    "ralph answer -C {} \"your answer\"",
-                    agents::shell_quote(&root.display().to_string())
-                );
+                let hint = format!("{} \"your answer\"", desk::answer_command(root));
                 to_json(&Workspace::new(root), st.as_ref(), true, &hint)
             })
             .collect();
@@ -137,10 +132,7 @@ fn all(json_out: bool) -> CmdResult {
         if let Some(q) = &st.pending_question
             && st.status == Status::WaitingInput
         {
-            let hint = format!(
-                "ralph answer -C {} \"your answer\"",
-                agents::shell_quote(&root.display().to_string())
-            );
+            let hint = format!("{} \"your answer\"", desk::answer_command(root));
             let ws = Workspace::new(root);
             print_question(q, answer_waiting(&ws, q).as_ref(), true, &hint);
         }

@@ -15,6 +15,8 @@
 //!   (`answer.md`, first writer wins); [`countdown`] is the deadline; [`clarifications`] is
 //!   the record of every question and its answer.
 //! - [`state`] is `state.json` and `events.jsonl`: what other processes read about the loop.
+//! - [`desk`] is how any process reads the question waiting and answers it (first answer
+//!   wins, who answered recorded).
 //! - [`registry`] lists the loops running on this machine, one small file each.
 //! - [`event`] is the vocabulary between a loop and its front end: events out, controls in.
 //! - [`text`] makes untrusted text safe to show on one line.
@@ -27,6 +29,7 @@
 pub mod answer;
 pub mod clarifications;
 pub mod countdown;
+pub mod desk;
 pub mod event;
 pub mod question;
 pub mod registry;

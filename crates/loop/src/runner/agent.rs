@@ -582,18 +582,18 @@ impl Runner {
     pub(super) async fn end_asking(
         &mut self,
         mut open: OpenQuestion,
-        end: WaitEnd,
+        end: Ended,
         stdin: &mut Option<ChildStdin>,
         iteration: u32,
     ) -> Result<Option<OpenQuestion>, RunError> {
         let native = open.native.take();
         let text = open.question.text.clone();
         let answer = match &end {
-            WaitEnd::Answered(a, _) => Some(a.text.clone()),
+            Ended::Answered { answer, .. } => Some(answer.text.clone()),
             _ => None,
         };
         let refusal = match &end {
-            WaitEnd::Skipped => native::SKIPPED,
+            Ended::Skipped => native::SKIPPED,
             _ => native::NO_ANSWER,
         };
         self.close_question(open, end).await?;

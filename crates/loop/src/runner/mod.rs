@@ -46,6 +46,7 @@ use crate::state::{
 use crate::supervisor::{self, describe_exit};
 use crate::task::{OnQuestionTimeout, TaskFile, Wait};
 use crate::workspace::{self, Workspace, WorkspaceError, WorkspaceLock};
+use ralph_protocol::desk::Ended;
 
 mod agent;
 mod questions;
@@ -267,14 +268,6 @@ impl AgentRun {
     fn failed(&self) -> bool {
         self.timed_out || self.exit.is_some_and(|s| !s.success()) && self.signals.is_empty()
     }
-}
-
-/// How a wait for an answer ended, inside the runner.
-enum WaitEnd {
-    Answered(Answer, bool /* in this terminal */),
-    TimedOut,
-    Skipped,
-    Interrupted,
 }
 
 /// Runs the loop; see the module docs.
@@ -1088,17 +1081,7 @@ fn criteria_counts(task: &TaskFile) -> (usize, usize) {
     (total - open, total)
 }
 
-/// Quotes `s` for `sh` if it needs it (for commands shown to the human).
-pub fn shell_quote(s: &str) -> String {
-    if !s.is_empty()
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"/._-+=:,@".contains(&b))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
-    }
-}
+pub use ralph_protocol::text::shell_quote;
 
 /// What marks every agent and test command, and all they start, as this loop's
 /// (`RALPH_DIR`: the next run's check, the sweep) and this run's (`RALPH_RUN`: the guard).

@@ -161,7 +161,10 @@ impl Runner {
     ) {
         let root = self.ws.root().display().to_string();
         let notice = QuestionNotice {
-            answer_command: format!("ralph answer -C {} \"your answer\"", shell_quote(&root)),
+            answer_command: format!(
+                "{} \"your answer\"",
+                ralph_protocol::desk::answer_command(self.ws.root())
+            ),
             root,
             question: question.text.clone(),
             options: question.options.iter().map(|o| o.label.clone()).collect(),
@@ -196,7 +199,7 @@ impl Runner {
         &mut self,
         open: &mut OpenQuestion,
         step: Step,
-    ) -> Result<Option<WaitEnd>, RunError> {
+    ) -> Result<Option<Ended>, RunError> {
         let now = std::time::Instant::now();
         let mut deadline_moved = false;
         match step {
@@ -211,14 +214,20 @@ impl Runner {
                 }
                 let ans = Answer::new(text, AnsweredBy::Terminal, Some(open.asked_at.clone()));
                 return Ok(Some(match answer::submit(&self.ws, &ans)? {
-                    Submitted::Accepted => WaitEnd::Answered(ans, true),
-                    Submitted::AlreadyAnswered(theirs) => WaitEnd::Answered(theirs, false),
+                    Submitted::Accepted => Ended::Answered {
+                        answer: ans,
+                        here: true,
+                    },
+                    Submitted::AlreadyAnswered(theirs) => Ended::Answered {
+                        answer: theirs,
+                        here: false,
+                    },
                     // Only this loop skips its open question; it has not.
-                    Submitted::Skipped => WaitEnd::Skipped,
+                    Submitted::Skipped => Ended::Skipped,
                 }));
             }
-            Step::Control(Control::Skip) => return Ok(Some(WaitEnd::Skipped)),
-            Step::Control(Control::Stop | Control::Kill) => return Ok(Some(WaitEnd::Interrupted)),
+            Step::Control(Control::Skip) => return Ok(Some(Ended::Skipped)),
+            Step::Control(Control::Stop | Control::Kill) => return Ok(Some(Ended::Interrupted)),
             Step::Control(Control::Typing) => {
                 open.countdown.typing(now);
                 self.emit(LoopEvent::Countdown(open.countdown.clone()))
@@ -239,10 +248,13 @@ impl Runner {
                 .as_deref()
                 .is_none_or(|a| a == open.asked_at)
         {
-            return Ok(Some(WaitEnd::Answered(ans, false)));
+            return Ok(Some(Ended::Answered {
+                answer: ans,
+                here: false,
+            }));
         }
         if open.countdown.expired(now) {
-            return Ok(Some(WaitEnd::TimedOut));
+            return Ok(Some(Ended::TimedOut));
         }
         // Keep state.json's deadline true while the human types or extends, for `ralph status`
         // and for a `ralph ask` that follows the loop's deadline.
@@ -265,7 +277,7 @@ impl Runner {
     pub(super) async fn close_question(
         &mut self,
         open: OpenQuestion,
-        end: WaitEnd,
+        end: Ended,
     ) -> Result<Option<Outcome>, RunError> {
         let OpenQuestion {
             question,
@@ -281,7 +293,7 @@ impl Runner {
             .flatten()
             .map(|b| b.bytes);
         match end {
-            WaitEnd::Answered(ans, here) => {
+            Ended::Answered { answer: ans, here } => {
                 // A `ralph ask` killed while it waited (the agent's tool timeout) cannot print
                 // the answer: the next iteration gets it, as any answer whose asker is gone.
                 if !carry && raised_by == RaisedBy::Ask && self.asker_gone(&asked_at)? {
@@ -326,7 +338,7 @@ impl Runner {
                     for_next,
                 });
             }
-            WaitEnd::TimedOut => {
+            Ended::TimedOut => {
                 let stop =
                     carry && self.cfg.settings.on_question_timeout == OnQuestionTimeout::Stop;
                 // Under `stop` nobody goes on with a guess: the loop stops, and the question
@@ -356,7 +368,7 @@ impl Runner {
                     p.timed_out = true;
                 }
             }
-            WaitEnd::Skipped => {
+            Ended::Skipped => {
                 self.emit(LoopEvent::QuestionClosed(QuestionClosed::Skipped))
                     .await;
                 self.log(
@@ -373,7 +385,7 @@ impl Runner {
                 // Removing the claim is how a waiting `ralph ask` learns it was skipped.
                 workspace::remove(&self.ws.ask_claim())?;
             }
-            WaitEnd::Interrupted => {
+            Ended::Interrupted => {
                 self.emit(LoopEvent::QuestionClosed(QuestionClosed::Interrupted))
                     .await;
                 if let Some(p) = self.state.pending_question.as_mut() {
