@@ -11,6 +11,7 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
+use crate::frontmatter::{self, Found};
 use crate::state::{parse_timestamp, timestamp};
 use crate::workspace::{self, Workspace, WorkspaceError};
 
@@ -94,12 +95,11 @@ impl Answer {
     /// Reads a file's contents; a file without a header is a hand-written answer.
     pub fn parse(raw: &str) -> Answer {
         let raw = raw.strip_prefix('\u{feff}').unwrap_or(raw);
-        if let Some(rest) = raw.strip_prefix("---\n")
-            && let Some(end) = rest.find("\n---\n")
-            && let Ok(header) = serde_yaml_ng::from_str::<Header>(&rest[..end])
+        if let Found::At(f) = frontmatter::split(raw, false)
+            && let Ok(header) = serde_yaml_ng::from_str::<Header>(&raw[f.yaml_start..f.close_start])
         {
             return Answer {
-                text: rest[end + 5..].trim().to_string(),
+                text: raw[f.body_start..].trim().to_string(),
                 by: header.answered_by,
                 at: parse_timestamp(&header.answered_at).unwrap_or_else(SystemTime::now),
                 question_asked_at: header.question_asked_at,

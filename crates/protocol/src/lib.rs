@@ -19,7 +19,8 @@
 //!   wins, who answered recorded).
 //! - [`registry`] lists the loops running on this machine, one small file each.
 //! - [`event`] is the vocabulary between a loop and its front end: events out, controls in.
-//! - [`text`] makes untrusted text safe to show on one line.
+//! - [`text`] makes untrusted text safe to show on one line; [`frontmatter`] splits a file's
+//!   YAML header from its body.
 //!
 //! No tokio, no process control: a front end that only reads and answers depends on this
 //! crate and `ralph-signal`, not on the runner.
@@ -31,6 +32,7 @@ pub mod clarifications;
 pub mod countdown;
 pub mod desk;
 pub mod event;
+pub mod frontmatter;
 pub mod question;
 pub mod registry;
 pub mod state;
