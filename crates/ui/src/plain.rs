@@ -18,8 +18,9 @@ use tokio::sync::mpsc;
 /// How the plain front end behaves.
 #[derive(Debug, Clone)]
 pub struct Options {
-    /// The `-C` argument that makes `ralph answer` reach this loop, for the hint.
-    pub answer_hint_dir: String,
+    /// `ralph answer -C DIR` for this loop ([`ralph_protocol::desk::answer_command`]), for the
+    /// hint.
+    pub answer_command: String,
     /// Ring the terminal bell when a question arrives.
     pub bell: bool,
     /// Ask the terminal for a desktop notification (OSC 9 / OSC 777) when a question arrives.
@@ -326,8 +327,8 @@ fn show(out: &mut impl Write, ev: LoopEvent, open: &mut Option<Open>, opts: &Opt
             };
             let _ = writeln!(
                 out,
-                "  {how}\n    ralph answer -C {} \"your answer\"\n  {left}",
-                opts.answer_hint_dir
+                "  {how}\n    {} \"your answer\"\n  {left}",
+                opts.answer_command
             );
             let reminders = match countdown.remaining(now) {
                 Some(total) => [Duration::from_secs(60), Duration::from_secs(10)]
@@ -465,7 +466,7 @@ mod tests {
         .await
         .unwrap();
         let opts = Options {
-            answer_hint_dir: String::new(),
+            answer_command: String::new(),
             bell: false,
             desktop: false,
         };

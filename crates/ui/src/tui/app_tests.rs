@@ -27,7 +27,11 @@ pub(crate) fn ctrl_c() -> KeyEvent {
 }
 
 pub(crate) fn app() -> App {
-    App::new(Theme::monochrome(), "/work/cache".into(), true)
+    App::new(
+        Theme::monochrome(),
+        "ralph answer -C /work/cache".into(),
+        true,
+    )
 }
 
 pub(crate) fn started() -> LoopEvent {
