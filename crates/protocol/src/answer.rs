@@ -140,8 +140,6 @@ pub enum Submitted {
 /// another answer or a skip: then this answer takes its own file back and is told. With no
 /// record of the question and no loop running, it was closed some other way and the answer
 /// is taken back too; with a loop running, the loop decides (it delivers it as guidance).
-/// (Regression test: `fifty_concurrent_answers_have_exactly_one_winner_and_the_rest_are_told`,
-/// which saw second winners twice: with no loop left, and with the loop still ending.)
 pub fn submit(ws: &Workspace, answer: &Answer) -> Result<Submitted, WorkspaceError> {
     let contents = answer.to_file();
     if workspace::create_atomic(&ws.answer(), contents.as_bytes())? {

@@ -236,9 +236,7 @@ impl Workspace {
 ///
 /// The holder writes its pid just after taking the lock, so a run started at the same moment
 /// may find the file still empty, or still naming a dead previous holder: it looks again, for
-/// a quarter of a second at most, until the file names a live process. (Regression test:
-/// `runs_started_together_in_one_workspace_have_exactly_one_winner_named_by_the_rest`, which
-/// saw "pid ?".)
+/// a quarter of a second at most, until the file names a live process.
 fn holder_pid(path: &Path) -> String {
     let read = || {
         fs::read_to_string(path)

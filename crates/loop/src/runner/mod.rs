@@ -328,8 +328,8 @@ impl Runner {
         ws.ensure()?;
         let lock = ws.lock()?;
         // Before anything is written: a state file that cannot be read stops the run, naming
-        // it. Regression: it was taken for no state and overwritten, losing the question it
-        // recorded as waiting, the answers it had closed, and the agent group to reap.
+        // it. Taken for no state, it would be overwritten, and with it the question it records
+        // as waiting, the answers it closed, and the agent group to reap.
         let previous = State::load(&ws)?;
         for (path, initial) in [
             (
@@ -637,7 +637,6 @@ impl Runner {
                 // Nor did an iteration stopped by Ctrl-C: its agent may have had no time to act
                 // on the answer, and the next run's prompt would not have it. The answer stays,
                 // recorded as the one that closed its question, and the next run delivers it.
-                // Regression: it was archived as delivered, and lost to the next run.
                 self.after_delivery().await?;
             }
             // The agent checks boxes as it goes; show where it got to.
@@ -787,8 +786,7 @@ impl Runner {
                 .flatten();
             // A claim left by a `ralph ask` that is gone (killed with its agent). A file event
             // while an agent runs also clears it (`notice_ask`), but an agent may end before
-            // one arrives. Regression test (it failed under load):
-            // `a_claim_left_by_a_killed_ralph_ask_does_not_take_over_a_later_question`.
+            // one arrives.
             if AskClaim::read(&self.ws).is_some_and(|claim| crate::asks::claim_is_stale(&claim)) {
                 workspace::remove(&self.ws.ask_claim())?;
             }
@@ -816,8 +814,8 @@ impl Runner {
                 .filter(|asked_at| pending.as_ref().is_none_or(|p| &p.asked_at != *asked_at))
                 .and_then(|asked_at| self.state.closed(asked_at));
             // The very answer that closed it, still here: the run that took it ended (killed,
-            // or at max_iterations) before an iteration had it. It is delivered now.
-            // Regression: it was taken for a second answer and removed, unseen.
+            // or at max_iterations) before an iteration had it. It is delivered now, not taken
+            // for a second answer.
             let undelivered =
                 closed.is_some_and(|c| c.answer_id.is_some() && c.answer_id == ans.id);
             if let Some(closed) = closed.filter(|_| !undelivered)
@@ -920,8 +918,8 @@ impl Runner {
     /// unread, never followed, and reported; stopping the loop over it would let an agent end an
     /// unattended run, and the next run would stop on it again. Anything else that is not a
     /// plain file is moved aside (a directory, kept whole) or removed (a pipe or a device, which
-    /// hold nothing), and reported: `ralph answer` needs the name free. Regression: a directory
-    /// there stopped every run.
+    /// hold nothing), and reported: `ralph answer` needs the name free, and an error here
+    /// would stop every run.
     async fn read_answer(&mut self) -> Result<Option<Answer>, RunError> {
         let msg = match answer::read(&self.ws) {
             Err(WorkspaceError::Symlink { path }) => {

@@ -174,9 +174,7 @@ impl Runner {
         };
         let warnings = self.notifier.question_raised(&notice);
         // Weak: a front end reads until every sender is gone, and a dead webhook must not keep
-        // it (and ralph's exit) waiting after the loop has ended. (Regression test:
-        // `the_webhook_is_posted_and_a_dead_one_does_not_hold_the_loop`, which waited the
-        // webhook's 5 s when the plain front end missed a `Finished` that came in a batch.)
+        // it (and ralph's exit) waiting after the loop has ended.
         let events = self.events.downgrade();
         let ws = self.ws.clone();
         // Failures arrive later (a webhook timing out); pass them on without holding the loop.
@@ -409,8 +407,7 @@ impl Runner {
         };
         // A `ralph ask` killed while it waited (with its agent, by Ctrl-C) leaves its claim:
         // taken for live, it would pass a later file-protocol question off as that old one,
-        // with its deadline. Regression: the panel showed the old wait and deadline, and the
-        // next prompt said the question was both answered and lost.
+        // with its wait and deadline.
         if crate::asks::claim_is_stale(&claim) {
             workspace::remove(&self.ws.ask_claim())?;
             return Ok(None);
