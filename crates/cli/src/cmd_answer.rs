@@ -8,11 +8,11 @@
 use std::io::Read;
 
 use anyhow::{Context as _, anyhow};
-use ralph_loop::answer::{self, Answer, AnsweredBy, Submitted};
+use ralph_loop::answer::{Answer, AnsweredBy};
 use ralph_loop::question::Picks;
 use ralph_loop::state::{PendingQuestion, State};
 use ralph_loop::workspace::Workspace;
-use ralph_protocol::desk;
+use ralph_protocol::desk::{self, Submitted};
 
 use crate::agents;
 use crate::args::AnswerArgs;
@@ -91,7 +91,7 @@ pub fn run(args: &AnswerArgs) -> CmdResult {
     let submitted = match &pending {
         Some(_) => desk::answer(&ws, &text, AnsweredBy::RalphAnswer).map_err(Failure::failed)?,
         // --force: guidance for the next iteration, with no question to answer.
-        None => answer::submit(
+        None => desk::submit(
             &ws,
             &Answer::new(text.trim(), AnsweredBy::RalphAnswer, None),
         )

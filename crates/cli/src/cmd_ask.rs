@@ -292,7 +292,7 @@ fn finish_alone(
     if let Some(a) = ans {
         // The answer went straight to the agent that asked: nothing is left to deliver. The
         // state says so before the file goes, or a `ralph answer` that still saw the question
-        // waiting would find the file free and win a second time (see `answer::submit`).
+        // waiting would find the file free and win a second time (see `desk::submit`).
         st.pending_question = Some(pending);
         st.close_question(asked_at, Some(a));
         st.save(ws)?;

@@ -9,7 +9,7 @@ use std::time::SystemTime;
 
 use crate::answer::AnsweredBy;
 use crate::question::Question;
-use crate::state::timestamp;
+use crate::time::timestamp;
 use crate::workspace::{self, Workspace, WorkspaceError};
 
 /// What became of a question.

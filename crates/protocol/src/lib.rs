@@ -19,6 +19,7 @@
 //!   wins, who answered recorded).
 //! - [`registry`] lists the loops running on this machine, one small file each.
 //! - [`event`] is the vocabulary between a loop and its front end: events out, controls in.
+//! - [`time`] is how the files write time (RFC 3339, UTC, milliseconds).
 //! - [`text`] makes untrusted text safe to show on one line; [`frontmatter`] splits a file's
 //!   YAML header from its body.
 //!
@@ -37,4 +38,5 @@ pub mod question;
 pub mod registry;
 pub mod state;
 pub mod text;
+pub mod time;
 pub mod workspace;

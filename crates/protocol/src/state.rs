@@ -18,6 +18,8 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::time::{parse_timestamp, timestamp};
+
 use crate::question::Question;
 use crate::workspace::{self, Workspace, WorkspaceError};
 
@@ -360,16 +362,6 @@ impl AskClaim {
         let text = workspace::read_text(&ws.ask_claim()).ok()??;
         serde_json::from_str(&text).ok()
     }
-}
-
-/// Formats a time as RFC 3339 with milliseconds, UTC (`2026-11-22T14:17:33.123Z`).
-pub fn timestamp(t: SystemTime) -> String {
-    humantime::format_rfc3339_millis(t).to_string()
-}
-
-/// Parses what [`timestamp`] wrote.
-pub fn parse_timestamp(s: &str) -> Option<SystemTime> {
-    humantime::parse_rfc3339_weak(s).ok()
 }
 
 /// Appends one event to `.ralph/events.jsonl`: `{"at": ..., "event": kind, ...fields}`.

@@ -40,7 +40,7 @@ impl Runner {
                 && let Some(asked_at) = &ans.question_asked_at
             {
                 // A second answer to a question already answered or skipped: its giver was
-                // told it lost (see `answer::submit`) and takes it back; it is never delivered.
+                // told it lost (see `desk::submit`) and takes it back; it is never delivered.
                 let msg = format!(
                     "A second answer to a question already {} arrived ({}); it was not used.",
                     if closed.answered_by.is_some() {
@@ -196,7 +196,7 @@ impl Runner {
         }
         // `state.json` must say no question is waiting before the answer file goes: a
         // `ralph answer` that still saw the question there would find the file free and win a
-        // second time (see `answer::submit`). The save saying so may still be in flight.
+        // second time (see `desk::submit`). The save saying so may still be in flight.
         self.settle_state().await?;
         let entry = clarifications::Entry {
             question: d.question.as_ref(),

@@ -29,7 +29,7 @@ use tokio::process::ChildStdin;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use crate::answer::{self, Answer, AnsweredBy, Submitted};
+use crate::answer::{self, Answer, AnsweredBy};
 use crate::clarifications;
 use crate::countdown::{Countdown, EXTEND_BY};
 use crate::event::{Control, LoopEvent, Outcome, QuestionClosed};
@@ -47,6 +47,7 @@ use crate::supervisor::{self, describe_exit};
 use crate::task::{OnQuestionTimeout, TaskFile, Wait};
 use crate::workspace::{self, Workspace, WorkspaceError, WorkspaceLock};
 use ralph_protocol::desk::Ended;
+use ralph_protocol::desk::Submitted;
 
 mod agent;
 mod delivery;

@@ -211,7 +211,7 @@ impl Runner {
                     return Ok(None);
                 }
                 let ans = Answer::new(text, AnsweredBy::Terminal, Some(open.asked_at.clone()));
-                return Ok(Some(match answer::submit(&self.ws, &ans)? {
+                return Ok(Some(match ralph_protocol::desk::submit(&self.ws, &ans)? {
                     Submitted::Accepted => Ended::Answered {
                         answer: ans,
                         here: true,
