@@ -1,7 +1,10 @@
-//! `ralph`: the command-line entry point. Thin glue over `ralph-loop` and `ralph-ui`.
+//! `ralph`: the command-line entry point. Thin glue over `ralph-loop`, `ralph-protocol` and
+//! `ralph-ui`.
 //!
 //! `main` parses the arguments, calls [`run`], and turns the result into a documented exit code
 //! (see `ralph --help`). Errors print as `ralph: {err:#}` on stderr.
+
+#![forbid(unsafe_code)]
 
 /// `println!` for a command's report, except that a reader gone away (`ralph status | head -3`)
 /// ends the command quietly, as it ends `cat`, where `println!` would panic: see [`report`].
