@@ -9,6 +9,7 @@ mod hostile;
 mod loop_basics;
 mod native;
 mod processes;
+mod question_races;
 mod questions;
 mod races;
 mod resume;

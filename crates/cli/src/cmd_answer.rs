@@ -8,10 +8,11 @@
 use std::io::Read;
 
 use anyhow::{Context as _, anyhow};
-use ralph_loop::answer::{self, Answer, AnsweredBy, Submitted};
+use ralph_loop::answer::{Answer, AnsweredBy};
 use ralph_loop::question::Picks;
 use ralph_loop::state::{PendingQuestion, State};
 use ralph_loop::workspace::{self, Workspace};
+use ralph_protocol::desk::{self, Submitted};
 
 use crate::agents;
 use crate::args::AnswerArgs;
@@ -106,12 +107,16 @@ pub fn run(args: &AnswerArgs) -> CmdResult {
     }
 
     ws.ensure().map_err(Failure::failed)?;
-    let ans = Answer::new(
-        text.trim(),
-        AnsweredBy::RalphAnswer,
-        pending.as_ref().map(|q| q.asked_at.clone()),
-    );
-    match answer::submit(&ws, &ans).map_err(Failure::failed)? {
+    let submitted = match &pending {
+        Some(_) => desk::answer(&ws, &text, AnsweredBy::RalphAnswer).map_err(Failure::failed)?,
+        // --force: guidance for the next iteration, with no question to answer.
+        None => desk::submit(
+            &ws,
+            &Answer::new(text.trim(), AnsweredBy::RalphAnswer, None),
+        )
+        .map_err(Failure::failed)?,
+    };
+    match submitted {
         Submitted::Accepted => {
             let live = ws.is_locked();
             match (&pending, live) {

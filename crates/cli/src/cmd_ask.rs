@@ -25,6 +25,7 @@ use ralph_loop::question::{Question, QuestionOption};
 use ralph_loop::state::{self, AskClaim, PendingQuestion, RaisedBy, State, Status};
 use ralph_loop::task::{TaskFile, Wait, parse_wait};
 use ralph_loop::workspace::{self, Workspace};
+use ralph_protocol::desk::Ended;
 
 use crate::args::AskArgs;
 use crate::{CmdResult, Failure};
@@ -91,8 +92,6 @@ pub fn run(args: &AskArgs) -> CmdResult {
         Wait::Never => None,
         Wait::For(d) => Some(asked_at + d),
     };
-    // Without a loop, this process stands in for it: it holds the lock and owns state.json.
-    let own_lock = if ws.is_locked() { None } else { ws.lock().ok() };
     let pending = PendingQuestion::new(
         &question,
         asked_at,
@@ -100,34 +99,48 @@ pub fn run(args: &AskArgs) -> CmdResult {
         previous.as_ref().map_or(0, |s| s.iteration),
         RaisedBy::Ask,
     );
-    workspace::write_atomic(&ws.question(), question.to_markdown().as_bytes())?;
+    let markdown = question.to_markdown();
     let claim = AskClaim {
         pid: std::process::id(),
         asked_at: pending.asked_at.clone(),
         deadline: pending.deadline.clone(),
+        question: Some(markdown.clone()),
     };
-    if own_lock.is_some() {
-        let mut st = previous.clone().unwrap_or_else(|| no_run_yet(&ws));
-        st.status = Status::WaitingInput;
-        st.pid = std::process::id();
-        st.pending_question = Some(pending.clone());
-        st.save(&ws)?;
+    // The claim first, and only one: of two askers, the second is refused here, before it
+    // has written anything another asker or the loop could take for its own.
+    take_claim(&ws, &claim, &root)?;
+    // Without a loop, this process stands in for it: it holds the lock and owns state.json.
+    let own_lock = if ws.is_locked() { None } else { ws.lock().ok() };
+    let written = workspace::write_atomic(&ws.question(), markdown.as_bytes())
+        .map_err(Failure::failed)
+        .and_then(|()| match own_lock {
+            Some(_) => {
+                let mut st = previous.clone().unwrap_or_else(|| no_run_yet(&ws));
+                st.status = Status::WaitingInput;
+                st.pid = std::process::id();
+                st.pending_question = Some(pending.clone());
+                st.save(&ws).map_err(Failure::failed)
+            }
+            None => Ok(()),
+        });
+    if let Err(e) = written {
+        let _ = workspace::remove(&ws.ask_claim());
+        return Err(e);
     }
-    claim.write(&ws)?;
     // On stderr: stdout is the answer alone, for `ans=$(ralph ask …)`.
     let until = match wait {
         Wait::Never => "no deadline".to_string(),
         Wait::For(d) => format!("up to {}", ralph_ui::plain::fmt_duration(d)),
     };
     eprintln!(
-        "ralph ask: waiting for an answer ({until}); answer from any terminal with: ralph answer -C {} \"your answer\"",
-        crate::agents::shell_quote(&root.display().to_string())
+        "ralph ask: waiting for an answer ({until}); answer from any terminal with: {} \"your answer\"",
+        crate::answer_command(&root)
     );
     let outcome = wait_for_answer(&ws, &claim, own_lock.is_some());
     let _ = workspace::remove(&ws.ask_claim());
 
     match outcome? {
-        Waited::Answered(ans) => {
+        Ended::Answered { answer: ans, .. } => {
             if let Some(_lock) = &own_lock {
                 finish_alone(&ws, previous, &question, pending, Some(&ans))?;
             }
@@ -144,7 +157,7 @@ pub fn run(args: &AskArgs) -> CmdResult {
             };
             // On stderr, with exit 3: stdout stays empty, so that `ans=$(ralph ask …)` never
             // takes the instruction for the answer.
-            if matches!(ended, Waited::Skipped) {
+            if matches!(ended, Ended::Skipped) {
                 eprintln!(
                     "ralph: the human skipped the question and asks you to decide; {guess} and record the assumption in .ralph/progress.md."
                 );
@@ -158,16 +171,44 @@ pub fn run(args: &AskArgs) -> CmdResult {
     }
 }
 
-/// How the wait for an answer ended.
-enum Waited {
-    Answered(answer::Answer),
-    TimedOut,
-    /// The human skipped it in the loop's panel (Esc).
-    Skipped,
+/// Takes `.ralph/ask.json` for this process, or refuses (exit 1) while another `ralph ask`
+/// that is still alive holds it. A claim whose asker is gone (killed) is removed, that one
+/// only, and the claim taken again.
+fn take_claim(ws: &Workspace, claim: &AskClaim, root: &std::path::Path) -> Result<(), Failure> {
+    for _ in 0..3 {
+        if claim.create(ws).map_err(Failure::failed)? {
+            return Ok(());
+        }
+        let raw = workspace::read_bounded(&ws.ask_claim(), workspace::MAX_READ_BYTES)
+            .map_err(Failure::failed)?;
+        let Some(raw) = raw else { continue };
+        let theirs: Option<AskClaim> = serde_json::from_slice(&raw.bytes).ok();
+        if let Some(theirs) = theirs.filter(|c| !ralph_loop::asks::claim_is_stale(c)) {
+            let text = theirs
+                .question
+                .as_deref()
+                .map(|q| Question::parse_bounded(q.as_bytes()).text)
+                .unwrap_or_default();
+            return Err(Failure::failed(anyhow!(
+                "another `ralph ask` is already waiting in {} (\"{}\", pid {}); one question waits at a time: wait for its answer, then ask again",
+                root.display(),
+                text.lines().next().unwrap_or(""),
+                theirs.pid
+            )));
+        }
+        workspace::remove_if(&ws.ask_claim(), workspace::MAX_READ_BYTES, |now| {
+            now == raw.bytes.as_slice()
+        })
+        .map_err(Failure::failed)?;
+    }
+    Err(Failure::failed(anyhow!(
+        "could not claim {}: other `ralph ask` processes keep taking it; try again",
+        ws.ask_claim().display()
+    )))
 }
 
 /// Waits for an answer to this claim, the deadline, or a skip (the loop removed the claim).
-fn wait_for_answer(ws: &Workspace, claim: &AskClaim, alone: bool) -> Result<Waited, Failure> {
+fn wait_for_answer(ws: &Workspace, claim: &AskClaim, alone: bool) -> Result<Ended, Failure> {
     let (tx, rx) = mpsc::channel();
     ralph_loop::watch::watch_blocking(ws.dir(), tx)
         .context("could not watch .ralph/ for the answer")?;
@@ -177,19 +218,22 @@ fn wait_for_answer(ws: &Workspace, claim: &AskClaim, alone: bool) -> Result<Wait
         if let Some(ans) = answer::read(ws)?
             && answer_is_for(&ans, claim, asked_at)
         {
-            return Ok(Waited::Answered(ans));
+            return Ok(Ended::Answered {
+                answer: ans,
+                here: false,
+            });
         }
         if !alone {
             // The loop owns the deadline (extensions, pauses) and removes the claim on a skip.
             if !ws.ask_claim().exists() {
-                return Ok(Waited::Skipped);
+                return Ok(Ended::Skipped);
             }
             if let Ok(Some(st)) = State::load(ws)
                 && let Some(p) = st.pending_question
                 && p.asked_at == claim.asked_at
             {
                 if p.timed_out {
-                    return Ok(Waited::TimedOut);
+                    return Ok(Ended::TimedOut);
                 }
                 deadline = if p.paused { None } else { p.deadline_time() };
             }
@@ -197,13 +241,13 @@ fn wait_for_answer(ws: &Workspace, claim: &AskClaim, alone: bool) -> Result<Wait
         let wait = match deadline {
             Some(d) => match d.duration_since(SystemTime::now()) {
                 Ok(left) => left,
-                Err(_) => return Ok(Waited::TimedOut),
+                Err(_) => return Ok(Ended::TimedOut),
             },
             None => Duration::from_secs(3600),
         };
         match rx.recv_timeout(wait) {
             Ok(()) | Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(Waited::TimedOut),
+            Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(Ended::TimedOut),
         }
     }
 }
@@ -259,7 +303,7 @@ fn finish_alone(
     if let Some(a) = ans {
         // The answer went straight to the agent that asked: nothing is left to deliver. The
         // state says so before the file goes, or a `ralph answer` that still saw the question
-        // waiting would find the file free and win a second time (see `answer::submit`).
+        // waiting would find the file free and win a second time (see `desk::submit`).
         st.pending_question = Some(pending);
         st.close_question(asked_at, Some(a));
         st.save(ws)?;

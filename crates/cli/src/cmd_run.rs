@@ -260,7 +260,7 @@ pub fn run_loop(cfg: RunConfig, tui: bool) -> CmdResult {
         .enable_all()
         .build()
         .context("could not start the async runtime")?;
-    let answer_hint = crate::answer_command(cfg.workspace.root());
+    let answer_command = crate::answer_command(cfg.workspace.root());
     rt.block_on(async move {
         // Each message can hold a whole 64 KiB read of agent output: a short queue keeps
         // memory flat when the terminal is slower than the agent (1024 of them once let a
@@ -274,7 +274,7 @@ pub fn run_loop(cfg: RunConfig, tui: bool) -> CmdResult {
         let signals = tokio::spawn(forward_signals(control_tx.clone()));
         // The terminal view when there is a terminal for it; plain lines otherwise.
         let view = tui.then(|| {
-            let mut opts = TuiOptions::new(answer_hint.clone(), bell);
+            let mut opts = TuiOptions::new(answer_command.clone(), bell);
             opts.desktop = desktop;
             Tui::start(opts)
         });
@@ -292,7 +292,7 @@ pub fn run_loop(cfg: RunConfig, tui: bool) -> CmdResult {
                     event_rx,
                     control_tx,
                     plain::Options {
-                        answer_hint,
+                        answer_command,
                         bell,
                         desktop,
                     },

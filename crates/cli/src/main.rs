@@ -1,4 +1,5 @@
-//! `ralph`: the command-line entry point. Thin glue over `ralph-loop` and `ralph-ui`.
+//! `ralph`: the command-line entry point. Thin glue over `ralph-loop`, `ralph-protocol` and
+//! `ralph-ui`.
 //!
 //! `main` parses the arguments, calls [`run`], and turns the result into a documented exit code
 //! (see `ralph --help`). Errors print as `ralph: {err:#}` on stderr.
@@ -196,9 +197,5 @@ pub fn program() -> String {
 
 /// The command that answers the loop in `root`, without the answer: `ralph answer -C /dir`.
 pub fn answer_command(root: &std::path::Path) -> String {
-    format!(
-        "{} answer -C {}",
-        program(),
-        agents::shell_quote(&root.display().to_string())
-    )
+    ralph_protocol::desk::answer_command(&program(), root)
 }

@@ -21,6 +21,7 @@
 #![forbid(unsafe_code)]
 
 pub mod agents;
+pub mod asks;
 pub mod config;
 pub mod native;
 pub mod notify;

@@ -220,7 +220,7 @@ pub fn lineage_groups() -> Vec<i32> {
     // One read of each process's stat gives its group and its parent. Bounded: a parent read
     // after its child's pid was reused could point anywhere.
     for _ in 0..64 {
-        let Some((_, parent, group)) = stat_fields(pid) else {
+        let Some(sys::Stat { parent, group, .. }) = stat_of(pid) else {
             break;
         };
         if !groups.contains(&group) {
@@ -415,33 +415,23 @@ fn own_children() -> Vec<i32> {
 /// Every process in `/proc` but this one.
 fn others() -> Vec<i32> {
     let me = getpid().as_raw();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|&pid| pid != me)
-        .collect()
+    let mut pids = sys::pids().unwrap_or_default();
+    pids.retain(|&pid| pid != me);
+    pids
 }
 
-/// Fields 3 to 5 of `/proc/PID/stat`: the state, the parent and the group.
-fn stat_fields(pid: i32) -> Option<(char, i32, i32)> {
-    let fields = sys::stat_fields(u32::try_from(pid).ok()?)?;
-    let state = fields.first()?.chars().next()?;
-    Some((
-        state,
-        fields.get(1)?.parse().ok()?,
-        fields.get(2)?.parse().ok()?,
-    ))
+/// What `/proc` says of process `pid`.
+fn stat_of(pid: i32) -> Option<sys::Stat> {
+    sys::stat(u32::try_from(pid).ok()?)
 }
 
+/// The state and the group of process `pid`.
 fn state_and_group(pid: i32) -> Option<(char, i32)> {
-    stat_fields(pid).map(|(state, _, group)| (state, group))
+    stat_of(pid).map(|s| (s.state, s.group))
 }
 
 fn parent(pid: i32) -> Option<i32> {
-    stat_fields(pid).map(|(_, parent, _)| parent)
+    stat_of(pid).map(|s| s.parent)
 }
 
 /// Whether process `pid`'s environment holds `mark`, whole.
@@ -495,7 +485,7 @@ mod tests {
         child.kill().unwrap();
         child.wait().unwrap();
         assert!(!own_children().contains(&pid));
-        assert_eq!(stat_fields(pid), None);
+        assert_eq!(stat_of(pid), None);
     }
 
     #[test]
@@ -525,7 +515,7 @@ mod tests {
         assert_eq!(lineage[0], getpgrp().as_raw());
         let parent = parent(getpid().as_raw()).unwrap();
         if parent > 1 {
-            let (_, _, group) = stat_fields(parent).unwrap();
+            let group = stat_of(parent).unwrap().group;
             assert!(lineage.contains(&group), "{lineage:?}");
         }
     }

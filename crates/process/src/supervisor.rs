@@ -209,28 +209,13 @@ fn group_has_live_member(pgid: i32) -> bool {
 /// The pids of the members of group `pgid` that are not zombies; `None` if `/proc` cannot be
 /// read.
 pub fn live_members(pgid: i32) -> Option<Vec<i32>> {
-    let entries = std::fs::read_dir("/proc").ok()?;
-    let mut members = Vec::new();
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name.to_str().and_then(|n| n.parse::<i32>().ok()) else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-            continue;
-        };
-        // Fields after the parenthesised command name: state ppid pgrp ...
-        let Some(after) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
-            continue;
-        };
-        let mut fields = after.split_whitespace();
-        let state = fields.next().unwrap_or("");
-        let _ppid = fields.next();
-        let pgrp: i32 = fields.next().and_then(|s| s.parse().ok()).unwrap_or(0);
-        if pgrp == pgid && state != "Z" && state != "X" {
-            members.push(pid);
-        }
-    }
+    let mut members = crate::sys::pids()?;
+    members.retain(|&pid| {
+        u32::try_from(pid)
+            .ok()
+            .and_then(crate::sys::stat)
+            .is_some_and(|s| s.group == pgid && !s.exited())
+    });
     Some(members)
 }
 

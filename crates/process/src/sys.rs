@@ -24,25 +24,71 @@ pub fn is_alive(pid: u32) -> bool {
     }
 }
 
-/// The fields of `/proc/PID/stat` after the command name, from the state (field 3) on; `None`
-/// where there is no such file.
-pub fn stat_fields(pid: u32) -> Option<Vec<String>> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name, in parentheses, may itself hold spaces and parentheses: look after
-    // the last `)`.
-    let (_, rest) = stat.rsplit_once(')')?;
-    Some(rest.split_whitespace().map(str::to_owned).collect())
+/// What `/proc/PID/stat` says of a process: the fields ralph uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stat {
+    /// The state (field 3): `R`, `S`, `Z` (a zombie), `X` (dead), ...
+    pub state: char,
+    /// The parent's pid (field 4).
+    pub parent: i32,
+    /// The process group (field 5).
+    pub group: i32,
+    /// When it started, in clock ticks after boot (field 22).
+    pub start_ticks: u64,
+}
+
+impl Stat {
+    /// Whether the process has exited (a zombie not yet reaped, or dead).
+    pub fn exited(&self) -> bool {
+        matches!(self.state, 'Z' | 'X')
+    }
+}
+
+/// `/proc/PID/stat` of process `pid`; `None` where there is no such file (no such process, or
+/// no `/proc`).
+pub fn stat(pid: u32) -> Option<Stat> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat(&text)
+}
+
+/// Parses a `/proc/PID/stat` line. The command name, in parentheses, may itself hold spaces
+/// and parentheses: the fields are read after the last `)`.
+fn parse_stat(text: &str) -> Option<Stat> {
+    let (_, rest) = text.rsplit_once(')')?;
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let parent = fields.next()?.parse().ok()?;
+    let group = fields.next()?.parse().ok()?;
+    // Fields 6 to 21, then the start time.
+    let start_ticks = fields.nth(16)?.parse().ok()?;
+    Some(Stat {
+        state,
+        parent,
+        group,
+        start_ticks,
+    })
+}
+
+/// The pids in `/proc`: every process there is; `None` where `/proc` cannot be read.
+pub fn pids() -> Option<Vec<i32>> {
+    let entries = std::fs::read_dir("/proc").ok()?;
+    Some(
+        entries
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+            .collect(),
+    )
 }
 
 /// Whether `/proc` says the process is a zombie; `false` where there is no `/proc`.
 fn is_zombie(pid: u32) -> bool {
-    stat_fields(pid).is_some_and(|f| f.first().is_some_and(|state| state == "Z"))
+    stat(pid).is_some_and(|s| s.state == 'Z')
 }
 
 /// When process `pid` started: field 22 of `/proc/PID/stat` (clock ticks after boot) plus
 /// `btime` of `/proc/stat`, to the second; `None` where that cannot be read.
 pub fn started_at(pid: u32) -> Option<SystemTime> {
-    let ticks: u64 = stat_fields(pid)?.get(19)?.parse().ok()?;
+    let ticks = stat(pid)?.start_ticks;
     let per_second = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
         .ok()
         .flatten()
@@ -106,6 +152,24 @@ mod tests {
         // Above any pid_max (2^22 at most): no such process.
         assert!(gone_since(1 << 23, SystemTime::now()), "gone");
         assert!(gone_since(u32::MAX, SystemTime::now()), "not a pid");
+    }
+
+    #[test]
+    fn a_stat_line_is_read_after_the_last_parenthesis() {
+        let line = "4242 (a (weird) name) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 123456 1000 10 18446744073709551615";
+        assert_eq!(
+            parse_stat(line),
+            Some(Stat {
+                state: 'S',
+                parent: 1,
+                group: 4242,
+                start_ticks: 123456
+            })
+        );
+        assert_eq!(parse_stat("4242 (cut"), None);
+        let me = stat(std::process::id()).unwrap();
+        assert!(!me.exited());
+        assert_eq!(me.group, nix::unistd::getpgrp().as_raw());
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::time::SystemTime;
 
 use crate::answer::AnsweredBy;
 use crate::question::Question;
-use crate::state::timestamp;
+use crate::time::timestamp;
 use crate::workspace::{self, Workspace, WorkspaceError};
 
 /// What became of a question.
@@ -47,7 +47,8 @@ pub struct Entry<'a> {
 pub fn record(ws: &Workspace, entry: &Entry<'_>) -> Result<(), WorkspaceError> {
     let path = ws.clarifications();
     let mut text = String::new();
-    if std::fs::symlink_metadata(&path).is_err() {
+    // Missing, or empty: an empty file has no title yet (an older ralph could leave one).
+    if !std::fs::symlink_metadata(&path).is_ok_and(|m| m.len() > 0) {
         text.push_str(
             "# Clarifications\n\nEvery question the agent asked, and what became of it.\n",
         );

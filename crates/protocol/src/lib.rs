@@ -15,9 +15,13 @@
 //!   (`answer.md`, first writer wins); [`countdown`] is the deadline; [`clarifications`] is
 //!   the record of every question and its answer.
 //! - [`state`] is `state.json` and `events.jsonl`: what other processes read about the loop.
+//! - [`desk`] is how any process reads the question waiting and answers it (first answer
+//!   wins, who answered recorded).
 //! - [`registry`] lists the loops running on this machine, one small file each.
 //! - [`event`] is the vocabulary between a loop and its front end: events out, controls in.
-//! - [`text`] makes untrusted text safe to show on one line.
+//! - [`time`] is how the files write time (RFC 3339, UTC, milliseconds).
+//! - [`text`] makes untrusted text safe to show on one line; [`frontmatter`] splits a file's
+//!   YAML header from its body.
 //!
 //! No tokio, no process control: a front end that only reads and answers depends on this
 //! crate and `ralph-signal`, not on the runner.
@@ -27,9 +31,12 @@
 pub mod answer;
 pub mod clarifications;
 pub mod countdown;
+pub mod desk;
 pub mod event;
+pub mod frontmatter;
 pub mod question;
 pub mod registry;
 pub mod state;
 pub mod text;
+pub mod time;
 pub mod workspace;

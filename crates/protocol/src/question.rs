@@ -171,7 +171,10 @@ impl Question {
         // A text that itself starts with a `---` line would be read back as frontmatter, and
         // one that starts with a byte-order mark would lose it, so both get an explicit (empty)
         // frontmatter in front.
-        if empty && !starts_with_fence(&self.text) && !self.text.starts_with('\u{feff}') {
+        if empty
+            && !crate::frontmatter::is_fence(self.text.split('\n').next().unwrap_or_default())
+            && !self.text.starts_with('\u{feff}')
+        {
             return format!("{}\n", self.text);
         }
         let mut yaml = if empty {
@@ -263,33 +266,15 @@ enum Split<'a> {
     },
 }
 
-fn is_fence(line: &str) -> bool {
-    line.trim_end() == "---"
-}
-
-fn starts_with_fence(text: &str) -> bool {
-    is_fence(text.split('\n').next().unwrap_or_default())
-}
-
 fn split_frontmatter(text: &str) -> Split<'_> {
-    if !starts_with_fence(text) {
-        return Split::Plain;
+    match crate::frontmatter::split(text, true) {
+        crate::frontmatter::Found::None => Split::Plain,
+        crate::frontmatter::Found::Unclosed => Split::Unclosed,
+        crate::frontmatter::Found::At(f) => Split::Frontmatter {
+            yaml: &text[..f.close_start],
+            body: &text[f.body_start..],
+        },
     }
-    let mut offset = text.find('\n').map_or(text.len(), |i| i + 1);
-    while offset < text.len() {
-        let end = text[offset..].find('\n').map_or(text.len(), |i| offset + i);
-        let line = &text[offset..end];
-        // Only an unindented fence closes: YAML block scalars indent their lines, so a label
-        // containing "---" cannot end the frontmatter early.
-        if is_fence(line) || line.trim_end() == "..." {
-            return Split::Frontmatter {
-                yaml: &text[..offset],
-                body: text.get(end + 1..).unwrap_or_default(),
-            };
-        }
-        offset = end + 1;
-    }
-    Split::Unclosed
 }
 
 /// Reads the frontmatter; the `String` is a warning about keys it ignored.

@@ -18,6 +18,8 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::time::{parse_timestamp, timestamp};
+
 use crate::question::Question;
 use crate::workspace::{self, Workspace, WorkspaceError};
 
@@ -371,9 +373,21 @@ pub struct AskClaim {
     pub asked_at: String,
     /// The deadline it was given (RFC 3339), or `None` for none.
     pub deadline: Option<String>,
+    /// The question itself (the markdown of `question.md`), so that the claim alone says what
+    /// was asked: `question.md` is written after the claim is won. `None` in claims written
+    /// before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub question: Option<String>,
 }
 
 impl AskClaim {
+    /// Creates the claim unless one is there already: `Ok(false)` when another `ralph ask`
+    /// holds it. Two askers started in the same instant both try, and exactly one wins.
+    pub fn create(&self, ws: &Workspace) -> Result<bool, WorkspaceError> {
+        let json = serde_json::to_vec(self).expect("claim serializes");
+        workspace::create_atomic(&ws.ask_claim(), &json)
+    }
+
     /// Writes the claim atomically.
     pub fn write(&self, ws: &Workspace) -> Result<(), WorkspaceError> {
         let json = serde_json::to_vec(self).expect("claim serializes");
@@ -385,16 +399,6 @@ impl AskClaim {
         let text = workspace::read_text(&ws.ask_claim()).ok()??;
         serde_json::from_str(&text).ok()
     }
-}
-
-/// Formats a time as RFC 3339 with milliseconds, UTC (`2026-11-22T14:17:33.123Z`).
-pub fn timestamp(t: SystemTime) -> String {
-    humantime::format_rfc3339_millis(t).to_string()
-}
-
-/// Parses what [`timestamp`] wrote.
-pub fn parse_timestamp(s: &str) -> Option<SystemTime> {
-    humantime::parse_rfc3339_weak(s).ok()
 }
 
 /// Appends one event to `.ralph/events.jsonl`: `{"at": ..., "event": kind, ...fields}`.

@@ -75,6 +75,18 @@ pub fn cut(text: &str, max: usize) -> String {
     }
 }
 
+/// Quotes `s` for `sh` if it needs it (for commands shown to the human).
+pub fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-+=:,@".contains(&b))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

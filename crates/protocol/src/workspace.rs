@@ -260,9 +260,7 @@ impl Workspace {
 ///
 /// The holder writes its pid just after taking the lock, so a run started at the same moment
 /// may find the file still empty, or still naming a dead previous holder: it looks again, for
-/// a quarter of a second at most, until the file names a live process. (Regression test:
-/// `runs_started_together_in_one_workspace_have_exactly_one_winner_named_by_the_rest`, which
-/// saw "pid ?".)
+/// a quarter of a second at most, until the file names a live process.
 fn holder_pid(path: &Path) -> String {
     let read = || {
         fs::read_to_string(path)
@@ -475,15 +473,36 @@ fn temp_beside(target: &Path, path: &Path, contents: &[u8]) -> Result<tempfile::
 }
 
 /// Appends `contents` to `path` (created if missing) without following a symlink, nor into a
-/// file with another name (a hard link: [`open_plain`]).
+/// file with another name (a hard link: [`open_plain`]), whole or not at all.
 ///
 /// Used for logs that only ralph writes (`events.jsonl`, `clarifications.md`); each call is one
-/// `write`, so a reader never sees half a line.
+/// `write`, so a reader never sees half a line. Should the write fail part way (the disk is
+/// full), the file is cut back to where it was, or removed if this call created it: a failed
+/// append leaves no half entry and no empty file behind.
 pub fn append(path: &Path, contents: &[u8]) -> Result<()> {
-    let mut file = open_plain(OpenOptions::new().append(true).create(true), path)
+    append_with(path, contents, |file, bytes| file.write_all(bytes))
+}
+
+/// [`append`], with the write itself given: the seam through which a test makes it fail.
+pub fn append_with(
+    path: &Path,
+    contents: &[u8],
+    write: impl FnOnce(&mut File, &[u8]) -> io::Result<()>,
+) -> Result<()> {
+    let existed = fs::symlink_metadata(path).is_ok();
+    let (mut file, start) = open_plain_sized(OpenOptions::new().append(true).create(true), path)
         .map_err(|e| WorkspaceError::io(path, e))?;
-    file.write_all(contents)
-        .map_err(|e| WorkspaceError::io(path, e))
+    let Err(error) = write(&mut file, contents) else {
+        return Ok(());
+    };
+    // Best effort: what cannot be undone is reported with the write's own error.
+    if existed {
+        let _ = file.set_len(start);
+    } else {
+        drop(file);
+        let _ = fs::remove_file(path);
+    }
+    Err(WorkspaceError::io(path, error))
 }
 
 /// What [`read_bounded`] found.
@@ -764,6 +783,30 @@ mod tests {
         assert_eq!(b.bytes.len(), 10);
         assert_eq!(b.cut_from, Some(1000));
         assert!(b.text_with_note().contains("1000 bytes"));
+    }
+
+    /// A write that stops part way with ENOSPC, as on a full disk.
+    fn disk_full(file: &mut File, bytes: &[u8]) -> io::Result<()> {
+        file.write_all(&bytes[..bytes.len() / 2])?;
+        Err(io::Error::from_raw_os_error(Errno::NOSPC.raw_os_error()))
+    }
+
+    #[test]
+    fn an_append_that_fails_part_way_leaves_the_file_as_it_was_or_no_file() {
+        // Regression: a full disk left clarifications.md at 0 bytes, and every later entry
+        // without its title.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("clarifications.md");
+        let err = append_with(&path, b"# Title\n\nfirst entry\n", disk_full).unwrap_err();
+        assert!(err.to_string().contains("No space left on device"), "{err}");
+        assert!(!path.exists(), "a file it created is removed");
+
+        append(&path, b"# Title\n\nfirst entry\n").unwrap();
+        append_with(&path, b"\nsecond entry, cut\n", disk_full).unwrap_err();
+        assert_eq!(
+            fs::read_to_string(&path).unwrap(),
+            "# Title\n\nfirst entry\n"
+        );
     }
 
     #[test]

@@ -20,6 +20,8 @@
 //! Everything the agent wrote is stripped of terminal control sequences
 //! ([`ralph_signal::sanitize`]) before it is drawn.
 
+#![forbid(unsafe_code)]
+
 mod countdown_view;
 mod markdown;
 pub mod plain;

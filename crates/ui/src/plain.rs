@@ -19,9 +19,9 @@ use tokio::sync::mpsc;
 /// How the plain front end behaves.
 #[derive(Debug, Clone)]
 pub struct Options {
-    /// The command that answers this loop, without the answer (`ralph answer -C /dir`), for
-    /// the hint.
-    pub answer_hint: String,
+    /// `ralph answer -C DIR` for this loop ([`ralph_protocol::desk::answer_command`]), for the
+    /// hint.
+    pub answer_command: String,
     /// Ring the terminal bell when a question arrives.
     pub bell: bool,
     /// Ask the terminal for a desktop notification (OSC 9 / OSC 777) when a question arrives.
@@ -336,7 +336,7 @@ fn show(out: &mut impl Write, ev: LoopEvent, open: &mut Option<Open>, opts: &Opt
             let _ = writeln!(
                 out,
                 "  {how}\n    {} \"your answer\"\n  {left}",
-                opts.answer_hint
+                opts.answer_command
             );
             let reminders = match countdown.remaining(now) {
                 Some(total) => [Duration::from_secs(60), Duration::from_secs(10)]
@@ -484,7 +484,7 @@ mod tests {
         .await
         .unwrap();
         let opts = Options {
-            answer_hint: String::new(),
+            answer_command: String::new(),
             bell: false,
             desktop: false,
         };

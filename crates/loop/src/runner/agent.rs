@@ -160,7 +160,9 @@ impl Runner {
                 "resume_failed",
                 json!({"iteration": iteration, "session": session, "why": why}),
             );
-            self.carryover = carryover;
+            // What this iteration added (an answer whose asker was gone) goes after it.
+            let added = std::mem::replace(&mut self.carryover, carryover);
+            self.carryover.extend(added);
             self.resume_failed = true;
         }
 
@@ -577,18 +579,18 @@ impl Runner {
     pub(super) async fn end_asking(
         &mut self,
         mut open: OpenQuestion,
-        end: WaitEnd,
+        end: Ended,
         stdin: &mut Option<ChildStdin>,
         iteration: u32,
     ) -> Result<Option<OpenQuestion>, RunError> {
         let native = open.native.take();
         let text = open.question.text.clone();
         let answer = match &end {
-            WaitEnd::Answered(a, _) => Some(a.text.clone()),
+            Ended::Answered { answer, .. } => Some(answer.text.clone()),
             _ => None,
         };
         let refusal = match &end {
-            WaitEnd::Skipped => native::SKIPPED,
+            Ended::Skipped => native::SKIPPED,
             _ => native::NO_ANSWER,
         };
         self.close_question(open, end).await?;

@@ -29,7 +29,7 @@ use tokio::process::ChildStdin;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use crate::answer::{self, Answer, AnsweredBy, Submitted};
+use crate::answer::{self, Answer, AnsweredBy};
 use crate::clarifications;
 use crate::countdown::{Countdown, EXTEND_BY};
 use crate::event::{Control, LoopEvent, Outcome, QuestionClosed};
@@ -46,8 +46,11 @@ use crate::state::{
 use crate::supervisor::{self, describe_exit};
 use crate::task::{OnQuestionTimeout, TaskFile, Wait};
 use crate::workspace::{self, Workspace, WorkspaceError, WorkspaceLock};
+use ralph_protocol::desk::Ended;
+use ralph_protocol::desk::Submitted;
 
 mod agent;
+mod delivery;
 pub mod logs;
 mod questions;
 mod recovery;
@@ -55,6 +58,7 @@ mod save;
 mod task_file;
 mod verify;
 
+use delivery::Delivery;
 use recovery::{KilledRun, reap_orphaned_agent};
 
 /// How to start one run of an agent: the shell command, what goes on its stdin, extra env.
@@ -202,16 +206,6 @@ pub enum RunError {
     },
 }
 
-/// An answer on its way to the agent: picked up before an iteration, archived after it.
-#[derive(Debug, Clone)]
-struct Delivery {
-    question: Option<Question>,
-    question_raw: Option<Vec<u8>>,
-    asked_at: Option<String>,
-    answer: Answer,
-    late: bool,
-}
-
 /// What one run of the agent amounted to.
 #[derive(Debug, Default)]
 struct AgentRun {
@@ -295,14 +289,6 @@ impl AgentRun {
     }
 }
 
-/// How a wait for an answer ended, inside the runner.
-enum WaitEnd {
-    Answered(Answer, bool /* in this terminal */),
-    TimedOut,
-    Skipped,
-    Interrupted,
-}
-
 /// Runs the loop; see the module docs.
 #[derive(Debug)]
 pub struct Runner {
@@ -363,8 +349,8 @@ impl Runner {
         ws.ensure()?;
         let lock = ws.lock()?;
         // Before anything is written: a state file that cannot be read stops the run, naming
-        // it. Regression: it was taken for no state and overwritten, losing the question it
-        // recorded as waiting, the answers it had closed, and the agent group to reap.
+        // it. Taken for no state, it would be overwritten, and with it the question it records
+        // as waiting, the answers it closed, and the agent group to reap.
         let previous = State::load(&ws)?;
         let log_run = logs::next_run(&ws.logs());
         logs::prune(&ws.logs(), log_run, 1, cfg.settings.log_budget);
@@ -671,6 +657,7 @@ impl Runner {
                 // The agent that asked is gone; its question still deserves an answer, which
                 // the next iteration gets.
                 open.carry = true;
+                open.for_next = true;
                 if let Some(outcome) = self.wait_and_close(open).await? {
                     return self
                         .finish(outcome, "stopped while a question was waiting")
@@ -682,7 +669,6 @@ impl Runner {
                 // Nor did an iteration stopped by Ctrl-C: its agent may have had no time to act
                 // on the answer, and the next run's prompt would not have it. The answer stays,
                 // recorded as the one that closed its question, and the next run delivers it.
-                // Regression: it was archived as delivered, and lost to the next run.
                 self.after_delivery().await?;
             }
             // The agent checks boxes as it goes; show where it got to.
@@ -722,7 +708,16 @@ impl Runner {
                     )
                     .await;
             }
-            if run.saw(SignalKind::Done) {
+            // QUESTION wins over DONE in the same turn: an agent that still asks is not sure
+            // it is done, and checking DONE first would end the run with the question unseen.
+            // The answer goes to the next iteration, which signals DONE again if it still is.
+            let done = run.saw(SignalKind::Done) && !run.saw(SignalKind::Question);
+            if run.saw(SignalKind::Done) && !done {
+                let msg = "the agent signalled DONE and QUESTION in the same turn: the question comes first; DONE is checked when an iteration that has the answer signals it again";
+                self.emit(LoopEvent::Note(msg.into())).await;
+                self.log("done_set_aside", json!({"iteration": iteration}));
+            }
+            if done {
                 let Some((accepted, reason)) = self.verify().await else {
                     return self
                         .finish(Outcome::Interrupted, "interrupted while the tests ran")
@@ -840,9 +835,8 @@ impl Runner {
                 .flatten();
             // A claim left by a `ralph ask` that is gone (killed with its agent). A file event
             // while an agent runs also clears it (`notice_ask`), but an agent may end before
-            // one arrives. Regression test (it failed under load):
-            // `a_claim_left_by_a_killed_ralph_ask_does_not_take_over_a_later_question`.
-            if AskClaim::read(&self.ws).is_some_and(|claim| questions::claim_is_stale(&claim)) {
+            // one arrives.
+            if AskClaim::read(&self.ws).is_some_and(|claim| crate::asks::claim_is_stale(&claim)) {
                 workspace::remove(&self.ws.ask_claim())?;
             }
             for entry in entries.chain(logs).flatten() {
@@ -858,200 +852,7 @@ impl Runner {
         }
         // Drain file-watch wake-ups that arrived while the agent ran; we look at the files now.
         while self.fs_events.try_recv().is_ok() {}
-        if self.delivering.is_none()
-            && let Some(ans) = self.read_answer().await?
-        {
-            let pending = self.state.pending_question.clone();
-            // An answer to a question no longer waiting, which this state remembers closing.
-            let closed = ans
-                .question_asked_at
-                .as_ref()
-                .filter(|asked_at| pending.as_ref().is_none_or(|p| &p.asked_at != *asked_at))
-                .and_then(|asked_at| self.state.closed(asked_at));
-            // The very answer that closed it, still here: the run that took it ended (killed,
-            // or at max_iterations) before an iteration had it. It is delivered now.
-            // Regression: it was taken for a second answer and removed, unseen.
-            let undelivered =
-                closed.is_some_and(|c| c.answer_id.is_some() && c.answer_id == ans.id);
-            if let Some(closed) = closed.filter(|_| !undelivered)
-                && let Some(asked_at) = &ans.question_asked_at
-            {
-                // A second answer to a question already answered or skipped: its giver was
-                // told it lost (see `answer::submit`) and takes it back; it is never delivered.
-                let msg = format!(
-                    "A second answer to a question already {} arrived ({}); it was not used.",
-                    if closed.answered_by.is_some() {
-                        "answered"
-                    } else {
-                        "skipped"
-                    },
-                    ans.by.describe()
-                );
-                // Only that file, if it is still there (its giver may have taken it back and
-                // someone answered anew). Best effort, as the read above: what cannot be read
-                // or removed now is looked at again before the next iteration.
-                let _ = workspace::remove_if(&self.ws.answer(), workspace::MAX_READ_BYTES, |now| {
-                    Answer::parse(&String::from_utf8_lossy(now)) == ans
-                });
-                self.emit(LoopEvent::Note(msg)).await;
-                self.log(
-                    "answer_refused",
-                    json!({"by": ans.by, "asked_at": asked_at}),
-                );
-                return Ok(());
-            }
-            let matches_pending = pending.as_ref().is_some_and(|p| {
-                ans.question_asked_at.is_none()
-                    || ans.question_asked_at.as_deref() == Some(p.asked_at.as_str())
-            });
-            let question_raw = (matches_pending || undelivered)
-                .then(|| workspace::read_bounded(&self.ws.question(), MAX_QUESTION_BYTES))
-                .and_then(|read| read.ok().flatten())
-                .map(|b| b.bytes);
-            let (question, late, asked_at) = match (&pending, matches_pending) {
-                (Some(p), true) => (Some(p.question()), p.timed_out, Some(p.asked_at.clone())),
-                // Its question is no longer pending; `question.md` still says what it was
-                // (both are archived only once an iteration had the answer).
-                _ => match question_raw.as_deref().filter(|_| undelivered) {
-                    Some(raw) => (
-                        Some(Question::parse_bounded(raw)),
-                        false,
-                        ans.question_asked_at.clone(),
-                    ),
-                    None => (None, false, None),
-                },
-            };
-            match &question {
-                Some(q) => self.carryover.push(Carryover::Answer {
-                    question: q.clone(),
-                    answer: ans.text.clone(),
-                    by: ans.by.describe().to_string(),
-                    late,
-                }),
-                None => self.carryover.push(Carryover::Guidance {
-                    text: ans.text.clone(),
-                }),
-            }
-            if late {
-                self.emit(LoopEvent::Note(format!(
-                    "A late answer arrived ({}); this iteration gets it.",
-                    ans.by.describe()
-                )))
-                .await;
-            }
-            self.log(
-                "answer_delivering",
-                json!({"late": late, "by": ans.by, "guidance": question.is_none()}),
-            );
-            match &asked_at {
-                Some(a) => self.state.close_question(a, Some(&ans)),
-                None => self.state.pending_question = None,
-            }
-            self.delivering = Some(Delivery {
-                question,
-                question_raw,
-                asked_at,
-                answer: ans,
-                late,
-            });
-        } else if self.delivering.is_none()
-            && self
-                .state
-                .pending_question
-                .as_ref()
-                .is_none_or(|p| !p.timed_out)
-        {
-            // A question file nobody signalled for (or one already answered and archived)
-            // would be shown by mistake on the next QUESTION: clear it.
-            workspace::remove(&self.ws.question())?;
-        }
-        Ok(())
-    }
-
-    /// Reads `.ralph/answer.md`. A symlink there (the agent can plant one) is refused: removed
-    /// unread, never followed, and reported; stopping the loop over it would let an agent end an
-    /// unattended run, and the next run would stop on it again. Anything else that is not a
-    /// plain file is moved aside (a directory, kept whole) or removed (a pipe or a device, which
-    /// hold nothing), and reported: `ralph answer` needs the name free. Regression: a directory
-    /// there stopped every run.
-    async fn read_answer(&mut self) -> Result<Option<Answer>, RunError> {
-        let msg = match answer::read(&self.ws) {
-            Err(WorkspaceError::Symlink { path }) => {
-                workspace::remove(&path)?;
-                format!(
-                    "{} was a symlink; ralph never reads or writes through links in .ralph/, so it removed the link unread",
-                    path.display()
-                )
-            }
-            // Refused as not a plain file (`workspace::open_plain`): only then is it looked at.
-            Err(WorkspaceError::Io { path, error }) => {
-                match std::fs::symlink_metadata(&path).map(|m| m.file_type()) {
-                    Ok(kind) if kind.is_dir() => {
-                        let aside = path.with_file_name(format!(
-                            "answer.md.not-a-file-{}",
-                            SystemTime::now()
-                                .duration_since(SystemTime::UNIX_EPOCH)
-                                .unwrap_or_default()
-                                .as_millis()
-                        ));
-                        if let Err(error) = std::fs::rename(&path, &aside) {
-                            return Err(WorkspaceError::Io { path, error }.into());
-                        }
-                        format!(
-                            "{} was a directory, not an answer; ralph moved it aside to {} so answers can reach the loop",
-                            path.display(),
-                            aside.display()
-                        )
-                    }
-                    Ok(kind) if !kind.is_file() && !kind.is_symlink() => {
-                        workspace::remove(&path)?;
-                        format!(
-                            "{} was a pipe or a device, not an answer; ralph removed it so answers can reach the loop",
-                            path.display()
-                        )
-                    }
-                    _ => return Err(WorkspaceError::Io { path, error }.into()),
-                }
-            }
-            read => return Ok(read?),
-        };
-        self.emit(LoopEvent::Warning(msg.clone())).await;
-        self.log("warning", json!({"message": msg}));
-        Ok(None)
-    }
-
-    /// After the iteration that received an answer: archive it, then remove the files.
-    async fn after_delivery(&mut self) -> Result<(), RunError> {
-        let Some(d) = self.delivering.take() else {
-            return Ok(());
-        };
-        // `state.json` must say no question is waiting before the answer file goes: a
-        // `ralph answer` that still saw the question there would find the file free and win a
-        // second time (see `answer::submit`). The save saying so may still be in flight.
-        self.settle_state().await?;
-        clarifications::record(
-            &self.ws,
-            &clarifications::Entry {
-                question: d.question.as_ref(),
-                asked_at: d.asked_at.as_deref(),
-                outcome: clarifications::How::Answered {
-                    text: &d.answer.text,
-                    by: d.answer.by,
-                    at: d.answer.at,
-                    late: d.late,
-                },
-            },
-        )?;
-        workspace::remove(&self.ws.answer())?;
-        // Remove the question only if it is the one answered: the agent may have asked a new one.
-        if let Some(raw) = &d.question_raw
-            && let Ok(Some(now)) = workspace::read_bounded(&self.ws.question(), MAX_QUESTION_BYTES)
-            && &now.bytes == raw
-        {
-            workspace::remove(&self.ws.question())?;
-        }
-        self.log("answer_delivered", json!({"late": d.late}));
-        Ok(())
+        self.pick_up_answer().await
     }
 }
 
@@ -1070,6 +871,9 @@ struct OpenQuestion {
     carry: bool,
     /// For a question from the agent's own tool: the request to answer on its stdin.
     native: Option<NativeAsk>,
+    /// Whether its answer is for the iteration after the one running (or just ended), whose
+    /// end must not archive it.
+    for_next: bool,
 }
 
 /// An `AskUserQuestion` request being answered, one question at a time.
@@ -1124,17 +928,7 @@ fn criteria_counts(task: &TaskFile) -> (usize, usize) {
     (total - open, total)
 }
 
-/// Quotes `s` for `sh` if it needs it (for commands shown to the human).
-pub fn shell_quote(s: &str) -> String {
-    if !s.is_empty()
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"/._-+=:,@".contains(&b))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
-    }
-}
+pub use ralph_protocol::text::shell_quote;
 
 /// What marks every agent and test command, and all they start, as this loop's
 /// (`RALPH_DIR`: the next run's check, the sweep) and this run's (`RALPH_RUN`: the guard).

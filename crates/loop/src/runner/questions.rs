@@ -140,6 +140,7 @@ impl Runner {
             paused: false,
             carry: true,
             native: None,
+            for_next: false,
         })
     }
 
@@ -160,7 +161,10 @@ impl Runner {
     ) {
         let root = self.ws.root().display().to_string();
         let notice = QuestionNotice {
-            answer_command: format!("ralph answer -C {} \"your answer\"", shell_quote(&root)),
+            answer_command: format!(
+                "{} \"your answer\"",
+                ralph_protocol::desk::answer_command("ralph", self.ws.root())
+            ),
             root,
             question: question.text.clone(),
             options: question.options.iter().map(|o| o.label.clone()).collect(),
@@ -170,9 +174,7 @@ impl Runner {
         };
         let warnings = self.notifier.question_raised(&notice);
         // Weak: a front end reads until every sender is gone, and a dead webhook must not keep
-        // it (and ralph's exit) waiting after the loop has ended. (Regression test:
-        // `the_webhook_is_posted_and_a_dead_one_does_not_hold_the_loop`, which waited the
-        // webhook's 5 s when the plain front end missed a `Finished` that came in a batch.)
+        // it (and ralph's exit) waiting after the loop has ended.
         let events = self.events.downgrade();
         let ws = self.ws.clone();
         // Failures arrive later (a webhook timing out); pass them on without holding the loop.
@@ -195,7 +197,7 @@ impl Runner {
         &mut self,
         open: &mut OpenQuestion,
         step: Step,
-    ) -> Result<Option<WaitEnd>, RunError> {
+    ) -> Result<Option<Ended>, RunError> {
         let now = std::time::Instant::now();
         let mut deadline_moved = false;
         match step {
@@ -209,15 +211,21 @@ impl Runner {
                     return Ok(None);
                 }
                 let ans = Answer::new(text, AnsweredBy::Terminal, Some(open.asked_at.clone()));
-                return Ok(Some(match answer::submit(&self.ws, &ans)? {
-                    Submitted::Accepted => WaitEnd::Answered(ans, true),
-                    Submitted::AlreadyAnswered(theirs) => WaitEnd::Answered(theirs, false),
+                return Ok(Some(match ralph_protocol::desk::submit(&self.ws, &ans)? {
+                    Submitted::Accepted => Ended::Answered {
+                        answer: ans,
+                        here: true,
+                    },
+                    Submitted::AlreadyAnswered(theirs) => Ended::Answered {
+                        answer: theirs,
+                        here: false,
+                    },
                     // Only this loop skips its open question; it has not.
-                    Submitted::Skipped => WaitEnd::Skipped,
+                    Submitted::Skipped => Ended::Skipped,
                 }));
             }
-            Step::Control(Control::Skip) => return Ok(Some(WaitEnd::Skipped)),
-            Step::Control(Control::Stop | Control::Kill) => return Ok(Some(WaitEnd::Interrupted)),
+            Step::Control(Control::Skip) => return Ok(Some(Ended::Skipped)),
+            Step::Control(Control::Stop | Control::Kill) => return Ok(Some(Ended::Interrupted)),
             Step::Control(Control::Typing) => {
                 open.countdown.typing(now);
                 self.emit(LoopEvent::Countdown(open.countdown.clone()))
@@ -238,10 +246,13 @@ impl Runner {
                 .as_deref()
                 .is_none_or(|a| a == open.asked_at)
         {
-            return Ok(Some(WaitEnd::Answered(ans, false)));
+            return Ok(Some(Ended::Answered {
+                answer: ans,
+                here: false,
+            }));
         }
         if open.countdown.expired(now) {
-            return Ok(Some(WaitEnd::TimedOut));
+            return Ok(Some(Ended::TimedOut));
         }
         // Keep state.json's deadline true while the human types or extends, for `ralph status`
         // and for a `ralph ask` that follows the loop's deadline.
@@ -264,14 +275,15 @@ impl Runner {
     pub(super) async fn close_question(
         &mut self,
         open: OpenQuestion,
-        end: WaitEnd,
+        end: Ended,
     ) -> Result<Option<Outcome>, RunError> {
         let OpenQuestion {
             question,
             asked_at,
             raised_by,
             iteration,
-            carry,
+            mut carry,
+            mut for_next,
             ..
         } = open;
         let question_raw = workspace::read_bounded(&self.ws.question(), MAX_QUESTION_BYTES)
@@ -279,7 +291,17 @@ impl Runner {
             .flatten()
             .map(|b| b.bytes);
         match end {
-            WaitEnd::Answered(ans, here) => {
+            Ended::Answered { answer: ans, here } => {
+                // A `ralph ask` killed while it waited (the agent's tool timeout) cannot print
+                // the answer: the next iteration gets it, as any answer whose asker is gone.
+                if !carry && raised_by == RaisedBy::Ask && self.asker_gone(&asked_at)? {
+                    carry = true;
+                    for_next = true;
+                    self.emit(LoopEvent::Note(
+                        "the `ralph ask` that asked is gone (killed while it waited); the next iteration gets the answer".into(),
+                    ))
+                    .await;
+                }
                 let closed = if here {
                     QuestionClosed::Answered {
                         text: ans.text.clone(),
@@ -311,9 +333,10 @@ impl Runner {
                     asked_at: Some(asked_at),
                     answer: ans,
                     late: false,
+                    for_next,
                 });
             }
-            WaitEnd::TimedOut => {
+            Ended::TimedOut => {
                 let stop =
                     carry && self.cfg.settings.on_question_timeout == OnQuestionTimeout::Stop;
                 // Under `stop` nobody goes on with a guess: the loop stops, and the question
@@ -333,7 +356,8 @@ impl Runner {
                 if stop {
                     return Ok(Some(Outcome::QuestionTimeoutStop));
                 }
-                self.archive(&question, &asked_at, clarifications::How::Unanswered)?;
+                self.archive_question(&question, &asked_at, clarifications::How::Unanswered)
+                    .await;
                 if carry {
                     self.carryover.push(Carryover::Unanswered { question });
                 }
@@ -342,14 +366,15 @@ impl Runner {
                     p.timed_out = true;
                 }
             }
-            WaitEnd::Skipped => {
+            Ended::Skipped => {
                 self.emit(LoopEvent::QuestionClosed(QuestionClosed::Skipped))
                     .await;
                 self.log(
                     "question_skipped",
                     json!({"iteration": iteration, "raised_by": raised_by}),
                 );
-                self.archive(&question, &asked_at, clarifications::How::Skipped)?;
+                self.archive_question(&question, &asked_at, clarifications::How::Skipped)
+                    .await;
                 if carry {
                     self.carryover.push(Carryover::Skipped { question });
                 }
@@ -358,7 +383,7 @@ impl Runner {
                 // Removing the claim is how a waiting `ralph ask` learns it was skipped.
                 workspace::remove(&self.ws.ask_claim())?;
             }
-            WaitEnd::Interrupted => {
+            Ended::Interrupted => {
                 self.emit(LoopEvent::QuestionClosed(QuestionClosed::Interrupted))
                     .await;
                 if let Some(p) = self.state.pending_question.as_mut() {
@@ -382,9 +407,8 @@ impl Runner {
         };
         // A `ralph ask` killed while it waited (with its agent, by Ctrl-C) leaves its claim:
         // taken for live, it would pass a later file-protocol question off as that old one,
-        // with its deadline. Regression: the panel showed the old wait and deadline, and the
-        // next prompt said the question was both answered and lost.
-        if claim_is_stale(&claim) {
+        // with its wait and deadline.
+        if crate::asks::claim_is_stale(&claim) {
             workspace::remove(&self.ws.ask_claim())?;
             return Ok(None);
         }
@@ -402,14 +426,20 @@ impl Runner {
         {
             return Ok(None);
         }
-        self.asks_seen.insert(claim.asked_at.clone());
-        let Ok(Some(raw)) = workspace::read_bounded(&self.ws.question(), MAX_QUESTION_BYTES) else {
-            return Ok(None);
+        // The claim says what was asked; `question.md` (written after the claim is won) only
+        // for a claim from before it did.
+        let raw = match claim.question.as_deref() {
+            Some(q) => q.as_bytes().to_vec(),
+            None => match workspace::read_bounded(&self.ws.question(), MAX_QUESTION_BYTES) {
+                Ok(Some(raw)) => raw.bytes,
+                _ => return Ok(None),
+            },
         };
+        self.asks_seen.insert(claim.asked_at.clone());
         // The agent has had the answer this iteration started with; archive it now, so that
         // `.ralph/answer.md` is free for the new question's answer.
         self.after_delivery().await?;
-        let question = Question::parse_bounded(&raw.bytes);
+        let question = Question::parse_bounded(&raw);
         let asked_at = state::parse_timestamp(&claim.asked_at).unwrap_or_else(SystemTime::now);
         let wait = claim
             .deadline
@@ -433,27 +463,42 @@ impl Runner {
 }
 
 impl Runner {
+    /// Whether the `ralph ask` that asked the question asked at `asked_at` is gone without
+    /// its answer; its claim, left behind, is removed.
+    fn asker_gone(&self, asked_at: &str) -> Result<bool, RunError> {
+        let gone = AskClaim::read(&self.ws)
+            .is_some_and(|c| c.asked_at == asked_at && crate::asks::claim_is_stale(&c));
+        if gone {
+            workspace::remove(&self.ws.ask_claim())?;
+        }
+        Ok(gone)
+    }
+
     /// Records what became of a question in `.ralph/clarifications.md`.
-    fn archive(
+    async fn archive_question(
         &self,
         question: &Question,
         asked_at: &str,
         how: clarifications::How<'_>,
-    ) -> Result<(), RunError> {
+    ) {
         let entry = clarifications::Entry {
             question: Some(question),
             asked_at: Some(asked_at),
             outcome: how,
         };
-        Ok(clarifications::record(&self.ws, &entry)?)
+        self.archive(&entry).await;
     }
-}
 
-/// Whether the `ralph ask` that wrote `claim` is gone (killed with its agent): no process has
-/// its pid, or the one that has it now started after the claim was written, its pid reused.
-pub(super) fn claim_is_stale(claim: &AskClaim) -> bool {
-    match crate::state::parse_timestamp(&claim.asked_at) {
-        Some(asked) => ralph_process::sys::gone_since(claim.pid, asked),
-        None => !ralph_process::sys::is_alive(claim.pid),
+    /// Appends `entry` to `.ralph/clarifications.md`; a failure (a full disk) is said plainly
+    /// and the loop goes on: the record is a log, and the question's fate is in `state.json`
+    /// and `events.jsonl` all the same.
+    pub(super) async fn archive(&self, entry: &clarifications::Entry<'_>) {
+        if let Err(e) = clarifications::record(&self.ws, entry) {
+            let msg = format!(
+                "could not add this question's outcome to .ralph/clarifications.md ({e}); the file is left as it was, and the answer is not delivered again"
+            );
+            self.emit(LoopEvent::Warning(msg.clone())).await;
+            self.log("archive_failed", json!({"message": msg}));
+        }
     }
 }

@@ -4,6 +4,8 @@
 //! editors on Windows write, and neither changes what the file means. Delimiter lines are
 //! exactly `---`, with optional trailing spaces.
 
+use ralph_protocol::frontmatter::{Found, is_fence};
+
 use super::FRONTMATTER_SIZE_LIMIT;
 use super::error::Problem;
 use super::yaml::{Located, key_lines};
@@ -48,26 +50,13 @@ pub(super) fn split(text: &str) -> Result<Parts<'_>, Located> {
     if text.trim().is_empty() {
         return Err((1, 1, Problem::EmptyFile));
     }
-    // Each line with its ending, and the byte offset it starts at.
-    let mut lines = text.split_inclusive('\n').scan(0, |at, line| {
-        let start = *at;
-        *at += line.len();
-        Some((line, start))
-    });
-    let Some((first, _)) = lines.next() else {
-        return Err((1, 1, Problem::EmptyFile));
+    let f = match ralph_protocol::frontmatter::split(text, false) {
+        Found::At(f) => f,
+        Found::Unclosed => return Err((1, 1, Problem::UnterminatedFrontmatter)),
+        Found::None => return Err((1, 1, why_no_frontmatter(text))),
     };
-    if !is_delimiter(first) {
-        return Err((1, 1, why_no_frontmatter(text)));
-    }
-    let yaml_start = first.len();
-    let close = lines.find(|(line, _)| is_delimiter(line));
-    let Some((close_line, close_start)) = close else {
-        return Err((1, 1, Problem::UnterminatedFrontmatter));
-    };
-    let yaml = &text[yaml_start..close_start];
-    let close_end = close_start + close_line.len();
-    let body_first_line = text[..close_end].matches('\n').count() + 1;
+    let yaml = &text[f.yaml_start..f.close_start];
+    let body_first_line = text[..f.body_start].matches('\n').count() + 1;
     if yaml.len() > FRONTMATTER_SIZE_LIMIT {
         return Err((1, 1, Problem::FrontmatterTooLarge { size: yaml.len() }));
     }
@@ -80,7 +69,7 @@ pub(super) fn split(text: &str) -> Result<Parts<'_>, Located> {
     Ok(Parts {
         yaml,
         yaml_first_line: 2,
-        body: &text[close_end..],
+        body: &text[f.body_start..],
         body_first_line,
     })
 }
@@ -89,7 +78,7 @@ pub(super) fn split(text: &str) -> Result<Parts<'_>, Located> {
 fn why_no_frontmatter(text: &str) -> Problem {
     let mut non_blank = text.lines().filter(|l| !l.trim().is_empty());
     let first = non_blank.next().unwrap_or("");
-    if is_delimiter(first) {
+    if is_fence(first) {
         return Problem::BlankLinesBeforeFrontmatter;
     }
     if first.trim_end() == "+++" {
@@ -104,8 +93,4 @@ fn why_no_frontmatter(text: &str) -> Problem {
         return Problem::MissingOpeningDelimiter;
     }
     Problem::NoFrontmatter
-}
-
-fn is_delimiter(line: &str) -> bool {
-    line.trim_end_matches(['\n', '\r', ' ', '\t']) == "---"
 }

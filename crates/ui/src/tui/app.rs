@@ -30,8 +30,8 @@ const MAX_SHARE: u32 = 70;
 #[derive(Debug)]
 pub(crate) struct App {
     pub theme: Theme,
-    /// The command that answers this loop (`ralph answer -C /dir`), for the hints.
-    answer_hint: String,
+    /// `ralph answer -C DIR` for this loop, for the hint.
+    answer_command: String,
     bell_enabled: bool,
     /// Whether a question also asks the terminal for a desktop notification.
     pub desktop_notifications: bool,
@@ -147,10 +147,10 @@ pub(crate) enum Stop {
 
 impl App {
     /// An empty view: nothing known until the loop says `Started`.
-    pub fn new(theme: Theme, answer_hint: String, bell: bool) -> Self {
+    pub fn new(theme: Theme, answer_command: String, bell: bool) -> Self {
         Self {
             theme,
-            answer_hint,
+            answer_command,
             bell_enabled: bell,
             desktop_notifications: false,
             notice: None,
@@ -346,7 +346,7 @@ impl App {
                     self.theme.dim,
                     format!(
                         "answer below, or from any terminal: {} \"…\"",
-                        self.answer_hint
+                        self.answer_command
                     ),
                 );
                 if self.desktop_notifications {
@@ -547,7 +547,7 @@ impl App {
             if late {
                 self.note(
                     self.theme.dim,
-                    format!("to send it still: {} \"…\"", self.answer_hint),
+                    format!("to send it still: {} \"…\"", self.answer_command),
                 );
             }
         }

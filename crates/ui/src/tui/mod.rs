@@ -69,9 +69,9 @@ use crate::tui::terminal::{Found, Guard, TermInput, TermOut};
 /// How the loop view behaves.
 #[derive(Debug, Clone)]
 pub struct TuiOptions {
-    /// The command that answers this loop, without the answer (`ralph answer -C /dir`), for
-    /// the hint under a question.
-    pub answer_hint: String,
+    /// `ralph answer -C DIR` for this loop ([`ralph_protocol::desk::answer_command`]), for the
+    /// hint under a question.
+    pub answer_command: String,
     /// Ring the terminal bell when a question arrives.
     pub bell: bool,
     /// Also ask the terminal for a desktop notification (OSC 9 / OSC 777) when a question arrives.
@@ -82,9 +82,9 @@ pub struct TuiOptions {
 
 impl TuiOptions {
     /// Options with the theme the environment asks for.
-    pub fn new(answer_hint: String, bell: bool) -> Self {
+    pub fn new(answer_command: String, bell: bool) -> Self {
         Self {
-            answer_hint,
+            answer_command,
             bell,
             desktop: false,
             theme: Theme::from_env(),
@@ -125,7 +125,7 @@ impl Tui {
         controls: mpsc::UnboundedSender<Control>,
     ) -> io::Result<()> {
         let Tui { guard, found, opts } = self;
-        let mut app = App::new(opts.theme.clone(), opts.answer_hint.clone(), opts.bell);
+        let mut app = App::new(opts.theme.clone(), opts.answer_command.clone(), opts.bell);
         app.desktop_notifications = opts.desktop;
         let backend = TrackedBackend::new(TermOut::default(), found.size, found.cursor);
         let view = async {
@@ -144,7 +144,7 @@ impl Tui {
         if let Err(e) = result {
             eprintln!("ralph: the terminal view failed ({e}); going on in plain mode");
             let opts = plain::Options {
-                answer_hint: opts.answer_hint,
+                answer_command: opts.answer_command,
                 bell: opts.bell,
                 desktop: opts.desktop,
             };
