@@ -67,13 +67,14 @@ latest() {
 if [ -n "$LATEST" ]; then
   for cli in "${CLIS[@]}"; do
     case "$cli" in
-      claude) CLAUDE_CODE_VERSION="$(latest @anthropic-ai/claude-code)" ;;
-      opencode) OPENCODE_VERSION="$(latest opencode-ai)" ;;
-      codex) CODEX_VERSION="$(latest @openai/codex)" ;;
-      gemini) GEMINI_CLI_VERSION="$(latest @google/gemini-cli)" ;;
+      claude) CLAUDE_CODE_VERSION="$(latest @anthropic-ai/claude-code)" v="$CLAUDE_CODE_VERSION" ;;
+      opencode) OPENCODE_VERSION="$(latest opencode-ai)" v="$OPENCODE_VERSION" ;;
+      codex) CODEX_VERSION="$(latest @openai/codex)" v="$CODEX_VERSION" ;;
+      gemini) GEMINI_CLI_VERSION="$(latest @google/gemini-cli)" v="$GEMINI_CLI_VERSION" ;;
+      *) v="" ;;
     esac
+    [ -z "$v" ] || say "newest $cli: $v"
   done
-  say "newest releases: claude $CLAUDE_CODE_VERSION, opencode $OPENCODE_VERSION, codex $CODEX_VERSION, gemini $GEMINI_CLI_VERSION"
 fi
 
 # npm_install DIR SPEC...: installs into DIR/node_modules. DIR gets a package.json of its own
