@@ -149,14 +149,24 @@ type Groups = std::sync::Arc<std::sync::Mutex<Vec<i32>>>;
 #[derive(Debug, Default)]
 struct StopOnDrop(Groups);
 
+/// How long the commands still running when the run ends get to finish: a question asked
+/// just before the end (the last iteration, the `stop` timeout policy) is still told.
+const END_GRACE: Duration = Duration::from_secs(2);
+
 impl Drop for StopOnDrop {
     fn drop(&mut self) {
+        let lock = || {
+            self.0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        };
+        let until = Instant::now() + END_GRACE;
+        while !lock().is_empty() && Instant::now() < until {
+            thread::sleep(Duration::from_millis(10));
+        }
         // Under the lock: a group is listed only while its leader is not yet reaped, so its
         // id cannot have been reused.
-        let groups = self
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let groups = lock();
         for &pgid in groups.iter() {
             let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
         }
@@ -879,7 +889,7 @@ mod tests {
         let marker = dir.path().join("survived");
         let notifier = Notifier::new(NotifyConfig {
             command: Some(format!(
-                "env > env.txt; (sleep 1; touch '{}') & sleep 30",
+                "env > env.txt; (sleep 3; touch '{}') & sleep 30",
                 marker.display()
             )),
             ..NotifyConfig::default()
@@ -897,14 +907,14 @@ mod tests {
         assert!(env.lines().any(|l| l == mark), "{env}");
 
         drop(notifier);
-        // Its thread sees it killed at once, far before its 30 s limit.
+        // Killed after the end's grace, far before its 30 s limit.
         let _ = drain(&warnings);
         assert!(
             start.elapsed() < Duration::from_secs(10),
             "{:?}",
             start.elapsed()
         );
-        thread::sleep(Duration::from_millis(1500));
+        thread::sleep(Duration::from_millis(3500));
         assert!(!marker.exists(), "its background job outlived the run");
     }
 
