@@ -21,7 +21,7 @@ use nix::sys::signal::{Signal as Sig, killpg};
 use nix::unistd::Pid;
 use tokio::io::AsyncWriteExt;
 
-use crate::process::is_executable;
+use crate::sys::is_executable;
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 use tokio::time::{Instant, sleep};
 
