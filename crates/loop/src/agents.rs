@@ -54,8 +54,8 @@ use std::sync::Arc;
 
 use ralph_signal::StreamFormat;
 
-use crate::process::is_executable;
 use crate::runner::{AgentSpec, FreshFn, Invocation, ResumeFn, shell_quote};
+use ralph_process::sys::is_executable;
 
 /// One piece of a preset's command-line template.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

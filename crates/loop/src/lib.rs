@@ -18,23 +18,20 @@
 //!
 //! The crate does no terminal I/O: front ends live in `ralph-ui`.
 
+#![forbid(unsafe_code)]
+
 pub mod agents;
-pub mod answer;
-pub mod clarifications;
 pub mod config;
-pub mod countdown;
-pub mod event;
-pub mod guard;
 pub mod native;
 pub mod notify;
-pub mod orphans;
-mod process;
 pub mod prompt;
-pub mod question;
-pub mod registry;
 pub mod runner;
-pub mod state;
-pub mod supervisor;
 pub mod task;
 pub mod watch;
-pub mod workspace;
+
+// The formats and the process control the loop is built on, under the names its callers
+// have always used.
+pub use ralph_process::{guard, orphans, supervisor};
+pub use ralph_protocol::{
+    answer, clarifications, countdown, event, question, registry, state, workspace,
+};

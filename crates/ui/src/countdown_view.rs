@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use ralph_loop::countdown::{Countdown, IDLE_RESUME};
+use ralph_protocol::countdown::{Countdown, IDLE_RESUME};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
@@ -180,7 +180,7 @@ pub(crate) fn style_for(urgency: Urgency, theme: &Theme) -> Style {
 
 #[cfg(test)]
 mod tests {
-    use ralph_loop::countdown::EXTEND_BY;
+    use ralph_protocol::countdown::EXTEND_BY;
 
     use super::*;
 

@@ -2,8 +2,8 @@
 //!
 //! # Theory of operation
 //!
-//! A front end takes the loop's [`LoopEvent`](ralph_loop::event::LoopEvent)s from a channel and
-//! sends back [`Control`](ralph_loop::event::Control)s; it shares no state with the loop.
+//! A front end takes the loop's [`LoopEvent`](ralph_protocol::event::LoopEvent)s from a channel and
+//! sends back [`Control`](ralph_protocol::event::Control)s; it shares no state with the loop.
 //!
 //! - [`tui`]: the loop view, an inline viewport under the agent's scrolling output.
 //! - [`plain`]: plain lines, for pipes, CI, dumb terminals and `--no-tui`.
@@ -25,6 +25,7 @@ mod markdown;
 pub mod plain;
 pub mod question_panel;
 mod question_view;
+mod terminal_notification;
 pub mod theme;
 pub mod tui;
 mod wrap;

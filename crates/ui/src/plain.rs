@@ -9,9 +9,9 @@
 use std::io::{BufRead, IsTerminal, Write};
 use std::time::{Duration, Instant};
 
-use ralph_loop::countdown::Countdown;
-use ralph_loop::event::{Control, LoopEvent, QuestionClosed};
-use ralph_loop::question::{Picks, Question};
+use ralph_protocol::countdown::Countdown;
+use ralph_protocol::event::{Control, LoopEvent, QuestionClosed};
+use ralph_protocol::question::{Picks, Question};
 use ralph_signal::{AgentEvent, sanitize};
 use tokio::sync::mpsc;
 
@@ -280,7 +280,10 @@ fn show(out: &mut impl Write, ev: LoopEvent, open: &mut Option<Open>, opts: &Opt
                 let _ = write!(
                     out,
                     "{}",
-                    ralph_loop::notify::terminal_notification("ralph: the agent asks", first)
+                    crate::terminal_notification::terminal_notification(
+                        "ralph: the agent asks",
+                        first
+                    )
                 );
             }
             let _ = writeln!(
@@ -421,13 +424,13 @@ pub fn fmt_duration(d: Duration) -> String {
 
 #[cfg(test)]
 mod tests {
-    use ralph_loop::event::Outcome;
+    use ralph_protocol::event::Outcome;
 
     use super::*;
 
     #[test]
     fn typed_lines_are_picks_skips_or_text() {
-        use ralph_loop::question::QuestionOption;
+        use ralph_protocol::question::QuestionOption;
         let q = Question {
             options: ["Redis", "Memcached", "LRU"]
                 .map(QuestionOption::new)

@@ -41,8 +41,8 @@ use std::cell::{Cell, RefCell};
 use std::time::{Duration, Instant, SystemTime};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
-use ralph_loop::countdown::{Countdown, EXTEND_BY};
-use ralph_loop::question::Question;
+use ralph_protocol::countdown::{Countdown, EXTEND_BY};
+use ralph_protocol::question::Question;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui_textarea::{TextArea, WrapMode};
@@ -596,7 +596,7 @@ fn body_paras(question: &Question, theme: &Theme) -> Vec<Para> {
 
 #[cfg(test)]
 mod tests {
-    use ralph_loop::question::QuestionOption;
+    use ralph_protocol::question::QuestionOption;
 
     use super::*;
 

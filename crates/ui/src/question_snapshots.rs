@@ -7,8 +7,8 @@
 use std::time::{Duration, Instant, SystemTime};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use ralph_loop::countdown::Countdown;
-use ralph_loop::question::{Question, QuestionOption};
+use ralph_protocol::countdown::Countdown;
+use ralph_protocol::question::{Question, QuestionOption};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;

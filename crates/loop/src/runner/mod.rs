@@ -54,7 +54,6 @@ mod save;
 mod task_file;
 mod verify;
 
-pub(crate) use recovery::group_is_ours;
 use recovery::{KilledRun, reap_orphaned_agent};
 
 /// How to start one run of an agent: the shell command, what goes on its stdin, extra env.
@@ -470,7 +469,7 @@ impl Runner {
     /// This loop's mark (`RALPH_DIR=...`), as it stands in the environment of every agent and
     /// test command it starts, and of all they start.
     fn mark(&self) -> Vec<u8> {
-        mark_of(self.ws.dir())
+        orphans::mark_of(self.ws.dir())
     }
 
     /// Tells what a [`orphans::sweep`] after the `what` (agent or tests) of `iteration` did,
@@ -784,7 +783,7 @@ impl Runner {
             // while an agent runs also clears it (`notice_ask`), but an agent may end before
             // one arrives. Regression test (it failed under load):
             // `a_claim_left_by_a_killed_ralph_ask_does_not_take_over_a_later_question`.
-            if AskClaim::read(&self.ws).is_some_and(|claim| claim.is_stale()) {
+            if AskClaim::read(&self.ws).is_some_and(|claim| questions::claim_is_stale(&claim)) {
                 workspace::remove(&self.ws.ask_claim())?;
             }
             for entry in entries.chain(logs).flatten() {
@@ -1078,26 +1077,11 @@ pub fn shell_quote(s: &str) -> String {
     }
 }
 
-/// `RALPH_DIR`'s value for the `.ralph/` at `dir`: what marks an agent, or a test command, as
-/// this loop's, and what [`reap_orphaned_agent`] looks for; one function, so they agree.
-fn ralph_dir_value(dir: &std::path::Path) -> String {
-    std::path::absolute(dir)
-        .unwrap_or_else(|_| dir.to_path_buf())
-        .display()
-        .to_string()
-}
-
-/// The whole `RALPH_DIR=...` entry that marks a process's environment as the `.ralph/` at
-/// `dir`'s: what [`group_is_ours`] and [`orphans`] look for.
-fn mark_of(dir: &std::path::Path) -> Vec<u8> {
-    format!("RALPH_DIR={}", ralph_dir_value(dir)).into_bytes()
-}
-
 /// What marks every agent and test command, and all they start, as this loop's
 /// (`RALPH_DIR`: the next run's check, the sweep) and this run's (`RALPH_RUN`: the guard).
 fn marks(dir: &std::path::Path) -> [(&'static str, String); 2] {
     [
-        ("RALPH_DIR", ralph_dir_value(dir)),
+        ("RALPH_DIR", orphans::ralph_dir_value(dir)),
         (orphans::RUN_VAR, orphans::run_id().to_string()),
     ]
 }

@@ -384,7 +384,7 @@ impl Runner {
         // taken for live, it would pass a later file-protocol question off as that old one,
         // with its deadline. Regression: the panel showed the old wait and deadline, and the
         // next prompt said the question was both answered and lost.
-        if claim.is_stale() {
+        if claim_is_stale(&claim) {
             workspace::remove(&self.ws.ask_claim())?;
             return Ok(None);
         }
@@ -446,5 +446,14 @@ impl Runner {
             outcome: how,
         };
         Ok(clarifications::record(&self.ws, &entry)?)
+    }
+}
+
+/// Whether the `ralph ask` that wrote `claim` is gone (killed with its agent): no process has
+/// its pid, or the one that has it now started after the claim was written, its pid reused.
+pub(super) fn claim_is_stale(claim: &AskClaim) -> bool {
+    match crate::state::parse_timestamp(&claim.asked_at) {
+        Some(asked) => ralph_process::sys::gone_since(claim.pid, asked),
+        None => !ralph_process::sys::is_alive(claim.pid),
     }
 }

@@ -58,7 +58,7 @@ impl Runner {
 /// `an_orphaned_grandchild_whose_agent_had_exited_survived_the_next_run`). Whether it stopped
 /// one.
 pub(super) fn reap_orphaned_agent(pgid: i32, dir: &std::path::Path) -> bool {
-    let ours = group_is_ours(pgid, dir);
+    let ours = orphans::group_is_ours(pgid, dir);
     if ours {
         supervisor::kill_group_now(pgid);
     }
@@ -74,18 +74,4 @@ pub(super) struct KilledRun {
     pub(super) iteration: u32,
     /// Its group, when it was still running and this run stopped it.
     pub(super) group: Option<i32>,
-}
-
-/// Whether group `pgid` is alive and one of its members is an agent or test command of the
-/// `.ralph/` at `dir` (its environment names it): what [`reap_orphaned_agent`] and the
-/// [`guard`](crate::guard) check before they stop a group, since a pgid can be reused.
-pub(crate) fn group_is_ours(pgid: i32, dir: &std::path::Path) -> bool {
-    if !supervisor::group_alive(pgid) {
-        return false;
-    }
-    let mark = mark_of(dir);
-    supervisor::live_members(pgid)
-        .unwrap_or_default()
-        .into_iter()
-        .any(|pid| orphans::marked(pid, &mark))
 }

@@ -7,8 +7,8 @@
 
 use std::time::{Duration, Instant};
 
-use ralph_loop::event::{LoopEvent, Outcome, QuestionClosed};
-use ralph_loop::state::RaisedBy;
+use ralph_protocol::event::{LoopEvent, Outcome, QuestionClosed};
+use ralph_protocol::state::RaisedBy;
 use ralph_signal::{AgentEvent, SignalKind};
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};

@@ -3,10 +3,10 @@
 
 use std::time::{Duration, Instant, SystemTime};
 
-use ralph_loop::countdown::Countdown;
-use ralph_loop::event::{Control, LoopEvent, Outcome, QuestionClosed};
-use ralph_loop::question::{Question, QuestionOption};
-use ralph_loop::state::RaisedBy;
+use ralph_protocol::countdown::Countdown;
+use ralph_protocol::event::{Control, LoopEvent, Outcome, QuestionClosed};
+use ralph_protocol::question::{Question, QuestionOption};
+use ralph_protocol::state::RaisedBy;
 use ralph_signal::{AgentEvent, Signal, SignalKind, Usage};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::text::Line;

@@ -8,7 +8,7 @@
 
 use std::time::Instant;
 
-use ralph_loop::event::Control;
+use ralph_protocol::event::Control;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 use crate::PanelAction;

@@ -56,7 +56,7 @@ use std::panic::AssertUnwindSafe;
 
 use futures_util::FutureExt;
 
-use ralph_loop::event::{Control, LoopEvent};
+use ralph_protocol::event::{Control, LoopEvent};
 use tokio::sync::mpsc;
 
 use crate::plain;

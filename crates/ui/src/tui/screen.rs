@@ -100,7 +100,7 @@ impl<W: Write> Screen<W> {
 
     /// Asks the terminal for a desktop notification (OSC 9 or OSC 777; the text is sanitized).
     pub fn notify(&mut self, title: &str, body: &str) -> io::Result<()> {
-        let seq = ralph_loop::notify::terminal_notification(title, body);
+        let seq = crate::terminal_notification::terminal_notification(title, body);
         self.terminal.backend_mut().write_raw(seq.as_bytes())
     }
 

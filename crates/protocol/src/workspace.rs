@@ -12,7 +12,8 @@ use std::io::{self, Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-use nix::fcntl::{Flock, FlockArg};
+use rustix::fs::{FlockOperation, flock};
+use rustix::io::Errno;
 
 /// Name of the workspace directory, relative to the project root.
 pub const DIR_NAME: &str = ".ralph";
@@ -58,7 +59,7 @@ pub enum WorkspaceError {
 
 impl WorkspaceError {
     fn io(path: &Path, source: io::Error) -> Self {
-        if source.raw_os_error() == Some(nix::libc::ELOOP) {
+        if source.raw_os_error() == Some(Errno::LOOP.raw_os_error()) {
             return WorkspaceError::Symlink {
                 path: path.to_path_buf(),
             };
@@ -203,14 +204,15 @@ impl Workspace {
             &path,
         )
         .map_err(|e| WorkspaceError::io(&path, e))?;
-        match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
-            Ok(mut lock) => {
+        match flock(&file, FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => {
+                let mut lock = file;
                 lock.set_len(0).map_err(|e| WorkspaceError::io(&path, e))?;
                 writeln!(lock, "{}", std::process::id())
                     .map_err(|e| WorkspaceError::io(&path, e))?;
                 Ok(WorkspaceLock { _lock: lock })
             }
-            Err((_, _)) => {
+            Err(_) => {
                 let pid = holder_pid(&path);
                 Err(WorkspaceError::Locked {
                     dir: self.dir.clone(),
@@ -226,7 +228,7 @@ impl Workspace {
         let Ok(file) = open_plain(OpenOptions::new().read(true), &self.lock_path()) else {
             return false;
         };
-        Flock::lock(file, FlockArg::LockSharedNonblock).is_err()
+        flock(&file, FlockOperation::NonBlockingLockShared).is_err()
     }
 }
 
@@ -244,11 +246,7 @@ fn holder_pid(path: &Path) -> String {
             .map(|s| s.trim().to_string())
             .filter(|s| !s.is_empty())
     };
-    let live = |pid: &str| {
-        pid.parse::<i32>().is_ok_and(|p| {
-            p > 0 && nix::sys::signal::kill(nix::unistd::Pid::from_raw(p), None).is_ok()
-        })
-    };
+    let live = |pid: &str| pid.parse::<u32>().is_ok_and(pid_exists);
     let mut pid = read();
     for _ in 0..50 {
         if pid.as_deref().is_some_and(live) {
@@ -260,10 +258,27 @@ fn holder_pid(path: &Path) -> String {
     pid.unwrap_or_else(|| "?".into())
 }
 
-/// Proof that this process owns the workspace; dropping it releases the lock.
+/// Proof that this process owns the workspace; dropping it (closing the file) releases the
+/// lock.
 #[derive(Debug)]
 pub struct WorkspaceLock {
-    _lock: Flock<File>,
+    _lock: File,
+}
+
+/// Whether a process with this pid exists (`kill(pid, 0)`; `EPERM` means it does, owned by
+/// someone else). An exited process not yet reaped still exists by this test: what ralph's
+/// process crate adds to it (`/proc`), the formats do not need.
+pub(crate) fn pid_exists(pid: u32) -> bool {
+    let Some(pid) = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    else {
+        return false;
+    };
+    match rustix::process::test_kill_process(pid) {
+        Ok(()) => true,
+        Err(e) => e == Errno::PERM,
+    }
 }
 
 /// Writes `contents` to `path` atomically: readers see the old file or the new one, never half.
@@ -404,11 +419,15 @@ fn open_plain_sized(options: &mut OpenOptions, path: &Path) -> io::Result<(File,
         )
     };
     let file = options
-        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
+        .custom_flags(
+            (rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK)
+                .bits()
+                .cast_signed(),
+        )
         .open(path)
         // A FIFO opened to write, with no reader: refused at once (`ENXIO`).
         .map_err(|e| match e.raw_os_error() {
-            Some(nix::libc::ENXIO) => not_plain(),
+            Some(e) if e == Errno::NXIO.raw_os_error() => not_plain(),
             _ => e,
         })?;
     let meta = file.metadata()?;

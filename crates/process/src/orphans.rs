@@ -34,8 +34,8 @@ use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::{Pid, getpgrp, getpid};
 use tokio::time::Instant;
 
-use crate::process;
 use crate::supervisor::{self, Stopped};
+use crate::sys;
 
 /// Whether this process adopts orphans: [`adopt`] was called and the kernel agreed.
 static ADOPTING: AtomicBool = AtomicBool::new(false);
@@ -427,7 +427,7 @@ fn others() -> Vec<i32> {
 
 /// Fields 3 to 5 of `/proc/PID/stat`: the state, the parent and the group.
 fn stat_fields(pid: i32) -> Option<(char, i32, i32)> {
-    let fields = process::stat_fields(u32::try_from(pid).ok()?)?;
+    let fields = sys::stat_fields(u32::try_from(pid).ok()?)?;
     let state = fields.first()?.chars().next()?;
     Some((
         state,
@@ -448,6 +448,35 @@ fn parent(pid: i32) -> Option<i32> {
 pub(crate) fn marked(pid: i32, mark: &[u8]) -> bool {
     std::fs::read(format!("/proc/{pid}/environ"))
         .is_ok_and(|env| env.split(|&b| b == 0).any(|kv| kv == mark))
+}
+
+/// Whether group `pgid` is alive and one of its members is an agent or test command of the
+/// `.ralph/` at `dir` (its environment names it): what the next run and the
+/// [`guard`](crate::guard) check before they stop a group, since a pgid can be reused.
+pub fn group_is_ours(pgid: i32, dir: &std::path::Path) -> bool {
+    if !supervisor::group_alive(pgid) {
+        return false;
+    }
+    let mark = mark_of(dir);
+    supervisor::live_members(pgid)
+        .unwrap_or_default()
+        .into_iter()
+        .any(|pid| marked(pid, &mark))
+}
+
+/// `RALPH_DIR`'s value for the `.ralph/` at `dir`: what marks an agent, or a test command, as
+/// this loop's, and what [`group_is_ours`] looks for; one function, so they agree.
+pub fn ralph_dir_value(dir: &std::path::Path) -> String {
+    std::path::absolute(dir)
+        .unwrap_or_else(|_| dir.to_path_buf())
+        .display()
+        .to_string()
+}
+
+/// The whole `RALPH_DIR=...` entry that marks a process's environment as the `.ralph/` at
+/// `dir`'s: what [`group_is_ours`] and [`sweep`] look for.
+pub fn mark_of(dir: &std::path::Path) -> Vec<u8> {
+    format!("RALPH_DIR={}", ralph_dir_value(dir)).into_bytes()
 }
 
 #[cfg(test)]

@@ -158,7 +158,7 @@ pub struct State {
     #[serde(default)]
     pub agent_pgid: Option<i32>,
     /// This run's id (`RALPH_RUN` in the environment of every agent and test command it
-    /// starts, see [`crate::orphans::run_id`]), so that a later run can also stop what they
+    /// starts, see `ralph_process::orphans::run_id`), so that a later run can also stop what they
     /// started outside that group, should ralph and its guard both be killed outright. `None`
     /// in files from before it was recorded, and when no loop wrote the file.
     #[serde(default)]
@@ -348,19 +348,6 @@ impl AskClaim {
         let text = workspace::read_text(&ws.ask_claim()).ok()??;
         serde_json::from_str(&text).ok()
     }
-
-    /// Whether the `ralph ask` that wrote the claim is gone (killed with its agent): no
-    /// process has its pid, or the one that has it now started after the claim was written,
-    /// its pid reused.
-    pub fn is_stale(&self) -> bool {
-        if !crate::process::is_alive(self.pid) {
-            return true;
-        }
-        // `ralph ask` writes its claim after it starts; start times are known to a second.
-        crate::process::started_at(self.pid)
-            .zip(parse_timestamp(&self.asked_at))
-            .is_some_and(|(start, asked)| start > asked + std::time::Duration::from_secs(2))
-    }
 }
 
 /// Formats a time as RFC 3339 with milliseconds, UTC (`2026-11-22T14:17:33.123Z`).
@@ -405,14 +392,6 @@ pub fn read_events(path: &Path) -> Vec<serde_json::Value> {
 mod tests {
     use super::*;
 
-    fn claim(pid: u32, asked_at: SystemTime) -> AskClaim {
-        AskClaim {
-            pid,
-            asked_at: timestamp(asked_at),
-            deadline: None,
-        }
-    }
-
     #[test]
     fn the_run_id_is_saved_and_loaded_and_a_file_from_before_it_still_loads() {
         let dir = tempfile::tempdir().unwrap();
@@ -431,17 +410,5 @@ mod tests {
         let loaded = State::load(&ws).unwrap().unwrap();
         assert_eq!(loaded.run_id, None);
         assert_eq!(loaded.agent_pgid, Some(4242));
-    }
-
-    #[test]
-    fn a_claim_is_stale_once_its_pid_is_gone_or_reused() {
-        let me = std::process::id();
-        assert!(!claim(me, SystemTime::now()).is_stale(), "alive");
-        // Asked long before this process started: its pid was reused.
-        let long_ago = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000);
-        assert!(claim(me, long_ago).is_stale(), "reused");
-        // Above any pid_max (2^22 at most): no such process.
-        assert!(claim(1 << 23, SystemTime::now()).is_stale(), "gone");
-        assert!(claim(u32::MAX, SystemTime::now()).is_stale(), "not a pid");
     }
 }

@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime};
 /// `kill(pid, 0)` says whether the pid exists (EPERM means it does, owned by someone else).
 /// A zombie (exited, not yet reaped) still exists by that test, so its state in `/proc` is
 /// checked too.
-pub(crate) fn is_alive(pid: u32) -> bool {
+pub fn is_alive(pid: u32) -> bool {
     // 0 and negative pids mean process groups to kill(2): never a process of ours.
     let Ok(raw) = i32::try_from(pid) else {
         return false;
@@ -26,7 +26,7 @@ pub(crate) fn is_alive(pid: u32) -> bool {
 
 /// The fields of `/proc/PID/stat` after the command name, from the state (field 3) on; `None`
 /// where there is no such file.
-pub(crate) fn stat_fields(pid: u32) -> Option<Vec<String>> {
+pub fn stat_fields(pid: u32) -> Option<Vec<String>> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name, in parentheses, may itself hold spaces and parentheses: look after
     // the last `)`.
@@ -41,7 +41,7 @@ fn is_zombie(pid: u32) -> bool {
 
 /// When process `pid` started: field 22 of `/proc/PID/stat` (clock ticks after boot) plus
 /// `btime` of `/proc/stat`, to the second; `None` where that cannot be read.
-pub(crate) fn started_at(pid: u32) -> Option<SystemTime> {
+pub fn started_at(pid: u32) -> Option<SystemTime> {
     let ticks: u64 = stat_fields(pid)?.get(19)?.parse().ok()?;
     let per_second = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
         .ok()
@@ -59,8 +59,18 @@ pub(crate) fn started_at(pid: u32) -> Option<SystemTime> {
     Some(SystemTime::UNIX_EPOCH + Duration::from_secs(boot) + Duration::from_millis(millis))
 }
 
+/// Whether the process that had `pid` at `since` is gone: no process has the pid now, or the
+/// one that has it started after `since` (the pid was reused). Start times are known to a
+/// second, so "after" means more than two seconds after.
+pub fn gone_since(pid: u32, since: SystemTime) -> bool {
+    if !is_alive(pid) {
+        return true;
+    }
+    started_at(pid).is_some_and(|start| start > since + Duration::from_secs(2))
+}
+
 /// Whether `path` is a file anyone may execute.
-pub(crate) fn is_executable(path: &Path) -> bool {
+pub fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
@@ -84,6 +94,18 @@ mod tests {
         let age = SystemTime::now().duration_since(start).unwrap();
         assert!(age < Duration::from_secs(3600), "{age:?}");
         assert_eq!(started_at(1 << 23), None);
+    }
+
+    #[test]
+    fn a_process_is_gone_once_its_pid_is_gone_or_reused() {
+        let me = std::process::id();
+        assert!(!gone_since(me, SystemTime::now()), "alive");
+        // Since long before this process started: its pid was reused.
+        let long_ago = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000_000);
+        assert!(gone_since(me, long_ago), "reused");
+        // Above any pid_max (2^22 at most): no such process.
+        assert!(gone_since(1 << 23, SystemTime::now()), "gone");
+        assert!(gone_since(u32::MAX, SystemTime::now()), "not a pid");
     }
 
     #[test]

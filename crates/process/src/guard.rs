@@ -239,7 +239,7 @@ pub fn serve(
     if let Some(terminal) = terminal.as_mut().filter(|_| !goodbye) {
         terminal.give_back();
     }
-    let group = running.filter(|&pgid| crate::runner::group_is_ours(pgid, ralph_dir));
+    let group = running.filter(|&pgid| orphans::group_is_ours(pgid, ralph_dir));
     let run = run.filter(|_| !goodbye);
     if group.is_none() && run.is_none() {
         return;

@@ -5,8 +5,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use ralph_loop::orphans::{self, Swept};
-use ralph_loop::supervisor::Stopped;
+use ralph_process::orphans::{self, Swept};
+use ralph_process::supervisor::Stopped;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 

@@ -138,7 +138,7 @@ fn list_in(dir: &Path) -> Vec<LoopEntry> {
         let Some(entry) = read_entry(&path) else {
             continue;
         };
-        if crate::process::is_alive(entry.pid) {
+        if crate::workspace::pid_exists(entry.pid) {
             live.push(entry);
         } else {
             // A crashed loop's leftover; whoever looks first cleans it up.

@@ -1,0 +1,35 @@
+//! ralph's plain data and the `.ralph/` formats: what every process that takes part in a loop
+//! reads and writes, and nothing else.
+//!
+//! # Theory of operation
+//!
+//! A loop (`ralph run`) and its front ends (the terminal panel, `ralph answer`, `ralph ask`,
+//! `ralph status`, a remote broker) are separate processes that meet in one directory,
+//! `.ralph/`. This crate is that meeting place: the file formats, and the rules for writing
+//! them so that no reader ever sees half a file and no two writers both win.
+//!
+//! - [`workspace`] names every file under `.ralph/` and owns the only ways to touch them:
+//!   atomic, symlink-refusing writes, bounded reads, no-clobber creation, and the lock that
+//!   keeps two loops out of one workspace.
+//! - [`question`] is the agent's question (`question.md`); [`answer`] is the human's answer
+//!   (`answer.md`, first writer wins); [`countdown`] is the deadline; [`clarifications`] is
+//!   the record of every question and its answer.
+//! - [`state`] is `state.json` and `events.jsonl`: what other processes read about the loop.
+//! - [`registry`] lists the loops running on this machine, one small file each.
+//! - [`event`] is the vocabulary between a loop and its front end: events out, controls in.
+//! - [`text`] makes untrusted text safe to show on one line.
+//!
+//! No tokio, no process control: a front end that only reads and answers depends on this
+//! crate and `ralph-signal`, not on the runner.
+
+#![forbid(unsafe_code)]
+
+pub mod answer;
+pub mod clarifications;
+pub mod countdown;
+pub mod event;
+pub mod question;
+pub mod registry;
+pub mod state;
+pub mod text;
+pub mod workspace;
