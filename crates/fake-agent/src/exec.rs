@@ -160,10 +160,10 @@ fn step(command: &Command, prompt: &[u8]) -> Result<Flow, StepError> {
         // Acted on before the run started, when stdin was (not) read.
         Command::NoStdin => {}
         Command::IgnoreSignal(signal) => {
-            // Blocking rather than ignoring: nix's `signal(SIG_IGN)` is unsafe and the crate
-            // forbids unsafe code. A blocked SIGTERM stays pending forever, which looks the same
-            // from outside. Like an ignored signal, the block is inherited by programs that
-            // `run` starts; the grandchild clears it (see `--sleep` in main).
+            // Blocking rather than ignoring: nix's `signal(SIG_IGN)` cannot be called from safe
+            // code, the only code the workspace allows. A blocked SIGTERM stays pending forever,
+            // which looks the same from outside. Like an ignored signal, the block is inherited
+            // by programs that `run` starts; the grandchild clears it (see `--sleep` in main).
             let signal = match signal {
                 IgnoredSignal::Term => Signal::SIGTERM,
                 IgnoredSignal::Int => Signal::SIGINT,

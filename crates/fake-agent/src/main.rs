@@ -1,6 +1,6 @@
 //! `ralph-fake-agent`: a scripted stand-in for an AI coding agent, for ralph's tests.
 //!
-//! ralph runs it exactly as it would run a real agent (`sh -c CMD`, prompt on stdin, `RALPH_*`
+//! ralph runs it exactly as it would run a real agent (its command, prompt on stdin, `RALPH_*`
 //! environment). The fake reads a script (`--script PATH` or `RALPH_FAKE_SCRIPT`), picks the
 //! section for this run, and replays its commands: print text and signals, write files, ask a
 //! question, tick checkboxes, misbehave (ignore SIGTERM, leave a grandchild behind, hang, flood).

@@ -1,7 +1,8 @@
 //! Starting agents and test commands in their own process group, and stopping every process in it.
 //!
-//! An agent is a shell command that may start anything: a dev server, a watcher, a grandchild
-//! that ignores SIGTERM. ralph starts it as the leader of a new process group, so the whole tree
+//! An agent is a command line that may start anything: a dev server, a watcher, a grandchild
+//! that ignores SIGTERM. It runs directly when it needs no shell and through `sh -c` otherwise
+//! ([`command_line`](crate::command_line)). ralph starts it as the leader of a new process group, so the whole tree
 //! can be signalled at once. Stopping is always the same sequence: SIGTERM to the group, a grace
 //! period, then SIGKILL to the group, and a check that nothing in it is left alive. The check
 //! reads `/proc` rather than trusting `kill(-pgid, 0)`, because orphaned zombies (waiting for
@@ -21,14 +22,13 @@ use nix::sys::signal::{Signal as Sig, killpg};
 use nix::unistd::Pid;
 use tokio::io::AsyncWriteExt;
 
-use crate::sys::is_executable;
-use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
+use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout};
 use tokio::time::{Instant, sleep};
 
 /// A started process group: the leader, its output pipes, and the group id.
 #[derive(Debug)]
 pub struct Spawned {
-    /// The leader (`sh -c ...`).
+    /// The leader (the program itself, or `sh -c ...`).
     pub child: Child,
     /// The process group id (equal to the leader's pid).
     pub pgid: i32,
@@ -38,7 +38,8 @@ pub struct Spawned {
     pub stderr: ChildStderr,
 }
 
-/// Starts `sh -c command` in `dir` as the leader of a new process group.
+/// Starts `command` in `dir` as the leader of a new process group: its program directly when
+/// it needs no shell, else `sh -c command` ([`command_line::command`](crate::command_line::command)).
 ///
 /// `stdin_data` is written to its stdin from a separate task, then stdin is closed; an agent that
 /// exits without reading it is not an error (large prompts never stall the loop, and never go
@@ -66,7 +67,7 @@ where
     Ok(spawned)
 }
 
-/// Starts `sh -c command` like [`spawn_shell`], but hands back its stdin, open, for a
+/// Starts `command` like [`spawn_shell`], but hands back its stdin, open, for a
 /// conversation (an agent that asks its host questions on stdout and reads answers on stdin).
 pub fn spawn_shell_open<I, K, V>(
     command: &str,
@@ -100,11 +101,8 @@ where
         .find(|(k, _)| k.as_ref() == "PATH")
         .map(|(_, v)| v.as_ref().to_os_string())
         .or_else(|| std::env::var_os("PATH"));
-    let mut cmd = Command::new(find_sh(path_var.as_deref(), dir));
-    cmd.arg0("sh")
-        .arg("-c")
-        .arg(command)
-        .current_dir(dir)
+    let mut cmd = crate::command_line::command(command, dir, path_var.as_deref())?;
+    cmd.current_dir(dir)
         .envs(env)
         .process_group(0)
         .stdin(if piped_stdin {
@@ -128,52 +126,6 @@ where
         },
         stdin,
     ))
-}
-
-/// The `sh` that `execvp` would run with the child's `PATH`, as an absolute path.
-///
-/// The standard library starts a child with `posix_spawn` (a `vfork`-like clone that copies
-/// nothing) only when it need not search a `PATH` that differs from ralph's own; the agent's
-/// `PATH` always does (ralph's directory comes first), so looking up `sh` by name made every
-/// spawn a full `fork` of the multi-threaded process and a `PATH` search in the child. Searching
-/// here, the same way, keeps which `sh` runs unchanged. Relative entries (an empty one means
-/// `.`) are taken from `dir`, the child's working directory, as `execvp` in the child would.
-///
-/// The answer for the last `PATH` and directory is kept (the loop asks the same every
-/// iteration: ten failed `stat` calls on a typical `PATH`) and used while that `sh` is still
-/// there.
-fn find_sh(path_var: Option<&OsStr>, dir: &Path) -> std::path::PathBuf {
-    type Found = (std::ffi::OsString, std::path::PathBuf, std::path::PathBuf);
-    static LAST: std::sync::Mutex<Option<Found>> = std::sync::Mutex::new(None);
-    let path_var = path_var.unwrap_or(OsStr::new("/bin:/usr/bin"));
-    let mut last = LAST
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some((p, d, sh)) = last.as_ref()
-        && p == path_var
-        && d == dir
-        && is_executable(sh)
-    {
-        return sh.clone();
-    }
-    let sh = search_sh(path_var, dir);
-    *last = Some((path_var.to_owned(), dir.to_owned(), sh.clone()));
-    sh
-}
-
-fn search_sh(path_var: &OsStr, dir: &Path) -> std::path::PathBuf {
-    for entry in std::env::split_paths(path_var) {
-        let base = if entry.as_os_str().is_empty() {
-            dir.to_path_buf()
-        } else {
-            dir.join(entry)
-        };
-        let candidate = base.join("sh");
-        if is_executable(&candidate) {
-            return candidate;
-        }
-    }
-    "/bin/sh".into()
 }
 
 /// How stopping a process group went.
@@ -332,6 +284,65 @@ mod tests {
         assert_eq!(how, Stopped::Killed);
         let _ = s.child.wait().await;
         assert!(!group_alive(s.pgid));
+    }
+
+    /// The leader of a command run without a shell is the program itself; it gets its
+    /// arguments as the shell would have split them, the environment and stdin, and stopping
+    /// its group stops it and what it started.
+    #[tokio::test]
+    async fn a_program_started_without_a_shell_leads_its_group_and_is_stopped_with_it() {
+        use tokio::io::AsyncReadExt;
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("agent");
+        std::fs::write(
+            &script,
+            "#!/bin/sh\nprintf '%s|' \"$@\" \"$RALPH_X\"\nread line\necho \"$line\"\nsleep 300 &\nexec sleep 300\n",
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut s = spawn_shell(
+            "./agent 'two words' plain",
+            dir.path(),
+            [("RALPH_X", "env")],
+            Some(b"from stdin\n".to_vec()),
+        )
+        .unwrap();
+        let mut out = Vec::new();
+        while !out.ends_with(b"from stdin\n") {
+            let mut buf = [0u8; 64];
+            let n = s.stdout.read(&mut buf).await.unwrap();
+            assert!(n > 0, "agent ended early: {out:?}");
+            out.extend_from_slice(&buf[..n]);
+        }
+        assert_eq!(out, b"two words|plain|env|from stdin\n");
+        assert_eq!(s.pgid, s.child.id().unwrap() as i32);
+        // No `sh` in between: the leader was `./agent` (a script, so its interpreter), and
+        // is `sleep` once the script has exec'd.
+        let comm = || std::fs::read_to_string(format!("/proc/{}/comm", s.pgid)).unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while comm().trim() != "sleep" {
+            assert!(std::time::Instant::now() < deadline, "leader is {}", comm());
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let how = stop_group(s.pgid, Duration::from_secs(5), std::future::pending()).await;
+        assert_eq!(how, Stopped::Terminated);
+        let _ = s.child.wait().await;
+        assert!(!group_alive(s.pgid));
+    }
+
+    #[tokio::test]
+    async fn a_missing_program_is_an_error_not_a_shell_exit_status() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = spawn_shell(
+            "no-such-agent-xyz -p",
+            dir.path(),
+            [("PATH", "/usr/bin:/bin")],
+            None,
+        )
+        .unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::NotFound);
+        assert!(err.to_string().contains("no-such-agent-xyz"), "{err}");
     }
 
     #[tokio::test]
