@@ -20,6 +20,7 @@ mod cmd_answer;
 mod cmd_ask;
 mod cmd_init;
 mod cmd_run;
+mod cmd_serve;
 mod cmd_status;
 mod demo;
 
@@ -111,6 +112,7 @@ fn run(cli: Cli) -> CmdResult {
         Command::Status(a) => cmd_status::run(&a),
         Command::Answer(a) => cmd_answer::run(&a),
         Command::Ask(a) => cmd_ask::run(&a),
+        Command::Serve(a) => cmd_serve::run(&a),
         Command::Demo(a) => demo::run(&a),
         Command::DemoAgent => demo::agent(),
         Command::Guard {

@@ -20,6 +20,7 @@
 
 pub mod agents;
 pub mod answer;
+pub mod broker;
 pub mod clarifications;
 pub mod config;
 pub mod countdown;

@@ -867,7 +867,7 @@ impl Runner {
                 Some(q) => self.carryover.push(Carryover::Answer {
                     question: q.clone(),
                     answer: ans.text.clone(),
-                    by: ans.by.describe().to_string(),
+                    by: ans.source(),
                     late,
                 }),
                 None => self.carryover.push(Carryover::Guidance {
@@ -877,13 +877,13 @@ impl Runner {
             if late {
                 self.emit(LoopEvent::Note(format!(
                     "A late answer arrived ({}); this iteration gets it.",
-                    ans.by.describe()
+                    ans.source()
                 )))
                 .await;
             }
             self.log(
                 "answer_delivering",
-                json!({"late": late, "by": ans.by, "guidance": question.is_none()}),
+                json!({"late": late, "by": ans.by, "who": ans.who, "guidance": question.is_none()}),
             );
             match &asked_at {
                 Some(a) => self.state.close_question(a, Some(&ans)),
@@ -978,7 +978,7 @@ impl Runner {
                 asked_at: d.asked_at.as_deref(),
                 outcome: clarifications::How::Answered {
                     text: &d.answer.text,
-                    by: d.answer.by,
+                    by: &d.answer.source(),
                     at: d.answer.at,
                     late: d.late,
                 },

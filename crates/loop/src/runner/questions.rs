@@ -159,7 +159,13 @@ impl Runner {
         iteration: u32,
     ) {
         let root = self.ws.root().display().to_string();
+        let asked_at = self
+            .state
+            .pending_question
+            .as_ref()
+            .map(|p| p.asked_at.clone());
         let notice = QuestionNotice {
+            answer_url: asked_at.and_then(|a| crate::broker::answer_url(self.ws.root(), &a)),
             answer_command: format!("ralph answer -C {} \"your answer\"", shell_quote(&root)),
             root,
             question: question.text.clone(),
@@ -286,20 +292,20 @@ impl Runner {
                     }
                 } else {
                     QuestionClosed::AnsweredElsewhere {
-                        by: ans.by.describe().to_string(),
+                        by: ans.source(),
                         text: ans.text.clone(),
                     }
                 };
                 self.emit(LoopEvent::QuestionClosed(closed)).await;
                 self.log(
                     "answer",
-                    json!({"iteration": iteration, "by": ans.by, "text": ans.text, "raised_by": raised_by}),
+                    json!({"iteration": iteration, "by": ans.by, "who": ans.who, "text": ans.text, "raised_by": raised_by}),
                 );
                 if carry {
                     self.carryover.push(Carryover::Answer {
                         question: question.clone(),
                         answer: ans.text.clone(),
-                        by: ans.by.describe().to_string(),
+                        by: ans.source(),
                         late: false,
                     });
                     self.resume_next = true;
