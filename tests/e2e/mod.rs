@@ -10,5 +10,6 @@ mod native;
 mod processes;
 mod questions;
 mod races;
+mod remote;
 mod resume;
 mod tui;
