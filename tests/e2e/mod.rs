@@ -1,6 +1,7 @@
 mod util;
 
 mod bad_tasks;
+mod browser;
 mod commands;
 mod crashes;
 mod demo;
