@@ -498,3 +498,43 @@ fn read_all(dir: &Path) -> String {
     }
     all
 }
+
+#[test]
+fn the_page_gives_five_more_minutes_and_skips_as_the_panel_does() {
+    let broker = Broker::start();
+    let (p, child) = waiting_loop(&broker);
+    let url = broker.answer_url(&p);
+    let before = p.state()["pending_question"]["deadline"].clone();
+    let extended = post(&url, Some(broker.origin()), r#"{"action": "extend"}"#);
+    assert_eq!(extended.status, 202, "{}", extended.body);
+    wait_until(Duration::from_secs(10), "a later deadline", || {
+        let now = p.state()["pending_question"]["deadline"].clone();
+        (now.as_str() > before.as_str()).then_some(())
+    });
+    assert!(
+        !p.exists(".ralph/request.json"),
+        "the loop took the request"
+    );
+    let skipped = post(&url, Some(broker.origin()), r#"{"action": "skip"}"#);
+    assert_eq!(skipped.status, 202, "{}", skipped.body);
+    Run::finish(child, Duration::from_secs(30)).expect_code(3);
+    assert_eq!(p.events_of("question_skipped").len(), 1);
+    assert!(p.read("prompt-2.txt").contains("skipped"));
+    let bogus = post(&url, Some(broker.origin()), r#"{"action": "stop"}"#);
+    assert_eq!(bogus.status, 400, "{}", bogus.body);
+
+    // A lone `ralph ask` has no panel to skip from: it waits for an answer or its timeout.
+    let q = Project::new();
+    let _ask = asking(&broker, &q, "Ship it?", &[]);
+    let refused = post(
+        &broker.answer_url(&q),
+        Some(broker.origin()),
+        r#"{"action": "skip"}"#,
+    );
+    assert_eq!(refused.status, 422, "{}", refused.body);
+    assert!(
+        refused.body.contains("no loop is running"),
+        "{}",
+        refused.body
+    );
+}

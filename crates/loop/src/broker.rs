@@ -19,6 +19,11 @@
 //! A link answers only the question it was made for: [`verify`] returns its root and
 //! `asked_at`, and the broker checks that this question still waits.
 //!
+//! The page can also skip a question or give it five more minutes: the broker writes
+//! `.ralph/request.json` ([`request`]), and the loop, which watches `.ralph/`, takes it
+//! ([`take_request`]) and acts as if the key had been pressed in its panel. A request names the
+//! question it is for; one for another question is dropped.
+//!
 //! Link files of questions that are no longer waiting, and any older than
 //! [`LINK_MAX_AGE`], are removed by the next [`mint`].
 
@@ -187,6 +192,46 @@ fn make_private_dir(dir: &Path) -> io::Result<()> {
         .recursive(true)
         .mode(0o700)
         .create(dir)
+}
+
+/// The file in `.ralph/` a request from the broker is written to.
+pub const REQUEST_FILE: &str = "request.json";
+
+/// What the broker asks a loop to do with its open question.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RequestAction {
+    /// Skip it: the agent decides on its own (as Esc in the panel).
+    Skip,
+    /// Five more minutes ([`crate::countdown::EXTEND_BY`]).
+    Extend,
+}
+
+/// A request from the broker to the loop, for the question asked at `asked_at`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Request {
+    /// The question it is for.
+    pub asked_at: String,
+    /// What to do.
+    pub action: RequestAction,
+}
+
+/// Asks the loop in `ws` to act on its question (written atomically; a newer request replaces
+/// an older one not yet taken).
+pub fn request(
+    ws: &crate::workspace::Workspace,
+    req: &Request,
+) -> Result<(), crate::workspace::WorkspaceError> {
+    let json = serde_json::to_vec(req).expect("a request serializes");
+    crate::workspace::write_atomic(&ws.dir().join(REQUEST_FILE), &json)
+}
+
+/// Takes the waiting request, if any (it is removed: each is acted on once).
+pub fn take_request(ws: &crate::workspace::Workspace) -> Option<Request> {
+    let path = ws.dir().join(REQUEST_FILE);
+    let raw = read_small(&path)?;
+    let _ = fs::remove_file(&path);
+    serde_json::from_slice(&raw).ok()
 }
 
 /// One answer link, as stored: never the token, only its hash.

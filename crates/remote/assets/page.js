@@ -42,10 +42,11 @@ function answerForm(main) {
   if (!form) return;
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
+    const button = ev.submitter || form.querySelector("button.send");
     const picked = Array.from(form.querySelectorAll("input[name=option]:checked")).map((i) => Number(i.value));
     const note = form.querySelector("textarea").value;
-    const body = picked.length ? { options: picked, answer: note } : { answer: note };
-    const button = form.querySelector("button[type=submit]");
+    let body = picked.length ? { options: picked, answer: note } : { answer: note };
+    if (button.name === "action") body = { action: button.value };
     button.disabled = true;
     try {
       const res = await fetch(main.dataset.post, {
@@ -55,7 +56,8 @@ function answerForm(main) {
         credentials: "same-origin",
       });
       const reply = await res.json().catch(() => ({ message: "The broker answered HTTP " + res.status + "." }));
-      if (res.ok) close(main, reply.message);
+      if (res.status === 202) show(reply.message, false);
+      else if (res.ok) close(main, reply.message);
       else show(reply.message, true);
       if (res.status === 409) main.classList.add("closed");
     } catch (e) {

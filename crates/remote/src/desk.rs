@@ -210,6 +210,8 @@ pub enum Outcome {
     Skipped,
     /// No such question waits any more (how it closed, if known).
     NotWaiting(String),
+    /// The loop was asked to skip the question or give it more time (what it was told).
+    Requested(String),
 }
 
 impl Outcome {
@@ -229,6 +231,7 @@ impl Outcome {
                     .into()
             }
             Outcome::NotWaiting(how) => format!("This question is no longer waiting: {how}."),
+            Outcome::Requested(what) => what.clone(),
         }
     }
 }
@@ -433,4 +436,46 @@ pub fn parse_timestamp(s: &str) -> Option<SystemTime> {
 /// The URL of the broker running with state directory `state_dir`, if one runs.
 pub fn broker_url(state_dir: &Path) -> Option<String> {
     broker::running_in(state_dir).map(|b| b.url)
+}
+
+/// What a front end may do to a waiting question besides answering it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// Skip it: the agent goes on with its best guess.
+    Skip,
+    /// Five more minutes.
+    Extend,
+}
+
+/// Asks the loop waiting on `link`'s question to skip it or give it more time, as the keys in
+/// its panel do. Only a running loop can; a lone `ralph ask` waits for an answer or its timeout.
+pub fn act(link: &LinkRecord, action: Action) -> Outcome {
+    let ws = Workspace::new(&link.root);
+    if pending(link).is_none() {
+        return Outcome::NotWaiting(closed_how(link));
+    }
+    // A running loop is registered; a lone `ralph ask` is not, and has no panel to act.
+    if !ralph_loop::registry::list()
+        .iter()
+        .any(|e| e.root == link.root)
+    {
+        return Outcome::Invalid(
+            "no loop is running there to skip the question or give it more time; answer it instead"
+                .into(),
+        );
+    }
+    let req = broker::Request {
+        asked_at: link.asked_at.clone(),
+        action: match action {
+            Action::Skip => broker::RequestAction::Skip,
+            Action::Extend => broker::RequestAction::Extend,
+        },
+    };
+    match broker::request(&ws, &req) {
+        Ok(()) => Outcome::Requested(match action {
+            Action::Skip => "Skipped: the agent goes on with its best guess.".into(),
+            Action::Extend => "Five more minutes.".into(),
+        }),
+        Err(e) => Outcome::Invalid(format!("could not reach the loop: {e}")),
+    }
 }

@@ -201,7 +201,9 @@ pub fn question(q: &QuestionView, post: &str, now: SystemTime) -> String {
         crate::desk::MAX_ANSWER_BYTES
     );
     b.push_str(
-        "<div class=\"actions\"><button type=\"submit\" class=\"send\">Send</button></div></form>\
+        "<div class=\"actions\"><button type=\"submit\" class=\"send\">Send</button>\
+<button type=\"submit\" name=\"action\" value=\"skip\" class=\"secondary\">Skip (use default)</button>\
+<button type=\"submit\" name=\"action\" value=\"extend\" class=\"secondary\">+5 min</button></div></form>\
 <p id=\"result\" role=\"status\" aria-live=\"polite\"></p></main>",
     );
     layout(&format!("{project}: a question waits"), &b)

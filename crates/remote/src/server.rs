@@ -4,7 +4,7 @@
 //! | route | what |
 //! |---|---|
 //! | `GET /a/TOKEN` | the question an answer link opens (404 unless it waits) |
-//! | `POST /a/TOKEN` | answers it: JSON `{"answer": "text"}`, `{"option": 2}`, `{"options": [1, 3], "answer": "note"}`, or the page's form |
+//! | `POST /a/TOKEN` | answers it: JSON `{"answer": "text"}`, `{"option": 2}`, `{"options": [1, 3], "answer": "note"}`, or the page's form; `{"action": "skip"}` or `{"action": "extend"}` (five more minutes) |
 //! | `GET /a/TOKEN/events` | server-sent events: `closed` (with how) or `changed` |
 //! | `GET /` , `GET /events` | the dashboard of every loop and its live updates, for a paired device |
 //! | `GET /pair/CODE` | pairs this browser (sets the device cookie) |
@@ -136,6 +136,9 @@ struct AnswerBody {
     option: Option<usize>,
     #[serde(default)]
     options: Vec<usize>,
+    /// `skip` or `extend` instead of an answer.
+    #[serde(default)]
+    action: Option<String>,
 }
 
 impl AnswerBody {
@@ -144,6 +147,7 @@ impl AnswerBody {
         for (k, v) in form_urlencoded::parse(body) {
             match &*k {
                 "answer" => out.answer = Some(v.into_owned()),
+                "action" => out.action = Some(v.into_owned()),
                 "option" => match v.parse() {
                     Ok(n) => out.options.push(n),
                     // Out of range on purpose: the reply then says which numbers exist.
@@ -229,14 +233,30 @@ async fn answer(
             );
         }
     };
+    let action = match body.action.as_deref() {
+        None => None,
+        Some("skip") => Some(desk::Action::Skip),
+        Some("extend") => Some(desk::Action::Extend),
+        Some(other) => {
+            return reply(
+                StatusCode::BAD_REQUEST,
+                "bad_request",
+                &format!("Unknown action {other:?}: it is \"skip\" or \"extend\"."),
+                &headers,
+            );
+        }
+    };
     let who = format!("answer link {}", &token[..6]);
     let reply_to = body.reply();
-    let outcome =
-        tokio::task::spawn_blocking(move || desk::submit(&link, &reply_to, &Sender::Web(who)))
-            .await
-            .unwrap_or_else(|e| Outcome::Invalid(format!("the answer could not be written: {e}")));
+    let outcome = tokio::task::spawn_blocking(move || match action {
+        Some(a) => desk::act(&link, a),
+        None => desk::submit(&link, &reply_to, &Sender::Web(who)),
+    })
+    .await
+    .unwrap_or_else(|e| Outcome::Invalid(format!("the answer could not be written: {e}")));
     let (status, code) = match &outcome {
         Outcome::Accepted { .. } => (StatusCode::OK, "answered"),
+        Outcome::Requested(_) => (StatusCode::ACCEPTED, "requested"),
         Outcome::Invalid(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid"),
         Outcome::AlreadyAnswered(_) => (StatusCode::CONFLICT, "already_answered"),
         Outcome::Skipped => (StatusCode::CONFLICT, "skipped"),

@@ -204,6 +204,17 @@ impl Runner {
     ) -> Result<Option<WaitEnd>, RunError> {
         let now = std::time::Instant::now();
         let mut deadline_moved = false;
+        // A skip or "+5 min" from `ralph serve`'s page counts as the same key in the panel.
+        let step = match step {
+            Step::Files => match crate::broker::take_request(&self.ws) {
+                Some(r) if r.asked_at == open.asked_at => Step::Control(match r.action {
+                    crate::broker::RequestAction::Skip => Control::Skip,
+                    crate::broker::RequestAction::Extend => Control::Extend,
+                }),
+                _ => Step::Files,
+            },
+            other => other,
+        };
         match step {
             Step::Control(Control::Answer(text)) => {
                 let text = text.trim().to_string();
