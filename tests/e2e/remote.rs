@@ -18,13 +18,21 @@ pub struct Broker {
 impl Broker {
     /// Starts `ralph serve` on a free loopback port and waits until it says where it listens.
     pub fn start() -> Broker {
+        Broker::start_with(&[])
+    }
+
+    /// [`Broker::start`] with more arguments for `ralph serve`.
+    pub fn start_with(args: &[&str]) -> Broker {
         let state = tempfile::Builder::new()
             .prefix("ralph-state-")
             .tempdir()
             .unwrap();
         let mut cmd = Command::new(ralph_bin());
-        cmd.args(["serve", "--bind", "127.0.0.1:0"])
-            .env("RALPH_STATE_DIR", state.path());
+        cmd.arg("serve");
+        if !args.contains(&"--bind") {
+            cmd.args(["--bind", "127.0.0.1:0"]);
+        }
+        cmd.args(args).env("RALPH_STATE_DIR", state.path());
         let child = spawn(cmd);
         let lock = state.path().join("serve.lock");
         let url = wait_until(Duration::from_secs(20), "serve.lock", || {
@@ -537,4 +545,30 @@ fn the_page_gives_five_more_minutes_and_skips_as_the_panel_does() {
         "{}",
         refused.body
     );
+}
+
+/// Behind `tailscale serve` the browser's origin is the tailnet name, not the loopback address
+/// the proxy connects to: `--public-url` makes the links use it, and POSTs from it are the
+/// broker's own.
+#[test]
+fn behind_a_proxy_links_and_origins_are_the_public_url() {
+    let public = "https://box.tail1234.ts.net";
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let bind = format!("127.0.0.1:{port}");
+    let broker = Broker::start_with(&["--bind", &bind, "--public-url", public]);
+    assert_eq!(broker.url, public);
+    let p = Project::new();
+    let _ask = asking(&broker, &p, "Ship it?", &[]);
+    let link = broker.answer_url(&p);
+    assert!(link.starts_with(&format!("{public}/a/")), "{link}");
+    // What the proxy does: the same path, to the loopback port.
+    let url = link.replace(public, &format!("http://{bind}"));
+    let foreign = post(&url, Some("https://evil.example"), r#"{"answer": "no"}"#);
+    assert_eq!(foreign.status, 403);
+    let ok = post(&url, Some(public), r#"{"answer": "yes"}"#);
+    assert_eq!(ok.status, 200, "{}", ok.body);
 }

@@ -104,6 +104,7 @@ pub async fn serve(
         state_dir,
         https: opts.tls.is_some() || url.starts_with("https://"),
         pairing: devices::Attempts::default(),
+        public_origin: opts.public_url.as_deref().map(origin_of),
     });
     started(&url);
     let result = match opts.tls {
@@ -142,6 +143,13 @@ pub async fn serve(
     };
     drop(lock);
     result
+}
+
+/// `scheme://host[:port]` of `url`.
+fn origin_of(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("https", url));
+    let host = rest.split('/').next().unwrap_or(rest);
+    format!("{scheme}://{host}")
 }
 
 /// A one-time pairing link of `kind` for the running broker: `(link, QR code for a terminal)`.

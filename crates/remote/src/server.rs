@@ -61,6 +61,9 @@ pub struct App {
     pub https: bool,
     /// Failed pairing attempts, for the rate limit.
     pub pairing: devices::Attempts,
+    /// The origin (`https://box.tailnet.ts.net`) of `--public-url`, when a proxy in front of
+    /// the broker may pass on another `Host` than the one the browser used.
+    pub public_origin: Option<String>,
 }
 
 /// The broker's routes and layers over `app`.
@@ -170,8 +173,9 @@ impl AnswerBody {
     }
 }
 
-/// Whether a state-changing request comes from a page of another site.
-fn foreign(headers: &HeaderMap) -> bool {
+/// Whether a state-changing request comes from a page of another site: its `Origin` is
+/// neither the `Host` it was sent to nor the broker's public origin.
+fn foreign(headers: &HeaderMap, public_origin: Option<&str>) -> bool {
     if headers
         .get("sec-fetch-site")
         .and_then(|v| v.to_str().ok())
@@ -183,6 +187,9 @@ fn foreign(headers: &HeaderMap) -> bool {
         // Not a browser's cross-site request: browsers send Origin with every POST.
         return false;
     };
+    if public_origin.is_some_and(|p| origin.as_bytes().eq_ignore_ascii_case(p.as_bytes())) {
+        return false;
+    }
     let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
     let origin_host = origin
         .to_str()
@@ -201,7 +208,7 @@ async fn answer(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    if foreign(&headers) {
+    if foreign(&headers, app.public_origin.as_deref()) {
         return reply(
             StatusCode::FORBIDDEN,
             "foreign_origin",
