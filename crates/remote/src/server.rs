@@ -253,7 +253,8 @@ async fn answer(
             );
         }
     };
-    let who = format!("answer link {}", &token[..6]);
+    // Part of the hash, not of the token: clarifications.md may be committed; the link is secret.
+    let who = format!("answer link {}", &link.hash[..6]);
     let reply_to = body.reply();
     let outcome = tokio::task::spawn_blocking(move || match action {
         Some(a) => desk::act(&link, a),
