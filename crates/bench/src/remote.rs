@@ -5,7 +5,9 @@
 //! question every iteration. Odd questions are answered by a POST to their answer link; the
 //! time runs from the POST's reply to the next agent's first instruction (its `__stamp`).
 //! Even questions have their page's event stream open while `ralph answer` answers them from a
-//! terminal; the time runs from `ralph answer` returning to the `closed` event arriving.
+//! terminal; the time runs from starting `ralph answer` to the `closed` event arriving (so it
+//! counts that command's own start-up too: the loop often closes the question before the
+//! command has even exited).
 
 use std::io::{BufRead as _, BufReader};
 use std::path::Path;
@@ -20,7 +22,7 @@ use crate::setup::{Bins, Project, Stats, now_ns, q, read_stamps, stats_ms};
 pub struct Remote {
     /// From the answer link's POST returning to the next agent's first instruction, ms.
     pub post_to_next_start: Stats,
-    /// From `ralph answer` returning to the open page's `closed` event, ms.
+    /// From starting `ralph answer` to the open page's `closed` event, ms.
     pub closed_pushed: Stats,
     /// `ralph serve`'s peak resident memory, KiB.
     pub serve_peak_rss_kib: u64,
@@ -54,7 +56,7 @@ impl Remote {
                 20.0
             ),
             row(
-                "ralph serve: closed elsewhere -> open page told",
+                "ralph serve: `ralph answer` run -> open page told",
                 &self.closed_pushed,
                 50.0
             ),
@@ -174,6 +176,7 @@ fn measure(bins: &Bins, state: &Path, trials: u32, serve_pid: u32) -> Result<Rem
                 eprintln!("  warning: question {i}'s event stream did not open");
                 continue;
             }
+            let answered = now_ns();
             let status = Command::new(&bins.ralph)
                 .args(["answer", "-C"])
                 .arg(p.path())
@@ -183,7 +186,6 @@ fn measure(bins: &Bins, state: &Path, trials: u32, serve_pid: u32) -> Result<Rem
                 .stderr(Stdio::null())
                 .status()
                 .map_err(|e| e.to_string())?;
-            let answered = now_ns();
             if !status.success() {
                 eprintln!("  warning: ralph answer exited with {status}");
             }
