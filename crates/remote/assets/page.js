@@ -71,7 +71,7 @@ function answerForm(main) {
 function live(main) {
   if (!main.dataset.events || !window.EventSource) return;
   const source = new EventSource(main.dataset.events);
-  source.addEventListener("closed", (ev) => { close(main, ev.data); source.close(); });
+  source.addEventListener("closed", (ev) => { close(main, "This question closed: " + ev.data + "."); source.close(); });
   source.addEventListener("changed", () => { source.close(); location.reload(); });
 }
 
