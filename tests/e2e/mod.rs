@@ -1,6 +1,7 @@
 mod util;
 
 mod bad_tasks;
+mod browser;
 mod commands;
 mod conventions;
 mod crashes;
@@ -12,6 +13,7 @@ mod processes;
 mod question_races;
 mod questions;
 mod races;
+mod remote;
 mod resume;
 mod safety;
 mod tui;

@@ -2,7 +2,7 @@
 //! estimates, prints one table and writes `target/bench/results.json`.
 //!
 //! ```text
-//! ralph-bench [SECTION…]     sections: decode process overhead reaction idle startup (all
+//! ralph-bench [SECTION…]     sections: decode process overhead reaction idle startup remote (all
 //!                            by default; `decode` only reads what `cargo bench` wrote)
 //! ralph-bench time CORPUS [MiB]     quick in-process timing of one corpus, best of five
 //! ralph-bench profile CORPUS [MiB] [N]  N decode passes (1), for `valgrind --tool=callgrind`
@@ -17,6 +17,7 @@
 mod iterations;
 mod process;
 mod reaction;
+mod remote;
 mod report;
 mod setup;
 mod startup;
@@ -30,8 +31,8 @@ use ralph_bench::quick;
 use crate::report::Results;
 use crate::setup::{Bins, loadavg};
 
-const SECTIONS: [&str; 6] = [
-    "decode", "process", "overhead", "reaction", "idle", "startup",
+const SECTIONS: [&str; 7] = [
+    "decode", "process", "overhead", "reaction", "idle", "startup", "remote",
 ];
 
 fn main() -> ExitCode {
@@ -126,9 +127,20 @@ fn run(args: &[String]) -> Result<(), String> {
         eprintln!("start-up:");
         results.startup = startup::run(&bins, if quick { 50 } else { 300 });
     }
+    let mut served = None;
+    if wanted("remote") {
+        eprintln!("ralph serve (answer links):");
+        match remote::run(&bins, if quick { 20 } else { 100 }) {
+            Ok(r) => served = Some(r),
+            Err(e) => eprintln!("  warning: {e}"),
+        }
+    }
 
     let machine = machine(quick, load_before, started.elapsed().as_secs_f64());
     println!("\n{}", results.table());
+    if let Some(r) = &served {
+        println!("{}", r.table());
+    }
     println!(
         "machine: {} ({} CPUs, {} GiB RAM), Linux {}, /tmp on {}; load average {:.2} before, {:.2} after{}",
         machine["cpu"].as_str().unwrap_or("?"),
@@ -147,7 +159,11 @@ fn run(args: &[String]) -> Result<(), String> {
     let dir = bins.target.join("bench");
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let path = dir.join("results.json");
-    let json = serde_json::to_string_pretty(&results.json(&machine)).expect("results serialize");
+    let mut json = results.json(&machine);
+    if let Some(r) = &served {
+        json["remote"] = r.json();
+    }
+    let json = serde_json::to_string_pretty(&json).expect("results serialize");
     std::fs::write(&path, json + "\n").map_err(|e| format!("{}: {e}", path.display()))?;
     println!("results: {}", path.display());
     Ok(())

@@ -52,6 +52,9 @@ pub enum Command {
     /// Ask the human a question and wait for the answer (for agents; prints the answer).
     #[command(after_long_help = ASK_HELP)]
     Ask(AskArgs),
+    /// Answer questions from a phone: one broker for every loop on this machine (a web page).
+    #[command(after_long_help = SERVE_HELP)]
+    Serve(ServeArgs),
     /// Run a whole loop with the built-in demo agent in a fresh temporary directory.
     #[command(
         after_help = "Examples:\n  ralph demo\n  ralph demo --question-timeout 2m --dir /tmp/try-ralph"
@@ -101,6 +104,17 @@ pub enum Internal {
         run: Option<String>,
     },
 }
+
+const SERVE_HELP: &str = "\
+Examples:
+  ralph serve                       # http://127.0.0.1:7707, this machine only
+  ralph serve pair web              # a one-time link (and QR code) that pairs a browser
+  tailscale serve --bg 127.0.0.1:7707   # reach it from your phone over your tailnet
+  ralph serve --bind 0.0.0.0:7707 --tls-cert cert.pem --tls-key key.pem
+
+While it runs, `ralph status --json` gives a waiting question's `answer_url`,
+notify_command gets RALPH_ANSWER_URL and the webhook body `answer_url`: a link that opens
+that one question and nothing else. Off unless started; one per machine.";
 
 const RUN_HELP: &str = "\
 Examples:
@@ -362,4 +376,44 @@ mod tests {
             );
         }
     }
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Pair a device instead of serving (the broker must be running).
+    #[command(subcommand)]
+    pub pair: Option<ServeCommand>,
+    /// The address to listen on. Anything but loopback needs --tls-cert/--tls-key, or
+    /// --insecure-http.
+    #[arg(long, default_value = ralph_remote::DEFAULT_BIND)]
+    pub bind: std::net::SocketAddr,
+    /// A PEM certificate chain, to serve https (with --tls-key).
+    #[arg(long, requires = "tls_key")]
+    pub tls_cert: Option<std::path::PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, requires = "tls_cert")]
+    pub tls_key: Option<std::path::PathBuf>,
+    /// Serve plain http on a non-loopback address (only on a network that is yours alone).
+    #[arg(long)]
+    pub insecure_http: bool,
+    /// The URL links start with when the broker is reached through a proxy, e.g.
+    /// https://box.tailnet.ts.net (from `tailscale serve`).
+    #[arg(long, value_name = "URL")]
+    pub public_url: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ServeCommand {
+    /// Print a one-time link (and QR code) that pairs a device with the running broker.
+    Pair {
+        /// What to pair: `web` (a browser: the dashboard of every loop).
+        #[arg(value_enum)]
+        what: PairWhat,
+    },
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum PairWhat {
+    /// A browser, for the dashboard of every loop.
+    Web,
 }

@@ -278,14 +278,15 @@ fn finish_alone(
 ) -> Result<(), Failure> {
     let asked_at = pending.asked_at.clone();
     let asked_at = asked_at.as_str();
-    let outcome = match ans {
-        Some(a) => clarifications::How::Answered {
+    let source = ans.map(answer::Answer::source);
+    let outcome = match (ans, &source) {
+        (Some(a), Some(by)) => clarifications::How::Answered {
             text: &a.text,
-            by: a.by,
+            by,
             at: a.at,
             late: false,
         },
-        None => clarifications::How::Unanswered,
+        _ => clarifications::How::Unanswered,
     };
     clarifications::record(
         ws,

@@ -3,9 +3,9 @@
 use std::time::SystemTime;
 
 use ralph_loop::answer::{self, Answer};
-use ralph_loop::registry;
 use ralph_loop::state::{PendingQuestion, State, Status};
 use ralph_loop::workspace::Workspace;
+use ralph_loop::{broker, registry};
 use ralph_protocol::text::clean;
 use serde_json::json;
 
@@ -227,7 +227,7 @@ fn print_question(q: &PendingQuestion, answered: Option<&Answer>, live: bool, hi
         };
         outln!(
             "\n  Answered with {}: {}\n  {when}.\n",
-            a.by.describe(),
+            a.source(),
             clean(first)
         );
         return;
@@ -264,8 +264,15 @@ fn to_json(ws: &Workspace, state: Option<&State>, live: bool, hint: &str) -> ser
         v["pending_question"]["waited_seconds"] = json!(waited);
         v["pending_question"]["seconds_left"] = json!(left);
         v["pending_question"]["answer_command"] = json!(hint);
-        v["pending_question"]["answer_waiting"] = match answer_waiting(ws, q) {
-            Some(a) => json!({"text": a.text, "by": a.by.describe()}),
+        let waiting = answer_waiting(ws, q);
+        // A link only while the question can still be answered (one is minted per call).
+        let url = waiting
+            .is_none()
+            .then(|| broker::answer_url(root, &q.asked_at))
+            .flatten();
+        v["pending_question"]["answer_url"] = json!(url);
+        v["pending_question"]["answer_waiting"] = match waiting {
+            Some(a) => json!({"text": a.text, "by": a.source()}),
             None => serde_json::Value::Null,
         };
     }

@@ -26,6 +26,7 @@ mod cmd_docs;
 mod cmd_doctor;
 mod cmd_init;
 mod cmd_run;
+mod cmd_serve;
 mod cmd_status;
 mod demo;
 mod locate;
@@ -129,6 +130,7 @@ fn run(cli: Cli) -> CmdResult {
         Command::Status(a) => cmd_status::run(&a),
         Command::Answer(a) => cmd_answer::run(&a),
         Command::Ask(a) => cmd_ask::run(&a),
+        Command::Serve(a) => cmd_serve::run(&a),
         Command::Demo(a) => demo::run(&a),
         Command::Doctor(a) => cmd_doctor::run(&a),
         Command::Agents => cmd_agents::run(),

@@ -22,6 +22,7 @@
 
 pub mod agents;
 pub mod asks;
+pub mod broker;
 pub mod config;
 pub mod native;
 pub mod notify;

@@ -26,7 +26,8 @@
 //! One JSON object that several services read as is: Slack incoming webhooks show `text`,
 //! Discord webhooks show `content`, Gotify (and other `title`/`message` services) show `title`
 //! and `message`. The structured fields (`question`, `options`, `default`, `deadline`,
-//! `iteration`, `root`, `answer_command`) are there for your own endpoint. Agent text is
+//! `iteration`, `root`, `answer_command`, and `answer_url` when `ralph serve` runs: a link that
+//! opens the question in a browser) are there for your own endpoint. Agent text is
 //! defused for the chat services: `<`, `>` and `&` are escaped in Slack's `text` (so a question
 //! cannot say `<!channel>`), and Discord is told to parse no mentions (`allowed_mentions`).
 //!
@@ -128,6 +129,8 @@ pub struct QuestionNotice {
     pub iteration: u32,
     /// The command that answers, e.g. `ralph answer -C /path "your answer"`.
     pub answer_command: String,
+    /// A link that opens the question in a browser, when `ralph serve` runs.
+    pub answer_url: Option<String>,
 }
 
 /// Sends question notices to the configured channels without ever blocking the caller.
@@ -191,8 +194,9 @@ impl Notifier {
     /// `notify_command` runs in the project directory with stdin closed and these variables
     /// set: `RALPH_QUESTION`, `RALPH_QUESTION_OPTIONS` (one per line; newlines inside an option
     /// become spaces), `RALPH_QUESTION_DEFAULT`, `RALPH_QUESTION_DEADLINE` (RFC 3339),
-    /// `RALPH_QUESTION_ITERATION`, `RALPH_ANSWER_COMMAND` and `RALPH_ROOT`; all are always set,
-    /// and a missing default or deadline is an empty string.
+    /// `RALPH_QUESTION_ITERATION`, `RALPH_ANSWER_COMMAND`, `RALPH_ANSWER_URL` (a link that opens
+    /// the question, when `ralph serve` runs) and `RALPH_ROOT`; all are always set, and a
+    /// missing default, deadline or link is an empty string.
     pub fn question_raised(&self, notice: &QuestionNotice) -> Receiver<String> {
         let (tx, rx) = mpsc::channel();
         if self.config.desktop {
@@ -325,7 +329,7 @@ fn notify_command(
         .iter()
         .map(|o| o.replace(['\r', '\n'], " "))
         .collect();
-    let vars: [(&str, String); 7] = [
+    let vars: [(&str, String); 8] = [
         ("RALPH_QUESTION", notice.question.clone()),
         ("RALPH_QUESTION_OPTIONS", options.join("\n")),
         (
@@ -338,6 +342,10 @@ fn notify_command(
         ),
         ("RALPH_QUESTION_ITERATION", notice.iteration.to_string()),
         ("RALPH_ANSWER_COMMAND", notice.answer_command.clone()),
+        (
+            "RALPH_ANSWER_URL",
+            notice.answer_url.clone().unwrap_or_default(),
+        ),
         ("RALPH_ROOT", notice.root.clone()),
     ];
     let mut cmd = Command::new("sh");
@@ -515,6 +523,7 @@ fn webhook_body(notice: &QuestionNotice) -> String {
         "iteration": notice.iteration,
         "root": notice.root,
         "answer_command": notice.answer_command,
+        "answer_url": notice.answer_url,
     })
     .to_string()
 }
@@ -540,6 +549,9 @@ fn summary(notice: &QuestionNotice) -> String {
         text.push_str(&format!("\nDeadline: {deadline}"));
     }
     text.push_str(&format!("\nAnswer with: {}", notice.answer_command));
+    if let Some(url) = &notice.answer_url {
+        text.push_str(&format!("\nor open: {url}"));
+    }
     text
 }
 
@@ -630,6 +642,7 @@ mod tests {
             deadline: Some("2026-11-22T14:17:33.123Z".into()),
             iteration: 3,
             answer_command: format!("ralph answer -C {} \"your answer\"", root.display()),
+            answer_url: None,
         }
     }
 

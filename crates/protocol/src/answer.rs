@@ -25,6 +25,10 @@ pub enum AnsweredBy {
     RalphAnswer,
     /// Written into `.ralph/answer.md` by hand (no header).
     File,
+    /// Sent from the web page of `ralph serve` (an answer link or a paired device).
+    Web,
+    /// Sent from the Telegram bot of `ralph serve`.
+    Telegram,
 }
 
 impl AnsweredBy {
@@ -34,6 +38,8 @@ impl AnsweredBy {
             AnsweredBy::Terminal => "the terminal running the loop",
             AnsweredBy::RalphAnswer => "`ralph answer`",
             AnsweredBy::File => "a hand-written .ralph/answer.md",
+            AnsweredBy::Web => "the web page of `ralph serve`",
+            AnsweredBy::Telegram => "Telegram",
         }
     }
 }
@@ -51,6 +57,9 @@ pub struct Answer {
     pub question_asked_at: Option<String>,
     /// This answer's identity (process and time of writing); `None` for a hand-written file.
     pub id: Option<String>,
+    /// Which person or device among those of its kind gave it (`answer link`, a paired
+    /// device's name, a Telegram user id); `None` when the kind says it all.
+    pub who: Option<String>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -61,6 +70,8 @@ struct Header {
     question_asked_at: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     answer_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    answered_by_who: Option<String>,
 }
 
 impl Answer {
@@ -77,6 +88,21 @@ impl Answer {
             at,
             question_asked_at,
             id: Some(format!("{}-{nanos}", std::process::id())),
+            who: None,
+        }
+    }
+
+    /// The same answer, saying which person or device gave it.
+    pub fn with_who(mut self, who: impl Into<String>) -> Self {
+        self.who = Some(who.into());
+        self
+    }
+
+    /// Who gave it, as `clarifications.md` and the UI say it: the kind, and who among them.
+    pub fn source(&self) -> String {
+        match &self.who {
+            Some(who) => format!("{} ({who})", self.by.describe()),
+            None => self.by.describe().to_string(),
         }
     }
 
@@ -87,6 +113,7 @@ impl Answer {
             answered_at: timestamp(self.at),
             question_asked_at: self.question_asked_at.clone(),
             answer_id: self.id.clone(),
+            answered_by_who: self.who.clone(),
         };
         let yaml = serde_yaml_ng::to_string(&header).expect("header serializes");
         format!("---\n{yaml}---\n{}\n", self.text.trim_end())
@@ -104,6 +131,7 @@ impl Answer {
                 at: parse_timestamp(&header.answered_at).unwrap_or_else(SystemTime::now),
                 question_asked_at: header.question_asked_at,
                 id: header.answer_id,
+                who: header.answered_by_who,
             };
         }
         Answer {
@@ -112,6 +140,7 @@ impl Answer {
             at: SystemTime::now(),
             question_asked_at: None,
             id: None,
+            who: None,
         }
     }
 }

@@ -7,7 +7,6 @@
 use std::fmt::Write as _;
 use std::time::SystemTime;
 
-use crate::answer::AnsweredBy;
 use crate::question::Question;
 use crate::time::timestamp;
 use crate::workspace::{self, Workspace, WorkspaceError};
@@ -19,8 +18,8 @@ pub enum How<'a> {
     Answered {
         /// The answer.
         text: &'a str,
-        /// Who.
-        by: AnsweredBy,
+        /// Who: [`crate::answer::Answer::source`].
+        by: &'a str,
         /// When.
         at: SystemTime,
         /// After the deadline.
@@ -96,7 +95,7 @@ pub fn record(ws: &Workspace, entry: &Entry<'_>) -> Result<(), WorkspaceError> {
                 } else {
                     ""
                 },
-                by.describe(),
+                by,
                 timestamp(at)
             );
             for line in answer.lines() {

@@ -161,6 +161,7 @@ pub fn submit(ws: &Workspace, answer: &Answer) -> Result<Submitted, WorkspaceErr
                             at: SystemTime::now(),
                             question_asked_at: Some(asked_at.clone()),
                             id: closed.answer_id.clone(),
+                            who: None,
                         })),
                         (_, None) => Some(Submitted::Skipped),
                     }

@@ -48,7 +48,7 @@ impl Runner {
                     } else {
                         "skipped"
                     },
-                    ans.by.describe()
+                    ans.source()
                 );
                 // Only that file, if it is still there (its giver may have taken it back and
                 // someone answered anew). Best effort, as the read above: what cannot be read
@@ -88,7 +88,7 @@ impl Runner {
                 Some(q) => self.carryover.push(Carryover::Answer {
                     question: q.clone(),
                     answer: ans.text.clone(),
-                    by: ans.by.describe().to_string(),
+                    by: ans.source().to_string(),
                     late,
                 }),
                 None => self.carryover.push(Carryover::Guidance {
@@ -98,13 +98,13 @@ impl Runner {
             if late {
                 self.emit(LoopEvent::Note(format!(
                     "A late answer arrived ({}); this iteration gets it.",
-                    ans.by.describe()
+                    ans.source()
                 )))
                 .await;
             }
             self.log(
                 "answer_delivering",
-                json!({"late": late, "by": ans.by, "guidance": question.is_none()}),
+                json!({"late": late, "by": ans.by, "who": ans.who, "guidance": question.is_none()}),
             );
             match &asked_at {
                 Some(a) => self.state.close_question(a, Some(&ans)),
@@ -203,7 +203,7 @@ impl Runner {
             asked_at: d.asked_at.as_deref(),
             outcome: clarifications::How::Answered {
                 text: &d.answer.text,
-                by: d.answer.by,
+                by: &d.answer.source(),
                 at: d.answer.at,
                 late: d.late,
             },

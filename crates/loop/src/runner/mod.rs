@@ -976,17 +976,25 @@ fn agent_env(
     env
 }
 
-/// Watches `.ralph/` and sends a wake-up for every change to the question, the answer or a
-/// `ralph ask` claim; the runner then looks at the files. The loop's own writes there (state,
+/// Watches `.ralph/` and sends a wake-up for every change to the question, the answer, a
+/// `ralph ask` claim or a request from `ralph serve` (skip, extend); the runner then looks at the files. The loop's own writes there (state,
 /// events) do not wake it ([`crate::watch`]).
 fn watch_dir(
     dir: &std::path::Path,
     tx: mpsc::UnboundedSender<()>,
 ) -> Result<crate::watch::DirWatch, RunError> {
-    crate::watch::watch_async(dir, &["answer.md", "question.md", "ask.json"], tx).map_err(|e| {
-        RunError::Watch {
-            path: dir.to_path_buf(),
-            message: e.to_string(),
-        }
+    crate::watch::watch_async(
+        dir,
+        &[
+            "answer.md",
+            "question.md",
+            "ask.json",
+            crate::broker::REQUEST_FILE,
+        ],
+        tx,
+    )
+    .map_err(|e| RunError::Watch {
+        path: dir.to_path_buf(),
+        message: e.to_string(),
     })
 }

@@ -160,7 +160,13 @@ impl Runner {
         iteration: u32,
     ) {
         let root = self.ws.root().display().to_string();
+        let asked_at = self
+            .state
+            .pending_question
+            .as_ref()
+            .map(|p| p.asked_at.clone());
         let notice = QuestionNotice {
+            answer_url: asked_at.and_then(|a| crate::broker::answer_url(self.ws.root(), &a)),
             answer_command: format!(
                 "{} \"your answer\"",
                 ralph_protocol::desk::answer_command("ralph", self.ws.root())
@@ -200,6 +206,17 @@ impl Runner {
     ) -> Result<Option<Ended>, RunError> {
         let now = std::time::Instant::now();
         let mut deadline_moved = false;
+        // A skip or "+5 min" from `ralph serve`'s page counts as the same key in the panel.
+        let step = match step {
+            Step::Files => match crate::broker::take_request(&self.ws) {
+                Some(r) if r.asked_at == open.asked_at => Step::Control(match r.action {
+                    crate::broker::RequestAction::Skip => Control::Skip,
+                    crate::broker::RequestAction::Extend => Control::Extend,
+                }),
+                _ => Step::Files,
+            },
+            other => other,
+        };
         match step {
             Step::Control(Control::Answer(text)) => {
                 let text = text.trim().to_string();
@@ -308,20 +325,20 @@ impl Runner {
                     }
                 } else {
                     QuestionClosed::AnsweredElsewhere {
-                        by: ans.by.describe().to_string(),
+                        by: ans.source(),
                         text: ans.text.clone(),
                     }
                 };
                 self.emit(LoopEvent::QuestionClosed(closed)).await;
                 self.log(
                     "answer",
-                    json!({"iteration": iteration, "by": ans.by, "text": ans.text, "raised_by": raised_by}),
+                    json!({"iteration": iteration, "by": ans.by, "who": ans.who, "text": ans.text, "raised_by": raised_by}),
                 );
                 if carry {
                     self.carryover.push(Carryover::Answer {
                         question: question.clone(),
                         answer: ans.text.clone(),
-                        by: ans.by.describe().to_string(),
+                        by: ans.source(),
                         late: false,
                     });
                     self.resume_next = true;

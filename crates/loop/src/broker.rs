@@ -1,0 +1,428 @@
+//! What the loops and `ralph status` share with `ralph serve`: the broker's lock file and the
+//! answer links.
+//!
+//! # How it works
+//!
+//! `ralph serve` (the broker) holds an `flock` on `serve.lock` in ralph's state directory (the
+//! parent of the registry, see [`crate::registry::registry_dir`]) for as long as it runs, and
+//! writes `{"pid": …, "url": …}` into it. [`running`] tells whether a broker holds the lock and
+//! where it listens: the kernel drops the lock when the broker dies, so a crashed broker never
+//! looks alive.
+//!
+//! An answer link is `URL/a/TOKEN`: 128 random bits from the OS, written out in hex. Whoever
+//! prints a link ([`mint`]: the loop when it notifies, `ralph status --json`) stores only the
+//! token's SHA-256 in the state directory's `links/` (mode 0700), one file per link named by
+//! the first half of that hash and holding the whole hash, the project root and the question's
+//! `asked_at`. The broker hashes the token it is given, opens the file of that name and
+//! compares the whole hash in constant time ([`verify`]). Nothing in a project's `.ralph/` is
+//! trusted for this: an agent can write there, and must not be able to make a link of its own.
+//! A link answers only the question it was made for: [`verify`] returns its root and
+//! `asked_at`, and the broker checks that this question still waits.
+//!
+//! The page can also skip a question or give it five more minutes: the broker writes
+//! `.ralph/request.json` ([`request`]), and the loop, which watches `.ralph/`, takes it
+//! ([`take_request`]) and acts as if the key had been pressed in its panel. A request names the
+//! question it is for; one for another question is dropped.
+//!
+//! Link files of questions that are no longer waiting, and any older than
+//! [`LINK_MAX_AGE`], are removed by the next [`mint`].
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use nix::fcntl::{Flock, FlockArg};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+/// The broker's lock file, in ralph's state directory.
+pub const LOCK_FILE: &str = "serve.lock";
+
+/// How long an answer link's file is kept at most, whatever its question.
+pub const LINK_MAX_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// The most links kept for one question (each `ralph status --json` makes one).
+const MAX_LINKS_PER_QUESTION: usize = 32;
+
+/// The largest lock or link file read; anything bigger is not one of ours.
+const MAX_FILE_BYTES: u64 = 16 * 1024;
+
+/// ralph's state directory (`$RALPH_STATE_DIR`, else `~/.local/state/ralph`).
+pub fn state_dir() -> Option<PathBuf> {
+    crate::registry::registry_dir().and_then(|d| d.parent().map(Path::to_path_buf))
+}
+
+/// What `serve.lock` says about the running broker.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BrokerInfo {
+    /// The broker's process id.
+    pub pid: u32,
+    /// The base URL answer links start with (no trailing slash).
+    pub url: String,
+}
+
+/// Proof that this process is the machine's broker; dropping it lets another one start.
+#[derive(Debug)]
+pub struct BrokerLock {
+    lock: Flock<File>,
+    path: PathBuf,
+}
+
+impl BrokerLock {
+    /// Takes `serve.lock` in `dir`; `Err(Some(info))` when another broker holds it.
+    pub fn acquire(dir: &Path) -> Result<BrokerLock, AcquireError> {
+        make_private_dir(dir).map_err(|source| AcquireError::Io {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        let path = dir.join(LOCK_FILE);
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .custom_flags(nix::libc::O_NOFOLLOW)
+            .open(&path)
+            .map_err(|source| AcquireError::Io {
+                path: path.clone(),
+                source,
+            })?;
+        match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+            Ok(lock) => Ok(BrokerLock { lock, path }),
+            Err(_) => Err(AcquireError::Held(read_info(&path))),
+        }
+    }
+
+    /// Records where this broker listens, for [`running`].
+    pub fn publish(&mut self, url: &str) -> io::Result<()> {
+        let info = BrokerInfo {
+            pid: std::process::id(),
+            url: url.trim_end_matches('/').to_string(),
+        };
+        let json = serde_json::to_vec(&info).map_err(io::Error::other)?;
+        self.lock.set_len(0)?;
+        (&*self.lock).write_all(&json)?;
+        (&*self.lock).write_all(b"\n")?;
+        self.lock.sync_data()
+    }
+
+    /// The lock file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for BrokerLock {
+    fn drop(&mut self) {
+        // An emptied file tells a reader at once that nobody serves; errors change nothing
+        // (the kernel releases the lock anyway).
+        let _ = self.lock.set_len(0);
+    }
+}
+
+/// Why [`BrokerLock::acquire`] failed.
+#[derive(Debug, thiserror::Error)]
+pub enum AcquireError {
+    /// Another broker runs (what its lock file says, if readable).
+    #[error("{}", held_message(.0.as_ref()))]
+    Held(Option<BrokerInfo>),
+    /// The state directory or lock file could not be made.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The directory or file.
+        path: PathBuf,
+        /// What went wrong.
+        source: io::Error,
+    },
+}
+
+fn held_message(info: Option<&BrokerInfo>) -> String {
+    match info {
+        Some(i) => format!(
+            "`ralph serve` already runs on this machine (pid {}, {}); one broker serves every loop",
+            i.pid, i.url
+        ),
+        None => "`ralph serve` already runs on this machine; one broker serves every loop".into(),
+    }
+}
+
+/// The broker running on this machine, if any.
+pub fn running() -> Option<BrokerInfo> {
+    running_in(&state_dir()?)
+}
+
+/// [`running`] with the state directory `dir`.
+pub fn running_in(dir: &Path) -> Option<BrokerInfo> {
+    let path = dir.join(LOCK_FILE);
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open(&path)
+        .ok()?;
+    // A shared lock we can take means nobody holds the exclusive one: no broker.
+    if Flock::lock(file, FlockArg::LockSharedNonblock).is_ok() {
+        return None;
+    }
+    read_info(&path)
+}
+
+fn read_info(path: &Path) -> Option<BrokerInfo> {
+    let raw = read_small(path)?;
+    serde_json::from_slice(&raw).ok()
+}
+
+fn read_small(path: &Path) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open(path)
+        .ok()?;
+    let mut raw = Vec::new();
+    file.take(MAX_FILE_BYTES).read_to_end(&mut raw).ok()?;
+    Some(raw)
+}
+
+fn make_private_dir(dir: &Path) -> io::Result<()> {
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
+/// The file in `.ralph/` a request from the broker is written to.
+pub const REQUEST_FILE: &str = "request.json";
+
+/// What the broker asks a loop to do with its open question.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RequestAction {
+    /// Skip it: the agent decides on its own (as Esc in the panel).
+    Skip,
+    /// Five more minutes ([`crate::countdown::EXTEND_BY`]).
+    Extend,
+}
+
+/// A request from the broker to the loop, for the question asked at `asked_at`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Request {
+    /// The question it is for.
+    pub asked_at: String,
+    /// What to do.
+    pub action: RequestAction,
+}
+
+/// Asks the loop in `ws` to act on its question (written atomically; a newer request replaces
+/// an older one not yet taken).
+pub fn request(
+    ws: &crate::workspace::Workspace,
+    req: &Request,
+) -> Result<(), crate::workspace::WorkspaceError> {
+    let json = serde_json::to_vec(req).expect("a request serializes");
+    crate::workspace::write_atomic(&ws.dir().join(REQUEST_FILE), &json)
+}
+
+/// Takes the waiting request, if any (it is removed: each is acted on once).
+pub fn take_request(ws: &crate::workspace::Workspace) -> Option<Request> {
+    let path = ws.dir().join(REQUEST_FILE);
+    let raw = read_small(&path)?;
+    let _ = fs::remove_file(&path);
+    serde_json::from_slice(&raw).ok()
+}
+
+/// One answer link, as stored: never the token, only its hash.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinkRecord {
+    /// SHA-256 of the token, hex.
+    pub hash: String,
+    /// The project root whose question it answers.
+    pub root: PathBuf,
+    /// That question's `asked_at`.
+    pub asked_at: String,
+}
+
+/// Makes a new answer link to the question asked at `asked_at` in `root`, if a broker runs.
+pub fn answer_url(root: &Path, asked_at: &str) -> Option<String> {
+    let dir = state_dir()?;
+    let broker = running_in(&dir)?;
+    let token = mint(&dir, root, asked_at).ok()?;
+    Some(format!("{}/a/{token}", broker.url))
+}
+
+/// Stores a new link's hash in `dir/links/` and returns its token.
+pub fn mint(dir: &Path, root: &Path, asked_at: &str) -> io::Result<String> {
+    let links = dir.join(LINKS);
+    make_private_dir(&links)?;
+    prune(&links, root, asked_at);
+    let record = LinkRecord {
+        hash: String::new(),
+        root: root.to_path_buf(),
+        asked_at: asked_at.to_string(),
+    };
+    put_secret(dir, LINKS, |hash| LinkRecord { hash, ..record })
+}
+
+/// The link `token` stands for, if it is one: its root and question.
+pub fn verify(dir: &Path, token: &str) -> Option<LinkRecord> {
+    get_secret(dir, LINKS, token, |r: &LinkRecord| &r.hash).map(|(r, _)| r)
+}
+
+const LINKS: &str = "links";
+
+/// Stores a record made by `record` (given the new token's hash, which it must keep) in
+/// `dir/kind/`, and returns the token. The token itself is never stored.
+///
+/// Every secret of the broker (answer links, pairing codes, paired devices) is kept this way:
+/// 128 random bits from the OS, written in hex; the file is named by half the token's SHA-256
+/// and holds the whole hash, which [`get_secret`] compares in constant time.
+pub fn put_secret<T: Serialize>(
+    dir: &Path,
+    kind: &str,
+    record: impl FnOnce(String) -> T,
+) -> io::Result<String> {
+    let mut raw = [0u8; 16];
+    getrandom::fill(&mut raw).map_err(|e| io::Error::other(e.to_string()))?;
+    let token = hex(&raw);
+    let hash = hash_token(&token);
+    let sub = dir.join(kind);
+    make_private_dir(&sub)?;
+    let json = serde_json::to_vec(&record(hash.clone())).map_err(io::Error::other)?;
+    let mut tmp = tempfile::Builder::new().prefix(".tmp-").tempfile_in(&sub)?;
+    tmp.write_all(&json)?;
+    tmp.persist(sub.join(file_name(&hash)))
+        .map_err(|e| e.error)?;
+    Ok(token)
+}
+
+/// The record stored for `token` in `dir/kind/`, and its file; `None` for anything that is not
+/// a token stored there (`hash` names the record's hash field).
+pub fn get_secret<T: serde::de::DeserializeOwned>(
+    dir: &Path,
+    kind: &str,
+    token: &str,
+    hash: impl Fn(&T) -> &String,
+) -> Option<(T, PathBuf)> {
+    // Anything but 32 lowercase hex digits was never made here; refusing it early also keeps
+    // odd bytes out of the file name below.
+    if token.len() != 32
+        || !token
+            .bytes()
+            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    {
+        return None;
+    }
+    let expected = hash_token(token);
+    let path = dir.join(kind).join(file_name(&expected));
+    let raw = read_small(&path)?;
+    let record: T = serde_json::from_slice(&raw).ok()?;
+    bool::from(hash(&record).as_bytes().ct_eq(expected.as_bytes())).then_some((record, path))
+}
+
+fn hash_token(token: &str) -> String {
+    hex(&Sha256::digest(token.as_bytes()))
+}
+
+fn file_name(hash: &str) -> String {
+    format!("{}.json", &hash[..32])
+}
+
+/// Removes the links of `root`'s other questions, those past [`LINK_MAX_AGE`], and the oldest
+/// of this question's beyond [`MAX_LINKS_PER_QUESTION`].
+fn prune(links: &Path, root: &Path, asked_at: &str) {
+    let Ok(read_dir) = fs::read_dir(links) else {
+        return;
+    };
+    let now = SystemTime::now();
+    let mut this_question = Vec::new();
+    for dirent in read_dir.flatten() {
+        let path = dirent.path();
+        let modified = dirent.metadata().and_then(|m| m.modified()).ok();
+        let old = modified
+            .and_then(|m| now.duration_since(m).ok())
+            .is_some_and(|age| age > LINK_MAX_AGE);
+        let record = read_small(&path).and_then(|r| serde_json::from_slice::<LinkRecord>(&r).ok());
+        match record {
+            _ if old => {
+                let _ = fs::remove_file(&path);
+            }
+            Some(r) if r.root == root && r.asked_at != asked_at => {
+                let _ = fs::remove_file(&path);
+            }
+            Some(r) if r.root == root => this_question.push((modified, path)),
+            _ => {}
+        }
+    }
+    if this_question.len() >= MAX_LINKS_PER_QUESTION {
+        this_question.sort();
+        for (_, path) in &this_question[..=this_question.len() - MAX_LINKS_PER_QUESTION] {
+            let _ = fs::remove_file(path);
+        }
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    bytes.iter().fold(String::new(), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_minted_token_verifies_and_a_changed_one_does_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let token = mint(dir.path(), Path::new("/p"), "t1").unwrap();
+        assert_eq!(token.len(), 32);
+        let rec = verify(dir.path(), &token).unwrap();
+        assert_eq!(
+            (rec.root.as_path(), rec.asked_at.as_str()),
+            (Path::new("/p"), "t1")
+        );
+        let mut wrong = token.clone().into_bytes();
+        wrong[31] = if wrong[31] == b'0' { b'1' } else { b'0' };
+        assert_eq!(verify(dir.path(), &String::from_utf8(wrong).unwrap()), None);
+        assert_eq!(verify(dir.path(), "../../etc/passwd"), None);
+        // Only the hash is stored, never the token.
+        let stored: String = fs::read_dir(dir.path().join("links"))
+            .unwrap()
+            .flatten()
+            .map(|d| fs::read_to_string(d.path()).unwrap())
+            .collect();
+        assert!(!stored.contains(&token), "{stored}");
+    }
+
+    #[test]
+    fn a_new_question_prunes_the_links_of_the_old_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = mint(dir.path(), Path::new("/p"), "t1").unwrap();
+        let other = mint(dir.path(), Path::new("/q"), "t1").unwrap();
+        let new = mint(dir.path(), Path::new("/p"), "t2").unwrap();
+        assert_eq!(verify(dir.path(), &old), None);
+        assert!(verify(dir.path(), &other).is_some());
+        assert!(verify(dir.path(), &new).is_some());
+    }
+
+    #[test]
+    fn the_lock_says_who_serves_until_it_is_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(running_in(dir.path()), None);
+        let mut lock = BrokerLock::acquire(dir.path()).unwrap();
+        lock.publish("http://127.0.0.1:7777/").unwrap();
+        let info = running_in(dir.path()).unwrap();
+        assert_eq!(info.url, "http://127.0.0.1:7777");
+        assert!(matches!(
+            BrokerLock::acquire(dir.path()),
+            Err(AcquireError::Held(Some(_)))
+        ));
+        drop(lock);
+        assert_eq!(running_in(dir.path()), None);
+    }
+}

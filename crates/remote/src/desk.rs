@@ -1,0 +1,482 @@
+//! The question desk, as the broker sees it: every use of `ralph-loop` in this crate is here.
+//!
+//! The rest of the crate works on the plain views below ([`LoopView`], [`QuestionView`]) and
+//! calls [`submit`] to answer; swapping the loop crate for another source of the same facts is
+//! a change to this file only.
+
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use ralph_loop::answer::{self, Answer, AnsweredBy};
+use ralph_protocol::desk::{self, Submitted};
+use ralph_loop::broker;
+use ralph_loop::state::{PendingQuestion, State, Status};
+use ralph_loop::workspace::Workspace;
+
+pub use ralph_loop::broker::{AcquireError, BrokerLock, LinkRecord};
+
+/// The longest answer taken, in bytes (as typed; an option's label is added to a note).
+pub const MAX_ANSWER_BYTES: usize = 16 * 1024;
+
+/// ralph's state directory, where the broker's lock, links and devices live.
+pub fn state_dir() -> Option<PathBuf> {
+    broker::state_dir()
+}
+
+/// The loop and question an answer-link token stands for.
+pub fn verify_link(state_dir: &Path, token: &str) -> Option<LinkRecord> {
+    broker::verify(state_dir, token)
+}
+
+/// Makes a link to `root`'s question asked at `asked_at` (for tests and the dashboard).
+pub fn mint_link(state_dir: &Path, root: &Path, asked_at: &str) -> std::io::Result<String> {
+    broker::mint(state_dir, root, asked_at)
+}
+
+/// One loop on this machine, for the dashboard.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoopView {
+    /// The project root.
+    pub root: PathBuf,
+    /// Running, waiting, done...: one or two words.
+    pub status: &'static str,
+    /// Whether a question waits for an answer.
+    pub waiting: bool,
+    /// The task's first line.
+    pub task: String,
+    /// Iteration and its limit.
+    pub iteration: u32,
+    /// The iteration limit (0: none recorded).
+    pub max_iterations: u32,
+    /// When the run started.
+    pub started_at: Option<SystemTime>,
+    /// The last signal the agent gave.
+    pub last_signal: Option<String>,
+    /// The run's cost so far, in US dollars.
+    pub cost_usd: Option<f64>,
+    /// The question, while one waits.
+    pub question: Option<QuestionView>,
+}
+
+/// A waiting question.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QuestionView {
+    /// The project root of the loop that asks.
+    pub root: PathBuf,
+    /// Its identity: when it was asked.
+    pub asked_at: String,
+    /// The text (markdown, agent-written).
+    pub text: String,
+    /// Extra context (markdown, agent-written).
+    pub context: Option<String>,
+    /// The options' labels and descriptions, in order.
+    pub options: Vec<(String, Option<String>)>,
+    /// Whether several options may be picked.
+    pub multi_select: bool,
+    /// The answer taken when nobody answers.
+    pub default: Option<String>,
+    /// When the wait ends; `None` for no deadline.
+    pub deadline: Option<SystemTime>,
+    /// Whether the deadline passed (a late answer still reaches the agent).
+    pub timed_out: bool,
+    /// The iteration that asked.
+    pub iteration: u32,
+}
+
+impl QuestionView {
+    fn new(root: &Path, p: &PendingQuestion) -> QuestionView {
+        QuestionView {
+            root: root.to_path_buf(),
+            asked_at: p.asked_at.clone(),
+            text: p.text.clone(),
+            context: p.context.clone(),
+            options: p
+                .options
+                .iter()
+                .map(|o| (o.label.clone(), o.description.clone()))
+                .collect(),
+            multi_select: p.multi_select,
+            default: p.default.clone(),
+            deadline: p.deadline_time(),
+            timed_out: p.timed_out,
+            iteration: p.iteration,
+        }
+    }
+
+    /// The project's directory name, for headers.
+    pub fn project(&self) -> String {
+        project_name(&self.root)
+    }
+}
+
+/// The last path component of `root`, or the whole path.
+pub fn project_name(root: &Path) -> String {
+    root.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| root.display().to_string())
+}
+
+/// Every registered loop, waiting ones first.
+pub fn loops() -> Vec<LoopView> {
+    let mut all: Vec<LoopView> = ralph_loop::registry::list()
+        .into_iter()
+        .filter_map(|e| load(&e.root))
+        .collect();
+    all.sort_by(|a, b| (!a.waiting, &a.root).cmp(&(!b.waiting, &b.root)));
+    all
+}
+
+/// The loop in `root`, from its `state.json`.
+pub fn load(root: &Path) -> Option<LoopView> {
+    let ws = Workspace::new(root);
+    ws.check_not_symlink().ok()?;
+    let state = State::load(&ws).ok().flatten()?;
+    let question = state
+        .pending_question
+        .as_ref()
+        .filter(|p| !answer_waiting(&ws, &p.asked_at))
+        .map(|p| QuestionView::new(root, p));
+    Some(LoopView {
+        root: root.to_path_buf(),
+        status: describe(state.status),
+        waiting: question.is_some(),
+        task: state.task.lines().next().unwrap_or("").to_string(),
+        iteration: state.iteration,
+        max_iterations: state.max_iterations,
+        started_at: ralph_loop::state::parse_timestamp(&state.started_at),
+        last_signal: state.last_signal.clone(),
+        cost_usd: state.total_cost_usd,
+        question,
+    })
+}
+
+/// Whether an answer to the question asked at `asked_at` waits to be delivered: the question
+/// is answered, though the loop has not taken it yet.
+fn answer_waiting(ws: &Workspace, asked_at: &str) -> bool {
+    answer::read(ws)
+        .ok()
+        .flatten()
+        .is_some_and(|a| a.question_asked_at.as_deref() == Some(asked_at))
+}
+
+fn describe(status: Status) -> &'static str {
+    match status {
+        Status::Running => "running",
+        Status::WaitingInput => "waiting for you",
+        Status::Done => "done",
+        Status::Failed => "failed",
+        Status::Stopped => "stopped",
+        Status::MaxIterations => "at max iterations",
+    }
+}
+
+/// The question `link` opens, while it waits.
+pub fn pending(link: &LinkRecord) -> Option<QuestionView> {
+    load(&link.root)?
+        .question
+        .filter(|q| q.asked_at == link.asked_at)
+}
+
+/// Which front end sends an answer, and who there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Sender {
+    /// The web page, opened by an answer link or a paired device (its name).
+    Web(String),
+    /// The Telegram bot (the user's id).
+    Telegram(String),
+}
+
+/// What the sender asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    /// Free text.
+    Text(String),
+    /// Options by number (from 1), with an optional note.
+    Options(Vec<usize>, String),
+}
+
+/// What became of an answer: the same outcomes, and words, as `ralph answer`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Taken; `live` when a running loop picks it up now.
+    Accepted {
+        /// A loop runs there.
+        live: bool,
+    },
+    /// The reply was not a valid answer; the message says why and what to do.
+    Invalid(String),
+    /// Someone answered first (who, and the first line of their answer).
+    AlreadyAnswered(String),
+    /// The question was skipped first.
+    Skipped,
+    /// No such question waits any more (how it closed, if known).
+    NotWaiting(String),
+    /// The loop was asked to skip the question or give it more time (what it was told).
+    Requested(String),
+}
+
+impl Outcome {
+    /// The words the user sees.
+    pub fn message(&self) -> String {
+        match self {
+            Outcome::Accepted { live: true } => "Answered. The loop picks it up now.".into(),
+            Outcome::Accepted { live: false } => {
+                "Answer saved. No loop is running there; the next `ralph run` delivers it.".into()
+            }
+            Outcome::Invalid(why) => why.clone(),
+            Outcome::AlreadyAnswered(who) => {
+                format!("Someone answered first ({who}); your answer was not used.")
+            }
+            Outcome::Skipped => {
+                "The question was skipped before your answer arrived; your answer was not used."
+                    .into()
+            }
+            Outcome::NotWaiting(how) => format!("This question is no longer waiting: {how}."),
+            Outcome::Requested(what) => what.clone(),
+        }
+    }
+}
+
+/// The text an answer gives the agent, checked as `ralph answer` checks it.
+fn answer_text(q: &QuestionView, reply: &Reply) -> Result<String, String> {
+    let text = match reply {
+        Reply::Text(t) => t.trim().to_string(),
+        Reply::Options(picked, note) => {
+            if q.options.is_empty() {
+                return Err(
+                    "the question offers no options to pick from; write the answer out instead"
+                        .into(),
+                );
+            }
+            if picked.len() > 1 && !q.multi_select {
+                return Err("this question takes one option only".into());
+            }
+            let mut labels = Vec::new();
+            for &n in picked {
+                let Some((label, _)) = n.checked_sub(1).and_then(|i| q.options.get(i)) else {
+                    return Err(format!(
+                        "option {n} is out of range: the question has options 1 to {}",
+                        q.options.len()
+                    ));
+                };
+                labels.push(label.clone());
+            }
+            let note = note.trim();
+            match (labels.is_empty(), note.is_empty()) {
+                (true, _) => note.to_string(),
+                (false, true) => labels.join(", "),
+                (false, false) => format!("{}: {note}", labels.join(", ")),
+            }
+        }
+    };
+    if text.is_empty() {
+        return Err("the answer is empty. Write one, pick an option, or let the deadline pass so the agent uses its best guess.".into());
+    }
+    if text.len() > MAX_ANSWER_BYTES {
+        return Err(format!(
+            "the answer is too long ({} bytes; at most {MAX_ANSWER_BYTES})",
+            text.len()
+        ));
+    }
+    Ok(text)
+}
+
+/// Answers the question `link` stands for, through the same first-answer-wins path as
+/// `ralph answer`.
+pub fn submit(link: &LinkRecord, reply: &Reply, sender: &Sender) -> Outcome {
+    let ws = Workspace::new(&link.root);
+    let Ok(Some(state)) = State::load(&ws) else {
+        return Outcome::NotWaiting("its loop has no state any more".into());
+    };
+    let pending = state
+        .pending_question
+        .as_ref()
+        .filter(|p| p.asked_at == link.asked_at);
+    let Some(pending) = pending else {
+        return Outcome::NotWaiting(match state.closed(&link.asked_at) {
+            Some(c) => match c.answered_by {
+                Some(by) => format!("it was answered from {}", by.describe()),
+                None => "it was skipped".into(),
+            },
+            None => "it was closed".into(),
+        });
+    };
+    let view = QuestionView::new(&link.root, pending);
+    let text = match answer_text(&view, reply) {
+        Ok(t) => t,
+        Err(why) => return Outcome::Invalid(why),
+    };
+    let (by, who) = match sender {
+        Sender::Web(who) => (AnsweredBy::Web, who),
+        Sender::Telegram(who) => (AnsweredBy::Telegram, who),
+    };
+    let ans = Answer::new(text, by, Some(link.asked_at.clone())).with_who(who.clone());
+    match desk::submit(&ws, &ans) {
+        Ok(Submitted::Accepted) => Outcome::Accepted {
+            live: ws.is_locked(),
+        },
+        Ok(Submitted::AlreadyAnswered(theirs)) => {
+            Outcome::AlreadyAnswered(match theirs.text.lines().next() {
+                Some(line) if !line.is_empty() => format!("{}: \"{line}\"", theirs.source()),
+                _ => theirs.source(),
+            })
+        }
+        Ok(Submitted::Skipped) => Outcome::Skipped,
+        Err(e) => Outcome::Invalid(format!("could not write the answer: {e}")),
+    }
+}
+
+/// How the question `link` stands for closed, in words for a page that still shows it.
+pub fn closed_how(link: &LinkRecord) -> String {
+    let ws = Workspace::new(&link.root);
+    if let Some(a) = answer::read(&ws)
+        .ok()
+        .flatten()
+        .filter(|a| a.question_asked_at.as_deref() == Some(link.asked_at.as_str()))
+    {
+        return format!("answered from {}", a.source());
+    }
+    match State::load(&ws).ok().flatten() {
+        Some(state) => match state.closed(&link.asked_at) {
+            Some(c) => match c.answered_by {
+                Some(by) => format!("answered from {}", by.describe()),
+                None => "skipped".into(),
+            },
+            None if state
+                .pending_question
+                .as_ref()
+                .is_some_and(|p| p.asked_at == link.asked_at) =>
+            {
+                "still waiting".into()
+            }
+            None => "closed (the loop stopped, or a new question replaced it)".into(),
+        },
+        None => "closed".into(),
+    }
+}
+
+/// Changes to one or more loops' `state.json` and `answer.md`, as they happen (inotify).
+#[derive(Debug)]
+pub struct Changes {
+    _watches: Vec<ralph_loop::watch::DirWatch>,
+    rx: tokio::sync::mpsc::UnboundedReceiver<()>,
+}
+
+impl Changes {
+    /// Waits for the next change; `None` once nothing is watched any more.
+    pub async fn next(&mut self) -> Option<()> {
+        self.rx.recv().await?;
+        // A save is a few events in a row (temp file, rename); look once they have landed.
+        while self.rx.try_recv().is_ok() {}
+        Some(())
+    }
+}
+
+const WATCHED: &[&str] = &["state.json", "answer.md"];
+
+/// Watches the loop in `root`. Must be called in a Tokio runtime.
+pub fn watch(root: &Path) -> std::io::Result<Changes> {
+    watch_roots(&[root.to_path_buf()])
+}
+
+/// Watches every registered loop. Must be called in a Tokio runtime.
+pub fn watch_all() -> std::io::Result<Changes> {
+    let roots: Vec<PathBuf> = ralph_loop::registry::list()
+        .into_iter()
+        .map(|e| e.root)
+        .collect();
+    watch_roots(&roots)
+}
+
+fn watch_roots(roots: &[PathBuf]) -> std::io::Result<Changes> {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut watches = Vec::new();
+    for root in roots {
+        let ws = Workspace::new(root);
+        watches.push(ralph_loop::watch::watch_async(
+            ws.dir(),
+            WATCHED,
+            tx.clone(),
+        )?);
+    }
+    Ok(Changes {
+        _watches: watches,
+        rx,
+    })
+}
+
+/// Stores a new secret of `kind` (see [`ralph_loop::broker::put_secret`]); returns its token.
+pub fn put_secret<T: serde::Serialize>(
+    state_dir: &Path,
+    kind: &str,
+    record: impl FnOnce(String) -> T,
+) -> std::io::Result<String> {
+    broker::put_secret(state_dir, kind, record)
+}
+
+/// The secret of `kind` stored for `token`, and its file.
+pub fn get_secret<T: serde::de::DeserializeOwned>(
+    state_dir: &Path,
+    kind: &str,
+    token: &str,
+    hash: impl Fn(&T) -> &String,
+) -> Option<(T, PathBuf)> {
+    broker::get_secret(state_dir, kind, token, hash)
+}
+
+/// RFC 3339, as everywhere in `.ralph/`.
+pub fn timestamp(t: SystemTime) -> String {
+    ralph_loop::state::timestamp(t)
+}
+
+/// Reads an RFC 3339 time.
+pub fn parse_timestamp(s: &str) -> Option<SystemTime> {
+    ralph_loop::state::parse_timestamp(s)
+}
+
+/// The URL of the broker running with state directory `state_dir`, if one runs.
+pub fn broker_url(state_dir: &Path) -> Option<String> {
+    broker::running_in(state_dir).map(|b| b.url)
+}
+
+/// What a front end may do to a waiting question besides answering it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// Skip it: the agent goes on with its best guess.
+    Skip,
+    /// Five more minutes.
+    Extend,
+}
+
+/// Asks the loop waiting on `link`'s question to skip it or give it more time, as the keys in
+/// its panel do. Only a running loop can; a lone `ralph ask` waits for an answer or its timeout.
+pub fn act(link: &LinkRecord, action: Action) -> Outcome {
+    let ws = Workspace::new(&link.root);
+    if pending(link).is_none() {
+        return Outcome::NotWaiting(closed_how(link));
+    }
+    // A running loop is registered; a lone `ralph ask` is not, and has no panel to act.
+    if !ralph_loop::registry::list()
+        .iter()
+        .any(|e| e.root == link.root)
+    {
+        return Outcome::Invalid(
+            "no loop is running there to skip the question or give it more time; answer it instead"
+                .into(),
+        );
+    }
+    let req = broker::Request {
+        asked_at: link.asked_at.clone(),
+        action: match action {
+            Action::Skip => broker::RequestAction::Skip,
+            Action::Extend => broker::RequestAction::Extend,
+        },
+    };
+    match broker::request(&ws, &req) {
+        Ok(()) => Outcome::Requested(match action {
+            Action::Skip => "Skipped: the agent goes on with its best guess.".into(),
+            Action::Extend => "Five more minutes.".into(),
+        }),
+        Err(e) => Outcome::Invalid(format!("could not reach the loop: {e}")),
+    }
+}

@@ -1,0 +1,161 @@
+//! Paired devices: pairing codes, the device cookie, and the limit on pairing attempts.
+//!
+//! `ralph serve pair web` stores a one-time pairing code (hashed, like every secret of the
+//! broker, in the state directory's `pairing/`, valid for [`PAIRING_TTL`]) and prints the link
+//! `URL/pair/CODE`. Opening it takes the code (its file is removed: one use) and stores a new
+//! device secret in `devices/`; the browser keeps the secret in an HttpOnly, SameSite=Strict
+//! cookie. Failed attempts are counted per broker: after [`MAX_FAILED_PER_MINUTE`] in a
+//! minute every attempt is refused until the minute has passed.
+
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime};
+
+use axum::http::{HeaderMap, header};
+use serde::{Deserialize, Serialize};
+
+use crate::desk;
+
+/// The device cookie's name.
+pub const COOKIE: &str = "ralph_device";
+
+/// How long a pairing code works.
+pub const PAIRING_TTL: Duration = Duration::from_secs(10 * 60);
+
+/// Failed pairing attempts allowed per minute, before every attempt is refused.
+pub const MAX_FAILED_PER_MINUTE: usize = 5;
+
+const PAIRING: &str = "pairing";
+const DEVICES: &str = "devices";
+
+/// A pairing code, as stored.
+#[derive(Debug, Serialize, Deserialize)]
+struct PairingCode {
+    hash: String,
+    /// `web` or `telegram`.
+    kind: String,
+    expires_at: String,
+}
+
+/// A paired device, as stored.
+#[derive(Debug, Serialize, Deserialize)]
+struct Device {
+    hash: String,
+    name: String,
+    paired_at: String,
+}
+
+/// Makes a one-time pairing code of `kind` (`web`, `telegram`).
+pub fn new_pairing_code(state_dir: &Path, kind: &str, now: SystemTime) -> std::io::Result<String> {
+    desk::put_secret(state_dir, PAIRING, |hash| PairingCode {
+        hash,
+        kind: kind.to_string(),
+        expires_at: desk::timestamp(now + PAIRING_TTL),
+    })
+}
+
+/// Takes the pairing code `code` of `kind` (once: its file is removed); whether it was valid.
+pub fn take_pairing_code(state_dir: &Path, kind: &str, code: &str, now: SystemTime) -> bool {
+    let Some((record, path)) =
+        desk::get_secret(state_dir, PAIRING, code, |p: &PairingCode| &p.hash)
+    else {
+        return false;
+    };
+    // Whoever removes the file took the code; a second opener finds it gone.
+    if std::fs::remove_file(&path).is_err() {
+        return false;
+    }
+    record.kind == kind && desk::parse_timestamp(&record.expires_at).is_some_and(|e| now < e)
+}
+
+/// Pairs a browser with the web pairing `code`: the new device cookie's value.
+pub fn pair_web(state_dir: &Path, code: &str) -> Option<String> {
+    let now = SystemTime::now();
+    if !take_pairing_code(state_dir, "web", code, now) {
+        return None;
+    }
+    desk::put_secret(state_dir, DEVICES, |hash| Device {
+        name: format!("browser {}", &hash[..6]),
+        hash,
+        paired_at: desk::timestamp(now),
+    })
+    .ok()
+}
+
+/// The paired device a request's cookie names (its name), if any.
+pub fn device(state_dir: &Path, headers: &HeaderMap) -> Option<String> {
+    let token = headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|c| c.trim().split_once('='))
+        .find(|(k, _)| *k == COOKIE)
+        .map(|(_, v)| v.to_string())?;
+    desk::get_secret(state_dir, DEVICES, &token, |d: &Device| &d.hash).map(|(d, _)| d.name)
+}
+
+/// Failed pairing attempts of the last minute.
+#[derive(Debug, Default)]
+pub struct Attempts(Mutex<Vec<SystemTime>>);
+
+impl Attempts {
+    /// Whether another attempt may be made at `now`.
+    pub fn allow(&self, now: SystemTime) -> bool {
+        let mut failed = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        failed.retain(|t| {
+            now.duration_since(*t)
+                .is_ok_and(|d| d < Duration::from_secs(60))
+        });
+        failed.len() < MAX_FAILED_PER_MINUTE
+    }
+
+    /// Counts a failed attempt.
+    pub fn failed(&self, now: SystemTime) {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).push(now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_code_pairs_once_and_an_expired_or_wrong_one_never() {
+        let dir = tempfile::tempdir().unwrap();
+        let now = SystemTime::now();
+        let code = new_pairing_code(dir.path(), "web", now).unwrap();
+        assert!(!take_pairing_code(
+            dir.path(),
+            "web",
+            "0123456789abcdef0123456789abcdef",
+            now
+        ));
+        assert!(take_pairing_code(dir.path(), "web", &code, now));
+        assert!(
+            !take_pairing_code(dir.path(), "web", &code, now),
+            "one use only"
+        );
+        let late = new_pairing_code(dir.path(), "web", now).unwrap();
+        assert!(!take_pairing_code(
+            dir.path(),
+            "web",
+            &late,
+            now + PAIRING_TTL
+        ));
+        let other = new_pairing_code(dir.path(), "telegram", now).unwrap();
+        assert!(!take_pairing_code(dir.path(), "web", &other, now));
+    }
+
+    #[test]
+    fn attempts_are_limited_per_minute() {
+        let a = Attempts::default();
+        let now = SystemTime::now();
+        for _ in 0..MAX_FAILED_PER_MINUTE {
+            assert!(a.allow(now));
+            a.failed(now);
+        }
+        assert!(!a.allow(now));
+        assert!(a.allow(now + Duration::from_secs(61)));
+    }
+}

@@ -1,0 +1,315 @@
+//! The HTML the broker serves: the question page, the dashboard and the short pages around them.
+//!
+//! Everything the agent wrote (question, context, options, task, signals) is untrusted. The
+//! question's markdown goes through pulldown-cmark with every raw HTML event turned into text,
+//! images turned into plain links, and links kept only for `http`, `https` and `mailto`; every
+//! other value is escaped here. The page loads nothing from outside the binary: one stylesheet
+//! and one script, served by the broker itself, and the Content-Security-Policy allows no
+//! inline script.
+
+use std::fmt::Write as _;
+use std::time::{Duration, SystemTime};
+
+use pulldown_cmark::{CowStr, Event, LinkType, Options, Parser, Tag, TagEnd};
+use ralph_signal::sanitize;
+
+use crate::desk::{LoopView, QuestionView, project_name};
+
+/// Escapes `s` for HTML text and attribute values (quoted with `"`).
+pub fn esc(s: &str) -> String {
+    let s = sanitize(s);
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Renders agent-written markdown with no HTML of its own and only harmless links.
+pub fn markdown(md: &str) -> String {
+    let md = sanitize(md);
+    let parser = Parser::new_ext(&md, Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TABLES);
+    let mut dropped_links = Vec::new();
+    let events = parser.filter_map(|event| match event {
+        // Raw HTML, block or inline, shows as the text it is.
+        Event::Html(h) | Event::InlineHtml(h) => Some(Event::Text(h)),
+        Event::Start(Tag::Link {
+            link_type,
+            dest_url,
+            title,
+            id,
+        }) => {
+            let safe = safe_url(&dest_url);
+            dropped_links.push(!safe);
+            safe.then_some(Event::Start(Tag::Link {
+                link_type,
+                dest_url,
+                title,
+                id,
+            }))
+        }
+        Event::End(TagEnd::Link) => match dropped_links.pop() {
+            Some(true) => None,
+            _ => Some(Event::End(TagEnd::Link)),
+        },
+        // An image would be fetched by the browser (the CSP blocks it anyway): a link instead.
+        Event::Start(Tag::Image { dest_url, .. }) => {
+            let safe = safe_url(&dest_url);
+            dropped_links.push(!safe);
+            safe.then_some(Event::Start(Tag::Link {
+                link_type: LinkType::Inline,
+                dest_url,
+                title: CowStr::Borrowed(""),
+                id: CowStr::Borrowed(""),
+            }))
+        }
+        Event::End(TagEnd::Image) => match dropped_links.pop() {
+            Some(true) => None,
+            _ => Some(Event::End(TagEnd::Link)),
+        },
+        other => Some(other),
+    });
+    let mut html = String::new();
+    pulldown_cmark::html::push_html(&mut html, events);
+    html
+}
+
+fn safe_url(url: &str) -> bool {
+    let lower = url.trim().to_ascii_lowercase();
+    ["http://", "https://", "mailto:"]
+        .iter()
+        .any(|p| lower.starts_with(p))
+}
+
+/// A whole page around `body`.
+fn layout(title: &str, body: &str) -> String {
+    format!(
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+<meta name=\"referrer\" content=\"no-referrer\">\
+<title>{}</title><link rel=\"stylesheet\" href=\"/assets/page.css\">\
+<script src=\"/assets/page.js\" defer></script></head>\n<body>{body}</body></html>\n",
+        esc(title)
+    )
+}
+
+/// `1h 02m`, `4m 57s`, `12s`.
+pub fn duration(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m {:02}s", s / 60, s % 60),
+        _ => format!("{}h {:02}m", s / 3600, (s % 3600) / 60),
+    }
+}
+
+/// The question page an answer link opens. `post` is where the form goes.
+pub fn question(q: &QuestionView, post: &str, now: SystemTime) -> String {
+    let mut b = String::new();
+    let project = q.project();
+    let left_ms = q
+        .deadline
+        .map(|d| d.duration_since(now).unwrap_or_default().as_millis());
+    let _ = write!(
+        b,
+        "<main class=\"question\" data-post=\"{}\" data-events=\"{}/events\"{}>",
+        esc(post),
+        esc(post),
+        match left_ms {
+            Some(ms) if !q.timed_out => format!(" data-left-ms=\"{ms}\""),
+            _ => String::new(),
+        }
+    );
+    let _ = write!(
+        b,
+        "<header><h1>{}</h1><p class=\"meta\">iteration {} · <span id=\"countdown\">{}</span></p></header>",
+        esc(&project),
+        q.iteration,
+        match (q.timed_out, left_ms) {
+            (true, _) =>
+                "timed out: the agent went on with its best guess; a late answer still reaches it"
+                    .to_string(),
+            (false, Some(ms)) => format!(
+                "{} left",
+                duration(Duration::from_millis(ms.try_into().unwrap_or(u64::MAX)))
+            ),
+            (false, None) => "no deadline".to_string(),
+        }
+    );
+    let _ = write!(b, "<section class=\"text\">{}</section>", markdown(&q.text));
+    if let Some(c) = &q.context {
+        let _ = write!(
+            b,
+            "<details class=\"context\"><summary>Context</summary>{}</details>",
+            markdown(c)
+        );
+    }
+    let _ = write!(
+        b,
+        "<form id=\"answer\" method=\"post\" action=\"{}\">",
+        esc(post)
+    );
+    if !q.options.is_empty() {
+        let kind = if q.multi_select { "checkbox" } else { "radio" };
+        b.push_str("<fieldset class=\"options\"><legend>Options</legend>");
+        for (i, (label, description)) in q.options.iter().enumerate() {
+            let default = q.default.as_deref() == Some(label.as_str());
+            let _ = write!(
+                b,
+                "<label class=\"option{}\"><input type=\"{kind}\" name=\"option\" value=\"{}\"{}> <span class=\"label\">{}</span>{}{}</label>",
+                if default { " default" } else { "" },
+                i + 1,
+                if default { " checked" } else { "" },
+                esc(label),
+                if default {
+                    " <span class=\"badge\">default</span>"
+                } else {
+                    ""
+                },
+                description
+                    .as_deref()
+                    .map(|d| format!("<span class=\"description\">{}</span>", esc(d)))
+                    .unwrap_or_default()
+            );
+        }
+        b.push_str("</fieldset>");
+    }
+    if let Some(d) = &q.default
+        && !q.options.iter().any(|(l, _)| l == d)
+    {
+        let _ = write!(
+            b,
+            "<p class=\"default\">If nobody answers: <span>{}</span></p>",
+            esc(d)
+        );
+    }
+    let _ = write!(
+        b,
+        "<label class=\"note\" for=\"text\">{}</label><textarea id=\"text\" name=\"answer\" rows=\"4\" maxlength=\"{}\"></textarea>",
+        if q.options.is_empty() {
+            "Your answer"
+        } else {
+            "A note with your pick, or an answer of your own"
+        },
+        crate::desk::MAX_ANSWER_BYTES
+    );
+    b.push_str(
+        "<div class=\"actions\"><button type=\"submit\" class=\"send\">Send</button>\
+<button type=\"submit\" name=\"action\" value=\"skip\" class=\"secondary\">Skip (use default)</button>\
+<button type=\"submit\" name=\"action\" value=\"extend\" class=\"secondary\">+5 min</button></div></form>\
+<p id=\"result\" role=\"status\" aria-live=\"polite\"></p></main>",
+    );
+    layout(&format!("{project}: a question waits"), &b)
+}
+
+/// The page shown after the form was posted without JavaScript, or when a link's question is
+/// answered.
+pub fn message(title: &str, text: &str) -> String {
+    layout(
+        title,
+        &format!(
+            "<main class=\"message\"><h1>{}</h1><p>{}</p></main>",
+            esc(title),
+            esc(text)
+        ),
+    )
+}
+
+/// The page for a link that is not (or no longer) one: the same for every wrong token.
+pub fn not_found() -> String {
+    message("Not found", "There is nothing here.")
+}
+
+/// The dashboard: every loop, waiting ones first; `links` holds each waiting one's page.
+pub fn dashboard(loops: &[(LoopView, Option<String>)], now: SystemTime) -> String {
+    let mut b =
+        String::from("<main class=\"dashboard\" data-events=\"/events\"><h1>ralph loops</h1>");
+    if loops.is_empty() {
+        b.push_str("<p>No ralph loop is running on this machine.</p>");
+    }
+    for (l, link) in loops {
+        let elapsed = l
+            .started_at
+            .and_then(|s| now.duration_since(s).ok())
+            .map(duration)
+            .unwrap_or_else(|| "?".into());
+        let _ = write!(
+            b,
+            "<article class=\"loop{}\"><h2>{}</h2><p class=\"status\">{}</p><dl>",
+            if l.waiting { " waiting" } else { "" },
+            esc(&project_name(&l.root)),
+            esc(l.status)
+        );
+        let mut row = |k: &str, v: &str| {
+            let _ = write!(b, "<dt>{k}</dt><dd>{}</dd>", esc(v));
+        };
+        if !l.task.is_empty() {
+            row("task", &l.task);
+        }
+        row(
+            "iteration",
+            &match l.max_iterations {
+                0 => l.iteration.to_string(),
+                max => format!("{} of {max}", l.iteration),
+            },
+        );
+        row("elapsed", &elapsed);
+        if let Some(s) = &l.last_signal {
+            row("last signal", s);
+        }
+        if let Some(c) = l.cost_usd {
+            row("cost", &format!("${c:.2}"));
+        }
+        b.push_str("</dl>");
+        if let (Some(q), Some(link)) = (&l.question, link) {
+            let first = q.text.lines().next().unwrap_or("");
+            let _ = write!(
+                b,
+                "<p class=\"ask\"><a href=\"{}\">Answer: {}</a></p>",
+                esc(link),
+                esc(first)
+            );
+        }
+        b.push_str("</article>");
+    }
+    b.push_str("</main>");
+    layout("ralph loops", &b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn raw_html_and_script_links_in_a_question_stay_text() {
+        let html = markdown(
+            "Pick one <script>alert(1)</script>\n\n<img src=x onerror=alert(2)>\n\n\
+[click](javascript:alert(3)) [ok](https://example.com) ![i](http://evil/x.png) [d](data:text/html,hi)",
+        );
+        assert!(!html.contains("<script"), "{html}");
+        assert!(!html.contains("<img"), "{html}");
+        assert!(html.contains("&lt;script&gt;"), "{html}");
+        assert!(!html.contains("javascript:"), "{html}");
+        assert!(!html.contains("data:"), "{html}");
+        assert!(
+            html.contains("<a href=\"https://example.com\">ok</a>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("<a href=\"http://evil/x.png\">i</a>"),
+            "{html}"
+        );
+    }
+
+    #[test]
+    fn escapes_attributes_and_control_characters() {
+        assert_eq!(esc("a\"<b>&'\u{1b}[31m"), "a&quot;&lt;b&gt;&amp;&#39;");
+    }
+}

@@ -1,0 +1,574 @@
+//! `ralph serve`: answer links over HTTP against the real broker, loop and fake agent, and the
+//! security cases (wrong tokens, foreign origins, hostile questions, closed links, big bodies,
+//! races with the terminal).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use super::util::*;
+
+/// A running `ralph serve` with its own state directory (registry, links, lock).
+pub struct Broker {
+    pub state: tempfile::TempDir,
+    pub url: String,
+    _child: Guarded,
+}
+
+impl Broker {
+    /// Starts `ralph serve` on a free loopback port and waits until it says where it listens.
+    pub fn start() -> Broker {
+        Broker::start_with(&[])
+    }
+
+    /// [`Broker::start`] with more arguments for `ralph serve`.
+    pub fn start_with(args: &[&str]) -> Broker {
+        let state = tempfile::Builder::new()
+            .prefix("ralph-state-")
+            .tempdir()
+            .unwrap();
+        let mut cmd = Command::new(ralph_bin());
+        cmd.arg("serve");
+        if !args.contains(&"--bind") {
+            cmd.args(["--bind", "127.0.0.1:0"]);
+        }
+        cmd.args(args).env("RALPH_STATE_DIR", state.path());
+        let child = spawn(cmd);
+        let lock = state.path().join("serve.lock");
+        let url = wait_until(Duration::from_secs(20), "serve.lock", || {
+            let raw = std::fs::read_to_string(&lock).ok()?;
+            let v: serde_json::Value = serde_json::from_str(&raw).ok()?;
+            v["url"].as_str().map(str::to_string)
+        });
+        Broker {
+            state,
+            url,
+            _child: child,
+        }
+    }
+
+    /// `ralph ARGS` in `p`, seeing this broker.
+    pub fn ralph(&self, p: &Project) -> Command {
+        let mut cmd = p.ralph();
+        cmd.env("RALPH_STATE_DIR", self.state.path());
+        cmd
+    }
+
+    /// The answer link `ralph status --json` gives for `p`'s waiting question.
+    pub fn answer_url(&self, p: &Project) -> String {
+        let out = self.ralph(p).args(["status", "--json"]).output().unwrap();
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        json["pending_question"]["answer_url"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no answer_url in {json}"))
+            .to_string()
+    }
+
+    /// The origin a browser on the broker's own pages sends.
+    pub fn origin(&self) -> &str {
+        &self.url
+    }
+}
+
+pub fn http() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into()
+}
+
+/// A response's status, headers we look at, and body.
+pub struct Got {
+    pub status: u16,
+    pub headers: ureq::http::HeaderMap,
+    pub body: String,
+}
+
+pub fn get(url: &str) -> Got {
+    let mut resp = http().get(url).call().unwrap();
+    Got {
+        status: resp.status().as_u16(),
+        headers: resp.headers().clone(),
+        body: resp.body_mut().read_to_string().unwrap(),
+    }
+}
+
+pub fn post(url: &str, origin: Option<&str>, json: &str) -> Got {
+    let mut req = http().post(url).header("content-type", "application/json");
+    if let Some(o) = origin {
+        req = req.header("origin", o);
+    }
+    let mut resp = req.send(json.to_string()).unwrap();
+    Got {
+        status: resp.status().as_u16(),
+        headers: resp.headers().clone(),
+        body: resp.body_mut().read_to_string().unwrap(),
+    }
+}
+
+const ASK: &str = "\
+[iteration 1]
+question \"Redis or Memcached?\" --option Redis --option Memcached --default Redis
+signal QUESTION
+[iteration 2]
+save-prompt prompt-2.txt
+";
+
+/// A loop (seeing `broker`) whose agent asked [`ASK`]'s question, with a minute to answer.
+fn waiting_loop(broker: &Broker) -> (Project, Guarded) {
+    let p = Project::with_task(
+        "task: Cache\nmax_iterations: 2\nquestion_timeout: 1m",
+        "- [ ] cache\n",
+    );
+    let agent = p.agent(ASK);
+    let mut cmd = broker.ralph(&p);
+    cmd.args(["run", "--no-tui", "--agent-cmd", &agent]);
+    let child = spawn(cmd);
+    p.wait_for_status("waiting_input", Duration::from_secs(20));
+    (p, child)
+}
+
+/// A lone `ralph ask` (no loop) waiting on `text`, seeing `broker`.
+fn asking(broker: &Broker, p: &Project, text: &str, options: &[&str]) -> Guarded {
+    let mut cmd = broker.ralph(p);
+    cmd.args(["ask", text, "--timeout", "1m"]);
+    for o in options {
+        cmd.args(["--option", o]);
+    }
+    let child = spawn(cmd);
+    p.wait_for_status("waiting_input", Duration::from_secs(20));
+    child
+}
+
+#[test]
+fn an_answer_link_answers_from_the_page_and_the_next_iteration_has_it() {
+    let broker = Broker::start();
+    let (p, child) = waiting_loop(&broker);
+    let url = broker.answer_url(&p);
+    assert!(url.starts_with(&format!("{}/a/", broker.url)), "{url}");
+
+    let page = get(&url);
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("Redis or Memcached?"), "{}", page.body);
+    assert!(page.body.contains("value=\"2\""), "options as inputs");
+    let csp = page.headers["content-security-policy"].to_str().unwrap();
+    assert!(
+        csp.contains("script-src 'self'") && !csp.contains("unsafe-inline"),
+        "{csp}"
+    );
+    assert_eq!(page.headers["referrer-policy"], "no-referrer");
+
+    let answered = post(
+        &url,
+        Some(broker.origin()),
+        r#"{"option": 2, "answer": "it is already deployed"}"#,
+    );
+    assert_eq!(answered.status, 200, "{}", answered.body);
+    assert!(answered.body.contains("Answered"), "{}", answered.body);
+
+    let run = Run::finish(child, Duration::from_secs(30));
+    run.expect_code(3);
+    let prompt = p.read("prompt-2.txt");
+    assert!(
+        prompt.contains("Memcached: it is already deployed"),
+        "{prompt}"
+    );
+    let answer = &p.events_of("answer")[0];
+    assert_eq!(answer["by"], "web");
+    assert!(
+        answer["who"].as_str().unwrap().starts_with("answer link "),
+        "{answer}"
+    );
+    let clarifications = p.read(".ralph/clarifications.md");
+    assert!(
+        clarifications.contains("from the web page of `ralph serve` (answer link "),
+        "{clarifications}"
+    );
+
+    // The question closed: the link is now like any unknown page, and answers are refused.
+    let unknown = get(&format!("{}/a/{}", broker.url, "0".repeat(32)));
+    let closed = get(&url);
+    assert_eq!(
+        (closed.status, &closed.body),
+        (unknown.status, &unknown.body)
+    );
+    let late = post(&url, Some(broker.origin()), r#"{"answer": "too late"}"#);
+    assert_eq!(late.status, 409, "{}", late.body);
+    assert!(late.body.contains("no longer waiting"), "{}", late.body);
+}
+
+#[test]
+fn wrong_tokens_look_like_any_unknown_page() {
+    let broker = Broker::start();
+    let p = Project::new();
+    let _ask = asking(&broker, &p, "Ship it?", &[]);
+    let good = broker.answer_url(&p);
+    let token = good.rsplit('/').next().unwrap();
+    let mut flipped = token.to_string().into_bytes();
+    flipped[0] = if flipped[0] == b'a' { b'b' } else { b'a' };
+    let flipped = String::from_utf8(flipped).unwrap();
+    let pages: Vec<Got> = [
+        format!("{}/a/{flipped}", broker.url),
+        format!("{}/a/{}", broker.url, &token[..31]),
+        format!("{}/a/{}", broker.url, token.to_uppercase()),
+        format!("{}/a/..%2F..%2Fetc%2Fpasswd", broker.url),
+        format!("{}/nothing/here", broker.url),
+    ]
+    .iter()
+    .map(|u| get(u))
+    .collect();
+    for g in &pages {
+        assert_eq!((g.status, &g.body), (pages[4].status, &pages[4].body));
+    }
+    assert_eq!(pages[4].status, 404);
+    assert_eq!(get(&good).status, 200);
+    // A POST with a wrong token answers nothing.
+    let wrong = post(
+        &format!("{}/a/{flipped}", broker.url),
+        None,
+        r#"{"answer": "yes"}"#,
+    );
+    assert_eq!(wrong.status, 404);
+    assert!(!p.exists(".ralph/answer.md"));
+}
+
+#[test]
+fn a_post_from_another_site_is_refused() {
+    let broker = Broker::start();
+    let p = Project::new();
+    let _ask = asking(&broker, &p, "Ship it?", &[]);
+    let url = broker.answer_url(&p);
+    for origin in ["https://evil.example", "null", "http://127.0.0.1:1"] {
+        let refused = post(&url, Some(origin), r#"{"answer": "yes"}"#);
+        assert_eq!(refused.status, 403, "{origin}: {}", refused.body);
+    }
+    let mut resp = http()
+        .post(&url)
+        .header("content-type", "application/json")
+        .header("sec-fetch-site", "cross-site")
+        .send(r#"{"answer": "yes"}"#)
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 403);
+    let _ = resp.body_mut().read_to_string();
+    assert!(!p.exists(".ralph/answer.md"), "nothing was answered");
+    let ok = post(&url, Some(broker.origin()), r#"{"answer": "yes"}"#);
+    assert_eq!(ok.status, 200, "{}", ok.body);
+}
+
+#[test]
+fn script_and_javascript_links_in_a_question_stay_inert() {
+    let broker = Broker::start();
+    let p = Project::new();
+    let _ask = asking(
+        &broker,
+        &p,
+        "Which? <script>alert(1)</script> [docs](javascript:alert(2)) <img src=x onerror=alert(3)>",
+        &["<b onmouseover=alert(4)>bold</b>"],
+    );
+    let page = get(&broker.answer_url(&p));
+    assert_eq!(page.status, 200);
+    let body = &page.body;
+    assert!(!body.contains("<script>alert"), "{body}");
+    assert!(!body.contains("javascript:"), "{body}");
+    assert!(!body.contains("<img"), "{body}");
+    assert!(!body.contains("<b onmouseover"), "{body}");
+    assert!(
+        body.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
+        "{body}"
+    );
+    // The only scripts are the broker's own file.
+    assert_eq!(body.matches("<script").count(), 1, "{body}");
+    assert!(body.contains("<script src=\"/assets/page.js\" defer></script>"));
+}
+
+#[test]
+fn oversize_bodies_and_answers_are_refused() {
+    let broker = Broker::start();
+    let p = Project::new();
+    let _ask = asking(&broker, &p, "Ship it?", &["yes", "no"]);
+    let url = broker.answer_url(&p);
+    let huge = format!(r#"{{"answer": "{}"}}"#, "x".repeat(70 * 1024));
+    let big = post(&url, Some(broker.origin()), &huge);
+    assert_eq!(big.status, 413, "{}", big.body);
+    let long = format!(r#"{{"answer": "{}"}}"#, "x".repeat(16 * 1024 + 1));
+    let too_long = post(&url, Some(broker.origin()), &long);
+    assert_eq!(too_long.status, 422, "{}", too_long.body);
+    assert!(too_long.body.contains("too long"), "{}", too_long.body);
+    let empty = post(&url, Some(broker.origin()), r#"{"answer": "  "}"#);
+    assert_eq!(empty.status, 422);
+    assert!(empty.body.contains("empty"), "{}", empty.body);
+    let out = post(&url, Some(broker.origin()), r#"{"option": 3}"#);
+    assert_eq!(out.status, 422);
+    assert!(
+        out.body.contains("option 3 is out of range"),
+        "{}",
+        out.body
+    );
+    let junk = post(&url, Some(broker.origin()), r#"{"answr": "typo"}"#);
+    assert_eq!(junk.status, 400, "{}", junk.body);
+    assert!(!p.exists(".ralph/answer.md"), "nothing was answered");
+}
+
+#[test]
+fn the_page_and_the_terminal_racing_have_exactly_one_winner() {
+    let broker = Broker::start();
+    for round in 0..3 {
+        let p = Project::new();
+        let asker = asking(&broker, &p, "Ship it?", &[]);
+        let url = broker.answer_url(&p);
+        let origin = broker.origin().to_string();
+        let web =
+            std::thread::spawn(move || post(&url, Some(&origin), r#"{"answer": "from the page"}"#));
+        let terminal = broker
+            .ralph(&p)
+            .args(["answer", "from the terminal"])
+            .output()
+            .unwrap();
+        let web = web.join().unwrap();
+        let web_won = web.status == 200;
+        let terminal_won = terminal.status.success();
+        assert!(
+            web_won != terminal_won,
+            "round {round}: exactly one wins (page {}: {}; terminal {:?}: {})",
+            web.status,
+            web.body,
+            terminal.status,
+            String::from_utf8_lossy(&terminal.stderr)
+        );
+        let loser = match web_won {
+            true => String::from_utf8_lossy(&terminal.stderr).into_owned(),
+            false => web.body.clone(),
+        };
+        assert!(loser.contains("answered first"), "round {round}: {loser}");
+        let asked = Run::finish(asker, Duration::from_secs(20));
+        let expect = if web_won {
+            "from the page"
+        } else {
+            "from the terminal"
+        };
+        assert_eq!(asked.stdout.trim(), expect);
+    }
+}
+
+#[test]
+fn notify_command_and_webhook_get_the_answer_link() {
+    let broker = Broker::start();
+    let p = Project::with_task(
+        "task: Notify\nmax_iterations: 2\nquestion_timeout: 0\nnotify_command: printf '%s' \"$RALPH_ANSWER_URL\" > link.txt",
+        "- [ ] x\n",
+    );
+    let agent = p.agent("[iteration 1]\nquestion \"Go?\"\nsignal QUESTION\n[iteration 2]\n");
+    let mut cmd = broker.ralph(&p);
+    cmd.args(["run", "--no-tui", "--agent-cmd", &agent]);
+    Run::finish(spawn(cmd), Duration::from_secs(30)).expect_code(3);
+    let link = wait_until(Duration::from_secs(10), "link.txt", || {
+        std::fs::read_to_string(p.path("link.txt")).ok()
+    });
+    assert!(link.starts_with(&format!("{}/a/", broker.url)), "{link:?}");
+    // Without a broker the variable is set and empty.
+    let q = Project::with_task(
+        "task: Notify\nmax_iterations: 2\nquestion_timeout: 0\nnotify_command: printf '[%s]' \"$RALPH_ANSWER_URL\" > link.txt",
+        "- [ ] x\n",
+    );
+    let agent = q.agent("[iteration 1]\nquestion \"Go?\"\nsignal QUESTION\n[iteration 2]\n");
+    let lonely = tempfile::tempdir().unwrap();
+    let mut cmd = q.ralph();
+    cmd.env("RALPH_STATE_DIR", lonely.path())
+        .args(["run", "--no-tui", "--agent-cmd", &agent]);
+    Run::finish(spawn(cmd), Duration::from_secs(30)).expect_code(3);
+    let none = wait_until(Duration::from_secs(10), "link.txt", || {
+        std::fs::read_to_string(q.path("link.txt")).ok()
+    });
+    assert_eq!(none, "[]");
+}
+
+#[test]
+fn one_broker_per_machine_and_loopback_unless_told() {
+    let broker = Broker::start();
+    let second = Command::new(ralph_bin())
+        .args(["serve", "--bind", "127.0.0.1:0"])
+        .env("RALPH_STATE_DIR", broker.state.path())
+        .output()
+        .unwrap();
+    assert_eq!(second.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert!(err.contains("already runs on this machine"), "{err}");
+    assert!(err.contains(&broker.url), "{err}");
+
+    let state = tempfile::tempdir().unwrap();
+    let open = Command::new(ralph_bin())
+        .args(["serve", "--bind", "0.0.0.0:0"])
+        .env("RALPH_STATE_DIR", state.path())
+        .output()
+        .unwrap();
+    assert_eq!(open.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&open.stderr);
+    assert!(err.contains("--tls-cert"), "{err}");
+    assert!(
+        !state.path().join("serve.lock").exists() || {
+            let raw = std::fs::read_to_string(state.path().join("serve.lock")).unwrap();
+            raw.trim().is_empty()
+        }
+    );
+}
+
+#[test]
+fn pairing_a_browser_opens_the_dashboard_once_and_wrong_codes_are_limited() {
+    let broker = Broker::start();
+    let (p, _child) = waiting_loop(&broker);
+    let before = get(&format!("{}/", broker.url));
+    assert_eq!(before.status, 404, "no dashboard without pairing");
+
+    let out = Command::new(ralph_bin())
+        .args(["serve", "pair", "web"])
+        .env("RALPH_STATE_DIR", broker.state.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let link = stdout
+        .split_whitespace()
+        .find(|w| w.starts_with(&format!("{}/pair/", broker.url)))
+        .unwrap_or_else(|| panic!("{stdout}"))
+        .to_string();
+    assert!(
+        stdout.contains('█') || stdout.contains('▀'),
+        "a QR code: {stdout}"
+    );
+
+    let agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .build()
+        .new_agent();
+    let mut paired = agent.get(&link).call().unwrap();
+    assert_eq!(paired.status().as_u16(), 303);
+    let cookie = paired.headers()["set-cookie"].to_str().unwrap().to_string();
+    let _ = paired.body_mut().read_to_string();
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+        "{cookie}"
+    );
+    let cookie = cookie.split(';').next().unwrap().to_string();
+
+    let mut dash = agent
+        .get(format!("{}/", broker.url))
+        .header("cookie", &cookie)
+        .call()
+        .unwrap();
+    assert_eq!(dash.status().as_u16(), 200);
+    let body = dash.body_mut().read_to_string().unwrap();
+    let name = p.root().file_name().unwrap().to_str().unwrap();
+    assert!(body.contains(name), "{body}");
+    assert!(body.contains("Answer: Redis or Memcached?"), "{body}");
+    assert!(body.contains("class=\"loop waiting\""), "{body}");
+
+    // The link paired once; a second use, and wrong codes, find nothing, and after five failed
+    // attempts in a minute (the reuse is one) every attempt is refused.
+    assert_eq!(get(&link).status, 404);
+    for _ in 0..4 {
+        assert_eq!(
+            get(&format!("{}/pair/{}", broker.url, "1".repeat(32))).status,
+            404
+        );
+    }
+    assert_eq!(
+        get(&format!("{}/pair/{}", broker.url, "1".repeat(32))).status,
+        429
+    );
+}
+
+/// Where a test's state dir keeps the answer links' hashes (for the storage check).
+fn links_dir(broker: &Broker) -> PathBuf {
+    broker.state.path().join("links")
+}
+
+#[test]
+fn answer_links_are_stored_only_as_hashes() {
+    let broker = Broker::start();
+    let p = Project::new();
+    let _ask = asking(&broker, &p, "Ship it?", &[]);
+    let url = broker.answer_url(&p);
+    let token = url.rsplit('/').next().unwrap();
+    let stored = read_all(&links_dir(&broker));
+    assert!(!stored.is_empty());
+    assert!(!stored.contains(token), "{stored}");
+    assert!(!read_all(&p.path(".ralph")).contains(token));
+}
+
+fn read_all(dir: &Path) -> String {
+    let mut all = String::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        if e.path().is_file() {
+            all.push_str(&std::fs::read_to_string(e.path()).unwrap_or_default());
+        }
+        all.push_str(&e.file_name().to_string_lossy());
+    }
+    all
+}
+
+#[test]
+fn the_page_gives_five_more_minutes_and_skips_as_the_panel_does() {
+    let broker = Broker::start();
+    let (p, child) = waiting_loop(&broker);
+    let url = broker.answer_url(&p);
+    let before = p.state()["pending_question"]["deadline"].clone();
+    let extended = post(&url, Some(broker.origin()), r#"{"action": "extend"}"#);
+    assert_eq!(extended.status, 202, "{}", extended.body);
+    wait_until(Duration::from_secs(10), "a later deadline", || {
+        let now = p.state()["pending_question"]["deadline"].clone();
+        (now.as_str() > before.as_str()).then_some(())
+    });
+    assert!(
+        !p.exists(".ralph/request.json"),
+        "the loop took the request"
+    );
+    let skipped = post(&url, Some(broker.origin()), r#"{"action": "skip"}"#);
+    assert_eq!(skipped.status, 202, "{}", skipped.body);
+    Run::finish(child, Duration::from_secs(30)).expect_code(3);
+    assert_eq!(p.events_of("question_skipped").len(), 1);
+    assert!(p.read("prompt-2.txt").contains("skipped"));
+    let bogus = post(&url, Some(broker.origin()), r#"{"action": "stop"}"#);
+    assert_eq!(bogus.status, 400, "{}", bogus.body);
+
+    // A lone `ralph ask` has no panel to skip from: it waits for an answer or its timeout.
+    let q = Project::new();
+    let _ask = asking(&broker, &q, "Ship it?", &[]);
+    let refused = post(
+        &broker.answer_url(&q),
+        Some(broker.origin()),
+        r#"{"action": "skip"}"#,
+    );
+    assert_eq!(refused.status, 422, "{}", refused.body);
+    assert!(
+        refused.body.contains("no loop is running"),
+        "{}",
+        refused.body
+    );
+}
+
+/// Behind `tailscale serve` the browser's origin is the tailnet name, not the loopback address
+/// the proxy connects to: `--public-url` makes the links use it, and POSTs from it are the
+/// broker's own.
+#[test]
+fn behind_a_proxy_links_and_origins_are_the_public_url() {
+    let public = "https://box.tail1234.ts.net";
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let bind = format!("127.0.0.1:{port}");
+    let broker = Broker::start_with(&["--bind", &bind, "--public-url", public]);
+    assert_eq!(broker.url, public);
+    let p = Project::new();
+    let _ask = asking(&broker, &p, "Ship it?", &[]);
+    let link = broker.answer_url(&p);
+    assert!(link.starts_with(&format!("{public}/a/")), "{link}");
+    // What the proxy does: the same path, to the loopback port.
+    let url = link.replace(public, &format!("http://{bind}"));
+    let foreign = post(&url, Some("https://evil.example"), r#"{"answer": "no"}"#);
+    assert_eq!(foreign.status, 403);
+    let ok = post(&url, Some(public), r#"{"answer": "yes"}"#);
+    assert_eq!(ok.status, 200, "{}", ok.body);
+}
