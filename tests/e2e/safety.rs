@@ -186,12 +186,13 @@ fn an_agent_command_that_cannot_start_stops_the_loop_at_once_naming_it() {
     );
     let run = p.run("my-agnt --yes", &[]);
     run.expect_code(2);
+    // Started directly (no shell metacharacters), so ralph itself finds no program to run.
     assert!(
-        run.stdout.contains(
-            "the agent's command was not found: `my-agnt` (the first word of `my-agnt --yes`; exit 127 from sh)"
+        run.stderr.contains(
+            "could not start the agent `my-agnt --yes`: no executable `my-agnt` in any directory of PATH"
         ),
         "{}",
-        run.stdout
+        run.stderr
     );
     assert_eq!(p.events_of("iteration_start").len(), 1, "not retried");
     assert_eq!(p.state()["status"], "failed");
@@ -202,7 +203,19 @@ fn an_agent_command_that_cannot_start_stops_the_loop_at_once_naming_it() {
     let run = p.run(&agent, &[]);
     run.expect_code(2);
     assert!(
-        run.stdout.contains("was found but cannot be run"),
+        run.stderr.contains("was found but cannot be run"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(p.state()["status"], "failed");
+
+    // Through `sh` (a metacharacter), the same from sh's exit 127.
+    let run = p.run("my-agnt --yes 2>&1", &[]);
+    run.expect_code(2);
+    assert!(
+        run.stdout.contains(
+            "the agent's command was not found: `my-agnt` (the first word of `my-agnt --yes 2>&1`; exit 127 from sh)"
+        ),
         "{}",
         run.stdout
     );
@@ -452,7 +465,8 @@ fn ralph_ask_keeps_stdout_for_the_answer_and_says_on_stderr_that_it_waits() {
     assert!(
         waiting.starts_with("ralph ask: waiting for an answer (up to ")
             && waiting.ends_with(&format!(
-                "answer from any terminal with: ralph answer -C {} \"your answer\"",
+                "answer from any terminal with: {} answer -C {} \"your answer\"",
+                ralph_bin().display(),
                 p.root().display()
             )),
         "{}",

@@ -14,7 +14,7 @@ use ralph_loop::guard::Guard;
 use ralph_loop::state::{AgentChoice, State, Status};
 use std::sync::Arc;
 
-use ralph_loop::runner::{AgentSpec, Invocation, RunConfig, Runner, Settings};
+use ralph_loop::runner::{AgentSpec, Invocation, RunConfig, RunError, Runner, Settings};
 use ralph_loop::task::{TaskFile, parse_limit, parse_wait};
 use ralph_loop::workspace::Workspace;
 use ralph_signal::{StreamFormat, sanitize};
@@ -308,7 +308,12 @@ pub fn run_loop(cfg: RunConfig, tui: bool) -> CmdResult {
         };
         signals.abort();
         let _ = front.await;
-        let outcome = outcome.map_err(Failure::failed)?;
+        // An agent command that cannot be started at all is a usage error (exit 2), as is one
+        // that `sh` could not find or run: the fix is in the command line, not the task.
+        let outcome = outcome.map_err(|e| match e {
+            RunError::Spawn { .. } => Failure::usage(e),
+            e => Failure::failed(e),
+        })?;
         Ok(outcome.exit_code() as u8)
     })
 }

@@ -63,6 +63,14 @@ pub fn command(line: &str, dir: &Path, path_var: Option<&OsStr>) -> io::Result<C
     };
     let (program, args) = words.split_first().expect("direct_words gives a program");
     let path = find_program(program, path_var, dir).ok_or_else(|| {
+        if program.contains('/') && dir.join(program).is_file() {
+            return io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!(
+                    "`{program}` was found but cannot be run (not executable: `chmod +x` it, or start it with `sh {program}`)"
+                ),
+            );
+        }
         let where_ = if program.contains('/') {
             format!("in {}", dir.display())
         } else {

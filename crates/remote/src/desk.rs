@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use ralph_loop::answer::{self, Answer, AnsweredBy};
-use ralph_protocol::desk::{self, Submitted};
 use ralph_loop::broker;
 use ralph_loop::state::{PendingQuestion, State, Status};
 use ralph_loop::workspace::Workspace;
+use ralph_protocol::desk::{self, Submitted};
 
 pub use ralph_loop::broker::{AcquireError, BrokerLock, LinkRecord};
 

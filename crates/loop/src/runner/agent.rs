@@ -105,9 +105,9 @@ impl Runner {
 
         let mut env = agent_env(&self.ws, &self.cfg.task_path, iteration, &prompt_path);
         env.extend(invocation.env.iter().cloned());
-        let spawn_error = |source| RunError::Spawn {
+        let spawn_error = |reason| RunError::Spawn {
             command: invocation.command.clone(),
-            source,
+            reason,
         };
         let (spawned, conversation) = if invocation.conversation {
             let (spawned, mut stdin) =

@@ -188,13 +188,13 @@ pub enum RunError {
     State(#[from] state::StateError),
     /// The agent could not be started at all.
     #[error(
-        "could not start the agent `{command}`: {source}. Check that the command exists and runs by itself."
+        "could not start the agent `{command}`: {reason}. Check that the command exists and runs by itself."
     )]
     Spawn {
         /// The command line.
         command: String,
-        /// What the OS said.
-        source: std::io::Error,
+        /// What the OS said; part of the message, not a separate cause, so it is said once.
+        reason: std::io::Error,
     },
     /// The file watcher on `.ralph/` could not be set up.
     #[error("could not watch {path} for answers: {message}")]
