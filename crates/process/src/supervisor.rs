@@ -114,7 +114,7 @@ where
         })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let mut child = crate::orphans::spawn(|| cmd.spawn(), Child::id)?;
+    let mut child = crate::adopt::spawn(|| cmd.spawn(), Child::id)?;
     let pgid = child.id().map(|p| p as i32).unwrap_or(0);
     let stdin = child.stdin.take();
     let stdout = child.stdout.take().expect("stdout was piped");
