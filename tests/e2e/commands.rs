@@ -172,7 +172,7 @@ fn the_stop_policy_saves_the_question_exits_1_and_the_next_run_asks_again() {
     assert!(
         first
             .stdout
-            .contains("the question stays open for the next `ralph run`"),
+            .contains("the question stays pending for the next `ralph run`"),
         "{}",
         first.stdout
     );

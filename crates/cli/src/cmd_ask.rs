@@ -36,7 +36,7 @@ const NO_ANSWER: u8 = 3;
 /// Asks, waits, prints the answer.
 pub fn run(args: &AskArgs) -> CmdResult {
     let root = match (&args.dir, std::env::var_os("RALPH_DIR")) {
-        (Some(d), _) => crate::cmd_run::project_root(d)?,
+        (Some(d), _) => crate::locate::project_root(d)?,
         // Inside a loop: `.ralph/` of the project it runs in, which exists; a stale or made-up
         // value must not make ralph create directories wherever it points.
         (None, Some(dir)) => {
@@ -44,7 +44,7 @@ pub fn run(args: &AskArgs) -> CmdResult {
             let root = dir
                 .parent()
                 .ok_or_else(|| Failure::usage(anyhow!("RALPH_DIR has no parent directory")))?;
-            crate::cmd_run::existing_dir(root, "as the parent of RALPH_DIR")?
+            crate::locate::existing_dir(root, "as the parent of RALPH_DIR")?
         }
         (None, None) => crate::locate::run_root(std::path::Path::new("."))?,
     };

@@ -11,7 +11,7 @@ use ralph_loop::workspace::Workspace;
 use ralph_signal::sanitize;
 
 use crate::args::DoctorArgs;
-use crate::{CmdResult, agents, cmd_agents, cmd_run};
+use crate::{CmdResult, agents, cmd_agents};
 
 /// One thing that is wrong, and what to do about it.
 #[derive(Debug)]
@@ -49,7 +49,7 @@ impl Report {
 
 /// Checks the machine, and the project in `-C DIR` (default: here).
 pub fn run(args: &DoctorArgs) -> CmdResult {
-    let root = cmd_run::project_root(&args.dir.dir)?;
+    let root = crate::locate::project_root(&args.dir.dir)?;
     let mut report = Report::default();
     platform(&mut report);
     let task = project(&mut report, &root);

@@ -5,7 +5,7 @@ use ralph_loop::task::TaskFile;
 use ralph_loop::workspace::{self, Workspace};
 
 use crate::args::InitArgs;
-use crate::cmd_run::project_root;
+use crate::locate::project_root;
 use crate::{CmdResult, Failure};
 
 /// The commented example every new task file starts from.

@@ -349,24 +349,3 @@ async fn forward_signals(controls: mpsc::UnboundedSender<Control>) {
         }
     }
 }
-
-/// The project directory given with `-C`, made absolute; a usage error if it is not a directory.
-pub fn project_root(dir: &Path) -> Result<PathBuf, Failure> {
-    existing_dir(dir, "with -C")
-}
-
-/// `dir`, made absolute, when it is an existing directory; `given` says where it came from
-/// (`with -C`), for the error.
-pub fn existing_dir(dir: &Path, given: &str) -> Result<PathBuf, Failure> {
-    let abs = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
-    let problem = match std::fs::metadata(&abs) {
-        Ok(m) if m.is_dir() => return Ok(abs),
-        Ok(_) => "not a directory".to_owned(),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => "no such directory".to_owned(),
-        Err(e) => e.to_string(),
-    };
-    Err(Failure::usage(anyhow::anyhow!(
-        "{}: {problem} (given {given})",
-        abs.display()
-    )))
-}

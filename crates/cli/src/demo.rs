@@ -55,7 +55,7 @@ pub fn run(args: &DemoArgs) -> CmdResult {
         Some(d) => {
             std::fs::create_dir_all(d)
                 .with_context(|| format!("could not create {}", d.display()))?;
-            let dir = cmd_run::project_root(d)?;
+            let dir = crate::locate::project_root(d)?;
             // The demo writes its own files: none of the user's may be in the way.
             let mut entries = std::fs::read_dir(&dir)
                 .with_context(|| format!("could not read {}", dir.display()))?;

@@ -18,7 +18,6 @@ use ralph_loop::workspace::{DIR_NAME, Workspace};
 
 use crate::Failure;
 use crate::agents::shell_quote;
-use crate::cmd_run::project_root;
 
 /// The project `dir` is in: `dir` or its nearest ancestor holding `.ralph/` or
 /// `RALPH_TASK.md`; `None` outside any project. `dir` must exist (a usage error otherwise).
@@ -121,4 +120,25 @@ pub fn nowhere(dir: &Path, waiting: &[PathBuf], what: &str) -> Failure {
         }
     }
     Failure::failed(anyhow!(msg))
+}
+
+/// The project directory given with `-C`, made absolute; a usage error if it is not a directory.
+pub fn project_root(dir: &Path) -> Result<PathBuf, Failure> {
+    existing_dir(dir, "with -C")
+}
+
+/// `dir`, made absolute, when it is an existing directory; `given` says where it came from
+/// (`with -C`), for the error.
+pub fn existing_dir(dir: &Path, given: &str) -> Result<PathBuf, Failure> {
+    let abs = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let problem = match std::fs::metadata(&abs) {
+        Ok(m) if m.is_dir() => return Ok(abs),
+        Ok(_) => "not a directory".to_owned(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => "no such directory".to_owned(),
+        Err(e) => e.to_string(),
+    };
+    Err(Failure::usage(anyhow::anyhow!(
+        "{}: {problem} (given {given})",
+        abs.display()
+    )))
 }

@@ -157,7 +157,7 @@ fn run_internal(command: Internal) -> CmdResult {
 /// `ralph -C DIR <command>`: what `git -C` does. The process moves to DIR, so every relative
 /// path (a subcommand's own `-C`, `--task`) is taken from there; `ralph demo` runs in DIR.
 fn in_dir(dir: &std::path::Path, mut command: Command) -> Result<Command, Failure> {
-    let dir = cmd_run::existing_dir(dir, "with -C")?;
+    let dir = locate::existing_dir(dir, "with -C")?;
     match &mut command {
         Command::Status(a) if a.all => {
             return Err(Failure::usage(anyhow::anyhow!(

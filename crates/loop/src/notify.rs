@@ -9,8 +9,9 @@
 //! caller can never be held up: nothing is shared but an unbounded channel, and a dropped
 //! receiver only makes the threads' sends fail quietly. Every channel has a time limit, so a
 //! hung command or a dead server ends in a warning instead of piling up threads and processes:
-//! child processes get [`COMMAND_TIME_LIMIT`] (`notify-send` less) and are then killed with their
-//! whole process group; the webhook gets `webhook_timeout` for the whole exchange, connect
+//! child processes get [`COMMAND_TIME_LIMIT`] (`notify-send` less) and are then stopped with
+//! their whole process group, as the agent is ([`supervisor::stop_group`]: SIGTERM, a short
+//! grace, SIGKILL); the webhook gets `webhook_timeout` for the whole exchange, connect
 //! included.
 //!
 //! # Shell safety
@@ -50,15 +51,18 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
 use ralph_protocol::text::{cut, one_line};
+
+use crate::supervisor;
 
 /// How long the webhook gets when the configuration does not say (or says zero).
 pub const DEFAULT_WEBHOOK_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// How long `notify_command` may run before it is killed, with its process group.
+/// How long `notify_command` may run before it is stopped, with its process group.
 pub const COMMAND_TIME_LIMIT: Duration = Duration::from_secs(30);
+
+/// How long a notification command being stopped gets between SIGTERM and SIGKILL.
+const STOP_GRACE: Duration = Duration::from_secs(1);
 
 /// How long `notify-send` may run; it normally returns in milliseconds, but hangs when the
 /// session bus does.
@@ -136,7 +140,7 @@ pub struct QuestionNotice {
 /// Sends question notices to the configured channels without ever blocking the caller.
 ///
 /// The commands it starts (`notify_command`, `notify-send`) end with it: when the last clone
-/// is dropped (the run is over), any still running is killed with its process group. They
+/// is dropped (the run is over), any still running is stopped with its process group. They
 /// carry the run's id (`RALPH_RUN`) as the agent does, so after a SIGKILL of ralph the guard,
 /// or the next run, stops them too.
 #[derive(Debug, Clone)]
@@ -171,7 +175,7 @@ impl Drop for StopOnDrop {
         // id cannot have been reused.
         let groups = lock();
         for &pgid in groups.iter() {
-            let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+            supervisor::stop_group_blocking(pgid, STOP_GRACE);
         }
     }
 }
@@ -422,9 +426,7 @@ fn run_limited(mut cmd: Command, limit: Duration, groups: &Groups) -> Result<(),
         Ok(Some(status)) => status,
         Ok(None) => {
             // The group id is the child's pid (process_group(0)); a group already gone is fine.
-            if let Ok(pid) = i32::try_from(child.id()) {
-                let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
-            }
+            supervisor::stop_group_blocking(pgid, STOP_GRACE);
             let _ = child.kill();
             let _ = child.wait();
             return Err(format!(

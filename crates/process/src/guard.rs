@@ -68,7 +68,7 @@ impl Guard {
                 Stdio::null()
             })
             .stderr(Stdio::null());
-        let mut child = crate::orphans::spawn(|| cmd.spawn(), |c| Some(c.id()))?;
+        let mut child = crate::adopt::spawn(|| cmd.spawn(), |c| Some(c.id()))?;
         if let Some(mut ready) = child.stdout.take() {
             // One byte once the settings are read, or end of file if the guard died first.
             let _ = ready.read(&mut [0]);

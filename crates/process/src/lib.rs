@@ -16,6 +16,7 @@
 
 #![forbid(unsafe_code)]
 
+mod adopt;
 pub mod command_line;
 pub mod guard;
 pub mod orphans;

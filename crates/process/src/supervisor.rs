@@ -112,7 +112,7 @@ where
         })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let mut child = crate::orphans::spawn(|| cmd.spawn(), Child::id)?;
+    let mut child = crate::adopt::spawn(|| cmd.spawn(), Child::id)?;
     let pgid = child.id().map(|p| p as i32).unwrap_or(0);
     let stdin = child.stdin.take();
     let stdout = child.stdout.take().expect("stdout was piped");
@@ -205,6 +205,37 @@ where
     } else {
         Stopped::Survived
     }
+}
+
+/// [`stop_group`] from a plain thread, outside any async runtime (and safe to call inside
+/// one: the stop runs on a thread of its own): the notification commands' threads, and the
+/// drop that stops the ones still running when the run ends.
+pub fn stop_group_blocking(pgid: i32, grace: Duration) -> Stopped {
+    let stop = move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build();
+        match runtime {
+            Ok(rt) => rt.block_on(stop_group(pgid, grace, std::future::pending())),
+            // No timer to wait with (out of file descriptors): no grace, then.
+            Err(_) => {
+                kill_group_now(pgid);
+                Stopped::Killed
+            }
+        }
+    };
+    std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .name("ralph-stop-group".into())
+            .spawn_scoped(s, stop)
+            .map_or_else(
+                |_| {
+                    kill_group_now(pgid);
+                    Stopped::Killed
+                },
+                |h| h.join().unwrap_or(Stopped::Survived),
+            )
+    })
 }
 
 /// Waits (with short, growing pauses) until `gone` says the processes being stopped are, or
@@ -343,6 +374,33 @@ mod tests {
         .unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::NotFound);
         assert!(err.to_string().contains("no-such-agent-xyz"), "{err}");
+    }
+
+    /// The notification commands' stop: from inside a runtime (a `Notifier` dropped by the
+    /// loop) as from a plain thread, SIGTERM first, so a command that exits on it is never
+    /// SIGKILLed.
+    #[tokio::test]
+    async fn the_blocking_stop_is_the_graceful_one_and_works_inside_a_runtime() {
+        let dir = tempfile::tempdir().unwrap();
+        let spawn = |script: &str| {
+            spawn_shell(script, dir.path(), std::iter::empty::<(&str, &str)>(), None).unwrap()
+        };
+        use tokio::io::AsyncReadExt;
+        let mut polite = spawn("sleep 300 & echo started; wait");
+        let mut stubborn = spawn("trap '' TERM; sleep 300 & echo started; wait");
+        for s in [&mut polite, &mut stubborn] {
+            let mut buf = [0u8; 16];
+            let n = s.stdout.read(&mut buf).await.unwrap();
+            assert_eq!(&buf[..n], b"started\n");
+        }
+        let grace = Duration::from_secs(30);
+        assert_eq!(stop_group_blocking(polite.pgid, grace), Stopped::Terminated);
+        let how = stop_group_blocking(stubborn.pgid, Duration::from_millis(200));
+        assert_eq!(how, Stopped::Killed);
+        for mut s in [polite, stubborn] {
+            let _ = s.child.wait().await;
+            assert!(!group_alive(s.pgid));
+        }
     }
 
     #[tokio::test]

@@ -30,6 +30,7 @@ mod question_view;
 mod terminal_notification;
 pub mod theme;
 pub mod tui;
+mod words;
 mod wrap;
 
 #[cfg(test)]

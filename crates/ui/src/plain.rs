@@ -12,9 +12,11 @@ use std::time::{Duration, Instant};
 use ralph_protocol::countdown::Countdown;
 use ralph_protocol::event::{Control, LoopEvent, QuestionClosed};
 use ralph_protocol::question::{Picks, Question};
-use ralph_protocol::text::{clean, one_line as joined};
+use ralph_protocol::text::clean;
 use ralph_signal::AgentEvent;
 use tokio::sync::mpsc;
+
+use crate::words;
 
 /// How the plain front end behaves.
 #[derive(Debug, Clone)]
@@ -177,11 +179,9 @@ fn show(out: &mut impl Write, ev: LoopEvent, open: &mut Option<Open>, opts: &Opt
             criteria,
         } => writeln!(
             out,
-            "ralph: {}\nralph: agent {agent} · {} · criteria {}/{} checked",
+            "ralph: {}\nralph: {}",
             clean(&task),
-            crate::up_to_iterations(max_iterations),
-            criteria.0,
-            criteria.1
+            words::started_detail(&agent, max_iterations, criteria)
         ),
         LoopEvent::IterationStarted {
             iteration,
@@ -190,38 +190,23 @@ fn show(out: &mut impl Write, ev: LoopEvent, open: &mut Option<Open>, opts: &Opt
             ..
         } => writeln!(
             out,
-            "ralph: ── iteration {iteration}/{max_iterations}{} ──",
-            timeout
-                .map(|t| format!(" (time limit {})", fmt_duration(t)))
-                .unwrap_or_default()
+            "ralph: {}",
+            words::iteration_banner(iteration, max_iterations, timeout)
         ),
         LoopEvent::Agent(AgentEvent::Text(line)) => writeln!(out, "{line}"),
         LoopEvent::Agent(AgentEvent::ToolCall { name, summary }) => {
-            writeln!(out, "  ▸ {name} {summary}")
+            writeln!(out, "  {}", words::tool_call(&name, &summary))
         }
-        LoopEvent::Agent(AgentEvent::ToolResult { summary, is_error }) => {
-            if is_error {
-                writeln!(out, "    ↳ error: {summary}")
-            } else {
-                Ok(())
-            }
-        }
-        LoopEvent::Agent(AgentEvent::Usage(u)) => {
-            let mut parts = Vec::new();
-            if let Some(c) = u.cost_usd {
-                parts.push(format!("${c:.4}"));
-            }
-            if let (Some(i), Some(o)) = (u.input_tokens, u.output_tokens) {
-                parts.push(format!("{i} tokens in, {o} out"));
-            }
-            if parts.is_empty() {
-                Ok(())
-            } else {
-                writeln!(out, "ralph: usage {}", parts.join(" · "))
-            }
-        }
+        LoopEvent::Agent(AgentEvent::ToolResult {
+            summary,
+            is_error: true,
+        }) => writeln!(out, "    {}", words::tool_failed(&summary)),
+        LoopEvent::Agent(AgentEvent::Usage(u)) => match words::usage(&u) {
+            Some(usage) => writeln!(out, "ralph: {usage}"),
+            None => Ok(()),
+        },
         LoopEvent::Agent(AgentEvent::Error(e)) => {
-            writeln!(out, "ralph: the agent reported an error: {e}")
+            writeln!(out, "ralph: {}", words::agent_error(&e))
         }
         LoopEvent::Agent(_) => Ok(()),
         LoopEvent::AgentBatch(events) => {
@@ -233,44 +218,33 @@ fn show(out: &mut impl Write, ev: LoopEvent, open: &mut Option<Open>, opts: &Opt
         LoopEvent::Stderr(line) => writeln!(out, "  stderr: {line}"),
         LoopEvent::Signal(s) => writeln!(
             out,
-            "ralph: the agent signalled {} (output line {})",
-            format!("{:?}", s.kind).to_uppercase(),
+            "ralph: {} (output line {})",
+            words::signalled(s.kind),
             s.line_number
         ),
         LoopEvent::IterationEnded {
             iteration,
             how,
             elapsed,
-        } => {
-            writeln!(
-                out,
-                "ralph: iteration {iteration} ended: the agent {how} after {}",
-                fmt_duration(elapsed)
-            )
-        }
+        } => writeln!(
+            out,
+            "ralph: {}",
+            words::iteration_ended(iteration, &how, elapsed)
+        ),
         LoopEvent::TestsStarted { command } => {
-            writeln!(
-                out,
-                "ralph: DONE signalled; running the tests: {}",
-                clean(&command)
-            )
+            writeln!(out, "ralph: {}", words::tests_started(&command))
         }
-        LoopEvent::Verdict {
-            accepted: true,
-            reason,
-        } => writeln!(out, "ralph: DONE accepted: {}", clean(&reason)),
-        LoopEvent::Verdict {
-            accepted: false,
-            reason,
-        } => {
-            let _ = writeln!(out, "ralph: DONE rejected; the next iteration is told why:");
-            for l in clean(&reason).lines() {
-                let _ = writeln!(out, "  {l}");
+        LoopEvent::Verdict { accepted, reason } => {
+            let _ = writeln!(out, "ralph: {}", words::verdict(accepted, &reason));
+            if !accepted {
+                for l in clean(&reason).lines() {
+                    let _ = writeln!(out, "  {l}");
+                }
             }
             Ok(())
         }
         LoopEvent::Criteria { checked, total } => {
-            writeln!(out, "ralph: criteria {checked}/{total} checked")
+            writeln!(out, "ralph: {}", words::criteria(checked, total))
         }
         LoopEvent::QuestionAsked {
             question,
@@ -293,10 +267,7 @@ fn show(out: &mut impl Write, ev: LoopEvent, open: &mut Option<Open>, opts: &Opt
                     )
                 );
             }
-            let _ = writeln!(
-                out,
-                "ralph: ──── the agent asks (iteration {iteration}) ────"
-            );
+            let _ = writeln!(out, "ralph: ──── {} ────", words::asks(iteration));
             for l in clean(&question.text).lines() {
                 let _ = writeln!(out, "  {l}");
             }
@@ -353,87 +324,42 @@ fn show(out: &mut impl Write, ev: LoopEvent, open: &mut Option<Open>, opts: &Opt
             Ok(())
         }
         LoopEvent::Countdown(c) => {
-            let line = match c.remaining(Instant::now()) {
-                Some(l) => format!("ralph: deadline extended: {} left", fmt_duration(l)),
-                None => "ralph: no deadline".to_string(),
-            };
+            let line = words::countdown_now(c.remaining(Instant::now()));
             if let Some(o) = open.as_mut() {
                 o.countdown = c;
             }
-            writeln!(out, "{line}")
+            writeln!(out, "ralph: {line}")
         }
         LoopEvent::QuestionClosed(how) => {
-            let default = open
-                .as_ref()
-                .and_then(|o| o.question.default.as_deref().map(label));
-            *open = None;
-            match how {
-                QuestionClosed::Answered { text } => {
-                    writeln!(
-                        out,
-                        "ralph: answer sent to the agent: {}",
-                        one_line(&clean(&text))
-                    )
-                }
-                QuestionClosed::AnsweredElsewhere { by, text } => {
-                    writeln!(
-                        out,
-                        "ralph: answered from {by}: {}",
-                        one_line(&clean(&text))
-                    )
-                }
-                QuestionClosed::TimedOut => writeln!(
-                    out,
-                    "ralph: no answer in time; the agent goes on with {}. A late `ralph answer` still reaches a later iteration.",
-                    default
-                        .map(|d| format!("its default ({d})"))
-                        .unwrap_or_else(|| "its best guess".into())
-                ),
-                QuestionClosed::Skipped => {
-                    writeln!(out, "ralph: question skipped; the agent decides")
-                }
-                QuestionClosed::Interrupted => writeln!(
-                    out,
-                    "ralph: stopping; the question stays open for the next `ralph run`"
-                ),
+            let default = open.take().and_then(|o| o.question.default);
+            let _ = writeln!(
+                out,
+                "ralph: {}",
+                words::question_closed(&how, default.as_deref())
+            );
+            if how == QuestionClosed::TimedOut {
+                let _ = writeln!(out, "ralph: {}", words::LATE_ANSWER);
             }
+            Ok(())
         }
         LoopEvent::AnswerRefused { reason } => writeln!(out, "ralph: {}", clean(&reason)),
-        LoopEvent::Warning(w) => writeln!(out, "ralph: warning: {}", clean(&w)),
+        LoopEvent::Warning(w) => writeln!(out, "ralph: {}", words::warning(&w)),
         LoopEvent::Note(n) => writeln!(out, "ralph: {}", clean(&n)),
         LoopEvent::Backoff { until, reason } => writeln!(
             out,
-            "ralph: the agent is rate limited ({}); retrying the same iteration in {} (Ctrl-C stops)",
-            clean(&reason),
-            fmt_duration(until.saturating_duration_since(tokio::time::Instant::now().into_std()))
+            "ralph: {}",
+            words::backoff(
+                &reason,
+                until.saturating_duration_since(tokio::time::Instant::now().into_std())
+            )
         ),
         LoopEvent::Finished { outcome, reason } => {
-            writeln!(
-                out,
-                "ralph: finished: {reason} (exit {})",
-                outcome.exit_code()
-            )
+            writeln!(out, "ralph: {}", words::finished(&outcome, &reason))
         }
     };
 }
 
-/// An option's label (or description, or the default) on one line: a line break in it would
-/// print a line that reads like one of ralph's.
-pub fn label(text: &str) -> String {
-    joined(text, LABEL_CHARS)
-}
-
-/// The most of a label shown on its line.
-const LABEL_CHARS: usize = 500;
-
-fn one_line(text: &str) -> String {
-    let first = text.lines().next().unwrap_or("");
-    if text.lines().count() > 1 {
-        format!("{first} …")
-    } else {
-        first.to_string()
-    }
-}
+pub use crate::words::label;
 
 /// `4m 12s`, `1h 05m`, `9s`: what a person reads at a glance, as the terminal view shows it.
 pub fn fmt_duration(d: Duration) -> String {

@@ -321,9 +321,8 @@ impl Runner {
                         asking = self.end_asking(open, end, &mut conversation, iteration).await?;
                     }
                 },
-                c = self.controls.recv(), if self.controls_open => match c {
-                    None => self.controls_open = false,
-                    Some(c @ (Control::Answer(_) | Control::Skip | Control::Typing | Control::Extend)) => {
+                c = self.controls.next() => match c {
+                    c @ (Control::Answer(_) | Control::Skip | Control::Typing | Control::Extend) => {
                         if let Some(open) = asking.as_mut()
                             && let Some(end) = self.question_step(open, Step::Control(c)).await?
                         {
@@ -331,7 +330,7 @@ impl Runner {
                             asking = self.end_asking(open, end, &mut conversation, iteration).await?;
                         }
                     }
-                    Some(Control::Stop) if !run.interrupted => {
+                    Control::Stop if !run.interrupted => {
                         run.interrupted = true;
                         self.emit(LoopEvent::Note("stopping the agent (Ctrl-C again to kill it now)".into())).await;
                         if !term_sent {
@@ -340,7 +339,7 @@ impl Runner {
                             kill_at = Instant::now() + settings.kill_grace;
                         }
                     }
-                    Some(Control::Stop | Control::Kill) => {
+                    Control::Stop | Control::Kill => {
                         run.interrupted = true;
                         supervisor::kill_group_now(pgid);
                         kill_at = far;
@@ -364,16 +363,9 @@ impl Runner {
             use futures_util::FutureExt;
             let hurried = std::sync::atomic::AtomicBool::new(false);
             let hurry = async {
-                if self.controls_open {
-                    while let Some(c) = self.controls.recv().await {
-                        if matches!(c, Control::Stop | Control::Kill) {
-                            run.interrupted = true;
-                            hurried.store(true, std::sync::atomic::Ordering::Relaxed);
-                            return;
-                        }
-                    }
-                }
-                std::future::pending::<()>().await
+                self.controls.stop_requested().await;
+                run.interrupted = true;
+                hurried.store(true, std::sync::atomic::Ordering::Relaxed);
             }
             .fuse();
             tokio::pin!(hurry);
@@ -508,15 +500,9 @@ impl Runner {
             reason: reason.to_string(),
         })
         .await;
-        loop {
-            tokio::select! {
-                () = tokio::time::sleep_until(until) => return false,
-                c = self.controls.recv(), if self.controls_open => match c {
-                    None => self.controls_open = false,
-                    Some(Control::Stop | Control::Kill) => return true,
-                    Some(_) => {}
-                },
-            }
+        tokio::select! {
+            () = tokio::time::sleep_until(until) => false,
+            () = self.controls.stop_requested() => true,
         }
     }
 
@@ -767,4 +753,124 @@ impl Runner {
         open.native = Some(ask);
         Ok(open)
     }
+}
+
+/// What one run of the agent amounted to.
+#[derive(Debug, Default)]
+pub(super) struct AgentRun {
+    /// The command line `sh -c` was given.
+    pub(super) command: String,
+    pub(super) signals: Vec<SignalKind>,
+    pub(super) exit: Option<ExitStatus>,
+    pub(super) timed_out: bool,
+    pub(super) interrupted: bool,
+    /// A `ralph ask` question still open when the agent ended (it was killed while asking).
+    pub(super) asking: Option<OpenQuestion>,
+    /// The agent's session id, when its stream reports one.
+    pub(super) session_id: Option<String>,
+    /// Errors the agent reported (API errors, failed resumes).
+    pub(super) errors: Vec<String>,
+    /// Requests from the agent not yet answered (`control_request` lines).
+    pub(super) requests: Vec<String>,
+    /// The agent said its turn is over.
+    pub(super) turn_ended: bool,
+    /// The agent reported a rate limit (how long it suggests waiting, and its words).
+    pub(super) rate_limited: Option<(Option<Duration>, String)>,
+}
+
+impl AgentRun {
+    pub(super) fn saw(&self, kind: SignalKind) -> bool {
+        self.signals.contains(&kind)
+    }
+
+    pub(super) fn describe(&self, timeout: Option<Duration>) -> String {
+        if self.interrupted {
+            return "was stopped (interrupted)".into();
+        }
+        if self.timed_out {
+            let limit = timeout
+                .map(|t| humantime::format_duration(t).to_string())
+                .unwrap_or_default();
+            return format!("ran past iteration_timeout ({limit}) and was stopped");
+        }
+        match &self.exit {
+            Some(status) => describe_exit(status),
+            None => "ended".into(),
+        }
+    }
+
+    /// Whether the loop goes straight on from this run to the next agent (or to the final
+    /// save): no signal to act on, no question, no rate limit to wait out, no interruption.
+    ///
+    /// After such a run `state.json` is not saved until the next agent starts, a millisecond
+    /// later: what it would record (no agent running) matters to nobody in between, and a
+    /// crash in that window leaves a process group that the next run finds gone.
+    pub(super) fn leads_straight_on(&self) -> bool {
+        self.signals.is_empty()
+            && self.rate_limited.is_none()
+            && self.asking.is_none()
+            && !self.interrupted
+    }
+
+    pub(super) fn failed(&self) -> bool {
+        self.timed_out || self.exit.is_some_and(|s| !s.success()) && self.signals.is_empty()
+    }
+
+    /// Why the agent's command could not be started, when that is how this run ended: `sh`
+    /// exits 127 for a command not found and 126 for one it cannot execute. Asked of the
+    /// first run only: an agent that once ran may exit 127 for reasons of its own.
+    pub(super) fn not_runnable(&self) -> Option<String> {
+        if !self.signals.is_empty() || self.interrupted || self.timed_out {
+            return None;
+        }
+        let program = self.command.split_whitespace().next().unwrap_or("");
+        let program = program.trim_matches(|c| c == '\'' || c == '"');
+        let what = match self.exit?.code()? {
+            127 => "was not found",
+            126 => "was found but cannot be run (not executable, or not a program)",
+            _ => return None,
+        };
+        Some(format!(
+            "the agent's command {what}: `{program}` (the first word of `{}`; exit {} from sh). Check --agent-cmd or agent: in the task file, and PATH",
+            self.command,
+            self.exit?.code()?
+        ))
+    }
+}
+
+/// The environment an agent runs with, on top of ralph's own.
+pub(super) fn agent_env(
+    ws: &Workspace,
+    task_path: &std::path::Path,
+    iteration: u32,
+    prompt_path: &std::path::Path,
+) -> Vec<(String, String)> {
+    let abs = |p: &std::path::Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let mut env: Vec<(String, String)> = marks(ws.dir())
+        .into_iter()
+        .map(|(name, value)| (name.to_string(), value))
+        .collect();
+    env.extend([
+        ("RALPH_ITERATION".to_string(), iteration.to_string()),
+        (
+            "RALPH_TASK_FILE".to_string(),
+            abs(task_path).display().to_string(),
+        ),
+        (
+            "RALPH_PROMPT_FILE".to_string(),
+            abs(prompt_path).display().to_string(),
+        ),
+    ]);
+    // So the agent can run `ralph ask` even when ralph is not on its PATH. Looked up once: the
+    // path stays right if the binary is replaced while the loop runs (the link would then end
+    // in " (deleted)").
+    static EXE: std::sync::OnceLock<Option<std::path::PathBuf>> = std::sync::OnceLock::new();
+    if let Some(exe) = EXE.get_or_init(|| std::env::current_exe().ok()) {
+        env.push(("RALPH_BIN".to_string(), exe.display().to_string()));
+        if let Some(dir) = exe.parent() {
+            let path = std::env::var("PATH").unwrap_or_default();
+            env.push(("PATH".to_string(), format!("{}:{path}", dir.display())));
+        }
+    }
+    env
 }

@@ -85,10 +85,7 @@ impl Runner {
             step = tokio::select! {
                 () = tokio::time::sleep_until(wake) => Step::Wake,
                 Some(()) = self.fs_events.recv() => Step::Files,
-                c = self.controls.recv(), if self.controls_open => match c {
-                    None => { self.controls_open = false; Step::Wake }
-                    Some(c) => Step::Control(c),
-                },
+                c = self.controls.next() => Step::Control(c),
             };
         };
         self.close_question(open, end).await
@@ -518,4 +515,56 @@ impl Runner {
             self.log("archive_failed", json!({"message": msg}));
         }
     }
+}
+
+/// A question being waited on.
+#[derive(Debug)]
+pub(super) struct OpenQuestion {
+    pub(super) question: Question,
+    pub(super) asked_at: String,
+    pub(super) countdown: Countdown,
+    pub(super) raised_by: RaisedBy,
+    pub(super) iteration: u32,
+    /// Whether `state.json` last said the countdown was paused.
+    pub(super) paused: bool,
+    /// Whether the answer (or its absence) goes into the next prompt: not when the agent that
+    /// asked with `ralph ask` is still there to receive it directly.
+    pub(super) carry: bool,
+    /// For a question from the agent's own tool: the request to answer on its stdin.
+    pub(super) native: Option<NativeAsk>,
+    /// Whether its answer is for the iteration after the one running (or just ended), whose
+    /// end must not archive it.
+    pub(super) for_next: bool,
+}
+
+/// An `AskUserQuestion` request being answered, one question at a time.
+#[derive(Debug)]
+pub(super) struct NativeAsk {
+    pub(super) request: ToolRequest,
+    /// Questions of the same request still to ask.
+    pub(super) rest: std::collections::VecDeque<Question>,
+    /// Answers so far, keyed by question text (as the tool wants them).
+    pub(super) answers: Vec<(String, String)>,
+}
+
+impl OpenQuestion {
+    /// When the question needs looking at again (expiry, or the end of a typing pause).
+    pub(super) fn wake(&self) -> Instant {
+        let now = std::time::Instant::now();
+        if self.countdown.expired(now) {
+            return Instant::now();
+        }
+        self.countdown
+            .next_wake(now)
+            .map(Instant::from_std)
+            .unwrap_or_else(|| Instant::now() + Duration::from_secs(365 * 24 * 3600))
+    }
+}
+
+/// One thing that can move a waiting question along.
+#[derive(Debug)]
+pub(super) enum Step {
+    Control(Control),
+    Wake,
+    Files,
 }

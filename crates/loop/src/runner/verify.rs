@@ -60,7 +60,7 @@ impl Runner {
                     spawned,
                     task.test_timeout,
                     self.cfg.settings.kill_grace,
-                    stop_requested(&mut self.controls, self.controls_open),
+                    self.controls.stop_requested(),
                     &mark,
                     &mut early,
                 )
@@ -71,7 +71,7 @@ impl Runner {
                 } else {
                     self.cfg.settings.kill_grace
                 };
-                let hurry = stop_requested(&mut self.controls, self.controls_open);
+                let hurry = self.controls.stop_requested();
                 let swept = early.and(orphans::sweep(&mark, pgid, grace, hurry).await);
                 self.report_swept(swept, self.state.iteration, "test command")
                     .await;
@@ -115,19 +115,6 @@ enum TestError {
     Spawn(std::io::Error),
     /// The human stopped the loop while the tests ran.
     Interrupted,
-}
-
-/// Resolves when the human asks the loop to stop (Ctrl-C, SIGTERM, SIGHUP); other controls
-/// (nothing is being asked) are dropped.
-async fn stop_requested(controls: &mut mpsc::UnboundedReceiver<Control>, open: bool) {
-    if open {
-        while let Some(c) = controls.recv().await {
-            if matches!(c, Control::Stop | Control::Kill) {
-                return;
-            }
-        }
-    }
-    std::future::pending::<()>().await
 }
 
 /// Runs `test_command` in its own process group with stderr merged into stdout; keeps the

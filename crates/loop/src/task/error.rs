@@ -9,7 +9,7 @@ use std::fmt;
 use std::io;
 use std::path::PathBuf;
 
-use super::keys::Key;
+use super::key::Key;
 use super::{FILE_SIZE_LIMIT, FRONTMATTER_SIZE_LIMIT};
 
 /// What a task file looks like, quoted by the frontmatter errors.

@@ -86,10 +86,7 @@ fn why_no_frontmatter(text: &str) -> Problem {
     }
     // Keys with no `---` above them: the first line is `key:` for a key ralph knows.
     let keys = key_lines(first);
-    if keys
-        .keys()
-        .any(|k| super::keys::Key::from_name(k).is_some())
-    {
+    if keys.keys().any(|k| super::key::Key::from_name(k).is_some()) {
         return Problem::MissingOpeningDelimiter;
     }
     Problem::NoFrontmatter

@@ -32,7 +32,8 @@ use serde::de::{
 
 use super::MAX_FLOW_NESTING;
 use super::error::Problem;
-use super::keys::{Key, Node, Settings};
+use super::key::Key;
+use super::keys::{Node, Settings};
 
 /// serde_yaml_ng's fixed nesting limit (`remaining_depth` in its deserializer).
 const YAML_RECURSION_LIMIT: usize = 128;

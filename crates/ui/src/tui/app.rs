@@ -13,10 +13,9 @@ use ralph_signal::{AgentEvent, SignalKind};
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
-use crate::countdown_view::format_span;
 use crate::question_panel::clean;
 use crate::theme::Theme;
-use crate::{Closed, QuestionPanel};
+use crate::{Closed, QuestionPanel, words};
 
 /// Rows of the status area.
 pub(crate) const STATUS_ROWS: u16 = 3;
@@ -219,22 +218,19 @@ impl App {
                 criteria,
             } => {
                 let task = clean(&task);
-                let agent = clean(&agent);
                 self.out.push(Line::from(vec![
                     Span::styled("ralph: ", self.theme.title),
                     Span::styled(task.clone(), self.theme.title),
                     Span::styled(
                         format!(
-                            " · agent {agent} · {} · criteria {}/{} checked",
-                            crate::up_to_iterations(max_iterations),
-                            criteria.0,
-                            criteria.1
+                            " · {}",
+                            words::started_detail(&agent, max_iterations, criteria)
                         ),
                         self.theme.dim,
                     ),
                 ]));
                 self.status.task = Some(task);
-                self.status.agent = Some(agent);
+                self.status.agent = Some(clean(&agent));
                 self.status.max_iterations = Some(max_iterations);
                 self.status.criteria = Some(criteria);
             }
@@ -244,11 +240,8 @@ impl App {
                 at,
                 timeout,
             } => {
-                let limit = timeout
-                    .map(|t| format!(" · time limit {}", format_span(t)))
-                    .unwrap_or_default();
                 self.out.push(Line::styled(
-                    format!("── iteration {iteration}/{max_iterations}{limit} ──"),
+                    words::iteration_banner(iteration, max_iterations, timeout),
                     self.theme.title,
                 ));
                 self.status.iteration = Some(Iteration {
@@ -271,10 +264,7 @@ impl App {
             LoopEvent::Signal(signal) => {
                 self.status.signal = Some(signal.kind);
                 self.status.verdict = None;
-                self.note(
-                    self.theme.text,
-                    format!("the agent signalled {}", signal_name(signal.kind)),
-                );
+                self.note(self.theme.text, words::signalled(signal.kind));
             }
             LoopEvent::IterationEnded {
                 iteration,
@@ -284,37 +274,31 @@ impl App {
                 if let Some(it) = self.status.iteration.as_mut() {
                     it.ended = Some(elapsed);
                 }
-                let how = clean(&how);
                 self.note(
                     self.theme.dim,
-                    format!(
-                        "iteration {iteration} ended: the agent {how} after {}",
-                        format_span(elapsed)
-                    ),
+                    words::iteration_ended(iteration, &how, elapsed),
                 );
                 self.status.activity = Activity::Ended {
                     iteration,
-                    how,
+                    how: clean(&how),
                     elapsed,
                 };
             }
             LoopEvent::TestsStarted { command } => {
-                let command = clean(&command);
-                self.note(
-                    self.theme.text,
-                    format!("DONE signalled; running the tests: {command}"),
-                );
-                self.status.activity = Activity::Testing { command };
+                self.note(self.theme.text, words::tests_started(&command));
+                self.status.activity = Activity::Testing {
+                    command: clean(&command),
+                };
             }
             LoopEvent::Verdict { accepted, reason } => {
-                let reason = clean(&reason);
-                if accepted {
-                    self.note(self.theme.closed, format!("DONE accepted: {reason}"));
+                let style = if accepted {
+                    self.theme.closed
                 } else {
-                    self.note(
-                        self.theme.warning,
-                        "DONE rejected; the next iteration is told why:".into(),
-                    );
+                    self.theme.warning
+                };
+                self.note(style, words::verdict(accepted, &reason));
+                let reason = clean(&reason);
+                if !accepted {
                     for line in reason.lines() {
                         self.out
                             .push(Line::styled(format!("  {line}"), self.theme.warning));
@@ -340,13 +324,13 @@ impl App {
                 let first = clean(question.text.lines().next().unwrap_or_default());
                 self.note(
                     self.theme.title,
-                    format!("the agent asks (iteration {iteration}): {first}"),
+                    format!("{}: {first}", words::asks(iteration)),
                 );
                 self.note(
                     self.theme.dim,
                     format!(
-                        "answer below, or from any terminal: {} \"…\"",
-                        self.answer_command
+                        "answer below, or from any terminal: {}",
+                        words::answer_hint(&self.answer_command)
                     ),
                 );
                 if self.desktop_notifications {
@@ -381,31 +365,23 @@ impl App {
                 }
             }
             LoopEvent::Warning(text) => {
-                self.note(self.theme.warning, format!("warning: {}", clean(&text)));
+                self.note(self.theme.warning, words::warning(&text));
             }
             LoopEvent::Note(text) => self.note(self.theme.text, clean(&text)),
             LoopEvent::Backoff { until, reason } => {
                 let wait = until.saturating_duration_since(now);
-                self.note(
-                    self.theme.warning,
-                    format!(
-                        "rate limited ({}); retrying in {}",
-                        clean(&reason),
-                        format_span(wait)
-                    ),
-                );
+                self.note(self.theme.warning, words::backoff(&reason, wait));
                 self.status.activity = Activity::Backoff { until };
             }
             LoopEvent::Finished { outcome, reason } => {
-                let reason = clean(&reason);
                 let style = match outcome {
                     Outcome::Done => self.theme.closed,
                     Outcome::Interrupted | Outcome::MaxIterations => self.theme.warning,
                     _ => self.theme.error,
                 };
-                let mut summary = format!("finished: {reason} (exit {})", outcome.exit_code());
+                let mut summary = words::finished(&outcome, &reason);
                 if let Some(cost) = self.status.cost_usd {
-                    summary.push_str(&format!(" · {}", format_cost(cost)));
+                    summary.push_str(&format!(" · {}", words::cost(cost)));
                 }
                 self.note(style, summary);
                 if let Some(it) = self.status.iteration.as_mut()
@@ -415,7 +391,7 @@ impl App {
                 }
                 self.question = None;
                 self.confirm_stop = false;
-                self.finished = Some((outcome, reason));
+                self.finished = Some((outcome, clean(&reason)));
             }
         }
     }
@@ -432,10 +408,12 @@ impl App {
             AgentEvent::ToolCall { name, summary } => {
                 let name = clean(&name);
                 let summary = clean(&summary);
+                let said = words::tool_call(&name, &summary);
+                // The tool's name stands out; what it was given does not.
+                let (call, args) = said.split_at("▸ ".len() + name.len());
                 self.out.push(Line::from(vec![
-                    Span::styled("▸ ", self.theme.option_number),
-                    Span::styled(name.clone(), self.theme.option_number),
-                    Span::styled(format!(" {summary}"), self.theme.dim),
+                    Span::styled(call.to_owned(), self.theme.option_number),
+                    Span::styled(args.to_owned(), self.theme.dim),
                 ]));
                 let tool = if summary.is_empty() {
                     name
@@ -449,7 +427,7 @@ impl App {
                 summary,
                 is_error: true,
             } => self.out.push(Line::styled(
-                format!("  ↳ {}", clean(&summary)),
+                format!("  {}", words::tool_failed(&summary)),
                 self.theme.error,
             )),
             AgentEvent::Usage(usage) => {
@@ -463,7 +441,7 @@ impl App {
                 }
             }
             AgentEvent::Error(text) => self.out.push(Line::styled(
-                format!("✗ the agent reported an error: {}", clean(&text)),
+                format!("✗ {}", words::agent_error(&text)),
                 self.theme.error,
             )),
             // Signals arrive as `LoopEvent::Signal`; the rest is for the log.
@@ -474,7 +452,7 @@ impl App {
             | AgentEvent::Unknown(_)
             | AgentEvent::ControlRequest(_) => {}
             AgentEvent::RateLimited { message, .. } => self.out.push(Line::styled(
-                format!("✗ the agent is rate limited: {}", clean(&message)),
+                format!("✗ {}", words::agent_rate_limited(&message)),
                 self.theme.error,
             )),
         }
@@ -485,10 +463,6 @@ impl App {
         let Some(mut q) = self.question.take() else {
             return;
         };
-        let fallback = match &q.panel.question().default {
-            Some(default) => format!("its default ({})", clean(default)),
-            None => "its best guess".to_owned(),
-        };
         // Options picked and text typed are never dropped in silence: whatever closes the
         // question, they stay in the scrollback, with how to send them still when that helps.
         let unsent = q.panel.unsent();
@@ -497,43 +471,24 @@ impl App {
             QuestionClosed::AnsweredElsewhere { .. } | QuestionClosed::Skipped => (true, false),
             QuestionClosed::TimedOut | QuestionClosed::Interrupted => (true, true),
         };
+        let said = words::question_closed(&how, q.panel.question().default.as_deref());
+        let style = match &how {
+            QuestionClosed::Answered { .. } | QuestionClosed::AnsweredElsewhere { .. } => {
+                self.theme.closed
+            }
+            QuestionClosed::TimedOut | QuestionClosed::Interrupted => self.theme.warning,
+            QuestionClosed::Skipped => self.theme.text,
+        };
         match how {
-            QuestionClosed::Answered { text } => {
-                self.note(
-                    self.theme.closed,
-                    format!("answer sent to the agent: {}", one_line(&text)),
-                );
-            }
-            QuestionClosed::AnsweredElsewhere { by, text } => {
-                let by = clean(&by);
+            QuestionClosed::AnsweredElsewhere { by, .. } => {
                 q.panel
-                    .set_closed(Closed::AnsweredElsewhere { by: by.clone() });
-                self.note(
-                    self.theme.closed,
-                    format!("answered from {by}: {}", one_line(&text)),
-                );
+                    .set_closed(Closed::AnsweredElsewhere { by: clean(&by) });
             }
-            QuestionClosed::TimedOut => {
-                q.panel.set_closed(Closed::TimedOut);
-                self.note(
-                    self.theme.warning,
-                    format!("no answer in time; the agent goes on with {fallback}"),
-                );
-            }
-            QuestionClosed::Skipped => {
-                q.panel.set_closed(Closed::Skipped);
-                self.note(
-                    self.theme.text,
-                    format!("question skipped; the agent goes on with {fallback}"),
-                );
-            }
-            QuestionClosed::Interrupted => {
-                self.note(
-                    self.theme.warning,
-                    "stopping; the question stays pending for the next `ralph run`".into(),
-                );
-            }
+            QuestionClosed::TimedOut => q.panel.set_closed(Closed::TimedOut),
+            QuestionClosed::Skipped => q.panel.set_closed(Closed::Skipped),
+            QuestionClosed::Answered { .. } | QuestionClosed::Interrupted => {}
         }
+        self.note(style, said);
         if let Some(unsent) = unsent.filter(|_| keep_unsent) {
             // Whole, every line of it: it may be all the human wrote.
             let unsent = clean(&unsent);
@@ -547,7 +502,10 @@ impl App {
             if late {
                 self.note(
                     self.theme.dim,
-                    format!("to send it still: {} \"…\"", self.answer_command),
+                    format!(
+                        "to send it still: {}",
+                        words::answer_hint(&self.answer_command)
+                    ),
                 );
             }
         }
@@ -613,35 +571,5 @@ impl App {
             Span::styled("ralph: ", self.theme.title),
             Span::styled(text, style),
         ]));
-    }
-}
-
-/// `DONE`, `QUESTION`, `GUTTER`.
-pub(crate) fn signal_name(kind: SignalKind) -> &'static str {
-    match kind {
-        SignalKind::Done => "DONE",
-        SignalKind::Question => "QUESTION",
-        SignalKind::Gutter => "GUTTER",
-    }
-}
-
-/// `$0.042`, `$1.30`.
-pub(crate) fn format_cost(cost: f64) -> String {
-    if cost < 0.995 {
-        format!("${cost:.3}")
-    } else {
-        format!("${cost:.2}")
-    }
-}
-
-/// The first line of `text`, sanitized, with `…` if there was more.
-fn one_line(text: &str) -> String {
-    let text = clean(text.trim());
-    let mut lines = text.lines();
-    let first = lines.next().unwrap_or_default().to_owned();
-    if lines.next().is_some() {
-        format!("{first} …")
-    } else {
-        first
     }
 }

@@ -20,7 +20,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
 use crate::countdown_view::{format_left, format_span};
-use crate::tui::app::{Activity, App, STATUS_ROWS, Sending, Stop, format_cost, signal_name};
+use crate::tui::app::{Activity, App, STATUS_ROWS, Sending, Stop};
+use crate::words::{cost as format_cost, signal_name};
 use crate::wrap::str_width;
 
 /// Fewest columns the task name keeps on the first row before the iteration text shrinks.

@@ -1,0 +1,56 @@
+//! Step 1 of every iteration: clear what a crash may have left, and pick up a waiting answer.
+
+use super::*;
+
+impl Runner {
+    /// Step 1: clear what a crash may have left, and pick up an answer that is waiting.
+    pub(super) async fn cleanup_before_iteration(&mut self) -> Result<(), RunError> {
+        // Only files older than ten minutes go, so looking once a minute removes the same ones
+        // barely later, without listing `.ralph/` (and waking its watcher) every iteration.
+        let sweep = self
+            .last_sweep
+            .is_none_or(|at| at.elapsed() >= Duration::from_secs(60));
+        // `logs/` only once, before this run made any: a temporary file there is a prompt file
+        // made ahead of time (`workspace::SpareFile`), and only a crashed run leaves one.
+        let logs_too = self.last_sweep.is_none();
+        if sweep && let Ok(entries) = std::fs::read_dir(self.ws.dir()) {
+            self.last_sweep = Some(std::time::Instant::now());
+            let pruned = logs::prune(
+                &self.ws.logs(),
+                self.log_run,
+                self.state.iteration,
+                self.cfg.settings.log_budget,
+            );
+            if pruned.files > 0 {
+                self.log(
+                    "logs_pruned",
+                    json!({"files": pruned.files, "bytes": pruned.bytes}),
+                );
+            }
+            let logs = logs_too
+                .then(|| std::fs::read_dir(self.ws.logs()).ok())
+                .flatten()
+                .into_iter()
+                .flatten();
+            // A claim left by a `ralph ask` that is gone (killed with its agent). A file event
+            // while an agent runs also clears it (`notice_ask`), but an agent may end before
+            // one arrives.
+            if AskClaim::read(&self.ws).is_some_and(|claim| crate::asks::claim_is_stale(&claim)) {
+                workspace::remove(&self.ws.ask_claim())?;
+            }
+            for entry in entries.chain(logs).flatten() {
+                // Only stale ones: a `ralph answer` may be writing its temporary file right now.
+                let stale = entry
+                    .metadata()
+                    .and_then(|m| m.modified())
+                    .is_ok_and(|t| t.elapsed().unwrap_or_default() > Duration::from_secs(600));
+                if stale && entry.file_name().to_string_lossy().starts_with(".tmp-") {
+                    let _ = std::fs::remove_file(entry.path());
+                }
+            }
+        }
+        // Drain file-watch wake-ups that arrived while the agent ran; we look at the files now.
+        while self.fs_events.try_recv().is_ok() {}
+        self.pick_up_answer().await
+    }
+}

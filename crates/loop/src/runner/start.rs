@@ -1,0 +1,164 @@
+//! Starting a run: the lock, `.ralph/`, what the previous run left, the watch on the question
+//! files.
+
+use super::*;
+
+impl Runner {
+    /// Prepares a run: takes the lock, creates `.ralph/`, and reads what a previous run left.
+    ///
+    /// Nothing in `.ralph/` is written before the lock is held.
+    pub fn new(
+        cfg: RunConfig,
+        events: mpsc::Sender<LoopEvent>,
+        controls: mpsc::UnboundedReceiver<Control>,
+    ) -> Result<Self, RunError> {
+        let ws = cfg.workspace.clone();
+        ws.ensure()?;
+        let lock = ws.lock()?;
+        // Before anything is written: a state file that cannot be read stops the run, naming
+        // it. Taken for no state, it would be overwritten, and with it the question it records
+        // as waiting, the answers it closed, and the agent group to reap.
+        let previous = State::load(&ws)?;
+        let log_run = logs::next_run(&ws.logs());
+        logs::prune(&ws.logs(), log_run, 1, cfg.settings.log_budget);
+        for (path, initial) in [
+            (
+                ws.progress(),
+                "# Progress\n\nWhat each iteration did, learned and assumed.\n",
+            ),
+            (
+                ws.guardrails(),
+                "# Guardrails\n\nRules every iteration must keep.\n",
+            ),
+        ] {
+            if std::fs::symlink_metadata(&path).is_err() {
+                workspace::write_atomic(&path, initial.as_bytes())?;
+            }
+        }
+
+        let mut first_iteration = 1;
+        let mut resume_question = None;
+        let mut killed_run = None;
+        if let Some(prev) = &previous {
+            // The lock was free, so a run that says it is still going was killed: with a group
+            // running, or with none (waiting for an answer, its `notify_command` perhaps still
+            // running, which carries the run's id too).
+            let killed = matches!(prev.status, Status::Running | Status::WaitingInput);
+            if prev.agent_pgid.is_some() || killed {
+                killed_run = Some(KilledRun {
+                    id: prev.run_id.clone(),
+                    iteration: prev.iteration,
+                    group: prev
+                        .agent_pgid
+                        .filter(|&pgid| reap_orphaned_agent(pgid, ws.dir())),
+                });
+            }
+            if matches!(
+                prev.status,
+                Status::Running | Status::WaitingInput | Status::Stopped
+            ) {
+                first_iteration = prev.iteration.saturating_add(1).max(1);
+                if let Some(q) = &prev.pending_question
+                    && !q.timed_out
+                    && ws.question().exists()
+                {
+                    resume_question = Some(q.clone());
+                }
+            }
+        }
+        let pending_from_before = previous.as_ref().and_then(|p| p.pending_question.clone());
+
+        let (fs_tx, fs_events) = mpsc::unbounded_channel();
+        let watcher = watch_dir(ws.dir(), fs_tx)?;
+        let notify = &cfg.task.notify;
+        let notifier = Notifier::new(NotifyConfig {
+            desktop: notify.desktop_notification,
+            command: notify.notify_command.clone(),
+            webhook_url: notify.webhook_url.clone(),
+            ..NotifyConfig::default()
+        });
+        // Best effort: `ralph status --all` is a convenience, never a reason not to run.
+        let registration = registry::register(ws.root()).ok();
+        let now = SystemTime::now();
+        let state = State {
+            status: Status::Running,
+            iteration: first_iteration.saturating_sub(1),
+            max_iterations: cfg.settings.max_iterations,
+            pid: std::process::id(),
+            agent_pgid: None,
+            run_id: Some(orphans::run_id().to_string()),
+            root: ws.root().display().to_string(),
+            task: cfg.task.task.lines().next().unwrap_or("").to_string(),
+            agent: cfg.agent.name.clone(),
+            agent_choice: cfg.agent_choice.clone(),
+            started_at: timestamp(now),
+            updated_at: timestamp(now),
+            pending_question: pending_from_before,
+            last_signal: None,
+            reason: None,
+            total_cost_usd: previous.as_ref().and_then(|p| p.total_cost_usd),
+            closed_questions: previous
+                .as_ref()
+                .map(|p| p.closed_questions.clone())
+                .unwrap_or_default(),
+        };
+        Ok(Runner {
+            cfg,
+            ws,
+            state,
+            events,
+            controls: Controls::new(controls),
+            fs_events,
+            _watcher: watcher,
+            lock: Arc::new(lock),
+            state_saving: None,
+            prompt_spare: None,
+            log_run,
+            log_attempt: (0, 0),
+            task_seen: None,
+            last_sweep: None,
+            carryover: Vec::new(),
+            delivering: None,
+            first_iteration,
+            resume_question,
+            notifier,
+            _registration: registration,
+            session_id: None,
+            resume_next: false,
+            resume_failed: false,
+            asks_seen: std::collections::HashSet::new(),
+            guard: None,
+            killed_run,
+        })
+    }
+
+    /// Has `guard` stop the group running when ralph is killed outright (see
+    /// [`guard`](crate::guard)). Without one, only the next `ralph run` stops such a group.
+    pub fn set_guard(&mut self, guard: Guard) {
+        self.guard = Some(guard);
+    }
+
+    /// `.ralph/`, for the guard to know which groups are this loop's.
+    pub fn ralph_dir(&self) -> &Path {
+        self.ws.dir()
+    }
+}
+
+/// Watches `.ralph/` and sends a wake-up for every change to the question, the answer, a
+/// `ralph ask` claim or a request from `ralph serve` (skip, extend); the runner then looks at
+/// the files. The loop's own writes there (state, events) do not wake it ([`crate::watch`]).
+fn watch_dir(
+    dir: &std::path::Path,
+    tx: mpsc::UnboundedSender<()>,
+) -> Result<crate::watch::DirWatch, RunError> {
+    const FILES: [&str; 4] = [
+        "answer.md",
+        "question.md",
+        "ask.json",
+        crate::broker::REQUEST_FILE,
+    ];
+    crate::watch::watch_async(dir, &FILES, tx).map_err(|e| RunError::Watch {
+        path: dir.to_path_buf(),
+        message: e.to_string(),
+    })
+}
