@@ -287,6 +287,10 @@ pub struct AskArgs {
     /// How long to wait: `90s`, `5m`, `never` (default: the task file's question_timeout, else 5m).
     #[arg(long, value_name = "DUR")]
     pub timeout: Option<String>,
+    /// Print the answer as JSON: `{"answer", "picks", "note", "answered_by"}`, the options
+    /// picked as a list (docs/protocol.md).
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
