@@ -451,8 +451,10 @@ fn ralph_ask_keeps_stdout_for_the_answer_and_says_on_stderr_that_it_waits() {
     let waiting = timed_out.stderr.lines().next().unwrap_or("");
     assert!(
         waiting.starts_with("ralph ask: waiting for an answer (up to ")
+            && waiting.contains("; answer from any terminal with: ")
+            // `ralph`, or its full path where it is not on `PATH` (as under `cargo test`).
             && waiting.ends_with(&format!(
-                "answer from any terminal with: ralph answer -C {} \"your answer\"",
+                " answer -C {} \"your answer\"",
                 p.root().display()
             )),
         "{}",
