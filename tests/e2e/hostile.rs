@@ -1107,14 +1107,20 @@ fn an_option_label_with_shell_syntax_picked_by_number_is_delivered_verbatim() {
     answered.expect_code(0);
     let run = watch(child, Duration::from_secs(60));
     run.expect_code(3);
-    let want = "\"double\" 'single' \\ back: and $(touch pwned-note)";
+    // The label on its line, the note after a blank line (issue 25, item 12).
+    for want in ["\"double\" 'single' \\ back", "and $(touch pwned-note)"] {
+        assert!(
+            p.read("prompt-2.txt").contains(&format!("> {want}")),
+            "{}",
+            p.read("prompt-2.txt")
+        );
+        assert!(p.read(".ralph/clarifications.md").contains(want));
+    }
     assert!(
-        p.read("prompt-2.txt").contains(&format!("> {want}")),
+        run.stdout().contains("\"double\" 'single' \\ back"),
         "{}",
-        p.read("prompt-2.txt")
+        run.stdout()
     );
-    assert!(p.read(".ralph/clarifications.md").contains(want));
-    assert!(run.stdout().contains(want), "{}", run.stdout());
     assert_nothing_ran(&p);
 }
 

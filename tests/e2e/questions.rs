@@ -139,7 +139,8 @@ fn option_numbers_for_a_multi_select_question_send_their_labels() {
     p.exec(&["answer", "3, 1"]).expect_code(0);
     let asked = Run::finish(asker, Duration::from_secs(20));
     asked.expect_code(0);
-    assert_eq!(asked.stdout.trim(), "MySQL, Postgres");
+    // One label per line (issue 25, item 12).
+    assert_eq!(asked.stdout.trim(), "MySQL\nPostgres");
 }
 
 #[test]

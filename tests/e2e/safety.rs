@@ -464,9 +464,10 @@ fn ralph_ask_keeps_stdout_for_the_answer_and_says_on_stderr_that_it_waits() {
     let waiting = timed_out.stderr.lines().next().unwrap_or("");
     assert!(
         waiting.starts_with("ralph ask: waiting for an answer (up to ")
+            && waiting.contains("; answer from any terminal with: ")
+            // `ralph`, or its full path where it is not on `PATH` (as under `cargo test`).
             && waiting.ends_with(&format!(
-                "answer from any terminal with: {} answer -C {} \"your answer\"",
-                ralph_bin().display(),
+                " answer -C {} \"your answer\"",
                 p.root().display()
             )),
         "{}",
@@ -571,4 +572,143 @@ fn an_answer_over_the_cap_is_refused_with_its_size_and_the_cap() {
     answer(1_000_001).expect_code(2);
     answer(1_000_000).expect_code(0);
     assert!(p.read(".ralph/answer.md").len() > 1_000_000);
+}
+
+/// Regression (item 12): the options picked on a multi-select question were joined with `, `,
+/// so two picks read the same as one label with a comma in it. Now one label per line in the
+/// prompt and `answer.md`, and `ralph ask --json` lists them.
+#[test]
+fn multi_select_picks_are_one_label_per_line_and_ralph_ask_json_lists_them() {
+    let p = Project::with_task(
+        "task: Cache\nmax_iterations: 2\nquestion_timeout: 1m",
+        "- [ ] cache\n",
+    );
+    let agent = p.agent(
+        "[iteration 1]\nquestion \"Which caches?\" --option \"Redis, clustered\" --option Memcached --option none --multi-select\nsignal QUESTION\n\
+         [iteration 2]\nsave-prompt prompt-2.txt\nrun cp .ralph/answer.md answer-seen.md\n",
+    );
+    let child = p.start(&agent, &[]);
+    p.wait_for_status("waiting_input", Duration::from_secs(30));
+    p.exec(&["answer", "1,2"]).expect_code(0);
+    Run::finish(child, Duration::from_secs(60)).expect_code(3);
+    let prompt = p.read("prompt-2.txt");
+    assert!(
+        prompt.contains("> Redis, clustered\n> Memcached\n"),
+        "{prompt}"
+    );
+    assert!(
+        p.read("answer-seen.md")
+            .ends_with("---\nRedis, clustered\nMemcached\n"),
+        "{}",
+        p.read("answer-seen.md")
+    );
+
+    let ask = |answer: &[&str]| {
+        let mut cmd = p.ralph();
+        cmd.args([
+            "ask",
+            "Which caches?",
+            "--option",
+            "Redis, clustered",
+            "--option",
+            "Memcached",
+            "--multi-select",
+            "--timeout",
+            "1m",
+            "--json",
+        ]);
+        let asker = spawn(cmd);
+        p.wait_for_status("waiting_input", Duration::from_secs(20));
+        p.exec(&[&["answer"], answer].concat()).expect_code(0);
+        let asked = Run::finish(asker, Duration::from_secs(20));
+        asked.expect_code(0);
+        serde_json::from_str::<serde_json::Value>(&asked.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", asked.stdout))
+    };
+    assert_eq!(
+        ask(&["2 1"]),
+        serde_json::json!({
+            "answer": "Memcached\nRedis, clustered",
+            "picks": ["Memcached", "Redis, clustered"],
+            "note": null,
+            "answered_by": "ralph-answer",
+        })
+    );
+    assert_eq!(
+        ask(&["--option", "1", "with a TTL, please"]),
+        serde_json::json!({
+            "answer": "Redis, clustered\n\nwith a TTL, please",
+            "picks": ["Redis, clustered"],
+            "note": "with a TTL, please",
+            "answered_by": "ralph-answer",
+        })
+    );
+    assert_eq!(
+        ask(&["Redis, Memcached"])["picks"],
+        serde_json::json!([]),
+        "text that is no label picks nothing"
+    );
+}
+
+/// Regression (item 14): on a stopped loop `ralph status` showed the question's countdown
+/// ("4m 59s left") and "Answer it with", as if a loop were waiting; nobody ran the countdown.
+#[test]
+fn ralph_status_shows_no_countdown_when_no_loop_runs() {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+    let p = Project::with_task(
+        "task: x\nmax_iterations: 1\nquestion_timeout: 5m",
+        "- [ ] x\n",
+    );
+    let agent = p.agent("[iteration 1]\nquestion \"Which port?\"\nsignal QUESTION\n");
+    let child = p.start(&agent, &[]);
+    p.wait_for_status("waiting_input", Duration::from_secs(30));
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).unwrap();
+    Run::finish(child, Duration::from_secs(30));
+    assert_eq!(p.state()["status"], "stopped");
+    let status = p.exec(&["status"]);
+    status.expect_code(0);
+    let out = &status.stdout;
+    assert!(out.contains("Which port?"), "{out}");
+    assert!(!out.contains(" left)"), "{out}");
+    assert!(!out.contains("Answer it with"), "{out}");
+    assert!(
+        out.contains("no deadline runs: the loop is not running"),
+        "{out}"
+    );
+    assert!(
+        out.contains("An answer reaches the agent when `ralph run` runs again"),
+        "{out}"
+    );
+    let json = p.exec(&["status", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(
+        v["pending_question"]["seconds_left"],
+        serde_json::Value::Null
+    );
+}
+
+/// Regression (item 14): a second `ralph answer` after the first was delivered was told "no
+/// question is waiting", not who answered first.
+#[test]
+fn a_second_answer_after_delivery_is_told_who_answered_first() {
+    let p = Project::with_task(
+        "task: x\nmax_iterations: 2\nquestion_timeout: 1m",
+        "- [ ] x\n",
+    );
+    let agent = p.agent(
+        "[iteration 1]\nquestion \"Which port?\"\nsignal QUESTION\n[iteration 2]\nsave-prompt prompt-2.txt\n",
+    );
+    let child = p.start(&agent, &[]);
+    p.wait_for_status("waiting_input", Duration::from_secs(30));
+    p.exec(&["answer", "8080"]).expect_code(0);
+    Run::finish(child, Duration::from_secs(60)).expect_code(3);
+    let late = p.exec(&["answer", "9090"]);
+    late.expect_code(1);
+    assert!(
+        late.stderr
+            .contains("the question was already answered by `ralph answer` (8080)"),
+        "{}",
+        late.stderr
+    );
 }

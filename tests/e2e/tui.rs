@@ -236,6 +236,43 @@ fn an_answer_typed_in_the_terminal_view_reaches_the_next_iteration() {
     assert_restored(&tmux, &p);
 }
 
+/// Issue 25, item 14: an answer typed in plain line mode, in the loop's own terminal, was said
+/// to be logged as `ralph-answer`. It is the terminal's, in `events.jsonl`, `state.json`'s
+/// closed question and `clarifications.md`.
+#[test]
+fn an_answer_typed_in_plain_mode_is_logged_as_the_terminal_s() {
+    let p = Project::with_task(
+        "task: Cache\nmax_iterations: 2\nquestion_timeout: 5m",
+        "- [ ] cache\n",
+    );
+    let agent = p.agent(ASK_THEN_SAVE);
+    let tmux = Tmux::start(p.root());
+    p.write(
+        "run.sh",
+        &format!(
+            "'{}' run --no-tui --agent-cmd \"{agent}\"\necho \"ralph exited: $?\"\n",
+            ralph_bin().display()
+        ),
+    );
+    tmux.type_text("sh run.sh");
+    tmux.key("Enter");
+    tmux.wait_for("Type your answer and press Enter", Duration::from_secs(30));
+    tmux.type_text("2");
+    tmux.key("Enter");
+    tmux.wait_for("ralph exited: 0", Duration::from_secs(30));
+    let answers = p.events_of("answer");
+    assert_eq!(answers.len(), 1, "{answers:?}");
+    assert_eq!(answers[0]["by"], "terminal", "{answers:?}");
+    assert_eq!(answers[0]["text"], "Memcached", "{answers:?}");
+    assert_eq!(p.state()["closed_questions"][0]["answered_by"], "terminal");
+    assert!(
+        p.read(".ralph/clarifications.md")
+            .contains("**Answer** from the terminal running the loop"),
+        "{}",
+        p.read(".ralph/clarifications.md")
+    );
+}
+
 #[test]
 fn a_long_burst_of_typing_is_taken_whole_without_waiting_for_another_key() {
     // Regression: crossterm's default input source reads 1 KiB per readiness edge, so a

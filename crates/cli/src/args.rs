@@ -149,6 +149,7 @@ const ASK_HELP: &str = "\
 Examples (run by an agent inside `ralph run`, or by anyone):
   ralph ask \"Redis or Memcached?\" --option Redis --option Memcached --default Redis
   ralph ask \"May I drop the legacy table?\" --context \"It holds 3 rows from 2019\" --timeout 10m
+  ralph ask \"Which caches?\" -o Redis -o Memcached --multi-select --json | jq .picks
 
 Prints the answer on stdout and exits 0. Works with or without a running `ralph run`; the
 human answers in the loop's panel or with `ralph answer` from any terminal.
@@ -301,6 +302,10 @@ pub struct AskArgs {
     /// How long to wait: `90s`, `5m`, `never` (default: the task file's question_timeout, else 5m).
     #[arg(long, value_name = "DUR")]
     pub timeout: Option<String>,
+    /// Print the answer as JSON: `{"answer", "picks", "note", "answered_by"}`, the options
+    /// picked as a list (docs/protocol.md).
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -10,9 +10,10 @@ use std::io::Read;
 use anyhow::{Context as _, anyhow};
 use ralph_loop::answer::{Answer, AnsweredBy};
 use ralph_loop::question::Picks;
-use ralph_loop::state::{PendingQuestion, State};
+use ralph_loop::state::{ClosedQuestion, PendingQuestion, State};
 use ralph_loop::workspace::{self, Workspace};
 use ralph_protocol::desk::{self, Submitted};
+use ralph_protocol::text::clean;
 
 use crate::agents;
 use crate::args::AnswerArgs;
@@ -38,10 +39,27 @@ pub fn run(args: &AnswerArgs) -> CmdResult {
     let ws = Workspace::new(&root);
     ws.check_not_symlink().map_err(Failure::failed)?;
     let state = State::load(&ws).map_err(Failure::failed)?;
+    let last_closed = state
+        .as_ref()
+        .and_then(|s| s.closed_questions.last().cloned());
     let pending = state.and_then(|s| s.pending_question);
     if pending.is_none() && !args.force {
+        // Someone answering a question that was just answered wants to know who was first.
+        let before = match last_closed {
+            Some(ClosedQuestion {
+                answered_by: Some(by),
+                answer_line,
+                ..
+            }) => format!(
+                "the question was already answered by {} ({}); ",
+                by.describe(),
+                clean(answer_line.as_deref().unwrap_or("")).trim()
+            ),
+            Some(_) => "the question was skipped, so the agent decided; ".to_string(),
+            None => String::new(),
+        };
         return Err(Failure::failed(anyhow!(
-            "no question is waiting in {}. To leave guidance for the next iteration anyway, add --force.",
+            "{before}no question is waiting in {}. To leave guidance for the next iteration anyway, add --force.",
             root.display()
         )));
     }
@@ -90,12 +108,7 @@ pub fn run(args: &AnswerArgs) -> CmdResult {
                 "option {n} is out of range: the question has options 1 to {options}"
             )));
         };
-        let note = text.trim();
-        text = if note.is_empty() {
-            choice.label.clone()
-        } else {
-            format!("{}: {note}", choice.label)
-        };
+        text = ralph_protocol::question::picked_answer(&[&choice.label], &text);
     }
     if text.len() > MAX_ANSWER_BYTES {
         return Err(too_long(text.len() as u64));

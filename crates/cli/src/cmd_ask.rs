@@ -144,7 +144,11 @@ pub fn run(args: &AskArgs) -> CmdResult {
             if let Some(_lock) = &own_lock {
                 finish_alone(&ws, previous, &question, pending, Some(&ans))?;
             }
-            println!("{}", ans.text);
+            if args.json {
+                println!("{}", answer_json(&question, &ans));
+            } else {
+                println!("{}", ans.text);
+            }
             Ok(0)
         }
         ended => {
@@ -169,6 +173,18 @@ pub fn run(args: &AskArgs) -> CmdResult {
             Ok(NO_ANSWER)
         }
     }
+}
+
+/// `ralph ask --json`'s answer: the whole text, the options it picked (one label per line at
+/// its start, [`ralph_protocol::question::picked_answer`]) as a list, the rest as the note.
+fn answer_json(question: &Question, ans: &answer::Answer) -> serde_json::Value {
+    let (picks, note) = question.read_answer(&ans.text);
+    serde_json::json!({
+        "answer": ans.text,
+        "picks": picks,
+        "note": note,
+        "answered_by": ans.by,
+    })
 }
 
 /// Takes `.ralph/ask.json` for this process, or refuses (exit 1) while another `ralph ask`

@@ -183,6 +183,12 @@ fn print_question(q: &PendingQuestion, answered: Option<&Answer>, live: bool, hi
         .unwrap_or_else(|| "?".into());
     let left = match (q.timed_out, q.deadline_time()) {
         _ if answered.is_some() => "answered".to_string(),
+        // No loop runs the countdown: the words must not say one ticks.
+        (true, _) if !live => {
+            "timed out; the agent went on with its best guess, and the loop is not running"
+                .to_string()
+        }
+        (false, _) if !live => "no deadline runs: the loop is not running".to_string(),
         (true, _) => {
             "timed out; the agent went on with its best guess, but a late answer still reaches it"
                 .to_string()
@@ -235,7 +241,11 @@ fn print_question(q: &PendingQuestion, answered: Option<&Answer>, live: bool, hi
     if let Some(d) = &q.default {
         outln!("\n    Default if nobody answers: {}", plain::label(d));
     }
-    outln!("\n  Answer it with:\n    {hint}");
+    if live {
+        outln!("\n  Answer it with:\n    {hint}");
+    } else {
+        outln!("\n  An answer reaches the agent when `ralph run` runs again:\n    {hint}");
+    }
     if !q.options.is_empty() {
         outln!(
             "    (or pick an option by number: {} answer -C ... 1)",
@@ -258,8 +268,10 @@ fn to_json(ws: &Workspace, state: Option<&State>, live: bool, hint: &str) -> ser
             .asked_at_time()
             .and_then(|t| now.duration_since(t).ok())
             .map(|d| d.as_secs());
+        // No countdown runs without a loop.
         let left = q
             .deadline_time()
+            .filter(|_| live)
             .map(|d| d.duration_since(now).map(|l| l.as_secs()).unwrap_or(0));
         v["pending_question"]["waited_seconds"] = json!(waited);
         v["pending_question"]["seconds_left"] = json!(left);

@@ -235,15 +235,8 @@ impl QuestionPanel {
             .filter(|(_, chosen)| **chosen)
             .map(|(o, _)| o.label.as_str())
             .collect();
-        let text = self.draft();
-        let text = text.trim();
-        match (labels.is_empty(), text.is_empty()) {
-            (true, true) => None,
-            (false, true) => Some(labels.join(", ")),
-            (true, false) => Some(text.to_owned()),
-            (false, false) if text.contains('\n') => Some(format!("{}\n{text}", labels.join(", "))),
-            (false, false) => Some(format!("{}: {text}", labels.join(", "))),
-        }
+        let answer = ralph_protocol::question::picked_answer(&labels, &self.draft());
+        (!answer.is_empty()).then_some(answer)
     }
 
     /// Marks the question closed: input stops and a closing line replaces the editor and the
@@ -262,13 +255,22 @@ impl QuestionPanel {
             return None;
         }
         let countdown = countdown_view::next_change(&self.countdown, now);
-        // The title's "asked 3m ago" changes once a minute.
+        // The title's "asked 12s ago" changes once a second in its first minute, then
+        // "asked 3m ago" once a minute.
         let age = self.age(now);
-        let minute = Duration::from_secs(60);
-        let to_next_minute =
-            minute - Duration::from_nanos((age.as_nanos() % minute.as_nanos()) as u64);
-        let age_tick = now + to_next_minute;
-        Some(countdown.map_or(age_tick, |c| c.min(age_tick)))
+        let step = match age < Duration::from_secs(60) {
+            true => Duration::from_secs(1),
+            false => Duration::from_secs(60),
+        };
+        let to_next_step = step - Duration::from_nanos((age.as_nanos() % step.as_nanos()) as u64);
+        let age_tick = now + to_next_step;
+        Some(match countdown {
+            // A countdown redraws within the second anyway, and the age with it: no second
+            // redraw a moment before or after.
+            Some(c) if c <= now + Duration::from_secs(1) => c,
+            Some(c) => c.min(age_tick),
+            None => age_tick,
+        })
     }
 
     /// Handles a key press.
@@ -780,7 +782,7 @@ mod tests {
             assert_eq!(p.focus, Focus::Editor);
             assert_eq!(
                 p.handle_key(key(KeyCode::Enter), t0),
-                PanelAction::Submit("b: 16".into()),
+                PanelAction::Submit("b\n\n16".into()),
                 "multi {multi}, editor {tab}"
             );
         }
@@ -864,7 +866,7 @@ mod tests {
     }
 
     #[test]
-    fn multi_select_toggles_and_sends_labels_joined() {
+    fn multi_select_toggles_and_sends_one_label_per_line() {
         let t0 = Instant::now();
         let mut p = panel(question(&["a", "b", "c"], true), t0);
         type_str(&mut p, "13", t0);
@@ -874,7 +876,7 @@ mod tests {
         p.handle_key(key(KeyCode::Down), t0);
         assert_eq!(
             p.handle_key(key(KeyCode::Enter), t0),
-            PanelAction::Submit("a, c".into())
+            PanelAction::Submit("a\nc".into())
         );
     }
 
@@ -910,7 +912,7 @@ mod tests {
         type_str(&mut p, "with a 5m TTL", t0);
         assert_eq!(
             p.handle_key(key(KeyCode::Enter), t0),
-            PanelAction::Submit("Redis: with a 5m TTL".into())
+            PanelAction::Submit("Redis\n\nwith a 5m TTL".into())
         );
     }
 
@@ -923,7 +925,7 @@ mod tests {
         p.handle_paste("line one\r\nline two", t0);
         assert_eq!(
             p.handle_key(key(KeyCode::Enter), t0),
-            PanelAction::Submit("a, b\nline one\nline two".into())
+            PanelAction::Submit("a\nb\n\nline one\nline two".into())
         );
     }
 
@@ -971,6 +973,22 @@ mod tests {
         assert_eq!(
             p.next_redraw(later),
             Some(later + Duration::from_millis(500))
+        );
+        // With no countdown, the title's age still ticks: by the second in its first
+        // minute ("asked 12s ago"), then by the minute.
+        let mut q = question(&[], false);
+        q.text = "No deadline".into();
+        // Asked "in the future" (a clock set back) counts as asked at open: an exact age.
+        let asked_at = SystemTime::now() + Duration::from_secs(3600);
+        let p = QuestionPanel::new(q, Countdown::new(None, t0), asked_at, t0);
+        let at = |s: u64| t0 + Duration::from_millis(s * 1000 + 300);
+        assert_eq!(
+            p.next_redraw(at(12)),
+            Some(at(12) + Duration::from_millis(700))
+        );
+        assert_eq!(
+            p.next_redraw(at(75)),
+            Some(at(75) + Duration::from_millis(44_700))
         );
     }
 }

@@ -164,7 +164,7 @@ fn multi_select_two_toggled() {
     snapshot!("multi_select_two_toggled", panel, t0 + secs(30));
     assert_eq!(
         panel.handle_key(key(KeyCode::Enter), t0),
-        PanelAction::Submit("Redis, In-process LRU".into())
+        PanelAction::Submit("Redis\nIn-process LRU".into())
     );
 }
 
@@ -178,7 +178,7 @@ fn option_with_annotation() {
     snapshot!("option_with_annotation", panel, t0 + secs(30));
     assert_eq!(
         panel.handle_key(key(KeyCode::Enter), t0),
-        PanelAction::Submit("Redis: but reuse the staging instance".into())
+        PanelAction::Submit("Redis\n\nbut reuse the staging instance".into())
     );
 }
 

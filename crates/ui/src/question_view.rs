@@ -485,15 +485,21 @@ impl QuestionPanel {
     }
 }
 
-/// `just now`, `3m ago`, `1h 05m ago`.
+/// `just now`, `12s ago`, `3m ago`, `1h 05m ago`: seconds under a minute, so a question
+/// shown again after a restart reads as old as the scrollback's "asked 12s ago" says.
 fn format_age(age: Duration) -> String {
-    let mins = age.as_secs() / 60;
+    let secs = age.as_secs();
+    let mins = secs / 60;
     match mins {
-        0 => "just now".to_owned(),
+        0 if secs < JUST_NOW.as_secs() => "just now".to_owned(),
+        0 => format!("{secs}s ago"),
         1..60 => format!("{mins}m ago"),
         _ => format!("{}h {:02}m ago", mins / 60, mins % 60),
     }
 }
+
+/// How young a question is "just now".
+const JUST_NOW: Duration = Duration::from_secs(5);
 
 fn clamp_u16(n: usize) -> u16 {
     u16::try_from(n).unwrap_or(u16::MAX)
@@ -596,7 +602,11 @@ mod tests {
 
     #[test]
     fn ages_read_naturally() {
-        assert_eq!(format_age(Duration::from_secs(59)), "just now");
+        assert_eq!(format_age(Duration::from_secs(4)), "just now");
+        // Regression (issue 25, item 14): after a restart the panel said "asked just now"
+        // while the scrollback said "asked 12s ago".
+        assert_eq!(format_age(Duration::from_secs(12)), "12s ago");
+        assert_eq!(format_age(Duration::from_secs(59)), "59s ago");
         assert_eq!(format_age(Duration::from_secs(60)), "1m ago");
         assert_eq!(format_age(Duration::from_secs(3900)), "1h 05m ago");
     }

@@ -253,6 +253,9 @@ impl App {
                 });
                 self.status.max_iterations = Some(max_iterations);
                 self.status.activity = Activity::Working { tool: None };
+                // A signal and its verdict belong to the iteration that gave them.
+                self.status.signal = None;
+                self.status.verdict = None;
             }
             LoopEvent::Agent(event) => self.on_agent(event),
             LoopEvent::AgentBatch(events) => {

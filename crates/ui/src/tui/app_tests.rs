@@ -174,6 +174,35 @@ fn events_fill_the_status_and_the_scrollback() {
     assert!(app.take_output().is_empty(), "taken once");
 }
 
+/// Regression (issue 25, item 14): the status line kept showing `QUESTION` during the next
+/// iteration, as if the agent had asked again.
+#[test]
+fn the_status_line_forgets_the_last_iteration_s_signal() {
+    let t0 = Instant::now();
+    let mut app = app();
+    app.on_event(started(), t0);
+    app.on_event(iteration(1, t0, None), t0);
+    app.on_event(
+        LoopEvent::Signal(Signal {
+            kind: SignalKind::Question,
+            line: "<ralph>QUESTION</ralph>".into(),
+            line_number: 3,
+        }),
+        t0,
+    );
+    let line = |app: &App| {
+        app.status_lines(120, t0)
+            .iter()
+            .map(|l| l.to_string())
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert!(line(&app).contains("QUESTION"), "{}", line(&app));
+    app.on_event(iteration(2, t0, None), t0);
+    assert_eq!(app.status.signal, None);
+    assert!(!line(&app).contains("QUESTION"), "{}", line(&app));
+}
+
 #[test]
 fn a_rejected_done_shows_in_the_status_and_the_reason_in_the_scrollback() {
     let t0 = Instant::now();
@@ -399,6 +428,7 @@ fn a_picked_option_and_a_note_of_several_lines_outlive_the_deadline_whole() {
         [
             "ralph: no answer in time; the agent goes on with its default (Redis)",
             "ralph: your draft was not sent: Memcached",
+            "       ",
             "       only in staging",
             "       never in prod",
             "ralph: to send it still: ralph answer -C /work/cache \"…\"",

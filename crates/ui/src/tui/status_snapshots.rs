@@ -230,7 +230,7 @@ fn panel_open() {
     snapshot!("bottom_panel_typing", app, t0 + secs(15));
     assert_eq!(
         app.on_key(key(KeyCode::Enter), t0 + secs(16)),
-        Some(Control::Answer("Memcached: because it is simpler".into()))
+        Some(Control::Answer("Memcached\n\nbecause it is simpler".into()))
     );
     snapshot!("bottom_panel_sending", app, t0 + secs(16));
 }
