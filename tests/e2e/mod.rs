@@ -13,4 +13,5 @@ mod questions;
 mod races;
 mod remote;
 mod resume;
+mod telegram;
 mod tui;

@@ -335,7 +335,8 @@ pub struct ServeArgs {
 pub enum ServeCommand {
     /// Print a one-time link (and QR code) that pairs a device with the running broker.
     Pair {
-        /// What to pair: `web` (a browser: the dashboard of every loop).
+        /// What to pair: `web` (a browser: the dashboard of every loop) or `telegram` (a
+        /// Telegram user, through the bot whose token is in remote.toml).
         #[arg(value_enum)]
         what: PairWhat,
     },
@@ -345,4 +346,6 @@ pub enum ServeCommand {
 pub enum PairWhat {
     /// A browser, for the dashboard of every loop.
     Web,
+    /// A Telegram user, through the bot in remote.toml: questions arrive as messages.
+    Telegram,
 }

@@ -12,6 +12,7 @@ pub fn run(args: &ServeArgs) -> CmdResult {
     if let Some(ServeCommand::Pair { what }) = &args.pair {
         let kind = match what {
             PairWhat::Web => "web",
+            PairWhat::Telegram => "telegram",
         };
         let (link, qr) =
             ralph_remote::pairing_link(kind).map_err(|e| Failure::failed(anyhow!(e)))?;
@@ -40,7 +41,9 @@ pub fn run(args: &ServeArgs) -> CmdResult {
     ));
     match result {
         Ok(()) => Ok(0),
-        Err(e @ ServeError::NeedsTls(_)) => Err(Failure::usage(anyhow!(e))),
+        Err(e @ (ServeError::NeedsTls(_) | ServeError::Config(_))) => {
+            Err(Failure::usage(anyhow!(e)))
+        }
         Err(e) => Err(Failure::failed(anyhow!(e))),
     }
 }
