@@ -77,6 +77,7 @@ const SERVE_HELP: &str = "\
 Examples:
   ralph serve                       # http://127.0.0.1:7707, this machine only
   ralph serve pair web              # a one-time link (and QR code) that pairs a browser
+  ralph serve pair telegram         # a one-time t.me link that pairs you with the bot in remote.toml
   tailscale serve --bg 127.0.0.1:7707   # reach it from your phone over your tailnet
   ralph serve --bind 0.0.0.0:7707 --tls-cert cert.pem --tls-key key.pem
 
