@@ -86,10 +86,15 @@ pub fn config_path() -> Option<PathBuf> {
 
 /// The bot's settings from `remote.toml`; `Ok(None)` when there is no file or no `[telegram]`.
 pub fn settings() -> Result<Option<Settings>, String> {
-    let Some(path) = config_path() else {
-        return Ok(None);
-    };
-    let meta = match std::fs::metadata(&path) {
+    match config_path() {
+        Some(path) => settings_at(&path),
+        None => Ok(None),
+    }
+}
+
+/// The bot's settings from the `remote.toml` at `path`.
+fn settings_at(path: &Path) -> Result<Option<Settings>, String> {
+    let meta = match std::fs::metadata(path) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(format!("could not read {}: {e}", path.display())),
@@ -102,7 +107,7 @@ pub fn settings() -> Result<Option<Settings>, String> {
             path.display()
         ));
     }
-    let text = std::fs::read_to_string(&path)
+    let text = std::fs::read_to_string(path)
         .map_err(|e| format!("could not read {}: {e}", path.display()))?;
     let parsed: RemoteToml =
         toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -661,5 +666,72 @@ fn time_left(q: &QuestionView) -> String {
         Some(left) => format!("{} left", duration(left)),
         None if q.deadline.is_none() => "no deadline".into(),
         None => "past its deadline".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, text: &str, mode: u32) -> PathBuf {
+        let path = dir.join("remote.toml");
+        std::fs::write(&path, text).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+        path
+    }
+
+    #[test]
+    fn remote_toml_is_read_only_when_private_and_well_formed() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("none.toml");
+        assert!(settings_at(&missing).unwrap().is_none());
+        let ok = write(dir.path(), "[telegram]\ntoken = \"1:abc\"\n", 0o600);
+        let s = settings_at(&ok).unwrap().unwrap();
+        assert_eq!((s.api_url.as_str(), s.redact), (DEFAULT_API_URL, false));
+        for mode in [0o640, 0o604] {
+            let open = write(dir.path(), "[telegram]\ntoken = \"1:abc\"\n", mode);
+            let err = settings_at(&open).unwrap_err();
+            assert!(err.contains("chmod 600") && !err.contains("1:abc"), "{err}");
+        }
+        let empty = write(dir.path(), "[telegram]\ntoken = \" \"\n", 0o600);
+        assert!(settings_at(&empty).unwrap_err().contains("BotFather"));
+        let typo = write(
+            dir.path(),
+            "[telegram]\ntoken = \"1:abc\"\nredcat = true\n",
+            0o600,
+        );
+        let err = settings_at(&typo).unwrap_err();
+        assert!(
+            err.contains("remote.toml") && err.contains("redcat"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn buttons_carry_opaque_data_and_multi_select_shows_ticks() {
+        let mut p = Posted {
+            number: 7,
+            root: PathBuf::from("/p"),
+            asked_at: String::new(),
+            chat_id: 1,
+            message_id: 2,
+            text: String::new(),
+            options: 2,
+            labels: vec!["Redis".into(), "a".repeat(100)],
+            multi: true,
+            picked: BTreeSet::from([2]),
+            redacted: false,
+            open: true,
+        };
+        let k = keyboard(&p)["inline_keyboard"].clone();
+        assert_eq!(k[0][0]["text"], "☐ Redis");
+        assert_eq!(k[0][0]["callback_data"], "q7:1");
+        assert_eq!(k[1][0]["text"].as_str().unwrap().chars().count(), 62);
+        assert_eq!(k[2][0]["callback_data"], "q7:send");
+        assert_eq!(k[3][1]["callback_data"], "q7:more");
+        p.multi = false;
+        let k = keyboard(&p)["inline_keyboard"].clone();
+        assert_eq!(k[0][0]["text"], "Redis");
+        assert_eq!(k[2][0]["callback_data"], "q7:skip");
     }
 }
