@@ -172,13 +172,19 @@ fn pairing_takes_the_right_code_once_and_never_a_wrong_or_expired_one() {
         .message(9, "/start 0123456789abcdef0123456789abcdef", None);
     bot.mock.message(9, "hello?", None);
     let code = bot.pairing_code();
+    // In a group the code pairs nobody (everyone there could answer) and stays unused.
+    bot.mock.push(serde_json::json!({"message": {
+        "message_id": 1, "date": 0, "text": format!("/start {code}"),
+        "from": {"id": 11, "is_bot": false, "first_name": "g"},
+        "chat": {"id": -100, "type": "group"},
+    }}));
     bot.mock.message(OWNER, &format!("/start {code}"), None);
     bot.sent_to(OWNER, "Paired");
     // The used code pairs nobody else; the owner's next message shows all before it were read.
     bot.mock.message(10, &format!("/start {code}"), None);
     bot.mock.message(OWNER, "hi", None);
     bot.sent_to(OWNER, "Reply to a question");
-    for stranger in [8, 9, 10] {
+    for stranger in [8, 9, 10, 11, -100] {
         bot.nothing_to(stranger);
     }
     let paired: Value = serde_json::from_slice(

@@ -26,6 +26,7 @@ pub fn run(args: &ServeArgs) -> CmdResult {
         insecure_http: args.insecure_http,
         public_url: args.public_url.clone(),
     };
+    let telegram = matches!(ralph_remote::telegram::settings(), Ok(Some(_)));
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -35,7 +36,12 @@ pub fn run(args: &ServeArgs) -> CmdResult {
         |url| {
             outln!(
                 "ralph serve: listening on {url}\n  `ralph status --json` now gives each waiting question's answer_url;\n  `ralph serve pair web` pairs a browser for the dashboard. Ctrl-C stops."
-            )
+            );
+            if telegram {
+                outln!(
+                    "  Telegram: questions go to the bot in remote.toml; `ralph serve pair telegram` pairs you with it."
+                );
+            }
         },
         stopped(),
     ));

@@ -379,7 +379,9 @@ impl Bot {
         };
         let text = m["text"].as_str().unwrap_or("");
         let me = paired(&self.state_dir);
-        if let Some(code) = text.strip_prefix("/start ") {
+        // Pairing binds a person's private chat, never a group everyone in it could answer from.
+        let private = m["chat"]["type"] == "private";
+        if let Some(code) = text.strip_prefix("/start ").filter(|_| private) {
             let now = SystemTime::now();
             if !self.pairing.allow(now) {
                 return;
@@ -400,7 +402,7 @@ impl Bot {
             }
             return;
         }
-        if me.as_ref().map(|p| p.user_id) != Some(from) {
+        if me.as_ref().map(|p| (p.user_id, p.chat_id)) != Some((from, chat)) {
             return;
         }
         let reply_to = m["reply_to_message"]["message_id"].as_i64();
