@@ -16,4 +16,5 @@ mod races;
 mod remote;
 mod resume;
 mod safety;
+mod telegram;
 mod tui;

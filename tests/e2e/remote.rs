@@ -23,6 +23,11 @@ impl Broker {
 
     /// [`Broker::start`] with more arguments for `ralph serve`.
     pub fn start_with(args: &[&str]) -> Broker {
+        Broker::start_with_env(args, &[])
+    }
+
+    /// [`Broker::start_with`] with more environment variables (`XDG_CONFIG_HOME`).
+    pub fn start_with_env(args: &[&str], env: &[(&str, &Path)]) -> Broker {
         let state = tempfile::Builder::new()
             .prefix("ralph-state-")
             .tempdir()
@@ -33,6 +38,7 @@ impl Broker {
             cmd.args(["--bind", "127.0.0.1:0"]);
         }
         cmd.args(args).env("RALPH_STATE_DIR", state.path());
+        cmd.envs(env.iter().copied());
         let child = spawn(cmd);
         let lock = state.path().join("serve.lock");
         let url = wait_until(Duration::from_secs(20), "serve.lock", || {

@@ -109,6 +109,7 @@ const SERVE_HELP: &str = "\
 Examples:
   ralph serve                       # http://127.0.0.1:7707, this machine only
   ralph serve pair web              # a one-time link (and QR code) that pairs a browser
+  ralph serve pair telegram         # a one-time t.me link that pairs you with the bot in remote.toml
   tailscale serve --bg 127.0.0.1:7707   # reach it from your phone over your tailnet
   ralph serve --bind 0.0.0.0:7707 --tls-cert cert.pem --tls-key key.pem
 
@@ -411,7 +412,8 @@ pub struct ServeArgs {
 pub enum ServeCommand {
     /// Print a one-time link (and QR code) that pairs a device with the running broker.
     Pair {
-        /// What to pair: `web` (a browser: the dashboard of every loop).
+        /// What to pair: `web` (a browser: the dashboard of every loop) or `telegram` (a
+        /// Telegram user, through the bot whose token is in remote.toml).
         #[arg(value_enum)]
         what: PairWhat,
     },
@@ -421,4 +423,6 @@ pub enum ServeCommand {
 pub enum PairWhat {
     /// A browser, for the dashboard of every loop.
     Web,
+    /// A Telegram user, through the bot in remote.toml: questions arrive as messages.
+    Telegram,
 }

@@ -12,6 +12,7 @@ pub fn run(args: &ServeArgs) -> CmdResult {
     if let Some(ServeCommand::Pair { what }) = &args.pair {
         let kind = match what {
             PairWhat::Web => "web",
+            PairWhat::Telegram => "telegram",
         };
         let (link, qr) =
             ralph_remote::pairing_link(kind).map_err(|e| Failure::failed(anyhow!(e)))?;
@@ -25,6 +26,7 @@ pub fn run(args: &ServeArgs) -> CmdResult {
         insecure_http: args.insecure_http,
         public_url: args.public_url.clone(),
     };
+    let telegram = matches!(ralph_remote::telegram::settings(), Ok(Some(_)));
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -34,13 +36,20 @@ pub fn run(args: &ServeArgs) -> CmdResult {
         |url| {
             outln!(
                 "ralph serve: listening on {url}\n  `ralph status --json` now gives each waiting question's answer_url;\n  `ralph serve pair web` pairs a browser for the dashboard. Ctrl-C stops."
-            )
+            );
+            if telegram {
+                outln!(
+                    "  Telegram: questions go to the bot in remote.toml; `ralph serve pair telegram` pairs you with it."
+                );
+            }
         },
         stopped(),
     ));
     match result {
         Ok(()) => Ok(0),
-        Err(e @ ServeError::NeedsTls(_)) => Err(Failure::usage(anyhow!(e))),
+        Err(e @ (ServeError::NeedsTls(_) | ServeError::Config(_))) => {
+            Err(Failure::usage(anyhow!(e)))
+        }
         Err(e) => Err(Failure::failed(anyhow!(e))),
     }
 }

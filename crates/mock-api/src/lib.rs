@@ -31,6 +31,7 @@ pub mod http;
 pub mod reply;
 pub mod scenario;
 pub mod server;
+pub mod telegram;
 
 pub use scenario::Scenario;
 pub use server::Server;

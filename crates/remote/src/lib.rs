@@ -23,6 +23,7 @@ pub mod desk;
 pub mod devices;
 pub mod page;
 pub mod server;
+pub mod telegram;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -62,6 +63,9 @@ pub enum ServeError {
     /// Another broker runs, or the lock could not be taken.
     #[error(transparent)]
     Lock(#[from] desk::AcquireError),
+    /// `remote.toml` is unsafe or wrong.
+    #[error("{0}")]
+    Config(String),
     /// Listening or serving failed.
     #[error("{what}: {source}")]
     Io {
@@ -87,6 +91,7 @@ pub async fn serve(
         return Err(ServeError::NeedsTls(opts.bind));
     }
     let state_dir = desk::state_dir().ok_or(ServeError::NoStateDir)?;
+    let telegram = telegram::settings().map_err(ServeError::Config)?;
     let mut lock = desk::BrokerLock::acquire(&state_dir)?;
     let std_listener = std::net::TcpListener::bind(opts.bind)
         .map_err(io(format!("could not listen on {}", opts.bind)))?;
@@ -100,6 +105,9 @@ pub async fn serve(
         .unwrap_or_else(|| format!("{scheme}://{local}"));
     lock.publish(&url)
         .map_err(io(format!("could not write {}", lock.path().display())))?;
+    if let Some(settings) = &telegram {
+        telegram::start(settings, state_dir.clone(), url.clone());
+    }
     let app = Arc::new(App {
         state_dir,
         https: opts.tls.is_some() || url.starts_with("https://"),
@@ -159,6 +167,10 @@ pub fn pairing_link(kind: &str) -> Result<(String, String), String> {
     let broker = desk::broker_url(&dir).ok_or(
         "`ralph serve` is not running on this machine: start it first (in another terminal, or as the user service described in the README), then pair",
     )?;
+    if kind == "telegram" {
+        let link = telegram::pairing_link(&dir)?;
+        return Ok((link.clone(), qr(&link)));
+    }
     let code = devices::new_pairing_code(&dir, kind, SystemTime::now())
         .map_err(|e| format!("could not store the pairing code in {}: {e}", dir.display()))?;
     let link = format!("{}/pair/{code}", broker);

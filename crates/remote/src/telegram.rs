@@ -1,0 +1,739 @@
+//! The Telegram bot of `ralph serve`: the same broker, one more front end of the question desk.
+//!
+//! # Theory of operation
+//!
+//! Settings live only in the user's `$XDG_CONFIG_HOME/ralph/remote.toml` (mode 0600; a file
+//! others can read is refused), never in a project: a cloned repository must not be able to
+//! send your questions to someone else's bot. The bot talks to the Bot API by hand over ureq,
+//! outbound only, on two threads of its own: one long-polls `getUpdates`, one looks at the
+//! loops twice a second and sends each new waiting question, and edits the message of each one
+//! that closed (how it closed, buttons removed). Both hold [`Bot::posted`] while they work, so
+//! a question is sent once and a tap sees the state the last edit showed. If the API cannot be
+//! reached the bot waits and retries; the loops never wait for it.
+//!
+//! Pairing binds one Telegram user: `ralph serve pair telegram` stores a one-time code (hashed,
+//! like the web's) and prints `https://t.me/BOT?start=CODE`; `/start CODE` from a user binds
+//! their id (in `telegram.json` in the state directory). Every update from anyone else is dropped
+//! without a reply, so a stranger learns nothing, not even that the bot is alive.
+//!
+//! A question's buttons carry opaque callback data (`q7:2`, `q7:send`, `q7:skip`, `q7:more`):
+//! `7` numbers the message in this broker, the label stays here. The phone can answer (a button,
+//! or a reply to the message), skip, or ask for five more minutes, through [`desk::submit`] and
+//! [`desk::act`] like the web page; nothing else.
+
+use std::collections::{BTreeSet, HashMap};
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::desk::{self, Action, LinkRecord, Outcome, QuestionView, Reply, Sender};
+use crate::devices;
+use crate::page::{duration, esc as html};
+
+/// The Bot API's address unless `api_url` says otherwise.
+pub const DEFAULT_API_URL: &str = "https://api.telegram.org";
+
+/// How long one `getUpdates` waits for an update, in seconds.
+const POLL_SECS: u64 = 50;
+
+/// How often the loops are looked at for new and closed questions.
+const SYNC_EVERY: Duration = Duration::from_millis(500);
+
+/// Telegram's limit on a message's text; a longer question is cut well before it.
+const MAX_TEXT_CHARS: usize = 3500;
+
+/// The file in the state directory that names the paired user.
+const PAIRED_FILE: &str = "telegram.json";
+
+/// `[telegram]` in `remote.toml`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    /// The bot's token, from BotFather.
+    pub token: String,
+    /// The Bot API's address (a mock in tests).
+    #[serde(default = "default_api_url")]
+    pub api_url: String,
+    /// Send only "a question is waiting in PROJECT" and the web answer link.
+    #[serde(default)]
+    pub redact: bool,
+}
+
+fn default_api_url() -> String {
+    DEFAULT_API_URL.into()
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RemoteToml {
+    telegram: Option<Settings>,
+}
+
+/// `remote.toml`'s path: `$XDG_CONFIG_HOME/ralph/remote.toml`, else `~/.config/ralph/...`.
+pub fn config_path() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))?;
+    Some(base.join("ralph").join("remote.toml"))
+}
+
+/// The bot's settings from `remote.toml`; `Ok(None)` when there is no file or no `[telegram]`.
+pub fn settings() -> Result<Option<Settings>, String> {
+    match config_path() {
+        Some(path) => settings_at(&path),
+        None => Ok(None),
+    }
+}
+
+/// The bot's settings from the `remote.toml` at `path`.
+fn settings_at(path: &Path) -> Result<Option<Settings>, String> {
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("could not read {}: {e}", path.display())),
+    };
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 {
+        return Err(format!(
+            "{} holds the bot's token but others can read it (mode {mode:o}): run `chmod 600 {}` and start again",
+            path.display(),
+            path.display()
+        ));
+    }
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("could not read {}: {e}", path.display()))?;
+    let parsed: RemoteToml =
+        toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    match parsed.telegram {
+        Some(s) if s.token.trim().is_empty() => Err(format!(
+            "{}: [telegram] token is empty: paste the token BotFather gave you",
+            path.display()
+        )),
+        other => Ok(other),
+    }
+}
+
+/// A Bot API call that failed.
+#[derive(Debug)]
+struct ApiError {
+    /// Telegram's `error_code`, or 0 when it could not be reached.
+    code: i64,
+    what: String,
+}
+
+/// The Bot API, by hand: JSON in, `result` out.
+#[derive(Debug)]
+struct Api {
+    agent: ureq::Agent,
+    base: String,
+    token: String,
+}
+
+impl Api {
+    fn new(s: &Settings) -> Api {
+        let agent = ureq::Agent::config_builder()
+            .timeout_global(Some(Duration::from_secs(POLL_SECS + 15)))
+            .http_status_as_error(false)
+            .build()
+            .into();
+        Api {
+            agent,
+            base: format!("{}/bot{}", s.api_url.trim_end_matches('/'), s.token),
+            token: s.token.clone(),
+        }
+    }
+
+    fn call(&self, method: &str, body: &Value) -> Result<Value, ApiError> {
+        let url = format!("{}/{method}", self.base);
+        // An error may quote the URL, which holds the token.
+        let hide = |e: String| e.replace(&self.token, "<token>");
+        let mut resp = self
+            .agent
+            .post(&url)
+            .header("content-type", "application/json")
+            .send(body.to_string())
+            .map_err(|e| ApiError {
+                code: 0,
+                what: hide(e.to_string()),
+            })?;
+        let text = resp.body_mut().read_to_string().map_err(|e| ApiError {
+            code: 0,
+            what: hide(e.to_string()),
+        })?;
+        let v: Value = serde_json::from_str(&text).map_err(|_| ApiError {
+            code: i64::from(resp.status().as_u16()),
+            what: format!("HTTP {} from the Bot API", resp.status()),
+        })?;
+        if v["ok"].as_bool() == Some(true) {
+            Ok(v["result"].clone())
+        } else {
+            Err(ApiError {
+                code: v["error_code"].as_i64().unwrap_or(0),
+                what: hide(v["description"].as_str().unwrap_or("refused").to_string()),
+            })
+        }
+    }
+
+    fn username(&self) -> Result<String, ApiError> {
+        let me = self.call("getMe", &json!({}))?;
+        me["username"]
+            .as_str()
+            .map(str::to_string)
+            .ok_or_else(|| ApiError {
+                code: 0,
+                what: "getMe gave no username".into(),
+            })
+    }
+}
+
+/// The paired Telegram user, as stored.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Paired {
+    user_id: i64,
+    chat_id: i64,
+    paired_at: String,
+}
+
+fn paired(state_dir: &Path) -> Option<Paired> {
+    let raw = std::fs::read(state_dir.join(PAIRED_FILE)).ok()?;
+    serde_json::from_slice(&raw).ok()
+}
+
+fn store_paired(state_dir: &Path, p: &Paired) -> std::io::Result<()> {
+    let path = state_dir.join(PAIRED_FILE);
+    let tmp = state_dir.join(".telegram.json.tmp");
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)?;
+    f.write_all(&serde_json::to_vec(p).map_err(std::io::Error::other)?)?;
+    std::fs::rename(tmp, path)
+}
+
+/// The one-time link that pairs a Telegram user with this machine's broker.
+pub fn pairing_link(state_dir: &Path) -> Result<String, String> {
+    let s = settings()?.ok_or_else(|| {
+        format!(
+            "no [telegram] token in {}: create a bot with @BotFather, put `[telegram]\\ntoken = \"...\"` there (chmod 600), restart `ralph serve`, then pair",
+            config_path().map_or_else(|| "remote.toml".into(), |p| p.display().to_string())
+        )
+    })?;
+    let name = Api::new(&s)
+        .username()
+        .map_err(|e| format!("could not ask Telegram for the bot's name: {}", e.what))?;
+    let code =
+        devices::new_pairing_code(state_dir, "telegram", SystemTime::now()).map_err(|e| {
+            format!(
+                "could not store the pairing code in {}: {e}",
+                state_dir.display()
+            )
+        })?;
+    Ok(format!("https://t.me/{name}?start={code}"))
+}
+
+/// A question's message, as sent.
+#[derive(Debug)]
+struct Posted {
+    /// Its number in the callback data.
+    number: u32,
+    root: PathBuf,
+    asked_at: String,
+    chat_id: i64,
+    message_id: i64,
+    text: String,
+    options: usize,
+    labels: Vec<String>,
+    multi: bool,
+    picked: BTreeSet<usize>,
+    redacted: bool,
+    open: bool,
+}
+
+impl Posted {
+    fn link(&self) -> LinkRecord {
+        LinkRecord {
+            hash: String::new(),
+            root: self.root.clone(),
+            asked_at: self.asked_at.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Posts {
+    next: u32,
+    by_number: HashMap<u32, Posted>,
+    /// No sending before this (the API failed).
+    retry_at: Option<Instant>,
+}
+
+/// The running bot.
+#[derive(Debug)]
+struct Bot {
+    api: Api,
+    state_dir: PathBuf,
+    broker_url: String,
+    redact: bool,
+    posted: Mutex<Posts>,
+    pairing: devices::Attempts,
+}
+
+/// Starts the bot's threads; they run as long as the process.
+pub fn start(settings: &Settings, state_dir: PathBuf, broker_url: String) {
+    let bot = Arc::new(Bot {
+        api: Api::new(settings),
+        state_dir,
+        broker_url,
+        redact: settings.redact,
+        posted: Mutex::default(),
+        pairing: devices::Attempts::default(),
+    });
+    let poller = Arc::clone(&bot);
+    std::thread::spawn(move || poller.poll());
+    std::thread::spawn(move || {
+        loop {
+            bot.sync();
+            std::thread::sleep(SYNC_EVERY);
+        }
+    });
+}
+
+fn warn(what: &str) {
+    eprintln!("ralph serve: telegram: {what}");
+}
+
+impl Bot {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Posts> {
+        self.posted.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn poll(&self) {
+        let mut backoff = Duration::from_secs(1);
+        let mut failing = false;
+        let mut offset: i64 = 0;
+        // getUpdates answers 409 while a webhook is set.
+        let _ = self.api.call("deleteWebhook", &json!({}));
+        loop {
+            let body = json!({
+                "offset": offset,
+                "timeout": POLL_SECS,
+                "allowed_updates": ["message", "callback_query"],
+            });
+            match self.api.call("getUpdates", &body) {
+                Ok(updates) => {
+                    if failing {
+                        warn("the Bot API answers again");
+                        failing = false;
+                    }
+                    backoff = Duration::from_secs(1);
+                    for u in updates.as_array().into_iter().flatten() {
+                        offset = offset.max(u["update_id"].as_i64().unwrap_or(0) + 1);
+                        self.on_update(u);
+                    }
+                }
+                Err(e) => {
+                    if !failing {
+                        warn(&if e.code == 409 {
+                            format!(
+                                "{}: another program polls this bot's updates; only one may (is a second `ralph serve` using the same token?)",
+                                e.what
+                            )
+                        } else {
+                            format!(
+                                "could not get updates ({}); retrying, loops are not affected",
+                                e.what
+                            )
+                        });
+                        failing = true;
+                    }
+                    std::thread::sleep(backoff);
+                    backoff = (backoff * 2).min(Duration::from_secs(30));
+                }
+            }
+        }
+    }
+
+    fn on_update(&self, u: &Value) {
+        if let Some(cb) = u.get("callback_query") {
+            let from = cb["from"]["id"].as_i64();
+            if from.is_some() && from == paired(&self.state_dir).map(|p| p.user_id) {
+                self.on_tap(cb, from.unwrap_or_default());
+            }
+        } else if let Some(m) = u.get("message") {
+            self.on_message(m);
+        }
+    }
+
+    fn on_message(&self, m: &Value) {
+        let (Some(from), Some(chat)) = (m["from"]["id"].as_i64(), m["chat"]["id"].as_i64()) else {
+            return;
+        };
+        let text = m["text"].as_str().unwrap_or("");
+        let me = paired(&self.state_dir);
+        // Pairing binds a person's private chat, never a group everyone in it could answer from.
+        let private = m["chat"]["type"] == "private";
+        if let Some(code) = text.strip_prefix("/start ").filter(|_| private) {
+            let now = SystemTime::now();
+            if !self.pairing.allow(now) {
+                return;
+            }
+            if devices::take_pairing_code(&self.state_dir, "telegram", code.trim(), now) {
+                let p = Paired {
+                    user_id: from,
+                    chat_id: chat,
+                    paired_at: desk::timestamp(now),
+                };
+                if let Err(e) = store_paired(&self.state_dir, &p) {
+                    warn(&format!("could not store the paired user: {e}"));
+                    return;
+                }
+                self.send(chat, "Paired. Questions from the loops on this machine will arrive here; tap an option or reply to a question's message to answer.", None);
+            } else {
+                self.pairing.failed(now);
+            }
+            return;
+        }
+        if me.as_ref().map(|p| (p.user_id, p.chat_id)) != Some((from, chat)) {
+            return;
+        }
+        let reply_to = m["reply_to_message"]["message_id"].as_i64();
+        let posts = self.lock();
+        let target = reply_to.and_then(|id| {
+            posts
+                .by_number
+                .values()
+                .find(|p| p.message_id == id && p.chat_id == chat)
+        });
+        let answer = match target {
+            None => "Reply to a question's message to answer it.".to_string(),
+            Some(p) if p.redacted => "Answer this one on the web page its message links to.".into(),
+            Some(p) => {
+                let text = ralph_signal::sanitize(text);
+                desk::submit(
+                    &p.link(),
+                    &Reply::Text(text),
+                    &Sender::Telegram(from.to_string()),
+                )
+                .message()
+            }
+        };
+        drop(posts);
+        self.send(chat, &answer, m["message_id"].as_i64());
+    }
+
+    fn on_tap(&self, cb: &Value, from: i64) {
+        let id = cb["id"].as_str().unwrap_or("");
+        let data = cb["data"].as_str().unwrap_or("");
+        let message_id = cb["message"]["message_id"].as_i64();
+        let mut posts = self.lock();
+        let found = data
+            .strip_prefix('q')
+            .and_then(|d| d.split_once(':'))
+            .and_then(|(n, what)| Some((n.parse::<u32>().ok()?, what)));
+        let note = match found {
+            Some((n, what)) => match posts.by_number.get_mut(&n) {
+                Some(p) if Some(p.message_id) == message_id => self.tap(p, what, from),
+                _ => "This question is not waiting here.".into(),
+            },
+            None => String::new(),
+        };
+        drop(posts);
+        let text: String = note.chars().take(190).collect();
+        let _ = self.api.call(
+            "answerCallbackQuery",
+            &json!({"callback_query_id": id, "text": text}),
+        );
+    }
+
+    /// Acts on a tap of `what` under `p`; the words for the tapper.
+    fn tap(&self, p: &mut Posted, what: &str, from: i64) -> String {
+        if !p.open || desk::pending(&p.link()).is_none() {
+            return format!(
+                "This question was already answered or closed ({}).",
+                desk::closed_how(&p.link())
+            );
+        }
+        let sender = Sender::Telegram(from.to_string());
+        let outcome = match what {
+            "skip" => desk::act(&p.link(), Action::Skip),
+            "more" => desk::act(&p.link(), Action::Extend),
+            "send" => desk::submit(
+                &p.link(),
+                &Reply::Options(p.picked.iter().copied().collect(), String::new()),
+                &sender,
+            ),
+            n => match n.parse::<usize>() {
+                Ok(i) if (1..=p.options).contains(&i) && p.multi => {
+                    if !p.picked.remove(&i) {
+                        p.picked.insert(i);
+                    }
+                    let _ = self.api.call(
+                        "editMessageReplyMarkup",
+                        &json!({"chat_id": p.chat_id, "message_id": p.message_id, "reply_markup": keyboard(p)}),
+                    );
+                    return String::new();
+                }
+                Ok(i) => desk::submit(&p.link(), &Reply::Options(vec![i], String::new()), &sender),
+                Err(_) => Outcome::Invalid("Unknown button.".into()),
+            },
+        };
+        outcome.message()
+    }
+
+    fn send(&self, chat: i64, text: &str, reply_to: Option<i64>) {
+        let mut body = json!({"chat_id": chat, "text": text});
+        if let Some(id) = reply_to {
+            body["reply_parameters"] =
+                json!({"message_id": id, "allow_sending_without_reply": true});
+        }
+        if let Err(e) = self.api.call("sendMessage", &body) {
+            warn(&format!("could not send a message: {}", e.what));
+        }
+    }
+
+    /// Sends each new waiting question and edits each closed one.
+    fn sync(&self) {
+        let Some(me) = paired(&self.state_dir) else {
+            return;
+        };
+        let mut posts = self.lock();
+        if posts.retry_at.is_some_and(|t| Instant::now() < t) {
+            return;
+        }
+        let waiting: Vec<QuestionView> = desk::loops()
+            .into_iter()
+            .filter_map(|l| l.question)
+            .collect();
+        let is_waiting = |p: &Posted| {
+            waiting
+                .iter()
+                .any(|q| q.root == p.root && q.asked_at == p.asked_at)
+        };
+        let mut failed = false;
+        for p in posts.by_number.values_mut().filter(|p| p.open) {
+            if is_waiting(p) {
+                continue;
+            }
+            let how = desk::closed_how(&p.link());
+            let text = format!("{}\n\n<b>Closed:</b> {}", p.text, html(&how));
+            let body = json!({"chat_id": p.chat_id, "message_id": p.message_id, "text": text, "parse_mode": "HTML", "link_preview_options": {"is_disabled": true}});
+            match self.api.call("editMessageText", &body) {
+                Ok(_) => p.open = false,
+                // Gone or unchanged: nothing more to do with it.
+                Err(e) if e.code == 400 => p.open = false,
+                Err(_) => failed = true,
+            }
+        }
+        for q in &waiting {
+            if failed {
+                break;
+            }
+            if posts
+                .by_number
+                .values()
+                .any(|p| p.root == q.root && p.asked_at == q.asked_at)
+            {
+                continue;
+            }
+            posts.next += 1;
+            let n = posts.next;
+            let mut p = self.render(q, me.chat_id, n);
+            let mut body = json!({"chat_id": me.chat_id, "text": p.text, "parse_mode": "HTML", "link_preview_options": {"is_disabled": true}});
+            if !p.redacted {
+                body["reply_markup"] = keyboard(&p);
+            }
+            match self.api.call("sendMessage", &body) {
+                Ok(m) => {
+                    p.message_id = m["message_id"].as_i64().unwrap_or_default();
+                    posts.by_number.insert(n, p);
+                }
+                Err(e) => {
+                    warn(&format!("could not send a question: {}; retrying", e.what));
+                    failed = true;
+                }
+            }
+        }
+        posts.retry_at = failed.then(|| Instant::now() + Duration::from_secs(5));
+    }
+
+    fn render(&self, q: &QuestionView, chat_id: i64, number: u32) -> Posted {
+        let mut text = format!(
+            "<b>{}</b> · iteration {} · {}",
+            html(&q.project()),
+            q.iteration,
+            time_left(q)
+        );
+        let redacted = self.redact;
+        if redacted {
+            let link = desk::mint_link(&self.state_dir, &q.root, &q.asked_at)
+                .map(|t| format!("{}/a/{t}", self.broker_url));
+            text = format!("A question is waiting in <b>{}</b>.", html(&q.project()));
+            if let Ok(l) = link {
+                let _ = write!(text, "\nAnswer it here: {}", html(&l));
+            }
+        } else {
+            let body = ralph_signal::sanitize(&q.text);
+            let mut shown: String = body.chars().take(MAX_TEXT_CHARS).collect();
+            if shown.len() < body.len() {
+                shown.push_str(" …(cut)");
+            }
+            let _ = write!(text, "\n\n{}", html(&shown));
+            for (i, (label, desc)) in q.options.iter().enumerate() {
+                let _ = write!(
+                    text,
+                    "\n{}. {}",
+                    i + 1,
+                    html(&ralph_signal::sanitize(label))
+                );
+                if let Some(d) = desc {
+                    let _ = write!(text, " — {}", html(&ralph_signal::sanitize(d)));
+                }
+            }
+            if let Some(d) = &q.default {
+                let _ = write!(
+                    text,
+                    "\n<i>Default:</i> {}",
+                    html(&ralph_signal::sanitize(d))
+                );
+            }
+            text.push_str("\n\n<i>Tap an option, or reply to this message to write an answer.</i>");
+        }
+        Posted {
+            number,
+            root: q.root.clone(),
+            asked_at: q.asked_at.clone(),
+            chat_id,
+            message_id: 0,
+            text,
+            options: q.options.len(),
+            labels: q
+                .options
+                .iter()
+                .map(|(l, _)| ralph_signal::sanitize(l))
+                .collect(),
+            multi: q.multi_select,
+            picked: BTreeSet::new(),
+            redacted,
+            open: true,
+        }
+    }
+}
+
+/// The inline keyboard under a question's message.
+fn keyboard(p: &Posted) -> Value {
+    let n = p.number;
+    let mut rows: Vec<Value> = Vec::new();
+    for (i, label) in p.labels.iter().enumerate() {
+        let tick = if p.multi {
+            if p.picked.contains(&(i + 1)) {
+                "☑ "
+            } else {
+                "☐ "
+            }
+        } else {
+            ""
+        };
+        let label: String = label.chars().take(60).collect();
+        rows.push(
+            json!([{"text": format!("{tick}{label}"), "callback_data": format!("q{n}:{}", i + 1)}]),
+        );
+    }
+    if p.multi {
+        rows.push(json!([{"text": "Send", "callback_data": format!("q{n}:send")}]));
+    }
+    rows.push(json!([
+        {"text": "Skip (use default)", "callback_data": format!("q{n}:skip")},
+        {"text": "+5 min", "callback_data": format!("q{n}:more")},
+    ]));
+    json!({ "inline_keyboard": rows })
+}
+
+fn time_left(q: &QuestionView) -> String {
+    if q.timed_out {
+        return "past its deadline".into();
+    }
+    match q
+        .deadline
+        .and_then(|d| d.duration_since(SystemTime::now()).ok())
+    {
+        Some(left) => format!("{} left", duration(left)),
+        None if q.deadline.is_none() => "no deadline".into(),
+        None => "past its deadline".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, text: &str, mode: u32) -> PathBuf {
+        let path = dir.join("remote.toml");
+        std::fs::write(&path, text).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+        path
+    }
+
+    #[test]
+    fn remote_toml_is_read_only_when_private_and_well_formed() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("none.toml");
+        assert!(settings_at(&missing).unwrap().is_none());
+        let ok = write(dir.path(), "[telegram]\ntoken = \"1:abc\"\n", 0o600);
+        let s = settings_at(&ok).unwrap().unwrap();
+        assert_eq!((s.api_url.as_str(), s.redact), (DEFAULT_API_URL, false));
+        for mode in [0o640, 0o604] {
+            let open = write(dir.path(), "[telegram]\ntoken = \"1:abc\"\n", mode);
+            let err = settings_at(&open).unwrap_err();
+            assert!(err.contains("chmod 600") && !err.contains("1:abc"), "{err}");
+        }
+        let empty = write(dir.path(), "[telegram]\ntoken = \" \"\n", 0o600);
+        assert!(settings_at(&empty).unwrap_err().contains("BotFather"));
+        let typo = write(
+            dir.path(),
+            "[telegram]\ntoken = \"1:abc\"\nredcat = true\n",
+            0o600,
+        );
+        let err = settings_at(&typo).unwrap_err();
+        assert!(
+            err.contains("remote.toml") && err.contains("redcat"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn buttons_carry_opaque_data_and_multi_select_shows_ticks() {
+        let mut p = Posted {
+            number: 7,
+            root: PathBuf::from("/p"),
+            asked_at: String::new(),
+            chat_id: 1,
+            message_id: 2,
+            text: String::new(),
+            options: 2,
+            labels: vec!["Redis".into(), "a".repeat(100)],
+            multi: true,
+            picked: BTreeSet::from([2]),
+            redacted: false,
+            open: true,
+        };
+        let k = keyboard(&p)["inline_keyboard"].clone();
+        assert_eq!(k[0][0]["text"], "☐ Redis");
+        assert_eq!(k[0][0]["callback_data"], "q7:1");
+        assert_eq!(k[1][0]["text"].as_str().unwrap().chars().count(), 62);
+        assert_eq!(k[2][0]["callback_data"], "q7:send");
+        assert_eq!(k[3][1]["callback_data"], "q7:more");
+        p.multi = false;
+        let k = keyboard(&p)["inline_keyboard"].clone();
+        assert_eq!(k[0][0]["text"], "Redis");
+        assert_eq!(k[2][0]["callback_data"], "q7:skip");
+    }
+}

@@ -1,0 +1,376 @@
+//! `ralph serve`'s Telegram bot against a mock Bot API (crates/mock-api), the real broker, loop
+//! and fake agent: pairing, strangers, answering by a tap or a reply, the terminal first, two
+//! loops, the API down, `redact`.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use ralph_mock_api::telegram::{BOT_USERNAME, Call, TelegramMock};
+use serde_json::Value;
+
+use super::remote::{Broker, get};
+use super::util::*;
+
+const OWNER: i64 = 4242;
+const WAIT: Duration = Duration::from_secs(20);
+
+struct Bot {
+    mock: TelegramMock,
+    config: tempfile::TempDir,
+    broker: Broker,
+}
+
+fn write_config(dir: &Path, body: &str, mode: u32) {
+    let path = dir.join("ralph/remote.toml");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, body).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+impl Bot {
+    fn start(redact: bool) -> Bot {
+        let mock = TelegramMock::start().unwrap();
+        let config = tempfile::tempdir().unwrap();
+        write_config(
+            config.path(),
+            &format!(
+                "[telegram]\ntoken = \"123:SECRET\"\napi_url = \"{}\"\nredact = {redact}\n",
+                mock.url()
+            ),
+            0o600,
+        );
+        let broker = Broker::start_with_env(&[], &[("XDG_CONFIG_HOME", config.path())]);
+        Bot {
+            mock,
+            config,
+            broker,
+        }
+    }
+
+    /// The code in the link `ralph serve pair telegram` prints.
+    fn pairing_code(&self) -> String {
+        let out = Command::new(ralph_bin())
+            .args(["serve", "pair", "telegram"])
+            .env("RALPH_STATE_DIR", self.broker.state.path())
+            .env("XDG_CONFIG_HOME", self.config.path())
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let prefix = format!("https://t.me/{BOT_USERNAME}?start=");
+        let link = stdout
+            .split_whitespace()
+            .find(|w| w.starts_with(&prefix))
+            .unwrap_or_else(|| panic!("no link in {stdout}"));
+        link[prefix.len()..].to_string()
+    }
+
+    fn pair(&self) {
+        let code = self.pairing_code();
+        self.mock.message(OWNER, &format!("/start {code}"), None);
+        self.sent_to(OWNER, "Paired");
+    }
+
+    /// The first message sent to `chat` containing `text`.
+    fn sent_to(&self, chat: i64, text: &str) -> Call {
+        self.mock
+            .wait_for(WAIT, |c| {
+                c.method == "sendMessage"
+                    && c.body["chat_id"] == chat
+                    && c.body["text"].as_str().is_some_and(|t| t.contains(text))
+            })
+            .unwrap_or_else(|| {
+                panic!(
+                    "no message with {text:?} to {chat}: {:#?}",
+                    self.mock.calls()
+                )
+            })
+    }
+
+    /// The message id of the question mentioning `text`.
+    fn question(&self, text: &str) -> i64 {
+        self.sent_to(OWNER, text).result["message_id"]
+            .as_i64()
+            .unwrap()
+    }
+
+    fn edited(&self, message_id: i64, text: &str) -> Call {
+        self.mock
+            .wait_for(WAIT, |c| {
+                c.method == "editMessageText"
+                    && c.body["message_id"] == message_id
+                    && c.body["text"].as_str().is_some_and(|t| t.contains(text))
+            })
+            .unwrap_or_else(|| {
+                panic!(
+                    "message {message_id} not edited with {text:?}: {:#?}",
+                    self.mock.calls()
+                )
+            })
+    }
+
+    fn tap_reply(&self, text: &str) -> Call {
+        self.mock
+            .wait_for(WAIT, |c| {
+                c.method == "answerCallbackQuery"
+                    && c.body["text"].as_str().is_some_and(|t| t.contains(text))
+            })
+            .unwrap_or_else(|| panic!("no tap answered with {text:?}: {:#?}", self.mock.calls()))
+    }
+
+    fn nothing_to(&self, chat: i64) {
+        let calls = self.mock.calls();
+        assert!(
+            !calls.iter().any(|c| c.body["chat_id"] == chat),
+            "{chat} got something: {calls:#?}"
+        );
+    }
+
+    /// A loop whose agent asks `question` (options Redis and Memcached) and saves its next
+    /// prompt.
+    fn waiting_loop(&self, question: &str, multi: bool) -> (Project, Guarded) {
+        let p = Project::with_task(
+            "task: Cache\nmax_iterations: 2\nquestion_timeout: 2m",
+            "- [ ] cache\n",
+        );
+        let multi = if multi { " --multi-select" } else { "" };
+        let agent = p.agent(&format!(
+            "[iteration 1]\nquestion \"{question}\" --option Redis --option Memcached --default Redis{multi}\nsignal QUESTION\n[iteration 2]\nsave-prompt prompt-2.txt\n"
+        ));
+        let mut cmd = self.broker.ralph(&p);
+        cmd.args(["run", "--no-tui", "--agent-cmd", &agent]);
+        let child = spawn(cmd);
+        p.wait_for_status("waiting_input", WAIT);
+        (p, child)
+    }
+}
+
+fn finished(p: &Project, child: Guarded) -> String {
+    Run::finish(child, Duration::from_secs(30)).expect_code(3);
+    p.read("prompt-2.txt")
+}
+
+#[test]
+fn pairing_takes_the_right_code_once_and_never_a_wrong_or_expired_one() {
+    let bot = Bot::start(false);
+    // An expired code: every stored pairing code made to have run out.
+    let expired = bot.pairing_code();
+    for f in std::fs::read_dir(bot.broker.state.path().join("pairing")).unwrap() {
+        let path = f.unwrap().path();
+        let mut v: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        v["expires_at"] = "2020-01-01T00:00:00Z".into();
+        std::fs::write(&path, v.to_string()).unwrap();
+    }
+    bot.mock.message(8, &format!("/start {expired}"), None);
+    bot.mock
+        .message(9, "/start 0123456789abcdef0123456789abcdef", None);
+    bot.mock.message(9, "hello?", None);
+    let code = bot.pairing_code();
+    // In a group the code pairs nobody (everyone there could answer) and stays unused.
+    bot.mock.push(serde_json::json!({"message": {
+        "message_id": 1, "date": 0, "text": format!("/start {code}"),
+        "from": {"id": 11, "is_bot": false, "first_name": "g"},
+        "chat": {"id": -100, "type": "group"},
+    }}));
+    bot.mock.message(OWNER, &format!("/start {code}"), None);
+    bot.sent_to(OWNER, "Paired");
+    // The used code pairs nobody else; the owner's next message shows all before it were read.
+    bot.mock.message(10, &format!("/start {code}"), None);
+    bot.mock.message(OWNER, "hi", None);
+    bot.sent_to(OWNER, "Reply to a question");
+    for stranger in [8, 9, 10, 11, -100] {
+        bot.nothing_to(stranger);
+    }
+    let paired: Value = serde_json::from_slice(
+        &std::fs::read(bot.broker.state.path().join("telegram.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(paired["user_id"], OWNER);
+}
+
+#[test]
+fn a_remote_toml_others_can_read_is_refused() {
+    let config = tempfile::tempdir().unwrap();
+    write_config(config.path(), "[telegram]\ntoken = \"123:SECRET\"\n", 0o644);
+    let state = tempfile::tempdir().unwrap();
+    let out = Command::new(ralph_bin())
+        .args(["serve", "--bind", "127.0.0.1:0"])
+        .env("RALPH_STATE_DIR", state.path())
+        .env("XDG_CONFIG_HOME", config.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("chmod 600"), "{stderr}");
+    assert!(!stderr.contains("SECRET"), "{stderr}");
+}
+
+#[test]
+fn an_option_tap_answers_and_a_strangers_tap_is_ignored() {
+    let bot = Bot::start(false);
+    bot.pair();
+    let (p, child) = bot.waiting_loop("Redis or <b>Memcached</b>?", false);
+    let sent = bot.sent_to(OWNER, "Redis or");
+    let id = sent.result["message_id"].as_i64().unwrap();
+    let text = sent.body["text"].as_str().unwrap();
+    assert!(
+        text.contains("Redis or &lt;b&gt;Memcached&lt;/b&gt;?"),
+        "{text}"
+    );
+    assert!(text.contains("iteration 1"), "{text}");
+    let keyboard = sent.body["reply_markup"]["inline_keyboard"].to_string();
+    assert!(keyboard.contains("Skip (use default)"), "{keyboard}");
+    assert!(
+        !keyboard.contains("\"callback_data\":\"Memcached\""),
+        "opaque data: {keyboard}"
+    );
+
+    bot.mock.tap(666, id, "q1:2");
+    bot.mock.tap(OWNER, id, "q1:2");
+    bot.tap_reply("Answered");
+    let prompt = finished(&p, child);
+    assert!(prompt.contains("Memcached"), "{prompt}");
+    let answer = &p.events_of("answer")[0];
+    assert_eq!(answer["by"], "telegram");
+    assert_eq!(answer["who"], OWNER.to_string());
+    bot.edited(id, "Closed");
+    bot.nothing_to(666);
+    let taps = bot
+        .mock
+        .calls()
+        .iter()
+        .filter(|c| c.method == "answerCallbackQuery")
+        .count();
+    assert_eq!(taps, 1, "only the owner's tap got an answer");
+}
+
+#[test]
+fn a_reply_to_the_message_answers_in_free_text() {
+    let bot = Bot::start(false);
+    bot.pair();
+    let (p, child) = bot.waiting_loop("Which cache?", false);
+    let id = bot.question("Which cache?");
+    bot.mock.message(OWNER, "Redis, with a 5 min TTL", Some(id));
+    bot.sent_to(OWNER, "Answered");
+    let prompt = finished(&p, child);
+    assert!(prompt.contains("Redis, with a 5 min TTL"), "{prompt}");
+}
+
+#[test]
+fn multi_select_ticks_toggle_and_send_answers_the_picks() {
+    let bot = Bot::start(false);
+    bot.pair();
+    let (p, child) = bot.waiting_loop("Which caches?", true);
+    let id = bot.question("Which caches?");
+    bot.mock.tap(OWNER, id, "q1:1");
+    bot.mock.tap(OWNER, id, "q1:2");
+    bot.mock.tap(OWNER, id, "q1:1");
+    bot.mock
+        .wait_for(WAIT, |c| {
+            c.method == "editMessageReplyMarkup"
+                && c.body["reply_markup"].to_string().contains("☐ Redis")
+                && c.body["reply_markup"].to_string().contains("☑ Memcached")
+        })
+        .expect("ticks shown");
+    bot.mock.tap(OWNER, id, "q1:send");
+    bot.tap_reply("Answered");
+    let prompt = finished(&p, child);
+    assert!(
+        prompt.contains("> Memcached\n"),
+        "only the ticked option: {prompt}"
+    );
+}
+
+#[test]
+fn the_terminal_answering_first_closes_the_message_and_a_late_tap_is_refused() {
+    let bot = Bot::start(false);
+    bot.pair();
+    let (p, child) = bot.waiting_loop("Ship it?", false);
+    let id = bot.question("Ship it?");
+    let out = bot
+        .broker
+        .ralph(&p)
+        .args(["answer", "from the terminal"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let edit = bot.edited(id, "Closed");
+    assert!(
+        edit.body.get("reply_markup").is_none(),
+        "buttons removed: {:?}",
+        edit.body
+    );
+    bot.mock.tap(OWNER, id, "q1:1");
+    bot.tap_reply("already answered");
+    let prompt = finished(&p, child);
+    assert!(prompt.contains("from the terminal"), "{prompt}");
+    assert_eq!(p.events_of("answer")[0]["by"], "ralph-answer");
+}
+
+#[test]
+fn two_loops_each_get_their_own_answer() {
+    let bot = Bot::start(false);
+    bot.pair();
+    let (a, a_child) = bot.waiting_loop("First loop asks", false);
+    let (b, b_child) = bot.waiting_loop("Second loop asks", false);
+    let a_id = bot.question("First loop asks");
+    let b_id = bot.question("Second loop asks");
+    assert_ne!(a_id, b_id);
+    let a_n = bot.sent_to(OWNER, "First loop asks").body["reply_markup"]["inline_keyboard"][0][0]["callback_data"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    bot.mock.message(OWNER, "answer for the second", Some(b_id));
+    bot.mock.tap(OWNER, a_id, &a_n);
+    assert!(finished(&b, b_child).contains("answer for the second"));
+    let prompt_a = finished(&a, a_child);
+    assert!(
+        prompt_a.contains("Redis") && !prompt_a.contains("second"),
+        "{prompt_a}"
+    );
+}
+
+#[test]
+fn the_api_down_leaves_the_loops_and_the_broker_alone() {
+    let bot = Bot::start(false);
+    bot.pair();
+    bot.mock.set_down(true);
+    let (p, child) = bot.waiting_loop("Anyone there?", false);
+    let out = bot
+        .broker
+        .ralph(&p)
+        .args(["answer", "yes"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(finished(&p, child).contains("yes"));
+    assert_eq!(
+        get(&format!("{}/nothing", bot.broker.url)).status,
+        404,
+        "the broker still serves"
+    );
+    // Back up: the next question arrives.
+    bot.mock.set_down(false);
+    let (_p2, _child2) = bot.waiting_loop("After the outage", false);
+    bot.question("After the outage");
+}
+
+#[test]
+fn redact_sends_only_the_project_and_the_web_link() {
+    let bot = Bot::start(true);
+    bot.pair();
+    let (p, _child) = bot.waiting_loop("Secret plans?", false);
+    let sent = bot.sent_to(OWNER, "A question is waiting in");
+    let text = sent.body["text"].as_str().unwrap();
+    assert!(!text.contains("Secret"), "{text}");
+    assert!(text.contains(&format!("{}/a/", bot.broker.url)), "{text}");
+    assert!(sent.body.get("reply_markup").is_none());
+    let name = p.root().file_name().unwrap().to_string_lossy().to_string();
+    assert!(text.contains(&name), "{text}");
+}
