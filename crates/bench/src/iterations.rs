@@ -77,8 +77,10 @@ pub fn run(bins: &Bins, parent: &Path, iterations: u32) -> Overhead {
         let script = format!("run {} __stamp {} start\n", q(&bins.me), q(&stamps));
         let agent = p.agent(bins, "script.txt", &script);
         let prompt = sample_prompt(bins, &p, &agent);
+        // ralph starts a command line of plain words without a shell, so the bare loop does too.
+        let argv = p.agent_argv(bins, "script.txt");
 
-        alone_total += bare_loop(&p, &agent, &prompt, per_round / 2, &stamps, &mut alone);
+        alone_total += bare_loop(&p, &argv, &prompt, per_round / 2, &stamps, &mut alone);
         let start = Instant::now();
         let status = Command::new(&bins.ralph)
             .args(["run", "--no-tui", "-C"])
@@ -97,7 +99,7 @@ pub fn run(bins: &Bins, parent: &Path, iterations: u32) -> Overhead {
         std::fs::remove_file(&stamps).ok();
         alone_total += bare_loop(
             &p,
-            &agent,
+            &argv,
             &prompt,
             per_round - per_round / 2,
             &stamps,
@@ -149,11 +151,11 @@ fn sample_prompt(bins: &Bins, p: &Project, agent: &str) -> Vec<u8> {
     prompt
 }
 
-/// The agent started `n` times in a row, as bare as it gets: through `sh -c`, the prompt on
-/// stdin, its output read to the end. Appends the gaps between starts; returns the wall time.
-fn bare_loop(
+/// The agent (`argv`, started directly) run `n` times in a row, as bare as it gets: the prompt
+/// on stdin, its output read to the end. Appends the gaps between starts; returns the wall time.
+pub fn bare_loop(
     p: &Project,
-    agent: &str,
+    argv: &[String],
     prompt: &[u8],
     n: u32,
     stamps: &Path,
@@ -161,8 +163,8 @@ fn bare_loop(
 ) -> Duration {
     let start = Instant::now();
     for i in 1..=n {
-        let mut child = Command::new("sh")
-            .args(["-c", agent])
+        let mut child = Command::new(&argv[0])
+            .args(&argv[1..])
             .current_dir(p.path())
             .env("RALPH_ITERATION", i.to_string())
             .stdin(Stdio::piped())
@@ -205,7 +207,7 @@ pub fn filesystem(dir: &Path) -> String {
 }
 
 /// Milliseconds between consecutive `start` stamps.
-fn gaps(stamps: &[(String, u32, u128)]) -> Vec<f64> {
+pub fn gaps(stamps: &[(String, u32, u128)]) -> Vec<f64> {
     stamps
         .windows(2)
         .map(|w| (w[1].2.saturating_sub(w[0].2)) as f64 / 1e6)

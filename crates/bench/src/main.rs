@@ -7,6 +7,9 @@
 //! ralph-bench time CORPUS [MiB]     quick in-process timing of one corpus, best of five
 //! ralph-bench profile CORPUS [MiB] [N]  N decode passes (1), for `valgrind --tool=callgrind`
 //!                                       or `perf record`
+//! ralph-bench peers [--iterations N] [--overhead N] [--mib N] [--rounds N]
+//!                   ralph beside the peers `make bench-peers` installs; writes
+//!                   `target/bench/peers.json` (see `peers.rs`)
 //! ```
 //!
 //! `BENCH_QUICK=1` shrinks everything for a run of a minute or two. Numbers are reported,
@@ -15,6 +18,7 @@
 #![forbid(unsafe_code)]
 
 mod iterations;
+mod peers;
 mod process;
 mod reaction;
 mod remote;
@@ -47,9 +51,16 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Some(cmd @ ("time" | "profile")) => in_process(cmd, &args[1..]),
+        Some("peers") => match run_peers(&args[1..]) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("ralph-bench peers: {e}");
+                ExitCode::FAILURE
+            }
+        },
         Some("-h" | "--help") => {
             eprintln!(
-                "usage: ralph-bench [{}]…\n       ralph-bench time|profile CORPUS [MiB] [N]",
+                "usage: ralph-bench [{}]…\n       ralph-bench time|profile CORPUS [MiB] [N]\n       ralph-bench peers [--iterations N] [--overhead N] [--mib N] [--rounds N]",
                 SECTIONS.join("|")
             );
             ExitCode::SUCCESS
@@ -165,6 +176,66 @@ fn run(args: &[String]) -> Result<(), String> {
     }
     let json = serde_json::to_string_pretty(&json).expect("results serialize");
     std::fs::write(&path, json + "\n").map_err(|e| format!("{}: {e}", path.display()))?;
+    println!("results: {}", path.display());
+    Ok(())
+}
+
+/// `peers`: ralph beside the peers, one table, `target/bench/peers.json`.
+fn run_peers(args: &[String]) -> Result<(), String> {
+    let mut plan = peers::Plan {
+        iterations: 100,
+        overhead_iterations: 1000,
+        mib: 200,
+        rounds: 3,
+    };
+    let mut it = args.iter();
+    while let Some(flag) = it.next() {
+        let value: u64 = it
+            .next()
+            .and_then(|v| v.parse().ok())
+            .filter(|&v| v > 0)
+            .ok_or_else(|| format!("{flag} needs a positive number"))?;
+        let small = u32::try_from(value).map_err(|_| format!("{flag} {value} is too large"))?;
+        match flag.as_str() {
+            "--iterations" => plan.iterations = small,
+            "--overhead" => plan.overhead_iterations = small,
+            "--mib" => plan.mib = value,
+            "--rounds" => plan.rounds = small as usize,
+            _ => {
+                return Err(format!(
+                    "unknown option '{flag}'; the options are --iterations, --overhead, --mib, --rounds"
+                ));
+            }
+        }
+    }
+    let bins = Bins::locate()?;
+    let load_before = loadavg();
+    let started = Instant::now();
+    let mut json = peers::run(&bins, plan)?;
+    let machine = machine(false, load_before, started.elapsed().as_secs_f64());
+    println!(
+        "machine: {} ({} CPUs, {} GiB RAM), Linux {}; load average {:.2} before, {:.2} after; {:.0} s",
+        machine["cpu"].as_str().unwrap_or("?"),
+        machine["cpus"],
+        machine["memory_gib"],
+        machine["kernel"].as_str().unwrap_or("?"),
+        load_before,
+        loadavg(),
+        started.elapsed().as_secs_f64()
+    );
+    json["machine"] = machine;
+    json["date"] = serde_json::json!(
+        std::process::Command::new("date")
+            .args(["-u", "+%Y-%m-%dT%H:%M:%SZ"])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap_or_default()
+    );
+    let dir = bins.target.join("bench");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let path = dir.join("peers.json");
+    let text = serde_json::to_string_pretty(&json).expect("results serialize");
+    std::fs::write(&path, text + "\n").map_err(|e| format!("{}: {e}", path.display()))?;
     println!("results: {}", path.display());
     Ok(())
 }

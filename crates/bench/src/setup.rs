@@ -86,6 +86,15 @@ impl Project {
         format!("{} --script {}", q(&bins.fake), q(&path))
     }
 
+    /// The argv of [`Project::agent`]'s command for the script `name`, as started without a shell.
+    pub fn agent_argv(&self, bins: &Bins, name: &str) -> Vec<String> {
+        vec![
+            bins.fake.display().to_string(),
+            "--script".into(),
+            self.dir.path().join(name).display().to_string(),
+        ]
+    }
+
     /// A fake `claude` on a PATH directory of the project that runs `script`, so `--agent
     /// claude` (the stream-json preset) runs the fake agent. Returns the PATH to use.
     pub fn fake_claude(&self, bins: &Bins, script: &str) -> String {

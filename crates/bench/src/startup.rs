@@ -1,5 +1,6 @@
 //! Start-up: `ralph --version`, and `ralph status` in a project a loop has run in.
 
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
@@ -41,25 +42,9 @@ pub fn run(bins: &Bins, runs: usize) -> Vec<Startup> {
     cases
         .into_iter()
         .map(|(command, program, args)| {
-            let mut times: Vec<f64> = (0..runs + 5)
-                .map(|_| {
-                    let start = Instant::now();
-                    let status = Command::new(program)
-                        .args(&args)
-                        .stdin(Stdio::null())
-                        .stdout(Stdio::null())
-                        .stderr(Stdio::null())
-                        .status()
-                        .expect("run the command");
-                    let t = start.elapsed().as_secs_f64() * 1e3;
-                    assert!(status.code().is_some(), "{command} was killed");
-                    t
-                })
-                .skip(5) // warm the page cache
-                .collect();
             let s = Startup {
                 command,
-                stats: stats_ms(&mut times),
+                stats: time_runs(program, &args, runs),
             };
             eprintln!(
                 "  {command}: {:.2} ms median, {:.2} ms p99 over {runs} runs",
@@ -68,4 +53,27 @@ pub fn run(bins: &Bins, runs: usize) -> Vec<Startup> {
             s
         })
         .collect()
+}
+
+/// Wall time of `program args…` (output discarded) over `runs` runs, after five to warm the page
+/// cache.
+pub fn time_runs(program: impl AsRef<Path>, args: &[&str], runs: usize) -> Stats {
+    let program = program.as_ref();
+    let mut times: Vec<f64> = (0..runs + 5)
+        .map(|_| {
+            let start = Instant::now();
+            let status = Command::new(program)
+                .args(args)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .expect("run the command");
+            let t = start.elapsed().as_secs_f64() * 1e3;
+            assert!(status.code().is_some(), "{} was killed", program.display());
+            t
+        })
+        .skip(5)
+        .collect();
+    stats_ms(&mut times)
 }
