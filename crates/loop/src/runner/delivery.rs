@@ -88,7 +88,7 @@ impl Runner {
                 Some(q) => self.carryover.push(Carryover::Answer {
                     question: q.clone(),
                     answer: ans.text.clone(),
-                    by: ans.source().to_string(),
+                    by: ans.source(),
                     late,
                 }),
                 None => self.carryover.push(Carryover::Guidance {
