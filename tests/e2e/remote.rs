@@ -345,7 +345,15 @@ fn the_page_and_the_terminal_racing_have_exactly_one_winner() {
             true => String::from_utf8_lossy(&terminal.stderr).into_owned(),
             false => web.body.clone(),
         };
-        assert!(loser.contains("answered first"), "round {round}: {loser}");
+        // The loser is told who won: while the winner's answer is still on the desk
+        // ("answered first"), or once it was taken and the question closed ("already answered
+        // by …" from `ralph answer`, "answered from …" from the page).
+        assert!(
+            ["answered first", "already answered by", "answered from"]
+                .iter()
+                .any(|told| loser.contains(told)),
+            "round {round}: {loser}"
+        );
         let asked = Run::finish(asker, Duration::from_secs(20));
         let expect = if web_won {
             "from the page"
