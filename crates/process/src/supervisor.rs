@@ -102,7 +102,11 @@ where
         .map(|(_, v)| v.as_ref().to_os_string())
         .or_else(|| std::env::var_os("PATH"));
     let mut cmd = crate::command_line::command(command, dir, path_var.as_deref())?;
+    // `PWD` as a shell would set it: a program started without one would otherwise see ralph's
+    // own, and some (opencode) take that for their working directory.
+    let pwd = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
     cmd.current_dir(dir)
+        .env("PWD", pwd)
         .envs(env)
         .process_group(0)
         .stdin(if piped_stdin {
@@ -360,6 +364,25 @@ mod tests {
         assert_eq!(how, Stopped::Terminated);
         let _ = s.child.wait().await;
         assert!(!group_alive(s.pgid));
+    }
+
+    /// opencode, started without a shell, took ralph's own `PWD` for its working directory and
+    /// wrote the task's files into the directory ralph was started from.
+    #[tokio::test]
+    async fn a_program_started_without_a_shell_sees_its_own_directory_as_pwd() {
+        use tokio::io::AsyncReadExt;
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = spawn_shell(
+            "printenv PWD",
+            dir.path(),
+            std::iter::empty::<(&str, &str)>(),
+            None,
+        )
+        .unwrap();
+        let mut out = String::new();
+        s.stdout.read_to_string(&mut out).await.unwrap();
+        let _ = s.child.wait().await;
+        assert_eq!(out.trim_end(), dir.path().display().to_string());
     }
 
     #[tokio::test]
