@@ -71,7 +71,12 @@ function answerForm(main) {
 function live(main) {
   if (!main.dataset.events || !window.EventSource) return;
   const source = new EventSource(main.dataset.events);
-  source.addEventListener("closed", (ev) => { close(main, "This question closed: " + ev.data + "."); source.close(); });
+  // The page's own answer already says how it closed; the stream's news of the same close may
+  // arrive after that reply and must not overwrite it.
+  source.addEventListener("closed", (ev) => {
+    source.close();
+    if (!main.classList.contains("closed")) close(main, "This question closed: " + ev.data + ".");
+  });
   source.addEventListener("changed", () => { source.close(); location.reload(); });
 }
 
