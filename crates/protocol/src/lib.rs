@@ -17,7 +17,8 @@
 //! - [`state`] is `state.json` and `events.jsonl`: what other processes read about the loop.
 //! - [`desk`] is how any process reads the question waiting and answers it (first answer
 //!   wins, who answered recorded).
-//! - [`registry`] lists the loops running on this machine, one small file each.
+//! - [`registry`] lists the loops running on this machine, one small file each;
+//!   [`user_dirs`] says where a person's config and ralph's state live outside any project.
 //! - [`event`] is the vocabulary between a loop and its front end: events out, controls in.
 //! - [`time`] is how the files write time (RFC 3339, UTC, milliseconds).
 //! - [`text`] makes untrusted text safe to show on one line; [`frontmatter`] splits a file's
@@ -39,4 +40,5 @@ pub mod registry;
 pub mod state;
 pub mod text;
 pub mod time;
+pub mod user_dirs;
 pub mod workspace;
