@@ -202,3 +202,31 @@ impl Control {
         true
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_typing_and_extend_change_the_countdown() {
+        let t0 = Instant::now();
+        let start = Countdown::new(Some(Duration::from_secs(60)), t0);
+        let now = t0 + Duration::from_secs(10);
+        for control in [
+            Control::Answer("Redis".into()),
+            Control::Skip,
+            Control::Stop,
+            Control::Kill,
+        ] {
+            let mut c = start.clone();
+            assert!(!control.change_countdown(&mut c, now), "{control:?}");
+            assert_eq!(c, start, "{control:?}");
+        }
+        let mut c = start.clone();
+        assert!(Control::Typing.change_countdown(&mut c, now));
+        assert!(c.is_paused(now));
+        let mut c = start;
+        assert!(Control::Extend.change_countdown(&mut c, now));
+        assert_eq!(c.remaining(now), Some(Duration::from_secs(350)));
+    }
+}
