@@ -64,25 +64,30 @@ bench:
 	$(CARGO) bench -p ralph-bench --bench decode
 	$(CARGO) run --release --quiet -p ralph-bench --bin ralph-bench
 
-.PHONY: bench-peers
+.PHONY: bench-peers peers
 
 PEERS := $(CURDIR)/target/peers
 
 ## ralph beside its peers on the same fake agents, alternating runs: ralph-orchestrator 2.10.1
 ## (crates.io `ralph-cli`, built into target/peers/ralph-orchestrator; its build alone takes
-## many minutes) and pyralph 0.1.0 (PyPI, in the venv target/peers/pyralph-venv), each
-## installed once. Prints one table with ralph/peer ratios and writes target/bench/peers.json;
-## see docs/benchmarks.md. About 15 minutes; not part of .ci/run. PEERS_ARGS passes options to
-## `ralph-bench peers` (e.g. PEERS_ARGS="--mib 50 --rounds 1").
-bench-peers:
+## many minutes, in target/peers/build rather than a temporary directory that may be too small
+## for its few GiB, removed once installed) and pyralph 0.1.0 (PyPI, in the venv
+## target/peers/pyralph-venv), each installed once. Prints one table with ralph/peer ratios
+## and writes target/bench/peers.json; see docs/benchmarks.md. About 15 minutes after the
+## build; not part of .ci/run. PEERS_ARGS passes options to `ralph-bench peers` (e.g.
+## PEERS_ARGS="--mib 50 --rounds 1").
+bench-peers: peers
+	$(CARGO) build --release --bins -p ralph -p ralph-fake-agent -p ralph-bench
+	$(CARGO) run --release --quiet -p ralph-bench --bin ralph-bench -- peers $(PEERS_ARGS)
+
+## Only install the peers bench-peers runs (what is installed already is kept).
+peers:
 	test -x $(PEERS)/ralph-orchestrator/bin/ralph || \
-	  CARGO_TARGET_DIR=$(PEERS)/build $(CARGO) install ralph-cli --version 2.10.1 --locked \
-	    --root $(PEERS)/ralph-orchestrator
+	  { CARGO_TARGET_DIR=$(PEERS)/build $(CARGO) install ralph-cli --version 2.10.1 --locked \
+	      --root $(PEERS)/ralph-orchestrator && rm -rf $(PEERS)/build; }
 	test -x $(PEERS)/pyralph-venv/bin/ralph || \
 	  { python3 -m venv $(PEERS)/pyralph-venv && \
 	    $(PEERS)/pyralph-venv/bin/pip install --quiet pyralph==0.1.0; }
-	$(CARGO) build --release --bins -p ralph -p ralph-fake-agent -p ralph-bench
-	$(CARGO) run --release --quiet -p ralph-bench --bin ralph-bench -- peers $(PEERS_ARGS)
 
 .PHONY: soak fuzz
 

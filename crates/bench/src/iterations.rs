@@ -80,7 +80,7 @@ pub fn run(bins: &Bins, parent: &Path, iterations: u32) -> Overhead {
         // ralph starts a command line of plain words without a shell, so the bare loop does too.
         let argv = p.agent_argv(bins, "script.txt");
 
-        alone_total += bare_loop(&p, &argv, &prompt, per_round / 2, &stamps, &mut alone);
+        alone_total += bare_loop(&p, &argv, &[], &prompt, per_round / 2, &stamps, &mut alone);
         let start = Instant::now();
         let status = Command::new(&bins.ralph)
             .args(["run", "--no-tui", "-C"])
@@ -100,6 +100,7 @@ pub fn run(bins: &Bins, parent: &Path, iterations: u32) -> Overhead {
         alone_total += bare_loop(
             &p,
             &argv,
+            &[],
             &prompt,
             per_round - per_round / 2,
             &stamps,
@@ -151,11 +152,13 @@ fn sample_prompt(bins: &Bins, p: &Project, agent: &str) -> Vec<u8> {
     prompt
 }
 
-/// The agent (`argv`, started directly) run `n` times in a row, as bare as it gets: the prompt
-/// on stdin, its output read to the end. Appends the gaps between starts; returns the wall time.
+/// The agent (`argv`, started directly, with `env` added) run `n` times in a row, as bare as it
+/// gets: the prompt on stdin, its output read to the end. Appends the gaps between starts;
+/// returns the wall time.
 pub fn bare_loop(
     p: &Project,
     argv: &[String],
+    env: &[(&str, &Path)],
     prompt: &[u8],
     n: u32,
     stamps: &Path,
@@ -167,6 +170,7 @@ pub fn bare_loop(
             .args(&argv[1..])
             .current_dir(p.path())
             .env("RALPH_ITERATION", i.to_string())
+            .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -182,32 +182,7 @@ fn run(args: &[String]) -> Result<(), String> {
 
 /// `peers`: ralph beside the peers, one table, `target/bench/peers.json`.
 fn run_peers(args: &[String]) -> Result<(), String> {
-    let mut plan = peers::Plan {
-        iterations: 100,
-        overhead_iterations: 1000,
-        mib: 200,
-        rounds: 3,
-    };
-    let mut it = args.iter();
-    while let Some(flag) = it.next() {
-        let value: u64 = it
-            .next()
-            .and_then(|v| v.parse().ok())
-            .filter(|&v| v > 0)
-            .ok_or_else(|| format!("{flag} needs a positive number"))?;
-        let small = u32::try_from(value).map_err(|_| format!("{flag} {value} is too large"))?;
-        match flag.as_str() {
-            "--iterations" => plan.iterations = small,
-            "--overhead" => plan.overhead_iterations = small,
-            "--mib" => plan.mib = value,
-            "--rounds" => plan.rounds = small as usize,
-            _ => {
-                return Err(format!(
-                    "unknown option '{flag}'; the options are --iterations, --overhead, --mib, --rounds"
-                ));
-            }
-        }
-    }
+    let plan = peers::Plan::parse(args)?;
     let bins = Bins::locate()?;
     let load_before = loadavg();
     let started = Instant::now();

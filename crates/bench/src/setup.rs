@@ -195,17 +195,44 @@ pub fn now_ns() -> u128 {
         .as_nanos()
 }
 
-/// The `__stamp FILE LABEL` helper: appends `LABEL ITERATION NANOS` (one `write`, `O_APPEND`).
+/// The `__stamp FILE LABEL [--emit TOPIC]` helper: appends `LABEL ITERATION NANOS` (one
+/// `write`, `O_APPEND`); with `--emit`, also appends an event on TOPIC to the events file
+/// ralph-orchestrator names in `RALPH_EVENTS_FILE`, as its `ralph emit` does, in the same
+/// process (so the agent that stamps and the one that also emits cost the same).
 pub fn stamp_helper(args: &[String]) {
     let t = now_ns();
     let iteration = std::env::var("RALPH_ITERATION").unwrap_or_else(|_| "0".into());
     let line = format!("{} {iteration} {t}\n", args[1]);
+    append(Path::new(&args[0]), &line);
+    if let [_, label, flag, topic] = args
+        && flag == "--emit"
+    {
+        let events = std::env::var_os("RALPH_EVENTS_FILE")
+            .expect("--emit needs RALPH_EVENTS_FILE (ralph-orchestrator sets it)");
+        append(
+            Path::new(&events),
+            &orchestrator_event(topic, &format!("{label} {t}"), t),
+        );
+    }
+}
+
+/// One line of ralph-orchestrator's events file, as `ralph emit TOPIC PAYLOAD` writes it. Its
+/// loop stops a run that emits the same topic and payload three times in a row, so the caller
+/// makes the payload unique.
+pub fn orchestrator_event(topic: &str, payload: &str, now_ns: u128) -> String {
+    let ts = format!("{}.{:09}", now_ns / 1_000_000_000, now_ns % 1_000_000_000);
+    let event = serde_json::json!({"topic": topic, "payload": payload, "ts": ts});
+    format!("{event}\n")
+}
+
+/// Appends `line` to `path` in one `write`.
+fn append(path: &Path, line: &str) {
     let mut f = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
-        .open(&args[0])
-        .expect("open the stamp file");
-    f.write_all(line.as_bytes()).expect("write a stamp");
+        .open(path)
+        .unwrap_or_else(|e| panic!("open {}: {e}", path.display()));
+    f.write_all(line.as_bytes()).expect("append a line");
 }
 
 /// The stamps in FILE: (label, iteration, nanos).
