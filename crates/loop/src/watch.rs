@@ -58,12 +58,27 @@ pub fn watch_async(
     names: &'static [&'static str],
     tx: mpsc::UnboundedSender<()>,
 ) -> io::Result<DirWatch> {
+    watch_with(dir, tx, move |mask, name| wanted(mask, name, names))
+}
+
+/// Watches `dir` (not its subdirectories) and sends `()` on `tx` for every change to any entry
+/// of it (a directory whose files are not known by name: the registry's). Must be called in a
+/// Tokio runtime.
+pub fn watch_any_async(dir: &Path, tx: mpsc::UnboundedSender<()>) -> io::Result<DirWatch> {
+    watch_with(dir, tx, |_, _| true)
+}
+
+fn watch_with(
+    dir: &Path,
+    tx: mpsc::UnboundedSender<()>,
+    wanted: impl Fn(EventMask, Option<&OsStr>) -> bool + Send + 'static,
+) -> io::Result<DirWatch> {
     let inotify = Inotify::init()?;
     inotify.watches().add(dir, changes())?;
     let mut events = inotify.into_event_stream(vec![0u8; 4096])?;
     let task = tokio::spawn(async move {
         while let Some(Ok(event)) = events.next().await {
-            if wanted(event.mask, event.name.as_deref(), names) && tx.send(()).is_err() {
+            if wanted(event.mask, event.name.as_deref()) && tx.send(()).is_err() {
                 break;
             }
         }
@@ -135,6 +150,19 @@ mod tests {
             !woken(&mut rx, 200).await,
             "woken by a read or another file"
         );
+    }
+
+    #[tokio::test]
+    async fn watching_any_entry_wakes_for_files_of_any_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let _watch = watch_any_async(dir.path(), tx).unwrap();
+        std::fs::write(dir.path().join("0f3a9c.json"), "{}").unwrap();
+        assert!(woken(&mut rx, 2000).await, "a new entry");
+        std::fs::remove_file(dir.path().join("0f3a9c.json")).unwrap();
+        assert!(woken(&mut rx, 2000).await, "an entry removed");
+        let _ = std::fs::read_dir(dir.path()).unwrap().count();
+        assert!(!woken(&mut rx, 200).await, "woken by a listing");
     }
 
     #[tokio::test]

@@ -4,8 +4,10 @@
 //! calls [`submit`] to answer; swapping the loop crate for another source of the same facts is
 //! a change to this file only.
 
+use std::collections::HashMap;
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use ralph_loop::answer::{self, Answer, AnsweredBy};
 use ralph_loop::broker;
@@ -359,7 +361,17 @@ pub fn closed_how(link: &LinkRecord) -> String {
 #[derive(Debug)]
 pub struct Changes {
     _watches: Vec<ralph_loop::watch::DirWatch>,
+    /// The task that follows the registry ([`watch_loops`]); stopped with the watch.
+    follow: Option<tokio::task::AbortHandle>,
     rx: tokio::sync::mpsc::UnboundedReceiver<()>,
+}
+
+impl Drop for Changes {
+    fn drop(&mut self) {
+        if let Some(task) = &self.follow {
+            task.abort();
+        }
+    }
 }
 
 impl Changes {
@@ -376,31 +388,71 @@ const WATCHED: &[&str] = &["state.json", "answer.md"];
 
 /// Watches the loop in `root`. Must be called in a Tokio runtime.
 pub fn watch(root: &Path) -> std::io::Result<Changes> {
-    watch_roots(&[root.to_path_buf()])
-}
-
-/// Watches every registered loop. Must be called in a Tokio runtime.
-pub fn watch_all() -> std::io::Result<Changes> {
-    let roots: Vec<PathBuf> = ralph_loop::registry::list()
-        .into_iter()
-        .map(|e| e.root)
-        .collect();
-    watch_roots(&roots)
-}
-
-fn watch_roots(roots: &[PathBuf]) -> std::io::Result<Changes> {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    let mut watches = Vec::new();
-    for root in roots {
-        let ws = Workspace::new(root);
-        watches.push(ralph_loop::watch::watch_async(
-            ws.dir(),
-            WATCHED,
-            tx.clone(),
-        )?);
-    }
+    let ws = Workspace::new(root);
+    let watch = ralph_loop::watch::watch_async(ws.dir(), WATCHED, tx)?;
     Ok(Changes {
-        _watches: watches,
+        _watches: vec![watch],
+        follow: None,
+        rx,
+    })
+}
+
+/// Watches every registered loop and the registry itself, so that a loop that starts is
+/// watched from then on and one that ends is let go: a change is sent for every change to a
+/// loop's state or answer, for every loop that starts or ends, and once at the start (look
+/// now). Nothing is polled: an idle machine wakes nothing here. Must be called in a Tokio
+/// runtime.
+pub fn watch_loops() -> std::io::Result<Changes> {
+    let registry = ralph_loop::registry::registry_dir().ok_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            "no home directory to keep ralph's state in; set RALPH_STATE_DIR",
+        )
+    })?;
+    // Made as a loop makes it, so that the broker can watch it before the first loop starts.
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&registry)?;
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let (registry_tx, mut registry_rx) = tokio::sync::mpsc::unbounded_channel();
+    let registry_watch = ralph_loop::watch::watch_any_async(&registry, registry_tx)?;
+    let follow = tokio::spawn(async move {
+        let _registry_watch = registry_watch;
+        let mut watched: HashMap<PathBuf, ralph_loop::watch::DirWatch> = HashMap::new();
+        loop {
+            let listed = tokio::task::spawn_blocking(|| {
+                ralph_loop::registry::list()
+                    .into_iter()
+                    .map(|e| e.root)
+                    .collect::<Vec<_>>()
+            })
+            .await;
+            let Ok(roots) = listed else { return };
+            watched.retain(|root, _| roots.contains(root));
+            for root in roots {
+                if watched.contains_key(&root) {
+                    continue;
+                }
+                // A loop without `.ralph/` yet has no state to show; its registering again
+                // (or any later entry) brings it back here.
+                let ws = Workspace::new(&root);
+                if let Ok(w) = ralph_loop::watch::watch_async(ws.dir(), WATCHED, tx.clone()) {
+                    watched.insert(root, w);
+                }
+            }
+            // Sent once the new loops are watched: what the receiver reads next is never
+            // older than the watches.
+            if tx.send(()).is_err() || registry_rx.recv().await.is_none() {
+                return;
+            }
+            while registry_rx.try_recv().is_ok() {}
+        }
+    });
+    Ok(Changes {
+        _watches: Vec::new(),
+        follow: Some(follow.abort_handle()),
         rx,
     })
 }
@@ -439,13 +491,25 @@ pub fn broker_url(state_dir: &Path) -> Option<String> {
     broker::running_in(state_dir).map(|b| b.url)
 }
 
+/// What the web page's "+5 min" adds: as `Ctrl+E` in the panel.
+pub const PAGE_EXTEND: Duration = ralph_loop::countdown::EXTEND_BY;
+
+/// What Telegram's "+1 h" adds: a phone in a pocket is looked at less often than a page.
+pub const TELEGRAM_EXTEND: Duration = Duration::from_secs(3600);
+
+/// `5 min`, `1 h`: a span as a button says it.
+pub fn describe_span(d: Duration) -> String {
+    broker::describe_span(d)
+}
+
 /// What a front end may do to a waiting question besides answering it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Action {
     /// Skip it: the agent goes on with its best guess.
     Skip,
-    /// Five more minutes.
-    Extend,
+    /// More time: the web page's "+5 min", Telegram's "+1 h" (within
+    /// [`broker::MIN_EXTEND`]..=[`broker::MAX_EXTEND`]).
+    Extend(Duration),
 }
 
 /// Asks the loop waiting on `link`'s question to skip it or give it more time, as the keys in
@@ -465,17 +529,17 @@ pub fn act(link: &LinkRecord, action: Action) -> Outcome {
                 .into(),
         );
     }
-    let req = broker::Request {
-        asked_at: link.asked_at.clone(),
-        action: match action {
-            Action::Skip => broker::RequestAction::Skip,
-            Action::Extend => broker::RequestAction::Extend,
+    let req = match action {
+        Action::Skip => broker::Request::skip(&link.asked_at),
+        Action::Extend(by) => match broker::Request::extend(&link.asked_at, by) {
+            Ok(r) => r,
+            Err(why) => return Outcome::Invalid(why),
         },
     };
     match broker::request(&ws, &req) {
         Ok(()) => Outcome::Requested(match action {
             Action::Skip => "Skipped: the agent goes on with its best guess.".into(),
-            Action::Extend => "Five more minutes.".into(),
+            Action::Extend(by) => format!("{} more to answer.", broker::describe_span(by)),
         }),
         Err(e) => Outcome::Invalid(format!("could not reach the loop: {e}")),
     }

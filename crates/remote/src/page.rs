@@ -227,10 +227,21 @@ pub fn not_found() -> String {
     message("Not found", "There is nothing here.")
 }
 
-/// The dashboard: every loop, waiting ones first; `links` holds each waiting one's page.
+/// The dashboard: every loop, waiting ones first, each with its waiting question's page.
 pub fn dashboard(loops: &[(LoopView, Option<String>)], now: SystemTime) -> String {
-    let mut b =
-        String::from("<main class=\"dashboard\" data-events=\"/events\"><h1>ralph loops</h1>");
+    layout(
+        "ralph loops",
+        &format!(
+            "<main class=\"dashboard\" data-events=\"/events\">{}</main>",
+            dashboard_body(loops, now)
+        ),
+    )
+}
+
+/// What the dashboard's `<main>` holds: the page at first, and each `loops` event of its
+/// stream after, which the page's script puts in its place.
+pub fn dashboard_body(loops: &[(LoopView, Option<String>)], now: SystemTime) -> String {
+    let mut b = String::from("<h1>ralph loops</h1>");
     if loops.is_empty() {
         b.push_str("<p>No ralph loop is running on this machine.</p>");
     }
@@ -279,8 +290,7 @@ pub fn dashboard(loops: &[(LoopView, Option<String>)], now: SystemTime) -> Strin
         }
         b.push_str("</article>");
     }
-    b.push_str("</main>");
-    layout("ralph loops", &b)
+    b
 }
 
 #[cfg(test)]

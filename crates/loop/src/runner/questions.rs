@@ -203,13 +203,23 @@ impl Runner {
     ) -> Result<Option<Ended>, RunError> {
         let now = std::time::Instant::now();
         let mut deadline_moved = false;
-        // A skip or "+5 min" from `ralph serve`'s page counts as the same key in the panel.
+        // A skip or more time from `ralph serve` (page or bot) counts as the same key in the
+        // panel; the time is the request's own (Telegram's "+1 h").
+        let mut extend_by = EXTEND_BY;
         let step = match step {
             Step::Files => match crate::broker::take_request(&self.ws) {
-                Some(r) if r.asked_at == open.asked_at => Step::Control(match r.action {
-                    crate::broker::RequestAction::Skip => Control::Skip,
-                    crate::broker::RequestAction::Extend => Control::Extend,
-                }),
+                Some(r) if r.asked_at == open.asked_at => match r.extend_by() {
+                    None => Step::Control(Control::Skip),
+                    Some(by) => {
+                        extend_by = by;
+                        self.emit(LoopEvent::Note(format!(
+                            "{} more to answer, asked from `ralph serve`",
+                            crate::broker::describe_span(by)
+                        )))
+                        .await;
+                        Step::Control(Control::Extend)
+                    }
+                },
                 _ => Step::Files,
             },
             other => other,
@@ -246,7 +256,7 @@ impl Runner {
                     .await;
             }
             Step::Control(Control::Extend) => {
-                open.countdown.extend(EXTEND_BY, now);
+                open.countdown.extend(extend_by, now);
                 self.emit(LoopEvent::Countdown(open.countdown.clone()))
                     .await;
                 deadline_moved = true;
