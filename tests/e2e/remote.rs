@@ -622,6 +622,19 @@ fn the_page_gives_five_more_minutes_and_skips_as_the_panel_does() {
         let now = p.state()["pending_question"]["deadline"].clone();
         (now.as_str() > before.as_str()).then_some(())
     });
+    // Five minutes, as the button says (Telegram's adds an hour): a one-minute question now
+    // has about six.
+    let deadline = p.state()["pending_question"]["deadline"]
+        .as_str()
+        .and_then(ralph_protocol::state::parse_timestamp)
+        .unwrap();
+    let left = deadline
+        .duration_since(std::time::SystemTime::now())
+        .unwrap();
+    assert!(
+        left > Duration::from_secs(300) && left <= Duration::from_secs(360),
+        "{left:?}"
+    );
     assert!(
         !p.exists(".ralph/request.json"),
         "the loop took the request"

@@ -18,6 +18,8 @@
 //! - [`desk`] is how any process reads the question waiting and answers it (first answer
 //!   wins, who answered recorded).
 //! - [`registry`] lists the loops running on this machine, one small file each.
+//! - [`broker`] is `ralph serve`'s share of the state directory: its lock, the answer links
+//!   (hashes only) and the requests (skip, more time) it leaves in a loop's `.ralph/`.
 //! - [`event`] is the vocabulary between a loop and its front end: events out, controls in.
 //! - [`time`] is how the files write time (RFC 3339, UTC, milliseconds).
 //! - [`text`] makes untrusted text safe to show on one line; [`frontmatter`] splits a file's
@@ -29,6 +31,7 @@
 #![forbid(unsafe_code)]
 
 pub mod answer;
+pub mod broker;
 pub mod clarifications;
 pub mod countdown;
 pub mod desk;

@@ -1,7 +1,8 @@
-//! The question desk, as the broker sees it: every use of `ralph-loop` in this crate is here.
+//! The question desk, as the broker sees it: every use of `ralph-protocol`'s files and
+//! `ralph-process`'s watches in this crate is here.
 //!
 //! The rest of the crate works on the plain views below ([`LoopView`], [`QuestionView`]) and
-//! calls [`submit`] to answer; swapping the loop crate for another source of the same facts is
+//! calls [`submit`] to answer; swapping these crates for another source of the same facts is
 //! a change to this file only.
 
 use std::collections::HashMap;
@@ -9,13 +10,13 @@ use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use ralph_loop::answer::{self, Answer, AnsweredBy};
-use ralph_loop::broker;
-use ralph_loop::state::{PendingQuestion, State, Status};
-use ralph_loop::workspace::Workspace;
+use ralph_protocol::answer::{self, Answer, AnsweredBy};
+use ralph_protocol::broker;
 use ralph_protocol::desk::{self, Submitted};
+use ralph_protocol::state::{PendingQuestion, State, Status};
+use ralph_protocol::workspace::Workspace;
 
-pub use ralph_loop::broker::{AcquireError, BrokerLock, LinkRecord};
+pub use ralph_protocol::broker::{AcquireError, BrokerLock, LinkRecord};
 
 /// The longest answer taken, in bytes (as typed; an option's label is added to a note).
 pub const MAX_ANSWER_BYTES: usize = 16 * 1024;
@@ -120,7 +121,7 @@ pub fn project_name(root: &Path) -> String {
 
 /// Every registered loop, waiting ones first.
 pub fn loops() -> Vec<LoopView> {
-    let mut all: Vec<LoopView> = ralph_loop::registry::list()
+    let mut all: Vec<LoopView> = ralph_protocol::registry::list()
         .into_iter()
         .filter_map(|e| load(&e.root))
         .collect();
@@ -145,7 +146,7 @@ pub fn load(root: &Path) -> Option<LoopView> {
         task: state.task.lines().next().unwrap_or("").to_string(),
         iteration: state.iteration,
         max_iterations: state.max_iterations,
-        started_at: ralph_loop::state::parse_timestamp(&state.started_at),
+        started_at: ralph_protocol::state::parse_timestamp(&state.started_at),
         last_signal: state.last_signal.clone(),
         cost_usd: state.total_cost_usd,
         question,
@@ -360,7 +361,7 @@ pub fn closed_how(link: &LinkRecord) -> String {
 /// Changes to one or more loops' `state.json` and `answer.md`, as they happen (inotify).
 #[derive(Debug)]
 pub struct Changes {
-    _watches: Vec<ralph_loop::watch::DirWatch>,
+    _watches: Vec<ralph_process::watch::DirWatch>,
     /// The task that follows the registry ([`watch_loops`]); stopped with the watch.
     follow: Option<tokio::task::AbortHandle>,
     rx: tokio::sync::mpsc::UnboundedReceiver<()>,
@@ -390,7 +391,7 @@ const WATCHED: &[&str] = &["state.json", "answer.md"];
 pub fn watch(root: &Path) -> std::io::Result<Changes> {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let ws = Workspace::new(root);
-    let watch = ralph_loop::watch::watch_async(ws.dir(), WATCHED, tx)?;
+    let watch = ralph_process::watch::watch_async(ws.dir(), WATCHED, tx)?;
     Ok(Changes {
         _watches: vec![watch],
         follow: None,
@@ -404,7 +405,7 @@ pub fn watch(root: &Path) -> std::io::Result<Changes> {
 /// now). Nothing is polled: an idle machine wakes nothing here. Must be called in a Tokio
 /// runtime.
 pub fn watch_loops() -> std::io::Result<Changes> {
-    let registry = ralph_loop::registry::registry_dir().ok_or_else(|| {
+    let registry = ralph_protocol::registry::registry_dir().ok_or_else(|| {
         std::io::Error::new(
             std::io::ErrorKind::NotFound,
             "no home directory to keep ralph's state in; set RALPH_STATE_DIR",
@@ -417,13 +418,13 @@ pub fn watch_loops() -> std::io::Result<Changes> {
         .create(&registry)?;
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let (registry_tx, mut registry_rx) = tokio::sync::mpsc::unbounded_channel();
-    let registry_watch = ralph_loop::watch::watch_any_async(&registry, registry_tx)?;
+    let registry_watch = ralph_process::watch::watch_any_async(&registry, registry_tx)?;
     let follow = tokio::spawn(async move {
         let _registry_watch = registry_watch;
-        let mut watched: HashMap<PathBuf, ralph_loop::watch::DirWatch> = HashMap::new();
+        let mut watched: HashMap<PathBuf, ralph_process::watch::DirWatch> = HashMap::new();
         loop {
             let listed = tokio::task::spawn_blocking(|| {
-                ralph_loop::registry::list()
+                ralph_protocol::registry::list()
                     .into_iter()
                     .map(|e| e.root)
                     .collect::<Vec<_>>()
@@ -438,7 +439,7 @@ pub fn watch_loops() -> std::io::Result<Changes> {
                 // A loop without `.ralph/` yet has no state to show; its registering again
                 // (or any later entry) brings it back here.
                 let ws = Workspace::new(&root);
-                if let Ok(w) = ralph_loop::watch::watch_async(ws.dir(), WATCHED, tx.clone()) {
+                if let Ok(w) = ralph_process::watch::watch_async(ws.dir(), WATCHED, tx.clone()) {
                     watched.insert(root, w);
                 }
             }
@@ -457,7 +458,7 @@ pub fn watch_loops() -> std::io::Result<Changes> {
     })
 }
 
-/// Stores a new secret of `kind` (see [`ralph_loop::broker::put_secret`]); returns its token.
+/// Stores a new secret of `kind` (see [`ralph_protocol::broker::put_secret`]); returns its token.
 pub fn put_secret<T: serde::Serialize>(
     state_dir: &Path,
     kind: &str,
@@ -478,12 +479,12 @@ pub fn get_secret<T: serde::de::DeserializeOwned>(
 
 /// RFC 3339, as everywhere in `.ralph/`.
 pub fn timestamp(t: SystemTime) -> String {
-    ralph_loop::state::timestamp(t)
+    ralph_protocol::state::timestamp(t)
 }
 
 /// Reads an RFC 3339 time.
 pub fn parse_timestamp(s: &str) -> Option<SystemTime> {
-    ralph_loop::state::parse_timestamp(s)
+    ralph_protocol::state::parse_timestamp(s)
 }
 
 /// The URL of the broker running with state directory `state_dir`, if one runs.
@@ -492,7 +493,7 @@ pub fn broker_url(state_dir: &Path) -> Option<String> {
 }
 
 /// What the web page's "+5 min" adds: as `Ctrl+E` in the panel.
-pub const PAGE_EXTEND: Duration = ralph_loop::countdown::EXTEND_BY;
+pub const PAGE_EXTEND: Duration = ralph_protocol::countdown::EXTEND_BY;
 
 /// What Telegram's "+1 h" adds: a phone in a pocket is looked at less often than a page.
 pub const TELEGRAM_EXTEND: Duration = Duration::from_secs(3600);
@@ -520,7 +521,7 @@ pub fn act(link: &LinkRecord, action: Action) -> Outcome {
         return Outcome::NotWaiting(closed_how(link));
     }
     // A running loop is registered; a lone `ralph ask` is not, and has no panel to act.
-    if !ralph_loop::registry::list()
+    if !ralph_protocol::registry::list()
         .iter()
         .any(|e| e.root == link.root)
     {

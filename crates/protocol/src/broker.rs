@@ -35,10 +35,13 @@ use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use nix::fcntl::{Flock, FlockArg};
+use rustix::fs::{FlockOperation, OFlags, flock};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
+
+/// `O_NOFOLLOW`, for `OpenOptions`: a lock or link file that is a symlink is not ours.
+const NOFOLLOW: i32 = OFlags::NOFOLLOW.bits() as i32;
 
 /// The broker's lock file, in ralph's state directory.
 pub const LOCK_FILE: &str = "serve.lock";
@@ -69,7 +72,8 @@ pub struct BrokerInfo {
 /// Proof that this process is the machine's broker; dropping it lets another one start.
 #[derive(Debug)]
 pub struct BrokerLock {
-    lock: Flock<File>,
+    /// Holds the `flock`; the kernel releases it when the file is closed.
+    lock: File,
     path: PathBuf,
 }
 
@@ -87,14 +91,14 @@ impl BrokerLock {
             .create(true)
             .truncate(false)
             .mode(0o600)
-            .custom_flags(nix::libc::O_NOFOLLOW)
+            .custom_flags(NOFOLLOW)
             .open(&path)
             .map_err(|source| AcquireError::Io {
                 path: path.clone(),
                 source,
             })?;
-        match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
-            Ok(lock) => Ok(BrokerLock { lock, path }),
+        match flock(&file, FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => Ok(BrokerLock { lock: file, path }),
             Err(_) => Err(AcquireError::Held(read_info(&path))),
         }
     }
@@ -107,8 +111,8 @@ impl BrokerLock {
         };
         let json = serde_json::to_vec(&info).map_err(io::Error::other)?;
         self.lock.set_len(0)?;
-        (&*self.lock).write_all(&json)?;
-        (&*self.lock).write_all(b"\n")?;
+        (&self.lock).write_all(&json)?;
+        (&self.lock).write_all(b"\n")?;
         self.lock.sync_data()
     }
 
@@ -162,11 +166,11 @@ pub fn running_in(dir: &Path) -> Option<BrokerInfo> {
     let path = dir.join(LOCK_FILE);
     let file = OpenOptions::new()
         .read(true)
-        .custom_flags(nix::libc::O_NOFOLLOW)
+        .custom_flags(NOFOLLOW)
         .open(&path)
         .ok()?;
     // A shared lock we can take means nobody holds the exclusive one: no broker.
-    if Flock::lock(file, FlockArg::LockSharedNonblock).is_ok() {
+    if flock(&file, FlockOperation::NonBlockingLockShared).is_ok() {
         return None;
     }
     read_info(&path)
@@ -181,7 +185,7 @@ fn read_small(path: &Path) -> Option<Vec<u8>> {
     use std::io::Read;
     let file = OpenOptions::new()
         .read(true)
-        .custom_flags(nix::libc::O_NOFOLLOW)
+        .custom_flags(NOFOLLOW)
         .open(path)
         .ok()?;
     let mut raw = Vec::new();
