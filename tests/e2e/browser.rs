@@ -12,7 +12,7 @@ use std::time::Duration;
 use fantoccini::{ClientBuilder, Locator};
 use serde_json::json;
 
-use super::remote::Broker;
+use super::remote::{Broker, pairing_link, waiting_loop};
 use super::util::*;
 
 const CHROMIUM: &str = "/usr/bin/chromium";
@@ -352,3 +352,57 @@ const TELEGRAM_CSS: &str = "body{margin:0;font:15px/1.35 -apple-system,'Segoe UI
 .time{position:absolute;right:8px;bottom:3px;font-size:12px;color:#a0acb6}\
 .keyboard .row{display:flex;gap:4px;margin-top:4px}\
 .keyboard button{flex:1;border:0;border-radius:8px;padding:8px 6px;background:rgba(62,88,55,.35);color:#fff;font:500 14px/1.2 inherit}";
+
+/// The dashboard, open in chromium before any loop starts, shows a new loop and its question
+/// from its event stream, without a reload.
+#[test]
+fn an_open_dashboard_in_chromium_shows_a_new_question_without_a_reload() {
+    if !have_chromium() {
+        return;
+    }
+    let broker = Broker::start();
+    let (link, _) = pairing_link(&broker);
+    let (_driver, driver_url) = driver();
+    tokio_rt().block_on(async {
+        let profile = tempfile::tempdir().unwrap();
+        let c = session(&driver_url, profile.path(), (1100, 900)).await;
+        // The link sets the device cookie and leads to the dashboard.
+        c.goto(&link).await.unwrap();
+        let main = c.find(Locator::Css("main.dashboard")).await.unwrap();
+        assert!(
+            main.text()
+                .await
+                .unwrap()
+                .contains("No ralph loop is running")
+        );
+        c.execute("window.sameDocument = true;", vec![])
+            .await
+            .unwrap();
+
+        // Blocks this runtime a moment; the browser session waits meanwhile.
+        let (p, _child) = waiting_loop(&broker);
+        let name = p.root().file_name().unwrap().to_string_lossy().to_string();
+        let mut text = String::new();
+        for _ in 0..300 {
+            text = c
+                .find(Locator::Css("main.dashboard"))
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap();
+            if text.contains("Answer: Redis or Memcached?") {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert!(text.contains("Answer: Redis or Memcached?"), "{text}");
+        assert!(text.contains(&name), "{text}");
+        let same = c
+            .execute("return window.sameDocument === true;", vec![])
+            .await
+            .unwrap();
+        assert_eq!(same, json!(true), "the page was reloaded");
+        c.close().await.unwrap();
+    });
+}

@@ -121,7 +121,7 @@ save-prompt prompt-2.txt
 ";
 
 /// A loop (seeing `broker`) whose agent asked [`ASK`]'s question, with a minute to answer.
-fn waiting_loop(broker: &Broker) -> (Project, Guarded) {
+pub fn waiting_loop(broker: &Broker) -> (Project, Guarded) {
     let p = Project::with_task(
         "task: Cache\nmax_iterations: 2\nquestion_timeout: 1m",
         "- [ ] cache\n",
@@ -479,9 +479,8 @@ fn no_redirects() -> ureq::Agent {
         .new_agent()
 }
 
-/// Pairs a browser with `broker` as a person would: `ralph serve pair web`, then its link.
-/// The link, what the command printed, and the `Set-Cookie` the link answered with.
-fn pair_browser(broker: &Broker) -> (String, String, String) {
+/// The one-time link `ralph serve pair web` prints for `broker`, and all it printed.
+pub fn pairing_link(broker: &Broker) -> (String, String) {
     let out = Command::new(ralph_bin())
         .args(["serve", "pair", "web"])
         .env("RALPH_STATE_DIR", broker.state.path())
@@ -494,6 +493,13 @@ fn pair_browser(broker: &Broker) -> (String, String, String) {
         .find(|w| w.starts_with(&format!("{}/pair/", broker.url)))
         .unwrap_or_else(|| panic!("{stdout}"))
         .to_string();
+    (link, stdout)
+}
+
+/// Pairs a browser with `broker` as a person would: `ralph serve pair web`, then its link.
+/// The link, what the command printed, and the `Set-Cookie` the link answered with.
+fn pair_browser(broker: &Broker) -> (String, String, String) {
+    let (link, stdout) = pairing_link(broker);
     let mut paired = no_redirects().get(&link).call().unwrap();
     assert_eq!(paired.status().as_u16(), 303);
     let cookie = paired.headers()["set-cookie"].to_str().unwrap().to_string();

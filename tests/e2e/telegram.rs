@@ -424,3 +424,13 @@ fn plus_one_hour_gives_the_question_an_hour_and_the_loop_says_so() {
     );
     assert!(p.read("prompt-2.txt").contains("Redis"));
 }
+
+/// Nothing polls the loops: a question already waiting when the user pairs changes no file
+/// the bot watches, so the pairing itself must wake the bot to send it.
+#[test]
+fn a_question_waiting_before_pairing_arrives_once_paired() {
+    let bot = Bot::start(false);
+    let (_p, _child) = bot.waiting_loop("Asked before pairing", false);
+    bot.pair();
+    bot.question("Asked before pairing");
+}
