@@ -407,6 +407,9 @@ fn plus_one_hour_gives_the_question_an_hour_and_the_loop_says_so() {
             .map(|_| ())
     });
     assert!(left().unwrap() < Duration::from_secs(3600 + 130));
+    // The message's header says the new time left; its buttons stay.
+    let edit = bot.edited(id, "1h 0");
+    assert!(edit.body["reply_markup"]["inline_keyboard"].is_array());
     assert!(
         !p.exists(".ralph/request.json"),
         "the loop took the request"

@@ -203,8 +203,11 @@ pub fn question(q: &QuestionView, post: &str, now: SystemTime) -> String {
     b.push_str(
         "<div class=\"actions\"><button type=\"submit\" class=\"send\">Send</button>\
 <button type=\"submit\" name=\"action\" value=\"skip\" class=\"secondary\">Skip (use default)</button>\
-<button type=\"submit\" name=\"action\" value=\"extend\" class=\"secondary\">+5 min</button></div></form>\
-<p id=\"result\" role=\"status\" aria-live=\"polite\"></p></main>",
+<button type=\"submit\" name=\"action\" value=\"extend\" class=\"secondary\">+",
+    );
+    b.push_str(&crate::desk::describe_span(crate::desk::PAGE_EXTEND));
+    b.push_str(
+        "</button></div></form><p id=\"result\" role=\"status\" aria-live=\"polite\"></p></main>",
     );
     layout(&format!("{project}: a question waits"), &b)
 }

@@ -6,8 +6,8 @@
 //! others can read is refused), never in a project: a cloned repository must not be able to
 //! send your questions to someone else's bot. The bot talks to the Bot API by hand over ureq,
 //! outbound only: a thread of its own long-polls `getUpdates`, and a task sends each new
-//! waiting question and edits the message of each one that closed (how it closed, buttons
-//! removed) when a loop's files change. Nothing polls the loops: inotify on the registry and on
+//! waiting question, edits the message of each one that closed (how it closed, buttons
+//! removed) and the header of each one given more time, when a loop's files change. Nothing polls the loops: inotify on the registry and on
 //! each loop's `.ralph/` ([`desk::watch_loops`]) wakes the task, so a broker waiting with fifty
 //! idle loops wakes for nothing but the long poll's answers (`make bench` counts). Both hold
 //! [`Bot::posted`] while they work, so a question is sent once and a tap sees the state the
@@ -260,6 +260,8 @@ struct Posted {
     picked: BTreeSet<usize>,
     redacted: bool,
     open: bool,
+    /// The deadline its header was written with.
+    deadline: Option<SystemTime>,
 }
 
 impl Posted {
@@ -540,14 +542,23 @@ impl Bot {
             .into_iter()
             .filter_map(|l| l.question)
             .collect();
-        let is_waiting = |p: &Posted| {
-            waiting
-                .iter()
-                .any(|q| q.root == p.root && q.asked_at == p.asked_at)
-        };
         let mut failed = false;
         for p in posts.by_number.values_mut().filter(|p| p.open) {
-            if is_waiting(p) {
+            let still = waiting
+                .iter()
+                .find(|q| q.root == p.root && q.asked_at == p.asked_at);
+            if let Some(q) = still {
+                // More time given (here, on the page, in the panel): the header says so.
+                if q.deadline != p.deadline && !p.redacted {
+                    p.text = self.render(q, p.chat_id, p.number).text;
+                    p.deadline = q.deadline;
+                    let body = json!({"chat_id": p.chat_id, "message_id": p.message_id, "text": p.text, "parse_mode": "HTML", "link_preview_options": {"is_disabled": true}, "reply_markup": keyboard(p)});
+                    match self.api.call("editMessageText", &body) {
+                        Ok(_) => {}
+                        Err(e) if e.code == 400 => {}
+                        Err(_) => failed = true,
+                    }
+                }
                 continue;
             }
             let how = desk::closed_how(&p.link());
@@ -652,6 +663,7 @@ impl Bot {
             picked: BTreeSet::new(),
             redacted,
             open: true,
+            deadline: q.deadline,
         }
     }
 }
@@ -752,6 +764,7 @@ mod tests {
             picked: BTreeSet::from([2]),
             redacted: false,
             open: true,
+            deadline: None,
         };
         let k = keyboard(&p)["inline_keyboard"].clone();
         assert_eq!(k[0][0]["text"], "☐ Redis");
