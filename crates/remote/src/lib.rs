@@ -5,8 +5,8 @@
 //!
 //! The broker is one more client of the question desk, like `ralph answer`: it finds every
 //! loop through the registry, reads each loop's `state.json`, and answers through the same
-//! first-answer-wins path ([`desk::submit`]). Every use of the `.ralph/` formats is in [`desk`]. If the
-//! broker is down, nothing changes for the loops: they never wait for it.
+//! first-answer-wins path ([`desk::submit`]). Every use of the `.ralph/` formats is in
+//! [`desk`]. If the broker is down, nothing changes for the loops: they never wait for it.
 //!
 //! One broker runs per machine: it holds `serve.lock` in ralph's state directory and writes its
 //! pid and URL there, which is how `ralph status --json`, `notify_command` (`RALPH_ANSWER_URL`)

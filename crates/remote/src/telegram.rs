@@ -7,12 +7,12 @@
 //! send your questions to someone else's bot. The bot talks to the Bot API by hand over ureq,
 //! outbound only: a thread of its own long-polls `getUpdates`, and a task sends each new
 //! waiting question, edits the message of each one that closed (how it closed, buttons
-//! removed) and the header of each one given more time, when a loop's files change. Nothing polls the loops: inotify on the registry and on
-//! each loop's `.ralph/` ([`desk::watch_loops`]) wakes the task, so a broker waiting with fifty
-//! idle loops wakes for nothing but the long poll's answers (`make bench` counts). Both hold
-//! [`Bot::posted`] while they work, so a question is sent once and a tap sees the state the
-//! last edit showed. If the API cannot be reached the bot waits and retries; the loops never
-//! wait for it.
+//! removed) and the header of each one given more time, when a loop's files change. Nothing
+//! polls the loops: inotify on the registry and on each loop's `.ralph/`
+//! ([`desk::watch_loops`]) wakes the task, so a broker waiting with fifty idle loops wakes for
+//! nothing but the long poll's answers (`make bench` counts). Both hold [`Bot::posted`] while
+//! they work, so a question is sent once and a tap sees the state the last edit showed. If the
+//! API cannot be reached the bot waits and retries; the loops never wait for it.
 //!
 //! Pairing binds one Telegram user: `ralph serve pair telegram` stores a one-time code (hashed,
 //! like the web's) and prints `https://t.me/BOT?start=CODE`; `/start CODE` from a user binds
