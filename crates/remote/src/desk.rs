@@ -5,7 +5,6 @@
 //! calls [`submit`] to answer; swapping these crates for another source of the same facts is
 //! a change to this file only.
 
-use std::collections::HashMap;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -402,8 +401,8 @@ pub fn watch(root: &Path) -> std::io::Result<Changes> {
 /// Watches every registered loop and the registry itself, so that a loop that starts is
 /// watched from then on and one that ends is let go: a change is sent for every change to a
 /// loop's state or answer, for every loop that starts or ends, and once at the start (look
-/// now). Nothing is polled: an idle machine wakes nothing here. Must be called in a Tokio
-/// runtime.
+/// now). Nothing is polled: an idle machine wakes nothing here. One inotify instance for all
+/// ([`ralph_process::watch::DirsWatch`]). Must be called in a Tokio runtime.
 pub fn watch_loops() -> std::io::Result<Changes> {
     let registry = ralph_protocol::registry::registry_dir().ok_or_else(|| {
         std::io::Error::new(
@@ -418,29 +417,31 @@ pub fn watch_loops() -> std::io::Result<Changes> {
         .create(&registry)?;
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let (registry_tx, mut registry_rx) = tokio::sync::mpsc::unbounded_channel();
-    let registry_watch = ralph_process::watch::watch_any_async(&registry, registry_tx)?;
+    let mut dirs = ralph_process::watch::DirsWatch::new()?;
+    dirs.add(&registry, None, registry_tx)?;
     let follow = tokio::spawn(async move {
-        let _registry_watch = registry_watch;
-        let mut watched: HashMap<PathBuf, ralph_process::watch::DirWatch> = HashMap::new();
         loop {
             let listed = tokio::task::spawn_blocking(|| {
                 ralph_protocol::registry::list()
                     .into_iter()
-                    .map(|e| e.root)
+                    .map(|e| Workspace::new(&e.root).dir().to_path_buf())
                     .collect::<Vec<_>>()
             })
             .await;
-            let Ok(roots) = listed else { return };
-            watched.retain(|root, _| roots.contains(root));
-            for root in roots {
-                if watched.contains_key(&root) {
-                    continue;
-                }
+            let Ok(loop_dirs) = listed else { return };
+            let gone: Vec<PathBuf> = dirs
+                .dirs()
+                .filter(|d| *d != registry && !loop_dirs.iter().any(|l| l == d))
+                .map(Path::to_path_buf)
+                .collect();
+            for dir in gone {
+                dirs.remove(&dir);
+            }
+            for dir in loop_dirs {
                 // A loop without `.ralph/` yet has no state to show; its registering again
                 // (or any later entry) brings it back here.
-                let ws = Workspace::new(&root);
-                if let Ok(w) = ralph_process::watch::watch_async(ws.dir(), WATCHED, tx.clone()) {
-                    watched.insert(root, w);
+                if !dirs.contains(&dir) {
+                    let _ = dirs.add(&dir, Some(WATCHED), tx.clone());
                 }
             }
             // Sent once the new loops are watched: what the receiver reads next is never
