@@ -79,4 +79,20 @@ mod tests {
         assert_eq!(validate_and_copy(&bytes), 2);
         assert_eq!(validate_and_copy(b""), 0);
     }
+
+    #[test]
+    fn the_naive_search_cannot_tell_code_from_prose() {
+        for corpus in [
+            Corpus::ClaudeStreamJson,
+            Corpus::CodexJson,
+            Corpus::GeminiStreamJson,
+        ] {
+            let data = corpus.generate(512 * 1024, true);
+            // It sees the planted tag and more: the tags in code the decoders ignore.
+            assert!(naive(corpus, &data) > 1, "{corpus:?}");
+        }
+        // Plain text has no JSON lines to look into.
+        let text = Corpus::TextMarkdown.generate(64 * 1024, true);
+        assert_eq!(naive(Corpus::TextMarkdown, &text), 0);
+    }
 }

@@ -139,11 +139,12 @@ pub fn run(args: &AskArgs) -> CmdResult {
     let outcome = wait_for_answer(&ws, &claim, own_lock.is_some());
     let _ = workspace::remove(&ws.ask_claim());
 
-    match outcome? {
+    let ended = outcome?;
+    if let Some(_lock) = &own_lock {
+        finish_alone(&ws, previous, &question, pending, &ended)?;
+    }
+    match ended {
         Ended::Answered { answer: ans, .. } => {
-            if let Some(_lock) = &own_lock {
-                finish_alone(&ws, previous, &question, pending, Some(&ans))?;
-            }
             if args.json {
                 println!("{}", answer_json(&question, &ans));
             } else {
@@ -152,9 +153,6 @@ pub fn run(args: &AskArgs) -> CmdResult {
             Ok(0)
         }
         ended => {
-            if let Some(_lock) = &own_lock {
-                finish_alone(&ws, previous, &question, pending, None)?;
-            }
             let guess = match &question.default {
                 Some(d) => format!("proceed with your default ({d})"),
                 None => "proceed with your best guess".to_string(),
@@ -234,10 +232,7 @@ fn wait_for_answer(ws: &Workspace, claim: &AskClaim, alone: bool) -> Result<Ende
         if let Some(ans) = answer::read(ws)?
             && answer_is_for(&ans, claim, asked_at)
         {
-            return Ok(Ended::Answered {
-                answer: ans,
-                here: false,
-            });
+            return Ok(Ended::answered(ans, false));
         }
         if !alone {
             // The loop owns the deadline (extensions, pauses) and removes the claim on a skip.
@@ -290,26 +285,16 @@ fn finish_alone(
     previous: Option<State>,
     question: &Question,
     mut pending: PendingQuestion,
-    ans: Option<&answer::Answer>,
+    ended: &Ended,
 ) -> Result<(), Failure> {
     let asked_at = pending.asked_at.clone();
     let asked_at = asked_at.as_str();
-    let source = ans.map(answer::Answer::source);
-    let outcome = match (ans, &source) {
-        (Some(a), Some(by)) => clarifications::How::Answered {
-            text: &a.text,
-            by,
-            at: a.at,
-            late: false,
-        },
-        _ => clarifications::How::Unanswered,
-    };
     clarifications::record(
         ws,
         &clarifications::Entry {
             question: Some(question),
             asked_at: Some(asked_at),
-            outcome,
+            outcome: ended,
         },
     )?;
     // The state as it was while the question waited: the one before, with this question.
@@ -317,7 +302,7 @@ fn finish_alone(
     if st.status == Status::WaitingInput {
         st.status = Status::Stopped;
     }
-    if let Some(a) = ans {
+    if let Some(a) = ended.answer() {
         // The answer went straight to the agent that asked: nothing is left to deliver. The
         // state says so before the file goes, or a `ralph answer` that still saw the question
         // waiting would find the file free and win a second time (see `desk::submit`).

@@ -2,12 +2,13 @@
 //!
 //! It reads and probes; it changes nothing. Exit 0 when nothing is wrong, 1 otherwise.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use ralph_loop::config;
 use ralph_loop::task::TaskFile;
 use ralph_loop::workspace::Workspace;
+use ralph_protocol::user_dirs::{STATE_DIR_ENV, UserDir, user_dir};
 use ralph_signal::sanitize;
 
 use crate::args::DoctorArgs;
@@ -303,7 +304,7 @@ fn directories(report: &mut Report) {
         )),
         None => report.item("user config: none (no home directory)"),
     }
-    match state_dir() {
+    match user_dir(UserDir::State) {
         Some(dir) => {
             let writable = writable(&dir);
             report.item(format!(
@@ -317,10 +318,7 @@ fn directories(report: &mut Report) {
                         "{} cannot be written: `ralph status --all` will not list running loops",
                         dir.display()
                     ),
-                    format!(
-                        "make it writable, or set {} to a directory that is",
-                        ralph_loop::registry::STATE_DIR_ENV
-                    ),
+                    format!("make it writable, or set {STATE_DIR_ENV} to a directory that is"),
                 );
             }
         }
@@ -328,17 +326,10 @@ fn directories(report: &mut Report) {
             report.item("state: none (no home directory)");
             report.problem(
                 "no directory for the list of running loops",
-                format!("set HOME, or {}", ralph_loop::registry::STATE_DIR_ENV),
+                format!("set HOME, or {STATE_DIR_ENV}"),
             );
         }
     }
-}
-
-/// ralph's state directory: where the registry of running loops and the broker's lock live.
-fn state_dir() -> Option<PathBuf> {
-    ralph_loop::registry::registry_dir()?
-        .parent()
-        .map(Path::to_path_buf)
 }
 
 /// Whether a directory exists and can be written to, or could be created.
@@ -355,7 +346,7 @@ fn writable(dir: &Path) -> bool {
 
 fn broker(report: &mut Report) {
     report.section("Broker (ralph serve)");
-    let Some(lock) = state_dir().map(|d| d.join("serve.lock")) else {
+    let Some(lock) = user_dir(UserDir::State).map(|d| d.join("serve.lock")) else {
         report.item("none running");
         return;
     };

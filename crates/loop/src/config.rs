@@ -16,6 +16,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use ralph_protocol::user_dirs::{UserDir, user_dir};
 use serde::Deserialize;
 
 use crate::runner::logs::LogBudget;
@@ -70,14 +71,11 @@ pub struct ConfigError {
     pub message: String,
 }
 
-/// The user's config file: `$XDG_CONFIG_HOME/ralph/config.toml`, else
-/// `~/.config/ralph/config.toml` (on Linux). `None` without a home directory.
+/// The user's config file: `config.toml` in [`UserDir::Config`]
+/// (`$XDG_CONFIG_HOME/ralph/config.toml`, else `~/.config/ralph/config.toml` on Linux).
+/// `None` without a home directory.
 pub fn user_path() -> Option<PathBuf> {
-    if let Some(dir) = std::env::var_os("XDG_CONFIG_HOME").filter(|d| !d.is_empty()) {
-        return Some(PathBuf::from(dir).join("ralph").join("config.toml"));
-    }
-    let dirs = directories::ProjectDirs::from("", "", "ralph")?;
-    Some(dirs.config_dir().join("config.toml"))
+    Some(user_dir(UserDir::Config)?.join("config.toml"))
 }
 
 /// The project's config file: `.ralph/config.toml`.

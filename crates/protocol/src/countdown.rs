@@ -1,9 +1,9 @@
 //! How long the human has left to answer a question, with the clock passed in.
 //!
-//! The loop owns the authoritative [`Countdown`]; the UI keeps an identical copy for display
-//! and forwards the same events (typing, extend) so both agree. Nothing here sleeps or reads
-//! the clock: every method takes `now`, so tests use synthetic instants and the loop sleeps
-//! until [`Countdown::next_wake`] instead of polling.
+//! The loop owns the one [`Countdown`] of a question and is the only one to change it; front
+//! ends ask it to (typing, extend) and show the countdown it sends back. Nothing here sleeps
+//! or reads the clock: every method takes `now`, so tests use synthetic instants and the loop
+//! sleeps until [`Countdown::next_wake`] instead of polling.
 //!
 //! # Theory of operation
 //!

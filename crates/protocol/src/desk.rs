@@ -16,6 +16,7 @@
 //!   in `answer.md`, then in `state.json` and `clarifications.md`); every later caller is
 //!   told who answered first ([`Submitted::AlreadyAnswered`]).
 //!
+//! [`Ended`] is the one word for how a question ended, whoever acts on it or shows it.
 //! [`answer_command`] is the one spelling of "answer it from any terminal".
 
 use std::path::Path;
@@ -28,15 +29,19 @@ use crate::state::{PendingQuestion, State, StateError};
 use crate::text::shell_quote;
 use crate::workspace::{self, Workspace, WorkspaceError};
 
-/// How a question's wait ended: the one answer to that, for the loop and for `ralph ask`.
+/// How a question ended: the one answer to that, for the loop, `ralph ask`, the loop's
+/// events (`LoopEvent::QuestionClosed`), the front ends' words and `clarifications.md`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Ended {
     /// Answered.
     Answered {
-        /// The answer taken (the first one given).
+        /// The answer taken (the first one given): its text, who gave it and when.
         answer: Answer,
         /// Whether it was given here (the loop's own terminal), not from elsewhere.
         here: bool,
+        /// Whether it came after the deadline had passed: the agent had gone on without it,
+        /// and a later iteration got it.
+        late: bool,
     },
     /// The deadline passed with no answer; a late answer is still taken.
     TimedOut,
@@ -44,6 +49,25 @@ pub enum Ended {
     Skipped,
     /// The loop was stopped while it waited; the question stays for the next run.
     Interrupted,
+}
+
+impl Ended {
+    /// Answered in time with `answer`; `here` when given in the loop's own terminal.
+    pub fn answered(answer: Answer, here: bool) -> Self {
+        Ended::Answered {
+            answer,
+            here,
+            late: false,
+        }
+    }
+
+    /// The answer, if it was answered.
+    pub fn answer(&self) -> Option<&Answer> {
+        match self {
+            Ended::Answered { answer, .. } => Some(answer),
+            Ended::TimedOut | Ended::Skipped | Ended::Interrupted => None,
+        }
+    }
 }
 
 /// The question waiting in a workspace, as a front end shows it.

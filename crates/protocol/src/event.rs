@@ -1,14 +1,16 @@
 //! The messages between the loop and whatever shows it (plain lines or the terminal UI).
 //!
 //! The loop sends [`LoopEvent`]s and receives [`Control`]s, over channels. Neither side shares
-//! state with the other: the UI keeps its own copy of what it displays (including its own copy
-//! of the question's [`Countdown`]), updated from events and from its own key presses.
+//! state with the other: the UI keeps what it displays, updated from events. The question's
+//! [`Countdown`] is the loop's alone: a front end asks for a pause or more time with a
+//! [`Control`], and shows the countdown the loop sends back ([`LoopEvent::Countdown`]).
 
 use std::time::{Duration, Instant, SystemTime};
 
 use ralph_signal::{AgentEvent, Signal};
 
-use crate::countdown::Countdown;
+use crate::countdown::{Countdown, EXTEND_BY};
+use crate::desk::Ended;
 use crate::question::Question;
 use crate::state::{RaisedBy, Status};
 
@@ -61,29 +63,6 @@ impl Outcome {
             Outcome::QuestionTimeoutStop | Outcome::Interrupted => Status::Stopped,
         }
     }
-}
-
-/// How a question's wait ended.
-#[derive(Debug, Clone, PartialEq)]
-pub enum QuestionClosed {
-    /// Answered in this terminal.
-    Answered {
-        /// The answer.
-        text: String,
-    },
-    /// Answered from somewhere else (`ralph answer`, a hand-written file).
-    AnsweredElsewhere {
-        /// Who, in words.
-        by: String,
-        /// The answer.
-        text: String,
-    },
-    /// The deadline passed.
-    TimedOut,
-    /// The human pressed Esc: the agent decides.
-    Skipped,
-    /// The loop is stopping; the question stays pending for the next run.
-    Interrupted,
 }
 
 /// Something the loop wants shown.
@@ -152,7 +131,7 @@ pub enum LoopEvent {
     QuestionAsked {
         /// The question.
         question: Question,
-        /// The loop's countdown at the moment of asking (the UI keeps a copy).
+        /// The loop's countdown at the moment of asking.
         countdown: Countdown,
         /// When it was first asked (earlier than now when re-presented after a restart).
         asked_at: SystemTime,
@@ -161,10 +140,13 @@ pub enum LoopEvent {
         /// The iteration that asked.
         iteration: u32,
     },
-    /// The question's deadline moved (extended, or paused while typing), as the loop sees it.
+    /// The question's countdown changed (extended, or paused while the human types): the
+    /// loop's, the one a front end shows. Sent after every [`Control::Typing`] and
+    /// [`Control::Extend`], and for an extension asked from elsewhere.
     Countdown(Countdown),
-    /// The wait for an answer ended.
-    QuestionClosed(QuestionClosed),
+    /// The wait for an answer ended, and how. Under the `stop` timeout policy a timeout is
+    /// [`Ended::Interrupted`]: the loop stops and the question stays for the next run.
+    QuestionClosed(Ended),
     /// An answer typed inline was not taken (for example: empty).
     AnswerRefused {
         /// Why.
@@ -199,10 +181,52 @@ pub enum Control {
     Skip,
     /// The human is typing an answer: hold the countdown.
     Typing,
-    /// Add [`crate::countdown::EXTEND_BY`] to the deadline.
+    /// Add [`EXTEND_BY`] to the deadline.
     Extend,
     /// Stop gracefully: SIGTERM to the agent, grace, save state (first Ctrl-C).
     Stop,
     /// Stop now: SIGKILL to the agent (second Ctrl-C).
     Kill,
+}
+
+impl Control {
+    /// What the loop does to its question's countdown on this control, at `now`:
+    /// [`Control::Typing`] holds it, [`Control::Extend`] adds [`EXTEND_BY`]; the others leave
+    /// it. Whether it was one of those two.
+    pub fn change_countdown(&self, countdown: &mut Countdown, now: Instant) -> bool {
+        match self {
+            Control::Typing => countdown.typing(now),
+            Control::Extend => countdown.extend(EXTEND_BY, now),
+            Control::Answer(_) | Control::Skip | Control::Stop | Control::Kill => return false,
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_typing_and_extend_change_the_countdown() {
+        let t0 = Instant::now();
+        let start = Countdown::new(Some(Duration::from_secs(60)), t0);
+        let now = t0 + Duration::from_secs(10);
+        for control in [
+            Control::Answer("Redis".into()),
+            Control::Skip,
+            Control::Stop,
+            Control::Kill,
+        ] {
+            let mut c = start.clone();
+            assert!(!control.change_countdown(&mut c, now), "{control:?}");
+            assert_eq!(c, start, "{control:?}");
+        }
+        let mut c = start.clone();
+        assert!(Control::Typing.change_countdown(&mut c, now));
+        assert!(c.is_paused(now));
+        let mut c = start;
+        assert!(Control::Extend.change_countdown(&mut c, now));
+        assert_eq!(c.remaining(now), Some(Duration::from_secs(350)));
+    }
 }

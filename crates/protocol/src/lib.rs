@@ -17,7 +17,8 @@
 //! - [`state`] is `state.json` and `events.jsonl`: what other processes read about the loop.
 //! - [`desk`] is how any process reads the question waiting and answers it (first answer
 //!   wins, who answered recorded).
-//! - [`registry`] lists the loops running on this machine, one small file each.
+//! - [`registry`] lists the loops running on this machine, one small file each;
+//!   [`user_dirs`] says where a person's config and ralph's state live outside any project.
 //! - [`broker`] is `ralph serve`'s share of the state directory: its lock, the answer links
 //!   (hashes only) and the requests (skip, more time) it leaves in a loop's `.ralph/`.
 //! - [`event`] is the vocabulary between a loop and its front end: events out, controls in.
@@ -42,4 +43,5 @@ pub mod registry;
 pub mod state;
 pub mod text;
 pub mod time;
+pub mod user_dirs;
 pub mod workspace;

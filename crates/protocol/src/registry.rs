@@ -23,8 +23,7 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
-/// The environment variable that moves ralph's state directory (the registry is its `loops/`).
-pub const STATE_DIR_ENV: &str = "RALPH_STATE_DIR";
+use crate::user_dirs::{STATE_DIR_ENV, UserDir, user_dir};
 
 /// The largest entry file [`list`] reads; anything bigger is not one of ours.
 const MAX_ENTRY_BYTES: u64 = 64 * 1024;
@@ -65,16 +64,11 @@ impl Drop for Registration {
     }
 }
 
-/// The registry directory: `$RALPH_STATE_DIR/loops`, else the user's state directory's
-/// `ralph/loops` (`~/.local/state/ralph/loops` on Linux; the local data directory on
-/// platforms without a state directory). `None` when there is no home directory to put it in.
+/// The registry directory: `loops` in ralph's state directory ([`UserDir::State`]:
+/// `$RALPH_STATE_DIR/loops`, else `~/.local/state/ralph/loops` on Linux). `None` when there
+/// is no home directory to put it in.
 pub fn registry_dir() -> Option<PathBuf> {
-    if let Some(dir) = std::env::var_os(STATE_DIR_ENV).filter(|d| !d.is_empty()) {
-        return Some(PathBuf::from(dir).join("loops"));
-    }
-    let dirs = directories::ProjectDirs::from("", "", "ralph")?;
-    let state = dirs.state_dir().unwrap_or_else(|| dirs.data_local_dir());
-    Some(state.join("loops"))
+    Some(user_dir(UserDir::State)?.join("loops"))
 }
 
 /// Records this process as the loop working in `root`, until the [`Registration`] is dropped.

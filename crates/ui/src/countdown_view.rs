@@ -1,7 +1,8 @@
 //! The countdown as a person sees it: time left in words and a bar that changes colour.
 //!
 //! The words come first and the bar takes what width is left, so a narrow terminal still
-//! says how long there is. The bar is yellow in the last 20% of the time and red and bold in
+//! says how long there is. What is drawn is the loop's countdown; time asked for and not yet
+//! granted by the loop is said apart, as asked for, never added to the time left. The bar is yellow in the last 20% of the time and red and bold in
 //! the last ten seconds; the monochrome theme uses bold and reverse instead.
 
 use std::time::{Duration, Instant};
@@ -70,9 +71,11 @@ pub(crate) fn urgency(countdown: &Countdown, now: Instant) -> Urgency {
     }
 }
 
-/// Draws the countdown line into `area` (one row is used).
+/// Draws the countdown line into `area` (one row is used); `asked` is time asked for that
+/// the loop has not granted yet.
 pub(crate) fn render(
     countdown: &Countdown,
+    asked: Option<Duration>,
     now: Instant,
     theme: &Theme,
     area: Rect,
@@ -91,7 +94,7 @@ pub(crate) fn render(
         return;
     };
     let style = style_for(urgency(countdown, now), theme);
-    let label = label(countdown, left, now, usize::from(area.width));
+    let label = label(countdown, asked, left, now, usize::from(area.width));
     let ratio = match countdown.total() {
         Some(total) if !total.is_zero() => {
             (left.as_secs_f64() / total.as_secs_f64()).clamp(0.0, 1.0)
@@ -110,7 +113,13 @@ pub(crate) fn render(
 
 /// The words of the countdown: the longest variant that leaves room for a short bar, or the
 /// shortest one when none does.
-fn label(countdown: &Countdown, left: Duration, now: Instant, width: usize) -> String {
+fn label(
+    countdown: &Countdown,
+    asked: Option<Duration>,
+    left: Duration,
+    now: Instant,
+    width: usize,
+) -> String {
     if left.is_zero() {
         return "time's up".to_owned();
     }
@@ -120,6 +129,9 @@ fn label(countdown: &Countdown, left: Duration, now: Instant, width: usize) -> S
             " (+{} extended)",
             format_span(countdown.extended_by())
         ));
+    }
+    if let Some(asked) = asked {
+        time.push_str(&format!(" · asking for +{}", format_span(asked)));
     }
     let variants: Vec<String> = if countdown.is_paused(now) {
         vec![

@@ -10,7 +10,8 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::time::{Duration, Instant};
 
 use ralph_protocol::countdown::Countdown;
-use ralph_protocol::event::{Control, LoopEvent, QuestionClosed};
+use ralph_protocol::desk::Ended;
+use ralph_protocol::event::{Control, LoopEvent};
 use ralph_protocol::question::{Picks, Question};
 use ralph_protocol::text::clean;
 use ralph_signal::AgentEvent;
@@ -337,7 +338,7 @@ fn show(out: &mut impl Write, ev: LoopEvent, open: &mut Option<Open>, opts: &Opt
                 "ralph: {}",
                 words::question_closed(&how, default.as_deref())
             );
-            if how == QuestionClosed::TimedOut {
+            if how == Ended::TimedOut {
                 let _ = writeln!(out, "ralph: {}", words::LATE_ANSWER);
             }
             Ok(())

@@ -6,11 +6,13 @@
 //! events, draws it into part of the screen, and acts on the [`PanelAction`] each event
 //! returns. State and update live here; drawing is in `question_view`, and takes `&self`.
 //!
-//! Time is always passed in. The panel keeps its own copy of the loop's [`Countdown`] for
-//! display and applies the same events to it as the loop does to the real one: when a key
-//! returns [`PanelAction::Typing`] the panel has already paused its copy, and the caller
-//! forwards the action so the loop pauses the authoritative one. `Ctrl+E` works the same way
-//! with [`PanelAction::Extend`].
+//! Time is always passed in. The countdown shown is the loop's: the loop owns the question's
+//! [`Countdown`] and sends it when the question opens and each time it changes
+//! ([`QuestionPanel::show_countdown`]). The panel never changes it. A key that should pause
+//! it ([`PanelAction::Typing`]) or add time ([`PanelAction::Extend`]) is a request the caller
+//! forwards to the loop; the panel shows the pause or the new deadline once the loop sends
+//! its countdown back. Until then an asked extension shows as pending ("asking for +5m"),
+//! never as time the loop has not granted.
 //!
 //! # Keys
 //!
@@ -42,6 +44,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ralph_protocol::countdown::{Countdown, EXTEND_BY};
+use ralph_protocol::desk::Ended;
 use ralph_protocol::question::Question;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
@@ -60,30 +63,16 @@ pub enum PanelAction {
     Submit(String),
     /// The person skipped the question (`Esc`): the agent goes with its default or best guess.
     Skip,
-    /// The person asked for more time (`Ctrl+E`): extend the loop's countdown by
-    /// [`EXTEND_BY`]. The panel has extended its own copy.
+    /// The person asked for more time (`Ctrl+E`): ask the loop to extend its countdown by
+    /// [`EXTEND_BY`]. The panel shows the extension as pending until the loop's countdown
+    /// comes back with it. Redraw.
     Extend,
-    /// The person is active (typing, picking): pause the loop's countdown. The panel has
-    /// paused its own copy. Redraw.
+    /// The person is active (typing, picking): ask the loop to pause its countdown. Redraw.
     Typing,
     /// Something on screen changed without the person answering (scrolling). Redraw.
     Redraw,
     /// The person tried to send an empty answer; the panel now shows a hint. Redraw.
     RefusedEmpty,
-}
-
-/// How a question stopped being open.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Closed {
-    /// Someone answered from somewhere else (`ralph answer`, another terminal).
-    AnsweredElsewhere {
-        /// Who or where, as shown: "`ralph answer` in another terminal".
-        by: String,
-    },
-    /// Nobody answered in time; the agent goes with its default.
-    TimedOut,
-    /// The person skipped the question.
-    Skipped,
 }
 
 /// Which part of the panel takes keys.
@@ -97,7 +86,11 @@ pub(crate) enum Focus {
 #[derive(Debug)]
 pub struct QuestionPanel {
     pub(crate) question: Question,
+    /// The loop's countdown, as the loop last sent it.
     pub(crate) countdown: Countdown,
+    /// What the loop's countdown will have been extended by once the extensions asked for
+    /// (`Ctrl+E`) and not yet sent back arrive; `None` when none waits.
+    pub(crate) extension_asked: Option<Duration>,
     pub(crate) theme: Theme,
     asked_at: SystemTime,
     /// When the panel opened, and how long before that the question was asked: the age shown
@@ -122,7 +115,7 @@ pub struct QuestionPanel {
     /// before it: a digit right after it that picks nothing makes both the start of a typed
     /// answer, so that `16` is not option 1 with the note `6`.
     digit_pick: Option<(char, Vec<bool>, usize)>,
-    pub(crate) closed: Option<Closed>,
+    pub(crate) closed: Option<Ended>,
     /// First body row shown when the question is taller than its share of the screen.
     pub(crate) scroll: usize,
     /// Body rows shown by the last render and the body's total rows at that width; paging
@@ -134,7 +127,7 @@ pub struct QuestionPanel {
 }
 
 impl QuestionPanel {
-    /// Opens a panel for `question`, asked at `asked_at`, with the loop's `countdown` copied.
+    /// Opens a panel for `question`, asked at `asked_at`, showing the loop's `countdown`.
     ///
     /// Uses the colour theme; see [`QuestionPanel::with_theme`].
     pub fn new(
@@ -166,6 +159,7 @@ impl QuestionPanel {
             options,
             question,
             countdown,
+            extension_asked: None,
             theme,
             asked_at,
             opened: now,
@@ -197,9 +191,29 @@ impl QuestionPanel {
         &self.question
     }
 
-    /// The panel's copy of the countdown.
+    /// The loop's countdown, as the loop last sent it.
     pub fn countdown(&self) -> &Countdown {
         &self.countdown
+    }
+
+    /// The loop sent its countdown (it changed: paused while the person types, extended, from
+    /// here or from elsewhere): show it. An extension asked for here stops being pending
+    /// once the loop's countdown has it, or can no longer be extended.
+    pub fn show_countdown(&mut self, countdown: Countdown, now: Instant) {
+        self.countdown = countdown;
+        if self
+            .extension_asked
+            .is_some_and(|target| self.countdown.extended_by() >= target || !self.can_extend(now))
+        {
+            self.extension_asked = None;
+        }
+    }
+
+    /// How much time asked for here the loop has not granted yet, if any.
+    pub fn extension_pending(&self) -> Option<Duration> {
+        self.extension_asked
+            .map(|target| target.saturating_sub(self.countdown.extended_by()))
+            .filter(|d| !d.is_zero())
     }
 
     /// When the question was asked.
@@ -213,7 +227,7 @@ impl QuestionPanel {
     }
 
     /// How the question was closed, if it was.
-    pub fn closed(&self) -> Option<&Closed> {
+    pub fn closed(&self) -> Option<&Ended> {
         self.closed.as_ref()
     }
 
@@ -241,8 +255,9 @@ impl QuestionPanel {
 
     /// Marks the question closed: input stops and a closing line replaces the editor and the
     /// countdown.
-    pub fn set_closed(&mut self, how: Closed) {
+    pub fn set_closed(&mut self, how: Ended) {
         self.closed = Some(how);
+        self.extension_asked = None;
         self.refused = false;
         self.editor.get_mut().set_cursor_style(Style::new());
     }
@@ -286,8 +301,8 @@ impl QuestionPanel {
             KeyCode::Esc => return PanelAction::Skip,
             KeyCode::Char('c' | 'C') if ctrl => return PanelAction::None,
             KeyCode::Char('e' | 'E') if ctrl => return self.extend(now),
-            KeyCode::Enter if alt || shift || ctrl => return self.newline(now),
-            KeyCode::Char('j' | 'J') if ctrl => return self.newline(now),
+            KeyCode::Enter if alt || shift || ctrl => return self.newline(),
+            KeyCode::Char('j' | 'J') if ctrl => return self.newline(),
             KeyCode::Enter => return self.submit(),
             KeyCode::Tab | KeyCode::BackTab if !self.options.is_empty() && !ctrl && !alt => {
                 let focus = match self.focus {
@@ -295,7 +310,7 @@ impl QuestionPanel {
                     Focus::Editor => Focus::Options,
                 };
                 self.set_focus(focus);
-                return self.typed(now);
+                return self.typed();
             }
             KeyCode::PageUp => return self.scroll_by(-1),
             KeyCode::PageDown => return self.scroll_by(1),
@@ -314,11 +329,11 @@ impl QuestionPanel {
             self.set_focus(Focus::Editor);
             self.editor.get_mut().insert_char(first);
             self.editor.get_mut().insert_char(c);
-            return self.typed(now);
+            return self.typed();
         }
         match self.focus {
-            Focus::Options => self.options_key(key, plain, now),
-            Focus::Editor => self.editor_key(key, plain, now),
+            Focus::Options => self.options_key(key, plain),
+            Focus::Editor => self.editor_key(key, plain),
         }
     }
 
@@ -330,7 +345,7 @@ impl QuestionPanel {
     }
 
     /// Handles pasted text (bracketed paste): it goes into the editor as typed.
-    pub fn handle_paste(&mut self, text: &str, now: Instant) -> PanelAction {
+    pub fn handle_paste(&mut self, text: &str) -> PanelAction {
         if self.closed.is_some() {
             return PanelAction::None;
         }
@@ -341,10 +356,10 @@ impl QuestionPanel {
         }
         self.set_focus(Focus::Editor);
         self.editor.get_mut().insert_str(text);
-        self.typed(now)
+        self.typed()
     }
 
-    fn options_key(&mut self, key: KeyEvent, plain: bool, now: Instant) -> PanelAction {
+    fn options_key(&mut self, key: KeyEvent, plain: bool) -> PanelAction {
         let last = self.options.len().saturating_sub(1);
         match key.code {
             KeyCode::Up => self.cursor = self.cursor.saturating_sub(1),
@@ -364,37 +379,37 @@ impl QuestionPanel {
             }
             _ => return PanelAction::None,
         }
-        self.typed(now)
+        self.typed()
     }
 
-    fn editor_key(&mut self, key: KeyEvent, plain: bool, now: Instant) -> PanelAction {
+    fn editor_key(&mut self, key: KeyEvent, plain: bool) -> PanelAction {
         let empty = self.editor.get_mut().is_empty();
         match key.code {
             KeyCode::Char(c) if plain && empty && self.digit_option(c).is_some() => {
                 self.pick_digit(c, self.digit_option(c).unwrap_or_default());
-                return self.typed(now);
+                return self.typed();
             }
             KeyCode::Char(' ')
                 if plain && empty && self.question.multi_select && !self.options.is_empty() =>
             {
                 self.pick(self.cursor);
-                return self.typed(now);
+                return self.typed();
             }
             KeyCode::Up
                 if plain && !self.options.is_empty() && self.editor.get_mut().cursor().0 == 0 =>
             {
                 self.cursor = self.options.len() - 1;
                 self.set_focus(Focus::Options);
-                return self.typed(now);
+                return self.typed();
             }
             _ => {}
         }
         let before = self.editor.get_mut().cursor();
         if self.editor.get_mut().input(key) {
-            self.typed(now)
+            self.typed()
         } else if self.editor.get_mut().cursor() != before {
             // Moving the cursor means the person is at the keyboard.
-            self.typed(now)
+            self.typed()
         } else {
             PanelAction::None
         }
@@ -421,20 +436,25 @@ impl QuestionPanel {
         self.cursor = i;
     }
 
-    fn newline(&mut self, now: Instant) -> PanelAction {
+    fn newline(&mut self) -> PanelAction {
         self.set_focus(Focus::Editor);
         self.editor.get_mut().insert_newline();
-        self.typed(now)
+        self.typed()
     }
 
     fn extend(&mut self, now: Instant) -> PanelAction {
-        let before = self.countdown.extended_by();
-        self.countdown.extend(EXTEND_BY, now);
-        if self.countdown.extended_by() == before {
-            // No deadline, or already over: there is nothing to extend.
+        if !self.can_extend(now) {
             return PanelAction::None;
         }
+        let granted = self.countdown.extended_by();
+        self.extension_asked = Some(self.extension_asked.unwrap_or(granted) + EXTEND_BY);
         PanelAction::Extend
+    }
+
+    /// Whether the loop's countdown takes an extension: not without a deadline, nor once
+    /// it has run out.
+    fn can_extend(&self, now: Instant) -> bool {
+        self.countdown.total().is_some() && !self.countdown.expired(now)
     }
 
     fn submit(&mut self) -> PanelAction {
@@ -472,9 +492,9 @@ impl QuestionPanel {
         PanelAction::Redraw
     }
 
-    /// The person did something: pause the countdown, drop the empty-answer hint.
-    fn typed(&mut self, now: Instant) -> PanelAction {
-        self.countdown.typing(now);
+    /// The person did something: drop the empty-answer hint, and ask the loop to pause the
+    /// countdown.
+    fn typed(&mut self) -> PanelAction {
         self.refused = false;
         PanelAction::Typing
     }
@@ -598,6 +618,7 @@ fn body_paras(question: &Question, theme: &Theme) -> Vec<Para> {
 
 #[cfg(test)]
 mod tests {
+    use ralph_protocol::event::Control;
     use ralph_protocol::question::QuestionOption;
 
     use super::*;
@@ -693,13 +714,62 @@ mod tests {
         assert_eq!(p.handle_key(key(KeyCode::Esc), t0), PanelAction::Skip);
     }
 
+    /// The loop's side of a question: its countdown, changed only as the loop changes it.
+    struct Loop(Countdown);
+
+    impl Loop {
+        fn new(t0: Instant) -> Self {
+            Loop(Countdown::new(Some(secs(300)), t0))
+        }
+
+        /// The loop takes `control` and sends its countdown back to the panel.
+        fn hears(&mut self, control: &Control, p: &mut QuestionPanel, now: Instant) {
+            assert!(control.change_countdown(&mut self.0, now));
+            p.show_countdown(self.0.clone(), now);
+        }
+    }
+
     #[test]
-    fn ctrl_e_extends_the_panel_copy() {
+    fn ctrl_e_asks_the_loop_and_shows_the_time_pending_until_the_loop_grants_it() {
         let t0 = Instant::now();
         let mut p = panel(question(&[], false), t0);
-        assert_eq!(p.handle_key(ctrl('e'), t0 + secs(10)), PanelAction::Extend);
-        assert_eq!(p.countdown().extended_by(), EXTEND_BY);
-        assert_eq!(p.countdown().remaining(t0 + secs(10)), Some(secs(590)));
+        let mut the_loop = Loop::new(t0);
+        let now = t0 + secs(10);
+        assert_eq!(p.handle_key(ctrl('e'), now), PanelAction::Extend);
+        assert_eq!(p.handle_key(ctrl('e'), now), PanelAction::Extend);
+        // Asked, not granted: the time left is the loop's.
+        assert_eq!(p.countdown().remaining(now), Some(secs(290)));
+        assert_eq!(p.extension_pending(), Some(EXTEND_BY * 2));
+        the_loop.hears(&Control::Extend, &mut p, now);
+        assert_eq!(p.countdown().remaining(now), Some(secs(590)));
+        assert_eq!(p.extension_pending(), Some(EXTEND_BY));
+        the_loop.hears(&Control::Extend, &mut p, now);
+        assert_eq!(p.countdown().remaining(now), Some(secs(890)));
+        assert_eq!(p.extension_pending(), None);
+    }
+
+    #[test]
+    fn an_extension_the_loop_cannot_grant_stops_being_pending() {
+        let t0 = Instant::now();
+        let mut p = panel(question(&[], false), t0);
+        assert_eq!(p.handle_key(ctrl('e'), t0 + secs(299)), PanelAction::Extend);
+        // The deadline passed before the loop heard it: it sends its countdown, run out.
+        let mut theirs = Countdown::new(Some(secs(300)), t0);
+        Control::Extend.change_countdown(&mut theirs, t0 + secs(300));
+        p.show_countdown(theirs, t0 + secs(300));
+        assert_eq!(p.extension_pending(), None);
+    }
+
+    #[test]
+    fn the_loops_countdown_is_shown_whoever_changed_it() {
+        let t0 = Instant::now();
+        let mut p = panel(question(&[], false), t0);
+        // Extended from `ralph serve`'s page: nothing was asked here.
+        let mut theirs = Countdown::new(Some(secs(300)), t0);
+        theirs.extend(EXTEND_BY, t0 + secs(5));
+        p.show_countdown(theirs.clone(), t0 + secs(5));
+        assert_eq!(p.countdown(), &theirs);
+        assert_eq!(p.extension_pending(), None);
     }
 
     #[test]
@@ -716,14 +786,20 @@ mod tests {
         assert_eq!(p.handle_key(ctrl('e'), t0 + secs(301)), PanelAction::None);
     }
 
+    /// Regression (issue 24): the panel paused a copy of the countdown of its own, which
+    /// the loop's and the panel's changes each overwrote.
     #[test]
-    fn typing_pauses_the_panel_copy() {
+    fn typing_asks_the_loop_to_pause_and_the_pause_shows_once_the_loop_has_it() {
         let t0 = Instant::now();
         let mut p = panel(question(&[], false), t0);
+        let mut the_loop = Loop::new(t0);
+        let now = t0 + secs(100);
         assert_eq!(
-            p.handle_key(key(KeyCode::Char('x')), t0 + secs(100)),
+            p.handle_key(key(KeyCode::Char('x')), now),
             PanelAction::Typing
         );
+        assert!(!p.countdown().is_paused(now), "the panel pauses nothing");
+        the_loop.hears(&Control::Typing, &mut p, now);
         assert!(p.countdown().is_paused(t0 + secs(101)));
         assert_eq!(p.countdown().remaining(t0 + secs(104)), Some(secs(200)));
     }
@@ -922,7 +998,7 @@ mod tests {
         let mut p = panel(question(&["a", "b"], true), t0);
         type_str(&mut p, "12", t0);
         p.handle_key(key(KeyCode::Tab), t0);
-        p.handle_paste("line one\r\nline two", t0);
+        p.handle_paste("line one\r\nline two");
         assert_eq!(
             p.handle_key(key(KeyCode::Enter), t0),
             PanelAction::Submit("a\nb\n\nline one\nline two".into())
@@ -934,23 +1010,22 @@ mod tests {
         let t0 = Instant::now();
         let mut p = panel(question(&["a"], false), t0);
         assert_eq!(
-            p.handle_paste("hi\u{1b}[31m there\tyou", t0 + secs(1)),
+            p.handle_paste("hi\u{1b}[31m there\tyou"),
             PanelAction::Typing
         );
         assert_eq!(p.focus, Focus::Editor);
         assert_eq!(p.draft(), "hi[31m there\tyou");
-        assert!(p.countdown().is_paused(t0 + secs(2)));
-        assert_eq!(p.handle_paste("", t0), PanelAction::None);
+        assert_eq!(p.handle_paste(""), PanelAction::None);
     }
 
     #[test]
     fn a_closed_panel_ignores_input() {
         let t0 = Instant::now();
         let mut p = panel(question(&["a"], false), t0);
-        p.set_closed(Closed::TimedOut);
+        p.set_closed(Ended::TimedOut);
         assert_eq!(p.handle_key(key(KeyCode::Enter), t0), PanelAction::None);
         assert_eq!(p.handle_key(key(KeyCode::Esc), t0), PanelAction::None);
-        assert_eq!(p.handle_paste("x", t0), PanelAction::None);
+        assert_eq!(p.handle_paste("x"), PanelAction::None);
         assert_eq!(p.next_redraw(t0), None);
     }
 

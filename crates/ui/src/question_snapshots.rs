@@ -1,13 +1,17 @@
 //! Snapshots of every state of the question panel, drawn through ratatui's `TestBackend`.
 //!
 //! Time is injected: each test builds the panel at `t0` and draws it at `t0 + offset`, never
-//! sleeping. Plain-text snapshots cannot show colour, so the states where colour carries the
+//! sleeping. Keys are pressed as the loop view presses them ([`press`]): a pause or an
+//! extension goes to the loop, and the panel shows the countdown the loop sends back. Plain-text snapshots cannot show colour, so the states where colour carries the
 //! meaning (the last ten seconds, monochrome) also assert on cell styles.
 
 use std::time::{Duration, Instant, SystemTime};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ralph_protocol::answer::{Answer, AnsweredBy};
 use ralph_protocol::countdown::Countdown;
+use ralph_protocol::desk::Ended;
+use ralph_protocol::event::Control;
 use ralph_protocol::question::{Question, QuestionOption};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -16,7 +20,7 @@ use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier};
 
 use crate::theme::Theme;
-use crate::{Closed, PanelAction, QuestionPanel};
+use crate::{PanelAction, QuestionPanel};
 
 const WIDTH: u16 = 72;
 const WAIT: Duration = Duration::from_secs(300);
@@ -29,9 +33,24 @@ fn key(code: KeyCode) -> KeyEvent {
     KeyEvent::new(code, KeyModifiers::NONE)
 }
 
+/// Presses `key` in the panel, and lets the loop answer a request to pause or extend its
+/// countdown, as it does, by sending the countdown back.
+fn press(panel: &mut QuestionPanel, key: KeyEvent, now: Instant) -> PanelAction {
+    let action = panel.handle_key(key, now);
+    let control = match action {
+        PanelAction::Typing => Control::Typing,
+        PanelAction::Extend => Control::Extend,
+        _ => return action,
+    };
+    let mut theirs = panel.countdown().clone();
+    control.change_countdown(&mut theirs, now);
+    panel.show_countdown(theirs, now);
+    action
+}
+
 fn type_str(panel: &mut QuestionPanel, text: &str, now: Instant) {
     for c in text.chars() {
-        panel.handle_key(key(KeyCode::Char(c)), now);
+        press(panel, key(KeyCode::Char(c)), now);
     }
 }
 
@@ -120,9 +139,17 @@ fn multi_line_typed() {
     let t0 = Instant::now();
     let mut panel = open(plain(), Some(WAIT), t0);
     type_str(&mut panel, "Redis.", t0);
-    panel.handle_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::ALT), t0);
+    press(
+        &mut panel,
+        KeyEvent::new(KeyCode::Enter, KeyModifiers::ALT),
+        t0,
+    );
     type_str(&mut panel, "Reuse the staging instance", t0);
-    panel.handle_key(KeyEvent::new(KeyCode::Char('j'), KeyModifiers::CONTROL), t0);
+    press(
+        &mut panel,
+        KeyEvent::new(KeyCode::Char('j'), KeyModifiers::CONTROL),
+        t0,
+    );
     type_str(&mut panel, "and set a 5 minute TTL.", t0);
     snapshot!("multi_line_typed", panel, t0 + secs(60));
 }
@@ -139,7 +166,7 @@ fn option_picked() {
     let t0 = Instant::now();
     let mut panel = open(cache_options(), Some(WAIT), t0);
     assert_eq!(
-        panel.handle_key(key(KeyCode::Char('2')), t0),
+        press(&mut panel, key(KeyCode::Char('2')), t0),
         PanelAction::Typing
     );
     snapshot!("option_picked", panel, t0 + secs(30));
@@ -157,13 +184,13 @@ fn multi_select_two_toggled() {
         Some(WAIT),
         t0,
     );
-    panel.handle_key(key(KeyCode::Char(' ')), t0);
-    panel.handle_key(key(KeyCode::Down), t0);
-    panel.handle_key(key(KeyCode::Down), t0);
-    panel.handle_key(key(KeyCode::Char('3')), t0);
+    press(&mut panel, key(KeyCode::Char(' ')), t0);
+    press(&mut panel, key(KeyCode::Down), t0);
+    press(&mut panel, key(KeyCode::Down), t0);
+    press(&mut panel, key(KeyCode::Char('3')), t0);
     snapshot!("multi_select_two_toggled", panel, t0 + secs(30));
     assert_eq!(
-        panel.handle_key(key(KeyCode::Enter), t0),
+        press(&mut panel, key(KeyCode::Enter), t0),
         PanelAction::Submit("Redis\nIn-process LRU".into())
     );
 }
@@ -172,12 +199,12 @@ fn multi_select_two_toggled() {
 fn option_with_annotation() {
     let t0 = Instant::now();
     let mut panel = open(cache_options(), Some(WAIT), t0);
-    panel.handle_key(key(KeyCode::Char('1')), t0);
-    panel.handle_key(key(KeyCode::Tab), t0);
+    press(&mut panel, key(KeyCode::Char('1')), t0);
+    press(&mut panel, key(KeyCode::Tab), t0);
     type_str(&mut panel, "but reuse the staging instance", t0);
     snapshot!("option_with_annotation", panel, t0 + secs(30));
     assert_eq!(
-        panel.handle_key(key(KeyCode::Enter), t0),
+        press(&mut panel, key(KeyCode::Enter), t0),
         PanelAction::Submit("Redis\n\nbut reuse the staging instance".into())
     );
 }
@@ -212,7 +239,7 @@ fn long_markdown_question_cut_to_fit_and_scrolled() {
     let mut panel = open(Question::plain(LONG), Some(WAIT), t0);
     snapshot!("long_markdown_cut", panel, t0, WIDTH, Some(14));
     assert_eq!(
-        panel.handle_key(key(KeyCode::PageDown), t0),
+        press(&mut panel, key(KeyCode::PageDown), t0),
         PanelAction::Redraw
     );
     snapshot!("long_markdown_scrolled", panel, t0, WIDTH, Some(14));
@@ -293,10 +320,24 @@ fn extended() {
     let mut panel = open(plain(), Some(WAIT), t0);
     let ctrl_e = KeyEvent::new(KeyCode::Char('e'), KeyModifiers::CONTROL);
     assert_eq!(
-        panel.handle_key(ctrl_e, t0 + secs(280)),
+        press(&mut panel, ctrl_e, t0 + secs(280)),
         PanelAction::Extend
     );
     snapshot!("extended", panel, t0 + secs(290));
+}
+
+#[test]
+fn extension_asked_and_not_granted_yet() {
+    let t0 = Instant::now();
+    let mut panel = open(plain(), Some(WAIT), t0);
+    let ctrl_e = KeyEvent::new(KeyCode::Char('e'), KeyModifiers::CONTROL);
+    // The request alone: the loop has not sent its countdown back yet, so the time left is
+    // still the loop's, and the five minutes show as asked for.
+    assert_eq!(
+        panel.handle_key(ctrl_e, t0 + secs(250)),
+        PanelAction::Extend
+    );
+    snapshot!("extension_pending", panel, t0 + secs(260));
 }
 
 #[test]
@@ -311,7 +352,7 @@ fn refused_empty() {
     let t0 = Instant::now();
     let mut panel = open(plain(), Some(WAIT), t0);
     assert_eq!(
-        panel.handle_key(key(KeyCode::Enter), t0),
+        press(&mut panel, key(KeyCode::Enter), t0),
         PanelAction::RefusedEmpty
     );
     snapshot!("refused_empty", panel, t0 + secs(5));
@@ -321,9 +362,9 @@ fn refused_empty() {
 fn refused_empty_with_options() {
     let t0 = Instant::now();
     let mut panel = open(cache_options(), Some(WAIT), t0);
-    panel.handle_key(key(KeyCode::Tab), t0);
+    press(&mut panel, key(KeyCode::Tab), t0);
     assert_eq!(
-        panel.handle_key(key(KeyCode::Enter), t0),
+        press(&mut panel, key(KeyCode::Enter), t0),
         PanelAction::RefusedEmpty
     );
     snapshot!("refused_empty_with_options", panel, t0 + secs(5));
@@ -334,9 +375,8 @@ fn answered_elsewhere() {
     let t0 = Instant::now();
     let mut panel = open(cache_options(), Some(WAIT), t0);
     type_str(&mut panel, "2", t0);
-    panel.set_closed(Closed::AnsweredElsewhere {
-        by: "`ralph answer` in another terminal".into(),
-    });
+    let theirs = Answer::new("Memcached", AnsweredBy::RalphAnswer, None).with_who("laptop");
+    panel.set_closed(Ended::answered(theirs, false));
     snapshot!("answered_elsewhere", panel, t0 + secs(60));
 }
 
@@ -344,7 +384,7 @@ fn answered_elsewhere() {
 fn timed_out() {
     let t0 = Instant::now();
     let mut panel = open(cache_options(), Some(WAIT), t0);
-    panel.set_closed(Closed::TimedOut);
+    panel.set_closed(Ended::TimedOut);
     snapshot!("timed_out", panel, t0 + secs(300));
 }
 
@@ -352,7 +392,7 @@ fn timed_out() {
 fn skipped() {
     let t0 = Instant::now();
     let mut panel = open(plain(), Some(WAIT), t0);
-    panel.set_closed(Closed::Skipped);
+    panel.set_closed(Ended::Skipped);
     snapshot!("skipped", panel, t0 + secs(12));
 }
 
@@ -361,7 +401,7 @@ fn forty_columns() {
     let t0 = Instant::now();
     let mut panel = open(cache_options(), Some(WAIT), t0);
     type_str(&mut panel, "1", t0);
-    panel.handle_key(key(KeyCode::Tab), t0);
+    press(&mut panel, key(KeyCode::Tab), t0);
     type_str(&mut panel, "with a TTL", t0);
     snapshot!("forty_columns", panel, t0 + secs(4), 40, None);
 }
@@ -450,7 +490,7 @@ fn tiny_areas_never_panic() {
     let t0 = Instant::now();
     let mut panel = open(cache_options(), Some(WAIT), t0);
     type_str(&mut panel, "1", t0);
-    panel.handle_key(key(KeyCode::Tab), t0);
+    press(&mut panel, key(KeyCode::Tab), t0);
     type_str(&mut panel, "a long note that will not fit anywhere", t0);
     for (w, h) in [
         (0, 0),
@@ -468,7 +508,7 @@ fn tiny_areas_never_panic() {
         let mut buffer = Buffer::empty(Rect::new(0, 0, w, h));
         panel.render(Rect::new(1, 1, w + 5, h + 5), &mut buffer, t0);
     }
-    for closed in [Closed::TimedOut, Closed::Skipped] {
+    for closed in [Ended::TimedOut, Ended::Skipped] {
         let mut p = open(plain(), Some(WAIT), t0);
         p.set_closed(closed);
         for (w, h) in [(0, 0), (1, 1), (10, 3)] {
@@ -514,7 +554,7 @@ fn many_options_in_a_short_panel() {
     snapshot!("many_options_tall", panel, t0 + secs(10));
     // Down to the last option: the list scrolls with it.
     for _ in 0..11 {
-        panel.handle_key(key(KeyCode::Down), t0);
+        press(&mut panel, key(KeyCode::Down), t0);
     }
     snapshot!(
         "many_options_short_last",
@@ -537,7 +577,7 @@ fn one_row_of_options_says_where_the_list_stands() {
         .unwrap();
     let screen = draw(&panel, 60, Some(height), t0).buffer().clone();
     assert!(on_screen(&screen, "1/3 ↑↓"), "{screen:?}");
-    panel.handle_key(key(KeyCode::Down), t0);
+    press(&mut panel, key(KeyCode::Down), t0);
     let screen = draw(&panel, 60, Some(height), t0).buffer().clone();
     assert!(on_screen(&screen, "2/3 ↑↓"), "{screen:?}");
     assert!(on_screen(&screen, "Memcached"), "{screen:?}");
@@ -557,7 +597,11 @@ fn an_answer_scrolled_in_a_short_editor_shows_whole_once_the_terminal_grows() {
         .enumerate()
     {
         if i > 0 {
-            panel.handle_key(KeyEvent::new(KeyCode::Char('j'), KeyModifiers::CONTROL), t0);
+            press(
+                &mut panel,
+                KeyEvent::new(KeyCode::Char('j'), KeyModifiers::CONTROL),
+                t0,
+            );
         }
         type_str(&mut panel, line, t0);
     }

@@ -12,6 +12,7 @@
 
 use std::time::{Duration, Instant};
 
+use ralph_protocol::desk::Ended;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -19,7 +20,7 @@ use ratatui::widgets::{Block, BorderType, Borders, Clear, Padding, Widget};
 use ratatui_textarea::TextArea;
 
 use crate::countdown_view;
-use crate::question_panel::{Closed, Focus, QuestionPanel, clean};
+use crate::question_panel::{Focus, QuestionPanel, clean};
 use crate::wrap::{Para, str_width, wrap};
 
 /// Most rows the editor grows to before it scrolls.
@@ -200,7 +201,14 @@ impl QuestionPanel {
             self.render_editor(editor, plan.border, buf);
         }
         let countdown = next(plan.countdown);
-        countdown_view::render(&self.countdown, now, &self.theme, countdown, buf);
+        countdown_view::render(
+            &self.countdown,
+            self.extension_pending(),
+            now,
+            &self.theme,
+            countdown,
+            buf,
+        );
         let footer = next(plan.footer);
         if !footer.is_empty() {
             let line = match &self.closed {
@@ -471,15 +479,19 @@ impl QuestionPanel {
         Line::from(spans)
     }
 
-    fn closing_line(&self, closed: &Closed) -> Line<'static> {
+    fn closing_line(&self, closed: &Ended) -> Line<'static> {
         let fallback = match &self.question.default {
             Some(default) => format!("the agent goes with its default: {}", clean(default)),
             None => "the agent makes its best guess".to_owned(),
         };
         let text = match closed {
-            Closed::AnsweredElsewhere { by } => format!("✓ Answered by {}", clean(by)),
-            Closed::TimedOut => format!("Time's up — {fallback}"),
-            Closed::Skipped => format!("Skipped — {fallback}"),
+            Ended::Answered { here: true, .. } => "✓ Answer sent".to_owned(),
+            Ended::Answered { answer, .. } => format!("✓ Answered by {}", clean(&answer.source())),
+            Ended::TimedOut => format!("Time's up — {fallback}"),
+            Ended::Skipped => format!("Skipped — {fallback}"),
+            Ended::Interrupted => {
+                "Stopped — the question stays for the next `ralph run`".to_owned()
+            }
         };
         Line::from(Span::styled(text, self.theme.closed))
     }

@@ -9,7 +9,8 @@
 
 use std::time::Duration;
 
-use ralph_protocol::event::{Outcome, QuestionClosed};
+use ralph_protocol::desk::Ended;
+use ralph_protocol::event::Outcome;
 use ralph_signal::{SignalKind, Usage};
 
 use crate::countdown_view::format_span;
@@ -127,23 +128,25 @@ pub(crate) fn fallback(default: Option<&str>) -> String {
 }
 
 /// How a question's wait ended, given the question's default.
-pub(crate) fn question_closed(how: &QuestionClosed, default: Option<&str>) -> String {
+pub(crate) fn question_closed(how: &Ended, default: Option<&str>) -> String {
     match how {
-        QuestionClosed::Answered { text } => {
-            format!("answer sent to the agent: {}", one_line(text))
-        }
-        QuestionClosed::AnsweredElsewhere { by, text } => {
-            format!("answered from {}: {}", clean(by), one_line(text))
-        }
-        QuestionClosed::TimedOut => format!(
+        Ended::Answered {
+            answer, here: true, ..
+        } => format!("answer sent to the agent: {}", one_line(&answer.text)),
+        Ended::Answered { answer, .. } => format!(
+            "answered from {}: {}",
+            clean(&answer.source()),
+            one_line(&answer.text)
+        ),
+        Ended::TimedOut => format!(
             "no answer in time; the agent goes on with {}",
             fallback(default)
         ),
-        QuestionClosed::Skipped => format!(
+        Ended::Skipped => format!(
             "question skipped; the agent goes on with {}",
             fallback(default)
         ),
-        QuestionClosed::Interrupted => {
+        Ended::Interrupted => {
             "stopping; the question stays pending for the next `ralph run`".to_owned()
         }
     }
@@ -211,24 +214,26 @@ pub(crate) fn cost(cost: f64) -> String {
 
 #[cfg(test)]
 mod tests {
+    use ralph_protocol::answer::{Answer, AnsweredBy};
+
     use super::*;
 
     #[test]
     fn both_front_ends_close_a_question_in_the_same_words() {
         assert_eq!(
-            question_closed(&QuestionClosed::TimedOut, Some("Redis")),
+            question_closed(&Ended::TimedOut, Some("Redis")),
             "no answer in time; the agent goes on with its default (Redis)"
         );
         assert_eq!(
-            question_closed(&QuestionClosed::Skipped, None),
+            question_closed(&Ended::Skipped, None),
             "question skipped; the agent goes on with its best guess"
         );
         assert_eq!(
             question_closed(
-                &QuestionClosed::AnsweredElsewhere {
-                    by: "`ralph answer`".into(),
-                    text: "Memcached\nbecause".into()
-                },
+                &Ended::answered(
+                    Answer::new("Memcached\nbecause", AnsweredBy::RalphAnswer, None),
+                    false
+                ),
                 None
             ),
             "answered from `ralph answer`: Memcached …"

@@ -467,15 +467,6 @@ mod tests {
                 tool_bytes * 2 > data.len(),
                 "{corpus:?}: tool output dominates"
             );
-            // The naive search cannot tell code from prose: it sees the planted tag and more.
-            assert!(crate::baseline::naive(corpus, &data) > 1, "{corpus:?}");
         }
-    }
-
-    #[test]
-    fn claude_corpus_naive_search_sees_more_than_the_signal() {
-        let data = Corpus::ClaudeStreamJson.generate(512 * 1024, true);
-        // The naive search cannot tell code from prose: it sees the planted tag and more.
-        assert!(crate::baseline::naive(Corpus::ClaudeStreamJson, &data) > 1);
     }
 }

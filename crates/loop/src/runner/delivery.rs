@@ -198,15 +198,16 @@ impl Runner {
         // `ralph answer` that still saw the question there would find the file free and win a
         // second time (see `desk::submit`). The save saying so may still be in flight.
         self.settle_state().await?;
+        let late = d.late;
+        let ended = Ended::Answered {
+            answer: d.answer,
+            here: false,
+            late,
+        };
         let entry = clarifications::Entry {
             question: d.question.as_ref(),
             asked_at: d.asked_at.as_deref(),
-            outcome: clarifications::How::Answered {
-                text: &d.answer.text,
-                by: &d.answer.source(),
-                at: d.answer.at,
-                late: d.late,
-            },
+            outcome: &ended,
         };
         // The answer has been delivered whether or not the record can be written: the file
         // goes all the same (removing frees space, even on a full disk), or the next run would
@@ -220,7 +221,7 @@ impl Runner {
         {
             workspace::remove(&self.ws.question())?;
         }
-        self.log("answer_delivered", json!({"late": d.late}));
+        self.log("answer_delivered", json!({"late": late}));
         Ok(())
     }
 }

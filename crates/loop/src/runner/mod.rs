@@ -31,8 +31,8 @@ use tokio::time::Instant;
 
 use crate::answer::{self, Answer, AnsweredBy};
 use crate::clarifications;
-use crate::countdown::{Countdown, EXTEND_BY};
-use crate::event::{Control, LoopEvent, Outcome, QuestionClosed};
+use crate::countdown::Countdown;
+use crate::event::{Control, LoopEvent, Outcome};
 use crate::guard::Guard;
 use crate::native::{self, ToolRequest};
 use crate::notify::{Notifier, NotifyConfig, QuestionNotice};

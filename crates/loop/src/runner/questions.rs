@@ -205,13 +205,13 @@ impl Runner {
         let mut deadline_moved = false;
         // A skip or more time from `ralph serve` (page or bot) counts as the same key in the
         // panel; the time is the request's own (Telegram's "+1 h").
-        let mut extend_by = EXTEND_BY;
+        let mut remote_extend = None;
         let step = match step {
             Step::Files => match crate::broker::take_request(&self.ws) {
                 Some(r) if r.asked_at == open.asked_at => match r.extend_by() {
                     None => Step::Control(Control::Skip),
                     Some(by) => {
-                        extend_by = by;
+                        remote_extend = Some(by);
                         self.emit(LoopEvent::Note(format!(
                             "{} more to answer, asked from `ralph serve`",
                             crate::broker::describe_span(by)
@@ -236,30 +236,26 @@ impl Runner {
                 }
                 let ans = Answer::new(text, AnsweredBy::Terminal, Some(open.asked_at.clone()));
                 return Ok(Some(match ralph_protocol::desk::submit(&self.ws, &ans)? {
-                    Submitted::Accepted => Ended::Answered {
-                        answer: ans,
-                        here: true,
-                    },
-                    Submitted::AlreadyAnswered(theirs) => Ended::Answered {
-                        answer: theirs,
-                        here: false,
-                    },
+                    Submitted::Accepted => Ended::answered(ans, true),
+                    Submitted::AlreadyAnswered(theirs) => Ended::answered(theirs, false),
                     // Only this loop skips its open question; it has not.
                     Submitted::Skipped => Ended::Skipped,
                 }));
             }
             Step::Control(Control::Skip) => return Ok(Some(Ended::Skipped)),
             Step::Control(Control::Stop | Control::Kill) => return Ok(Some(Ended::Interrupted)),
-            Step::Control(Control::Typing) => {
-                open.countdown.typing(now);
+            Step::Control(c @ (Control::Typing | Control::Extend)) => {
+                // The one countdown: the front end shows what is sent back here. A request from
+                // `ralph serve` adds its own amount; a key press, Control's.
+                match remote_extend {
+                    Some(by) if c == Control::Extend => open.countdown.extend(by, now),
+                    _ => {
+                        c.change_countdown(&mut open.countdown, now);
+                    }
+                }
                 self.emit(LoopEvent::Countdown(open.countdown.clone()))
                     .await;
-            }
-            Step::Control(Control::Extend) => {
-                open.countdown.extend(extend_by, now);
-                self.emit(LoopEvent::Countdown(open.countdown.clone()))
-                    .await;
-                deadline_moved = true;
+                deadline_moved = c == Control::Extend;
             }
             Step::Wake | Step::Files => {}
         }
@@ -270,10 +266,7 @@ impl Runner {
                 .as_deref()
                 .is_none_or(|a| a == open.asked_at)
         {
-            return Ok(Some(Ended::Answered {
-                answer: ans,
-                here: false,
-            }));
+            return Ok(Some(Ended::answered(ans, false)));
         }
         if open.countdown.expired(now) {
             return Ok(Some(Ended::TimedOut));
@@ -315,7 +308,9 @@ impl Runner {
             .flatten()
             .map(|b| b.bytes);
         match end {
-            Ended::Answered { answer: ans, here } => {
+            Ended::Answered {
+                answer: ans, here, ..
+            } => {
                 // A `ralph ask` killed while it waited (the agent's tool timeout) cannot print
                 // the answer: the next iteration gets it, as any answer whose asker is gone.
                 if !carry && raised_by == RaisedBy::Ask && self.asker_gone(&asked_at)? {
@@ -326,17 +321,11 @@ impl Runner {
                     ))
                     .await;
                 }
-                let closed = if here {
-                    QuestionClosed::Answered {
-                        text: ans.text.clone(),
-                    }
-                } else {
-                    QuestionClosed::AnsweredElsewhere {
-                        by: ans.source(),
-                        text: ans.text.clone(),
-                    }
-                };
-                self.emit(LoopEvent::QuestionClosed(closed)).await;
+                self.emit(LoopEvent::QuestionClosed(Ended::answered(
+                    ans.clone(),
+                    here,
+                )))
+                .await;
                 self.log(
                     "answer",
                     json!({"iteration": iteration, "by": ans.by, "who": ans.who, "text": ans.text, "raised_by": raised_by}),
@@ -366,8 +355,8 @@ impl Runner {
                 // Under `stop` nobody goes on with a guess: the loop stops, and the question
                 // stays for the next run (not "the agent goes on with its default").
                 let closed = match stop {
-                    true => QuestionClosed::Interrupted,
-                    false => QuestionClosed::TimedOut,
+                    true => Ended::Interrupted,
+                    false => Ended::TimedOut,
                 };
                 self.emit(LoopEvent::QuestionClosed(closed)).await;
                 self.log(
@@ -380,7 +369,7 @@ impl Runner {
                 if stop {
                     return Ok(Some(Outcome::QuestionTimeoutStop));
                 }
-                self.archive_question(&question, &asked_at, clarifications::How::Unanswered)
+                self.archive_question(&question, &asked_at, &Ended::TimedOut)
                     .await;
                 if carry {
                     self.carryover.push(Carryover::Unanswered { question });
@@ -391,13 +380,12 @@ impl Runner {
                 }
             }
             Ended::Skipped => {
-                self.emit(LoopEvent::QuestionClosed(QuestionClosed::Skipped))
-                    .await;
+                self.emit(LoopEvent::QuestionClosed(Ended::Skipped)).await;
                 self.log(
                     "question_skipped",
                     json!({"iteration": iteration, "raised_by": raised_by}),
                 );
-                self.archive_question(&question, &asked_at, clarifications::How::Skipped)
+                self.archive_question(&question, &asked_at, &Ended::Skipped)
                     .await;
                 if carry {
                     self.carryover.push(Carryover::Skipped { question });
@@ -408,7 +396,7 @@ impl Runner {
                 workspace::remove(&self.ws.ask_claim())?;
             }
             Ended::Interrupted => {
-                self.emit(LoopEvent::QuestionClosed(QuestionClosed::Interrupted))
+                self.emit(LoopEvent::QuestionClosed(Ended::Interrupted))
                     .await;
                 if let Some(p) = self.state.pending_question.as_mut() {
                     p.paused = false;
@@ -499,12 +487,7 @@ impl Runner {
     }
 
     /// Records what became of a question in `.ralph/clarifications.md`.
-    async fn archive_question(
-        &self,
-        question: &Question,
-        asked_at: &str,
-        how: clarifications::How<'_>,
-    ) {
+    async fn archive_question(&self, question: &Question, asked_at: &str, how: &Ended) {
         let entry = clarifications::Entry {
             question: Some(question),
             asked_at: Some(asked_at),

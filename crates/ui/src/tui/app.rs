@@ -7,7 +7,8 @@
 
 use std::time::{Duration, Instant};
 
-use ralph_protocol::event::{LoopEvent, Outcome, QuestionClosed};
+use ralph_protocol::desk::Ended;
+use ralph_protocol::event::{LoopEvent, Outcome};
 use ralph_protocol::state::RaisedBy;
 use ralph_signal::{AgentEvent, SignalKind};
 use ratatui::style::Style;
@@ -15,7 +16,7 @@ use ratatui::text::{Line, Span};
 
 use crate::question_panel::clean;
 use crate::theme::Theme;
-use crate::{Closed, QuestionPanel, words};
+use crate::{QuestionPanel, words};
 
 /// Rows of the status area.
 pub(crate) const STATUS_ROWS: u16 = 3;
@@ -351,12 +352,13 @@ impl App {
                 self.bell = self.bell_enabled;
             }
             LoopEvent::Countdown(countdown) => {
-                // The loop's copy is the real one; adopt it (it echoes our Typing and Extend).
+                // The one countdown, the loop's: it answers our Typing and Extend, and the
+                // extensions asked from elsewhere (`ralph serve`'s page).
                 if let Some(q) = self.question.as_mut() {
-                    q.panel.countdown = countdown;
+                    q.panel.show_countdown(countdown, now);
                 }
             }
-            LoopEvent::QuestionClosed(how) => self.close_question(how),
+            LoopEvent::QuestionClosed(how) => self.close_question(&how),
             LoopEvent::AnswerRefused { reason } => {
                 let reason = clean(&reason);
                 match self.question.as_mut() {
@@ -461,36 +463,25 @@ impl App {
         }
     }
 
-    fn close_question(&mut self, how: QuestionClosed) {
+    fn close_question(&mut self, how: &Ended) {
         self.confirm_stop = false;
-        let Some(mut q) = self.question.take() else {
+        let Some(q) = self.question.take() else {
             return;
         };
         // Options picked and text typed are never dropped in silence: whatever closes the
         // question, they stay in the scrollback, with how to send them still when that helps.
         let unsent = q.panel.unsent();
         let (keep_unsent, late) = match how {
-            QuestionClosed::Answered { .. } => (false, false),
-            QuestionClosed::AnsweredElsewhere { .. } | QuestionClosed::Skipped => (true, false),
-            QuestionClosed::TimedOut | QuestionClosed::Interrupted => (true, true),
+            Ended::Answered { here: true, .. } => (false, false),
+            Ended::Answered { .. } | Ended::Skipped => (true, false),
+            Ended::TimedOut | Ended::Interrupted => (true, true),
         };
-        let said = words::question_closed(&how, q.panel.question().default.as_deref());
-        let style = match &how {
-            QuestionClosed::Answered { .. } | QuestionClosed::AnsweredElsewhere { .. } => {
-                self.theme.closed
-            }
-            QuestionClosed::TimedOut | QuestionClosed::Interrupted => self.theme.warning,
-            QuestionClosed::Skipped => self.theme.text,
+        let said = words::question_closed(how, q.panel.question().default.as_deref());
+        let style = match how {
+            Ended::Answered { .. } => self.theme.closed,
+            Ended::TimedOut | Ended::Interrupted => self.theme.warning,
+            Ended::Skipped => self.theme.text,
         };
-        match how {
-            QuestionClosed::AnsweredElsewhere { by, .. } => {
-                q.panel
-                    .set_closed(Closed::AnsweredElsewhere { by: clean(&by) });
-            }
-            QuestionClosed::TimedOut => q.panel.set_closed(Closed::TimedOut),
-            QuestionClosed::Skipped => q.panel.set_closed(Closed::Skipped),
-            QuestionClosed::Answered { .. } | QuestionClosed::Interrupted => {}
-        }
         self.note(style, said);
         if let Some(unsent) = unsent.filter(|_| keep_unsent) {
             // Whole, every line of it: it may be all the human wrote.

@@ -3,11 +3,15 @@
 
 use std::time::{Duration, Instant, SystemTime};
 
+use ralph_protocol::answer::{Answer, AnsweredBy};
 use ralph_protocol::countdown::Countdown;
-use ralph_protocol::event::{Control, LoopEvent, Outcome, QuestionClosed};
+use ralph_protocol::desk::Ended;
+use ralph_protocol::event::{Control, LoopEvent, Outcome};
 use ralph_protocol::question::{Question, QuestionOption};
 use ralph_protocol::state::RaisedBy;
 use ralph_signal::{AgentEvent, Signal, SignalKind, Usage};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::text::Line;
 
@@ -81,6 +85,35 @@ pub(crate) fn finished() -> LoopEvent {
         outcome: Outcome::Done,
         reason: "every criterion is checked and the tests pass".into(),
     }
+}
+
+/// The question answered in the view's own terminal with `text`, as the loop says so.
+pub(crate) fn answered_here(text: &str) -> Ended {
+    Ended::answered(Answer::new(text, AnsweredBy::Terminal, None), true)
+}
+
+/// Presses `key` in the view. A pause or an extension it asks of the loop is answered as the
+/// loop answers it: its countdown, changed, comes back as `LoopEvent::Countdown`.
+pub(crate) fn press(app: &mut App, key: KeyEvent, now: Instant) -> Option<Control> {
+    let control = app.on_key(key, now)?;
+    if let Some(q) = &app.question {
+        // The view shows the loop's countdown as last sent: the loop's own, in this test.
+        let mut theirs = q.panel.countdown().clone();
+        if control.change_countdown(&mut theirs, now) {
+            app.on_event(LoopEvent::Countdown(theirs), now);
+        }
+    }
+    Some(control)
+}
+
+/// The bottom area as drawn at `now` on an 80 x 40 terminal.
+fn drawn(app: &App, now: Instant) -> String {
+    let backend = TestBackend::new(80, app.height(80, 40));
+    let mut terminal = Terminal::new(backend).unwrap();
+    terminal
+        .draw(|f| app.render(f.area(), f.buffer_mut(), now))
+        .unwrap();
+    terminal.backend().to_string()
 }
 
 fn text(lines: &[Line]) -> Vec<String> {
@@ -280,7 +313,7 @@ fn a_question_opens_the_panel_rings_once_and_sends_the_answer() {
         "{out:?}"
     );
 
-    // Typing pauses the countdown, here and in the loop.
+    // Typing asks the loop to hold the countdown; Ctrl+E asks it for more time.
     let controls = type_str(&mut app, "Redis, with a TTL", t0 + secs(5));
     assert!(
         controls.iter().all(|c| *c == Control::Typing),
@@ -299,9 +332,7 @@ fn a_question_opens_the_panel_rings_once_and_sends_the_answer() {
     assert_eq!(q.sending, Some(Sending::Answer));
     assert_eq!(app.on_key(key(KeyCode::Char('x')), t0), None);
     app.on_event(
-        LoopEvent::QuestionClosed(QuestionClosed::Answered {
-            text: "Redis, with a TTL".into(),
-        }),
+        LoopEvent::QuestionClosed(answered_here("Redis, with a TTL")),
         t0,
     );
     assert!(app.question.is_none());
@@ -349,7 +380,7 @@ fn esc_skips_and_the_closing_note_names_the_default() {
     app.take_output();
     assert_eq!(app.on_key(key(KeyCode::Esc), t0), Some(Control::Skip));
     assert_eq!(app.question.as_ref().unwrap().sending, Some(Sending::Skip));
-    app.on_event(LoopEvent::QuestionClosed(QuestionClosed::Skipped), t0);
+    app.on_event(LoopEvent::QuestionClosed(Ended::Skipped), t0);
     assert_eq!(
         text(&app.take_output()),
         ["ralph: question skipped; the agent goes on with its default (Redis)"]
@@ -363,7 +394,7 @@ fn closing_notes_say_what_happened() {
         // Regression: a draft was dropped in silence when the deadline passed, or on Esc or
         // Ctrl-C.
         (
-            QuestionClosed::TimedOut,
+            Ended::TimedOut,
             vec![
                 "ralph: no answer in time; the agent goes on with its default (Redis)",
                 "ralph: your draft was not sent: Red",
@@ -371,24 +402,28 @@ fn closing_notes_say_what_happened() {
             ],
         ),
         (
-            QuestionClosed::Skipped,
+            Ended::Skipped,
             vec![
                 "ralph: question skipped; the agent goes on with its default (Redis)",
                 "ralph: your draft was not sent: Red",
             ],
         ),
         (
-            QuestionClosed::AnsweredElsewhere {
-                by: "`ralph answer`".into(),
-                text: "Memcached\nbecause it is simpler".into(),
-            },
+            Ended::answered(
+                Answer::new(
+                    "Memcached\nbecause it is simpler",
+                    AnsweredBy::RalphAnswer,
+                    None,
+                ),
+                false,
+            ),
             vec![
                 "ralph: answered from `ralph answer`: Memcached …",
                 "ralph: your draft was not sent: Red",
             ],
         ),
         (
-            QuestionClosed::Interrupted,
+            Ended::Interrupted,
             vec![
                 "ralph: stopping; the question stays pending for the next `ralph run`",
                 "ralph: your draft was not sent: Red",
@@ -396,7 +431,7 @@ fn closing_notes_say_what_happened() {
             ],
         ),
         (
-            QuestionClosed::Answered { text: "Red".into() },
+            answered_here("Red"),
             vec!["ralph: answer sent to the agent: Red"],
         ),
     ];
@@ -422,7 +457,7 @@ fn a_picked_option_and_a_note_of_several_lines_outlive_the_deadline_whole() {
     app.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::ALT), t0);
     type_str(&mut app, "never in prod", t0);
     app.take_output();
-    app.on_event(LoopEvent::QuestionClosed(QuestionClosed::TimedOut), t0);
+    app.on_event(LoopEvent::QuestionClosed(Ended::TimedOut), t0);
     assert_eq!(
         text(&app.take_output()),
         [
@@ -436,16 +471,41 @@ fn a_picked_option_and_a_note_of_several_lines_outlive_the_deadline_whole() {
     );
 }
 
+/// Regression (issue 24): the panel kept a countdown of its own, changed by its keys, and
+/// the loop's changes and the panel's overwrote each other. The loop's is the only one.
 #[test]
-fn the_loop_countdown_replaces_the_panel_copy() {
+fn the_panel_shows_the_loops_countdown_and_only_that() {
     let t0 = Instant::now();
     let mut app = app();
     app.on_event(asked(cache_question(), Some(secs(60)), t0), t0);
     let mut theirs = Countdown::new(Some(secs(60)), t0);
-    theirs.extend(secs(300), t0);
-    app.on_event(LoopEvent::Countdown(theirs), t0);
-    let panel = &app.question.as_ref().unwrap().panel;
-    assert_eq!(panel.countdown().remaining(t0), Some(secs(360)));
+    let countdown = |app: &App| app.question.as_ref().unwrap().panel.countdown().clone();
+
+    // Keys are requests: nothing moves until the loop sends its countdown back.
+    let typing = app.on_key(key(KeyCode::Tab), t0 + secs(10)).unwrap();
+    assert_eq!(typing, Control::Typing);
+    assert!(!countdown(&app).is_paused(t0 + secs(10)));
+    assert!(typing.change_countdown(&mut theirs, t0 + secs(10)));
+    app.on_event(LoopEvent::Countdown(theirs.clone()), t0 + secs(10));
+    assert!(countdown(&app).is_paused(t0 + secs(11)));
+
+    let ctrl_e = KeyEvent::new(KeyCode::Char('e'), KeyModifiers::CONTROL);
+    let extend = app.on_key(ctrl_e, t0 + secs(12)).unwrap();
+    assert_eq!(extend, Control::Extend);
+    assert_eq!(countdown(&app), theirs, "asked, not granted");
+    let screen = drawn(&app, t0 + secs(12));
+    assert!(screen.contains("50s left · asking for +5m"), "{screen}");
+    assert!(extend.change_countdown(&mut theirs, t0 + secs(12)));
+    app.on_event(LoopEvent::Countdown(theirs.clone()), t0 + secs(12));
+    assert_eq!(countdown(&app), theirs);
+    let screen = drawn(&app, t0 + secs(12));
+    assert!(screen.contains("5m 50s left (+5m extended)"), "{screen}");
+    assert!(!screen.contains("asking"), "{screen}");
+
+    // A change from elsewhere (`ralph serve`'s page) is shown the same way.
+    theirs.extend(secs(300), t0 + secs(20));
+    app.on_event(LoopEvent::Countdown(theirs.clone()), t0 + secs(20));
+    assert_eq!(countdown(&app), theirs);
 }
 
 #[test]
@@ -507,7 +567,7 @@ fn a_paste_goes_into_the_answer_whole() {
     let mut app = app();
     app.on_event(asked(Question::plain("Why?"), None, t0), t0);
     assert_eq!(
-        app.on_paste("first line\nsecond line", t0),
+        app.on_paste("first line\nsecond line"),
         Some(Control::Typing)
     );
     assert_eq!(

@@ -106,7 +106,7 @@ fn on_terminal_event<W: Write, I: Input>(
     let now = Instant::now();
     let control = match event {
         Event::Key(key) if key.kind != KeyEventKind::Release => app.on_key(key, now),
-        Event::Paste(text) => app.on_paste(&text, now),
+        Event::Paste(text) => app.on_paste(&text),
         Event::Resize(width, height) => {
             let size = input.size().unwrap_or(Size::new(width, height));
             let cursor = input.cursor_position();

@@ -2,6 +2,8 @@
 //!
 //! With a question open, keys go to the [`QuestionPanel`](crate::QuestionPanel) and its
 //! actions become [`Control`]s: an answer, a skip, "typing" (hold the countdown), "more time".
+//! The last two are requests: the panel shows their effect when the loop sends its countdown
+//! back.
 //! `Ctrl+C` is the loop view's own: the first stops the loop gracefully and the second kills
 //! the agent; with a question open the first asks before stopping, because stopping leaves
 //! the question pending and a stray `Ctrl+C` should not throw away a half-typed answer.
@@ -53,7 +55,7 @@ impl App {
     }
 
     /// Applies pasted text; the control to send, if any.
-    pub fn on_paste(&mut self, text: &str, now: Instant) -> Option<Control> {
+    pub fn on_paste(&mut self, text: &str) -> Option<Control> {
         if self.confirm_stop {
             self.confirm_stop = false;
             return None;
@@ -65,7 +67,7 @@ impl App {
         if q.sending.is_some() {
             return None;
         }
-        let action = q.panel.handle_paste(text, now);
+        let action = q.panel.handle_paste(text);
         self.act(action)
     }
 

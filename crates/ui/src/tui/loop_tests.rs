@@ -6,14 +6,16 @@ use std::io::{self, Write};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use ralph_protocol::event::{Control, LoopEvent, QuestionClosed};
+use ralph_protocol::event::{Control, LoopEvent};
 use ralph_signal::AgentEvent;
 use ratatui::crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
 use ratatui::layout::{Position, Size};
 use tokio::sync::mpsc;
 
 use crate::tui::app::App;
-use crate::tui::app_tests::{app, asked, cache_question, finished, iteration, started};
+use crate::tui::app_tests::{
+    answered_here, app, asked, cache_question, finished, iteration, started,
+};
 use crate::tui::backend::TrackedBackend;
 use crate::tui::event_loop;
 use crate::tui::screen::Screen;
@@ -159,9 +161,9 @@ async fn an_answer_typed_in_the_view_reaches_the_loop_and_the_terminal_is_left_c
         );
         assert!(h.screen().contains("sending your answer…"));
 
-        h.send(LoopEvent::QuestionClosed(QuestionClosed::Answered {
-            text: "Redis, with a TTL".into(),
-        }))
+        h.send(LoopEvent::QuestionClosed(answered_here(
+            "Redis, with a TTL",
+        )))
         .await;
         h.send(text("Using Redis.")).await;
         h.send(finished()).await;
@@ -203,10 +205,8 @@ async fn a_resize_in_the_middle_of_an_answer_loses_nothing() {
         h.key(KeyCode::Enter);
         h.settle().await;
         assert_eq!(h.controls().last(), Some(&Control::Answer("Redis".into())));
-        h.send(LoopEvent::QuestionClosed(QuestionClosed::Answered {
-            text: "Redis".into(),
-        }))
-        .await;
+        h.send(LoopEvent::QuestionClosed(answered_here("Redis")))
+            .await;
         h.send(finished()).await;
     };
     let (result, ()) = tokio::join!(view, script);

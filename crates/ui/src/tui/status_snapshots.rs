@@ -17,7 +17,7 @@ use ratatui::style::Modifier;
 
 use crate::tui::app::App;
 use crate::tui::app_tests::{
-    app, asked, cache_question, ctrl_c, finished, iteration, key, secs, started,
+    app, asked, cache_question, ctrl_c, finished, iteration, key, press, secs, started,
 };
 
 /// Draws the bottom area as the view would size it on a `width` x 40 terminal.
@@ -222,10 +222,10 @@ fn panel_open() {
     app.on_event(asked(cache_question(), Some(secs(300)), t0), t0);
     snapshot!("bottom_panel_open", app, t0 + secs(12));
     // The person picked an option and is typing a note.
-    app.on_key(key(KeyCode::Char('2')), t0 + secs(13));
-    app.on_key(key(KeyCode::Tab), t0 + secs(13));
+    press(&mut app, key(KeyCode::Char('2')), t0 + secs(13));
+    press(&mut app, key(KeyCode::Tab), t0 + secs(13));
     for c in "because it is simpler".chars() {
-        app.on_key(key(KeyCode::Char(c)), t0 + secs(14));
+        press(&mut app, key(KeyCode::Char(c)), t0 + secs(14));
     }
     snapshot!("bottom_panel_typing", app, t0 + secs(15));
     assert_eq!(
