@@ -12,7 +12,7 @@ use std::time::Duration;
 use fantoccini::{ClientBuilder, Locator};
 use serde_json::json;
 
-use super::remote::Broker;
+use super::remote::{Broker, pairing_link, waiting_loop};
 use super::util::*;
 
 const CHROMIUM: &str = "/usr/bin/chromium";
@@ -35,12 +35,49 @@ fn driver() -> (Guarded, String) {
     (child, url)
 }
 
-#[test]
-fn a_phone_answers_from_the_answer_link_in_chromium_and_the_agent_gets_it() {
-    if !Path::new(CHROMIUM).exists() || !Path::new(DRIVER).exists() {
+/// A headless chromium session at `size`, with a fresh profile in `profile`.
+async fn session(driver_url: &str, profile: &Path, size: (u32, u32)) -> fantoccini::Client {
+    // A fresh profile, and none of chromium's calls home: on a machine with no network they are
+    // refused many at a time and slow its start.
+    let mut caps = serde_json::Map::new();
+    caps.insert(
+        "goog:chromeOptions".into(),
+        json!({"binary": CHROMIUM, "args": [
+            "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+            "--no-first-run", "--disable-background-networking", "--disable-component-update",
+            "--disable-sync", "--disable-quic", format!("--window-size={},{}", size.0, size.1),
+            format!("--user-data-dir={}", profile.display()),
+        ]}),
+    );
+    let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+    ClientBuilder::new(connector)
+        .capabilities(caps)
+        .connect(driver_url)
+        .await
+        .expect("a chromium session")
+}
+
+/// Whether chromium and its driver are here; says why not when they are not.
+fn have_chromium() -> bool {
+    let here = Path::new(CHROMIUM).exists() && Path::new(DRIVER).exists();
+    if !here {
         eprintln!(
             "skipped: the real-browser test needs {CHROMIUM} and {DRIVER} (apt-get install chromium chromium-driver; .ci/run does)"
         );
+    }
+    here
+}
+
+fn tokio_rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn a_phone_answers_from_the_answer_link_in_chromium_and_the_agent_gets_it() {
+    if !have_chromium() {
         return;
     }
     let broker = Broker::start();
@@ -62,30 +99,9 @@ save-prompt prompt-2.txt\n",
     let url = broker.answer_url(&p);
     let (_driver, driver_url) = driver();
 
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        // A fresh profile, and none of chromium's calls home: on a machine with no network
-        // they are refused many at a time and slow its start.
+    tokio_rt().block_on(async {
         let profile = tempfile::tempdir().unwrap();
-        let mut caps = serde_json::Map::new();
-        caps.insert(
-            "goog:chromeOptions".into(),
-            json!({"binary": CHROMIUM, "args": [
-                "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--no-first-run", "--disable-background-networking", "--disable-component-update",
-                "--disable-sync", "--disable-quic", "--window-size=1100,900",
-                format!("--user-data-dir={}", profile.path().display()),
-            ]}),
-        );
-        let connector = hyper_util::client::legacy::connect::HttpConnector::new();
-        let c = ClientBuilder::new(connector)
-            .capabilities(caps)
-            .connect(&driver_url)
-            .await
-            .expect("a chromium session");
+        let c = session(&driver_url, profile.path(), (1100, 900)).await;
         c.goto(&url).await.unwrap();
         let text = c
             .find(Locator::Css("section.text"))
@@ -176,4 +192,217 @@ fn docs(name: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("docs")
         .join(name)
+}
+
+/// The bot's real message (as the mock Bot API recorded its `sendMessage`) drawn as Telegram
+/// draws it: a chat bubble with the inline keyboard under it. There is no Telegram here, so
+/// this is the payload rendered in Telegram's style, not a capture of the app;
+/// `RALPH_UPDATE_SCREENSHOTS=1` saves it as `docs/remote-telegram.png`.
+#[test]
+fn the_bots_question_drawn_as_telegram_shows_it() {
+    if !have_chromium() {
+        return;
+    }
+    let bot = super::telegram::Bot::start(false);
+    bot.pair();
+    let (_p, _child) = bot.waiting_loop(
+        "Which cache should the session store use? Both work; Redis adds pub/sub, which the chat feature may want <later>.",
+        false,
+    );
+    let sent = bot.sent_to(super::telegram::OWNER, "Which cache");
+    let html = telegram_bubble(&sent.body);
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("telegram.html");
+    std::fs::write(&page, &html).unwrap();
+    let (_driver, driver_url) = driver();
+    tokio_rt().block_on(async {
+        let profile = tempfile::tempdir().unwrap();
+        let c = session(&driver_url, profile.path(), (420, 900)).await;
+        c.goto(&format!("file://{}", page.display())).await.unwrap();
+        let bubble = c.find(Locator::Css(".bubble")).await.unwrap();
+        let text = bubble.text().await.unwrap();
+        // The agent's `<later>` is text, as Telegram shows it, never a tag.
+        assert!(text.contains("may want <later>."), "{text}");
+        assert!(text.contains("iteration 1"), "{text}");
+        let buttons = c.find_all(Locator::Css(".keyboard button")).await.unwrap();
+        let mut labels = Vec::new();
+        for b in &buttons {
+            labels.push(b.text().await.unwrap());
+        }
+        assert_eq!(labels, ["Redis", "Memcached", "Skip (use default)", "+1 h"]);
+        if std::env::var_os("RALPH_UPDATE_SCREENSHOTS").is_some() {
+            let chat = c.find(Locator::Css(".chat")).await.unwrap();
+            std::fs::write(
+                docs("remote-telegram.png"),
+                chat.screenshot().await.unwrap(),
+            )
+            .unwrap();
+        }
+        c.close().await.unwrap();
+    });
+}
+
+#[test]
+fn the_telegram_drawing_keeps_only_telegrams_tags_and_escapes_the_rest() {
+    let body = json!({
+        "text": "<b>p</b> <script>alert(1)</script> <img src=x onerror=alert(2)> &lt;i&gt; & \"q\"\n<i>x</i>",
+        "reply_markup": {"inline_keyboard": [[{"text": "<b>bold?</b>", "callback_data": "q1:1"}]]},
+    });
+    let html = telegram_bubble(&body);
+    let bubble = html.split("<div class=\"bubble\">").nth(1).unwrap();
+    assert!(
+        !bubble.contains("<script") && !bubble.contains("<img"),
+        "{bubble}"
+    );
+    assert!(bubble.contains("<b>p</b>"), "{bubble}");
+    assert!(
+        bubble.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
+        "{bubble}"
+    );
+    assert!(
+        bubble.contains("&lt;i&gt; &amp; &quot;q&quot;<br><i>x</i>"),
+        "{bubble}"
+    );
+    assert!(
+        bubble.contains(">&lt;b&gt;bold?&lt;/b&gt;</button>"),
+        "{bubble}"
+    );
+}
+
+/// A page that draws a `sendMessage` body (`text` in Telegram's HTML, `reply_markup`'s inline
+/// keyboard) in Telegram's style. The text is the agent's, so untrusted: only the tags
+/// Telegram itself renders pass, and every other `<`, `&` or quote is escaped.
+fn telegram_bubble(body: &serde_json::Value) -> String {
+    let text = telegram_html(body["text"].as_str().unwrap_or(""));
+    let mut keyboard = String::new();
+    for row in body["reply_markup"]["inline_keyboard"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        keyboard.push_str("<div class=\"row\">");
+        for b in row.as_array().into_iter().flatten() {
+            keyboard.push_str(&format!(
+                "<button>{}</button>",
+                escape(b["text"].as_str().unwrap_or(""))
+            ));
+        }
+        keyboard.push_str("</div>");
+    }
+    format!(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><style>{TELEGRAM_CSS}</style></head>\
+<body><div class=\"chat\"><div class=\"header\"><span class=\"avatar\">r</span><div><b>ralph</b><br><small>bot</small></div></div>\
+<div class=\"message\"><div class=\"bubble\">{text}<span class=\"time\">14:05</span></div>\
+<div class=\"keyboard\">{keyboard}</div></div></div></body></html>"
+    )
+}
+
+const TELEGRAM_TAGS: &[&str] = &["b", "i", "u", "s", "code", "pre"];
+const TELEGRAM_ENTITIES: &[&str] = &["&lt;", "&gt;", "&amp;", "&quot;"];
+
+/// Telegram's HTML (what `parse_mode: HTML` renders) as safe HTML.
+fn telegram_html(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        let tag = (c == '<')
+            .then(|| rest.find('>').map(|end| &rest[..=end]))
+            .flatten()
+            .filter(|t| {
+                let name = t[1..t.len() - 1].trim_start_matches('/');
+                TELEGRAM_TAGS.contains(&name)
+            });
+        let entity = (c == '&')
+            .then(|| TELEGRAM_ENTITIES.iter().find(|e| rest.starts_with(**e)))
+            .flatten();
+        let taken = if let Some(t) = tag {
+            out.push_str(t);
+            t.len()
+        } else if let Some(e) = entity {
+            out.push_str(e);
+            e.len()
+        } else {
+            match c {
+                '\n' => out.push_str("<br>"),
+                c => out.push_str(&escape(&c.to_string())),
+            }
+            c.len_utf8()
+        };
+        rest = &rest[taken..];
+    }
+    out
+}
+
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#39;")
+}
+
+/// Telegram's look (its light theme), drawn by hand: no asset from elsewhere.
+const TELEGRAM_CSS: &str = "body{margin:0;font:15px/1.35 -apple-system,'Segoe UI',Roboto,'DejaVu Sans',sans-serif}\
+.chat{width:420px;padding:0 0 16px;background:#c6d7b3 linear-gradient(160deg,#d5e3b9,#a9c7a0)}\
+.header{display:flex;gap:10px;align-items:center;padding:8px 12px;background:#fff;color:#000;border-bottom:1px solid #ddd}\
+.header small{color:#707579}\
+.avatar{width:38px;height:38px;border-radius:50%;background:#5fa0de;color:#fff;display:flex;align-items:center;justify-content:center;font-weight:bold;font-size:18px}\
+.message{margin:14px 12px 0;max-width:340px}\
+.bubble{background:#fff;border-radius:12px 12px 12px 4px;padding:7px 10px 18px;position:relative;box-shadow:0 1px 1px rgba(0,0,0,.15);word-wrap:break-word}\
+.time{position:absolute;right:8px;bottom:3px;font-size:12px;color:#a0acb6}\
+.keyboard .row{display:flex;gap:4px;margin-top:4px}\
+.keyboard button{flex:1;border:0;border-radius:8px;padding:8px 6px;background:rgba(62,88,55,.35);color:#fff;font:500 14px/1.2 inherit}";
+
+/// The dashboard, open in chromium before any loop starts, shows a new loop and its question
+/// from its event stream, without a reload.
+#[test]
+fn an_open_dashboard_in_chromium_shows_a_new_question_without_a_reload() {
+    if !have_chromium() {
+        return;
+    }
+    let broker = Broker::start();
+    let (link, _) = pairing_link(&broker);
+    let (_driver, driver_url) = driver();
+    tokio_rt().block_on(async {
+        let profile = tempfile::tempdir().unwrap();
+        let c = session(&driver_url, profile.path(), (1100, 900)).await;
+        // The link sets the device cookie and leads to the dashboard.
+        c.goto(&link).await.unwrap();
+        let main = c.find(Locator::Css("main.dashboard")).await.unwrap();
+        assert!(
+            main.text()
+                .await
+                .unwrap()
+                .contains("No ralph loop is running")
+        );
+        c.execute("window.sameDocument = true;", vec![])
+            .await
+            .unwrap();
+
+        // Blocks this runtime a moment; the browser session waits meanwhile.
+        let (p, _child) = waiting_loop(&broker);
+        let name = p.root().file_name().unwrap().to_string_lossy().to_string();
+        let mut text = String::new();
+        for _ in 0..300 {
+            text = c
+                .find(Locator::Css("main.dashboard"))
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap();
+            if text.contains("Answer: Redis or Memcached?") {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert!(text.contains("Answer: Redis or Memcached?"), "{text}");
+        assert!(text.contains(&name), "{text}");
+        let same = c
+            .execute("return window.sameDocument === true;", vec![])
+            .await
+            .unwrap();
+        assert_eq!(same, json!(true), "the page was reloaded");
+        c.close().await.unwrap();
+    });
 }

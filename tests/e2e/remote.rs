@@ -121,7 +121,7 @@ save-prompt prompt-2.txt
 ";
 
 /// A loop (seeing `broker`) whose agent asked [`ASK`]'s question, with a minute to answer.
-fn waiting_loop(broker: &Broker) -> (Project, Guarded) {
+pub fn waiting_loop(broker: &Broker) -> (Project, Guarded) {
     let p = Project::with_task(
         "task: Cache\nmax_iterations: 2\nquestion_timeout: 1m",
         "- [ ] cache\n",
@@ -433,39 +433,18 @@ fn pairing_a_browser_opens_the_dashboard_once_and_wrong_codes_are_limited() {
     let before = get(&format!("{}/", broker.url));
     assert_eq!(before.status, 404, "no dashboard without pairing");
 
-    let out = Command::new(ralph_bin())
-        .args(["serve", "pair", "web"])
-        .env("RALPH_STATE_DIR", broker.state.path())
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let link = stdout
-        .split_whitespace()
-        .find(|w| w.starts_with(&format!("{}/pair/", broker.url)))
-        .unwrap_or_else(|| panic!("{stdout}"))
-        .to_string();
+    let (link, stdout, cookie) = pair_browser(&broker);
     assert!(
         stdout.contains('█') || stdout.contains('▀'),
         "a QR code: {stdout}"
     );
-
-    let agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .max_redirects(0)
-        .build()
-        .new_agent();
-    let mut paired = agent.get(&link).call().unwrap();
-    assert_eq!(paired.status().as_u16(), 303);
-    let cookie = paired.headers()["set-cookie"].to_str().unwrap().to_string();
-    let _ = paired.body_mut().read_to_string();
     assert!(
         cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
         "{cookie}"
     );
     let cookie = cookie.split(';').next().unwrap().to_string();
 
-    let mut dash = agent
+    let mut dash = no_redirects()
         .get(format!("{}/", broker.url))
         .header("cookie", &cookie)
         .call()
@@ -489,6 +468,122 @@ fn pairing_a_browser_opens_the_dashboard_once_and_wrong_codes_are_limited() {
     assert_eq!(
         get(&format!("{}/pair/{}", broker.url, "1".repeat(32))).status,
         429
+    );
+}
+
+fn no_redirects() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .build()
+        .new_agent()
+}
+
+/// The one-time link `ralph serve pair web` prints for `broker`, and all it printed.
+pub fn pairing_link(broker: &Broker) -> (String, String) {
+    let out = Command::new(ralph_bin())
+        .args(["serve", "pair", "web"])
+        .env("RALPH_STATE_DIR", broker.state.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let link = stdout
+        .split_whitespace()
+        .find(|w| w.starts_with(&format!("{}/pair/", broker.url)))
+        .unwrap_or_else(|| panic!("{stdout}"))
+        .to_string();
+    (link, stdout)
+}
+
+/// Pairs a browser with `broker` as a person would: `ralph serve pair web`, then its link.
+/// The link, what the command printed, and the `Set-Cookie` the link answered with.
+fn pair_browser(broker: &Broker) -> (String, String, String) {
+    let (link, stdout) = pairing_link(broker);
+    let mut paired = no_redirects().get(&link).call().unwrap();
+    assert_eq!(paired.status().as_u16(), 303);
+    let cookie = paired.headers()["set-cookie"].to_str().unwrap().to_string();
+    let _ = paired.body_mut().read_to_string();
+    (link, stdout, cookie)
+}
+
+/// The events of an open server-sent event stream, `(event, data)`, as they arrive.
+pub fn sse_events(url: &str, cookie: Option<&str>) -> std::sync::mpsc::Receiver<(String, String)> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut req = http().get(url);
+    if let Some(c) = cookie {
+        req = req.header("cookie", c);
+    }
+    let resp = req.call().unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    let body = resp.into_body().into_reader();
+    std::thread::spawn(move || {
+        use std::io::BufRead as _;
+        let (mut event, mut data) = (String::new(), Vec::<String>::new());
+        for line in std::io::BufReader::new(body).lines().map_while(Result::ok) {
+            if let Some(e) = line.strip_prefix("event: ") {
+                event = e.to_string();
+            } else if let Some(d) = line.strip_prefix("data: ") {
+                data.push(d.to_string());
+            } else if line.is_empty() && !event.is_empty() {
+                if tx
+                    .send((std::mem::take(&mut event), data.join("\n")))
+                    .is_err()
+                {
+                    return;
+                }
+                data.clear();
+            }
+        }
+    });
+    rx
+}
+
+#[test]
+fn an_open_dashboard_learns_of_a_new_loop_and_its_question_without_a_reload() {
+    let broker = Broker::start();
+    let (_, _, cookie) = pair_browser(&broker);
+    let cookie = cookie.split(';').next().unwrap().to_string();
+    let events = sse_events(&format!("{}/events", broker.url), Some(&cookie));
+    let next = |what: &str, ready: &dyn Fn(&str) -> bool| loop {
+        let (event, data) = events
+            .recv_timeout(Duration::from_secs(20))
+            .unwrap_or_else(|_| panic!("no event with {what}"));
+        assert_eq!(event, "loops");
+        if ready(&data) {
+            return data;
+        }
+    };
+    let first = next("the list as it is", &|_| true);
+    assert!(first.contains("No ralph loop is running"), "{first}");
+
+    // A loop that starts after the page opened, and asks.
+    let (p, _child) = waiting_loop(&broker);
+    let name = p.root().file_name().unwrap().to_str().unwrap().to_string();
+    let asked = next("the question", &|d| {
+        d.contains("Answer: Redis or Memcached?")
+    });
+    assert!(asked.contains(&name), "{asked}");
+    assert!(asked.contains("class=\"loop waiting\""), "{asked}");
+    // Its link opens the question.
+    let link = asked
+        .split("href=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap();
+    let page = get(&format!("{}{link}", broker.url));
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("Redis or Memcached?"));
+
+    // Answered elsewhere: the page hears of that too, and the stream needs no cookie twice.
+    let out = broker.ralph(&p).args(["answer", "Redis"]).output().unwrap();
+    assert!(out.status.success());
+    next("the question gone", &|d| !d.contains("Answer: Redis"));
+    let without = http().get(format!("{}/events", broker.url)).call().unwrap();
+    assert_eq!(
+        without.status().as_u16(),
+        404,
+        "no stream for an unpaired browser"
     );
 }
 
@@ -533,6 +628,19 @@ fn the_page_gives_five_more_minutes_and_skips_as_the_panel_does() {
         let now = p.state()["pending_question"]["deadline"].clone();
         (now.as_str() > before.as_str()).then_some(())
     });
+    // Five minutes, as the button says (Telegram's adds an hour): a one-minute question now
+    // has about six.
+    let deadline = p.state()["pending_question"]["deadline"]
+        .as_str()
+        .and_then(ralph_protocol::state::parse_timestamp)
+        .unwrap();
+    let left = deadline
+        .duration_since(std::time::SystemTime::now())
+        .unwrap();
+    assert!(
+        left > Duration::from_secs(300) && left <= Duration::from_secs(360),
+        "{left:?}"
+    );
     assert!(
         !p.exists(".ralph/request.json"),
         "the loop took the request"

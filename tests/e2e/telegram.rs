@@ -13,11 +13,12 @@ use serde_json::Value;
 use super::remote::{Broker, get};
 use super::util::*;
 
-const OWNER: i64 = 4242;
+pub const OWNER: i64 = 4242;
 const WAIT: Duration = Duration::from_secs(20);
 
-struct Bot {
-    mock: TelegramMock,
+/// A broker whose Telegram bot talks to a mock Bot API.
+pub struct Bot {
+    pub mock: TelegramMock,
     config: tempfile::TempDir,
     broker: Broker,
 }
@@ -30,7 +31,7 @@ fn write_config(dir: &Path, body: &str, mode: u32) {
 }
 
 impl Bot {
-    fn start(redact: bool) -> Bot {
+    pub fn start(redact: bool) -> Bot {
         let mock = TelegramMock::start().unwrap();
         let config = tempfile::tempdir().unwrap();
         write_config(
@@ -71,14 +72,14 @@ impl Bot {
         link[prefix.len()..].to_string()
     }
 
-    fn pair(&self) {
+    pub fn pair(&self) {
         let code = self.pairing_code();
         self.mock.message(OWNER, &format!("/start {code}"), None);
         self.sent_to(OWNER, "Paired");
     }
 
     /// The first message sent to `chat` containing `text`.
-    fn sent_to(&self, chat: i64, text: &str) -> Call {
+    pub fn sent_to(&self, chat: i64, text: &str) -> Call {
         self.mock
             .wait_for(WAIT, |c| {
                 c.method == "sendMessage"
@@ -134,7 +135,7 @@ impl Bot {
 
     /// A loop whose agent asks `question` (options Redis and Memcached) and saves its next
     /// prompt.
-    fn waiting_loop(&self, question: &str, multi: bool) -> (Project, Guarded) {
+    pub fn waiting_loop(&self, question: &str, multi: bool) -> (Project, Guarded) {
         let p = Project::with_task(
             "task: Cache\nmax_iterations: 2\nquestion_timeout: 2m",
             "- [ ] cache\n",
@@ -373,4 +374,66 @@ fn redact_sends_only_the_project_and_the_web_link() {
     assert!(sent.body.get("reply_markup").is_none());
     let name = p.root().file_name().unwrap().to_string_lossy().to_string();
     assert!(text.contains(&name), "{text}");
+}
+
+#[test]
+fn plus_one_hour_gives_the_question_an_hour_and_the_loop_says_so() {
+    let bot = Bot::start(false);
+    bot.pair();
+    let (p, child) = bot.waiting_loop("Can it wait?", false);
+    let sent = bot.sent_to(OWNER, "Can it wait?");
+    let id = sent.result["message_id"].as_i64().unwrap();
+    let keyboard = &sent.body["reply_markup"]["inline_keyboard"];
+    let last_row = keyboard.as_array().unwrap().last().unwrap();
+    assert_eq!(last_row[0]["text"], "Skip (use default)");
+    assert_eq!(last_row[1]["text"], "+1 h", "{keyboard}");
+    let more = last_row[1]["callback_data"].as_str().unwrap();
+
+    let left = || {
+        let deadline = p.state()["pending_question"]["deadline"]
+            .as_str()
+            .and_then(ralph_protocol::state::parse_timestamp)?;
+        deadline.duration_since(std::time::SystemTime::now()).ok()
+    };
+    assert!(
+        left().unwrap() < Duration::from_secs(130),
+        "two minutes to begin with"
+    );
+    bot.mock.tap(OWNER, id, more);
+    bot.tap_reply("1 h more to answer");
+    wait_until(WAIT, "the deadline an hour on", || {
+        left()
+            .filter(|l| *l > Duration::from_secs(3600))
+            .map(|_| ())
+    });
+    assert!(left().unwrap() < Duration::from_secs(3600 + 130));
+    // The message's header says the new time left; its buttons stay.
+    let edit = bot.edited(id, "1h 0");
+    assert!(edit.body["reply_markup"]["inline_keyboard"].is_array());
+    assert!(
+        !p.exists(".ralph/request.json"),
+        "the loop took the request"
+    );
+
+    // Still waiting, still answerable from the same message.
+    bot.mock.tap(OWNER, id, "q1:1");
+    bot.tap_reply("Answered");
+    let run = Run::finish(child, Duration::from_secs(30));
+    run.expect_code(3);
+    assert!(
+        run.stdout.contains("1 h more to answer"),
+        "the loop says it: {}",
+        run.stdout
+    );
+    assert!(p.read("prompt-2.txt").contains("Redis"));
+}
+
+/// Nothing polls the loops: a question already waiting when the user pairs changes no file
+/// the bot watches, so the pairing itself must wake the bot to send it.
+#[test]
+fn a_question_waiting_before_pairing_arrives_once_paired() {
+    let bot = Bot::start(false);
+    let (_p, _child) = bot.waiting_loop("Asked before pairing", false);
+    bot.pair();
+    bot.question("Asked before pairing");
 }

@@ -141,7 +141,11 @@ fn run(args: &[String]) -> Result<(), String> {
     let mut served = None;
     if wanted("remote") {
         eprintln!("ralph serve (answer links):");
-        match remote::run(&bins, if quick { 20 } else { 100 }) {
+        match remote::run(
+            &bins,
+            if quick { 20 } else { 100 },
+            if quick { 5 } else { 10 },
+        ) {
             Ok(r) => served = Some(r),
             Err(e) => eprintln!("  warning: {e}"),
         }

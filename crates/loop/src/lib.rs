@@ -22,18 +22,16 @@
 
 pub mod agents;
 pub mod asks;
-pub mod broker;
 pub mod config;
 pub mod native;
 pub mod notify;
 pub mod prompt;
 pub mod runner;
 pub mod task;
-pub mod watch;
 
 // The formats and the process control the loop is built on, under the names its callers
 // have always used.
-pub use ralph_process::{guard, orphans, supervisor};
+pub use ralph_process::{guard, orphans, supervisor, watch};
 pub use ralph_protocol::{
-    answer, clarifications, countdown, event, question, registry, state, workspace,
+    answer, broker, clarifications, countdown, event, question, registry, state, workspace,
 };

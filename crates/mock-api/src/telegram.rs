@@ -35,6 +35,8 @@ struct Inner {
     next_message_id: i64,
     calls: Vec<Call>,
     down: bool,
+    /// `getUpdates` calls answered.
+    polls: u64,
 }
 
 #[derive(Debug, Default)]
@@ -120,6 +122,11 @@ impl TelegramMock {
     /// Every call made so far (`getUpdates` and `getMe` left out).
     pub fn calls(&self) -> Vec<Call> {
         self.shared.lock().calls.clone()
+    }
+
+    /// How many `getUpdates` calls have been answered so far.
+    pub fn polls(&self) -> u64 {
+        self.shared.lock().polls
     }
 
     /// Makes every call fail with 502 (`true`) or work again.
@@ -227,5 +234,6 @@ fn get_updates(body: &Value, shared: &Shared) -> Value {
             .updates
             .retain(|u| u["update_id"].as_i64() >= Some(offset));
     }
+    inner.polls += 1;
     json!({"ok": true, "result": inner.updates.clone()})
 }

@@ -12,7 +12,8 @@
 //! [`guard`], a second small process, stops what is left.
 //!
 //! What the operating system says about a pid (alive, a zombie, when it started, its group)
-//! is read in one place, [`sys`]: the Linux-specific module (`/proc`).
+//! is read in one place, [`sys`]: the Linux-specific module (`/proc`). What changes in a
+//! directory (`.ralph/`, the registry) is learnt from inotify in [`watch`], the other.
 
 #![forbid(unsafe_code)]
 
@@ -22,3 +23,4 @@ pub mod guard;
 pub mod orphans;
 pub mod supervisor;
 pub mod sys;
+pub mod watch;

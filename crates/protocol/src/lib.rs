@@ -19,6 +19,8 @@
 //!   wins, who answered recorded).
 //! - [`registry`] lists the loops running on this machine, one small file each;
 //!   [`user_dirs`] says where a person's config and ralph's state live outside any project.
+//! - [`broker`] is `ralph serve`'s share of the state directory: its lock, the answer links
+//!   (hashes only) and the requests (skip, more time) it leaves in a loop's `.ralph/`.
 //! - [`event`] is the vocabulary between a loop and its front end: events out, controls in.
 //! - [`time`] is how the files write time (RFC 3339, UTC, milliseconds).
 //! - [`text`] makes untrusted text safe to show on one line; [`frontmatter`] splits a file's
@@ -30,6 +32,7 @@
 #![forbid(unsafe_code)]
 
 pub mod answer;
+pub mod broker;
 pub mod clarifications;
 pub mod countdown;
 pub mod desk;

@@ -80,9 +80,21 @@ function live(main) {
   source.addEventListener("changed", () => { source.close(); location.reload(); });
 }
 
+// The dashboard's stream sends the whole list of loops (HTML the broker made and escaped, as
+// it made the page) at once and whenever a loop starts, ends, asks or is answered.
+function liveDashboard(main) {
+  if (!main.dataset.events || !window.EventSource) return;
+  const source = new EventSource(main.dataset.events);
+  source.addEventListener("loops", (ev) => { main.innerHTML = ev.data; });
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   const main = document.querySelector("main");
   if (!main) return;
+  if (main.classList.contains("dashboard")) {
+    liveDashboard(main);
+    return;
+  }
   countdown(main);
   answerForm(main);
   live(main);

@@ -1,19 +1,21 @@
-//! The question desk, as the broker sees it: every use of `ralph-loop` in this crate is here.
+//! The question desk, as the broker sees it: every use of `ralph-protocol`'s files and
+//! `ralph-process`'s watches in this crate is here.
 //!
 //! The rest of the crate works on the plain views below ([`LoopView`], [`QuestionView`]) and
-//! calls [`submit`] to answer; swapping the loop crate for another source of the same facts is
+//! calls [`submit`] to answer; swapping these crates for another source of the same facts is
 //! a change to this file only.
 
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
-use ralph_loop::answer::{self, Answer, AnsweredBy};
-use ralph_loop::broker;
-use ralph_loop::state::{PendingQuestion, State, Status};
-use ralph_loop::workspace::Workspace;
+use ralph_protocol::answer::{self, Answer, AnsweredBy};
+use ralph_protocol::broker;
 use ralph_protocol::desk::{self, Submitted};
+use ralph_protocol::state::{PendingQuestion, State, Status};
+use ralph_protocol::workspace::Workspace;
 
-pub use ralph_loop::broker::{AcquireError, BrokerLock, LinkRecord};
+pub use ralph_protocol::broker::{AcquireError, BrokerLock, LinkRecord};
 
 /// The longest answer taken, in bytes (as typed; an option's label is added to a note).
 pub const MAX_ANSWER_BYTES: usize = 16 * 1024;
@@ -118,7 +120,7 @@ pub fn project_name(root: &Path) -> String {
 
 /// Every registered loop, waiting ones first.
 pub fn loops() -> Vec<LoopView> {
-    let mut all: Vec<LoopView> = ralph_loop::registry::list()
+    let mut all: Vec<LoopView> = ralph_protocol::registry::list()
         .into_iter()
         .filter_map(|e| load(&e.root))
         .collect();
@@ -143,7 +145,7 @@ pub fn load(root: &Path) -> Option<LoopView> {
         task: state.task.lines().next().unwrap_or("").to_string(),
         iteration: state.iteration,
         max_iterations: state.max_iterations,
-        started_at: ralph_loop::state::parse_timestamp(&state.started_at),
+        started_at: ralph_protocol::state::parse_timestamp(&state.started_at),
         last_signal: state.last_signal.clone(),
         cost_usd: state.total_cost_usd,
         question,
@@ -358,8 +360,18 @@ pub fn closed_how(link: &LinkRecord) -> String {
 /// Changes to one or more loops' `state.json` and `answer.md`, as they happen (inotify).
 #[derive(Debug)]
 pub struct Changes {
-    _watches: Vec<ralph_loop::watch::DirWatch>,
+    _watches: Vec<ralph_process::watch::DirWatch>,
+    /// The task that follows the registry ([`watch_loops`]); stopped with the watch.
+    follow: Option<tokio::task::AbortHandle>,
     rx: tokio::sync::mpsc::UnboundedReceiver<()>,
+}
+
+impl Drop for Changes {
+    fn drop(&mut self) {
+        if let Some(task) = &self.follow {
+            task.abort();
+        }
+    }
 }
 
 impl Changes {
@@ -376,36 +388,78 @@ const WATCHED: &[&str] = &["state.json", "answer.md"];
 
 /// Watches the loop in `root`. Must be called in a Tokio runtime.
 pub fn watch(root: &Path) -> std::io::Result<Changes> {
-    watch_roots(&[root.to_path_buf()])
-}
-
-/// Watches every registered loop. Must be called in a Tokio runtime.
-pub fn watch_all() -> std::io::Result<Changes> {
-    let roots: Vec<PathBuf> = ralph_loop::registry::list()
-        .into_iter()
-        .map(|e| e.root)
-        .collect();
-    watch_roots(&roots)
-}
-
-fn watch_roots(roots: &[PathBuf]) -> std::io::Result<Changes> {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    let mut watches = Vec::new();
-    for root in roots {
-        let ws = Workspace::new(root);
-        watches.push(ralph_loop::watch::watch_async(
-            ws.dir(),
-            WATCHED,
-            tx.clone(),
-        )?);
-    }
+    let ws = Workspace::new(root);
+    let watch = ralph_process::watch::watch_async(ws.dir(), WATCHED, tx)?;
     Ok(Changes {
-        _watches: watches,
+        _watches: vec![watch],
+        follow: None,
         rx,
     })
 }
 
-/// Stores a new secret of `kind` (see [`ralph_loop::broker::put_secret`]); returns its token.
+/// Watches every registered loop and the registry itself, so that a loop that starts is
+/// watched from then on and one that ends is let go: a change is sent for every change to a
+/// loop's state or answer, for every loop that starts or ends, and once at the start (look
+/// now). Nothing is polled: an idle machine wakes nothing here. One inotify instance for all
+/// ([`ralph_process::watch::DirsWatch`]). Must be called in a Tokio runtime.
+pub fn watch_loops() -> std::io::Result<Changes> {
+    let registry = ralph_protocol::registry::registry_dir().ok_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            "no home directory to keep ralph's state in; set RALPH_STATE_DIR",
+        )
+    })?;
+    // Made as a loop makes it, so that the broker can watch it before the first loop starts.
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&registry)?;
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let (registry_tx, mut registry_rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut dirs = ralph_process::watch::DirsWatch::new()?;
+    dirs.add(&registry, None, registry_tx)?;
+    let follow = tokio::spawn(async move {
+        loop {
+            let listed = tokio::task::spawn_blocking(|| {
+                ralph_protocol::registry::list()
+                    .into_iter()
+                    .map(|e| Workspace::new(&e.root).dir().to_path_buf())
+                    .collect::<Vec<_>>()
+            })
+            .await;
+            let Ok(loop_dirs) = listed else { return };
+            let gone: Vec<PathBuf> = dirs
+                .dirs()
+                .filter(|d| *d != registry && !loop_dirs.iter().any(|l| l == d))
+                .map(Path::to_path_buf)
+                .collect();
+            for dir in gone {
+                dirs.remove(&dir);
+            }
+            for dir in loop_dirs {
+                // A loop without `.ralph/` yet has no state to show; its registering again
+                // (or any later entry) brings it back here.
+                if !dirs.contains(&dir) {
+                    let _ = dirs.add(&dir, Some(WATCHED), tx.clone());
+                }
+            }
+            // Sent once the new loops are watched: what the receiver reads next is never
+            // older than the watches.
+            if tx.send(()).is_err() || registry_rx.recv().await.is_none() {
+                return;
+            }
+            while registry_rx.try_recv().is_ok() {}
+        }
+    });
+    Ok(Changes {
+        _watches: Vec::new(),
+        follow: Some(follow.abort_handle()),
+        rx,
+    })
+}
+
+/// Stores a new secret of `kind` (see [`ralph_protocol::broker::put_secret`]); returns its token.
 pub fn put_secret<T: serde::Serialize>(
     state_dir: &Path,
     kind: &str,
@@ -426,12 +480,12 @@ pub fn get_secret<T: serde::de::DeserializeOwned>(
 
 /// RFC 3339, as everywhere in `.ralph/`.
 pub fn timestamp(t: SystemTime) -> String {
-    ralph_loop::state::timestamp(t)
+    ralph_protocol::state::timestamp(t)
 }
 
 /// Reads an RFC 3339 time.
 pub fn parse_timestamp(s: &str) -> Option<SystemTime> {
-    ralph_loop::state::parse_timestamp(s)
+    ralph_protocol::state::parse_timestamp(s)
 }
 
 /// The URL of the broker running with state directory `state_dir`, if one runs.
@@ -439,13 +493,25 @@ pub fn broker_url(state_dir: &Path) -> Option<String> {
     broker::running_in(state_dir).map(|b| b.url)
 }
 
+/// What the web page's "+5 min" adds: as `Ctrl+E` in the panel.
+pub const PAGE_EXTEND: Duration = ralph_protocol::countdown::EXTEND_BY;
+
+/// What Telegram's "+1 h" adds: a phone in a pocket is looked at less often than a page.
+pub const TELEGRAM_EXTEND: Duration = Duration::from_secs(3600);
+
+/// `5 min`, `1 h`: a span as a button says it.
+pub fn describe_span(d: Duration) -> String {
+    broker::describe_span(d)
+}
+
 /// What a front end may do to a waiting question besides answering it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Action {
     /// Skip it: the agent goes on with its best guess.
     Skip,
-    /// Five more minutes.
-    Extend,
+    /// More time: the web page's "+5 min", Telegram's "+1 h" (within
+    /// [`broker::MIN_EXTEND`]..=[`broker::MAX_EXTEND`]).
+    Extend(Duration),
 }
 
 /// Asks the loop waiting on `link`'s question to skip it or give it more time, as the keys in
@@ -456,7 +522,7 @@ pub fn act(link: &LinkRecord, action: Action) -> Outcome {
         return Outcome::NotWaiting(closed_how(link));
     }
     // A running loop is registered; a lone `ralph ask` is not, and has no panel to act.
-    if !ralph_loop::registry::list()
+    if !ralph_protocol::registry::list()
         .iter()
         .any(|e| e.root == link.root)
     {
@@ -465,17 +531,17 @@ pub fn act(link: &LinkRecord, action: Action) -> Outcome {
                 .into(),
         );
     }
-    let req = broker::Request {
-        asked_at: link.asked_at.clone(),
-        action: match action {
-            Action::Skip => broker::RequestAction::Skip,
-            Action::Extend => broker::RequestAction::Extend,
+    let req = match action {
+        Action::Skip => broker::Request::skip(&link.asked_at),
+        Action::Extend(by) => match broker::Request::extend(&link.asked_at, by) {
+            Ok(r) => r,
+            Err(why) => return Outcome::Invalid(why),
         },
     };
     match broker::request(&ws, &req) {
         Ok(()) => Outcome::Requested(match action {
             Action::Skip => "Skipped: the agent goes on with its best guess.".into(),
-            Action::Extend => "Five more minutes.".into(),
+            Action::Extend(by) => format!("{} more to answer.", broker::describe_span(by)),
         }),
         Err(e) => Outcome::Invalid(format!("could not reach the loop: {e}")),
     }

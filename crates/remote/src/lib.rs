@@ -5,8 +5,8 @@
 //!
 //! The broker is one more client of the question desk, like `ralph answer`: it finds every
 //! loop through the registry, reads each loop's `state.json`, and answers through the same
-//! first-answer-wins path ([`desk::submit`]). Every use of the loop crate is in [`desk`]. If the
-//! broker is down, nothing changes for the loops: they never wait for it.
+//! first-answer-wins path ([`desk::submit`]). Every use of the `.ralph/` formats is in
+//! [`desk`]. If the broker is down, nothing changes for the loops: they never wait for it.
 //!
 //! One broker runs per machine: it holds `serve.lock` in ralph's state directory and writes its
 //! pid and URL there, which is how `ralph status --json`, `notify_command` (`RALPH_ANSWER_URL`)
@@ -14,7 +14,7 @@
 //!
 //! Answer links are capabilities: `URL/a/TOKEN` opens one waiting question and nothing else.
 //! The dashboard of every loop needs a paired browser ([`devices`]). What each token is and
-//! where its hash is kept: [`ralph_loop::broker`]. The routes and the headers every response
+//! where its hash is kept: [`ralph_protocol::broker`]. The routes and the headers every response
 //! carries: [`server`].
 
 #![forbid(unsafe_code)]
@@ -106,7 +106,8 @@ pub async fn serve(
     lock.publish(&url)
         .map_err(io(format!("could not write {}", lock.path().display())))?;
     if let Some(settings) = &telegram {
-        telegram::start(settings, state_dir.clone(), url.clone());
+        telegram::start(settings, state_dir.clone(), url.clone())
+            .map_err(io("could not watch the loops for the Telegram bot"))?;
     }
     let app = Arc::new(App {
         state_dir,

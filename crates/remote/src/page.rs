@@ -203,8 +203,11 @@ pub fn question(q: &QuestionView, post: &str, now: SystemTime) -> String {
     b.push_str(
         "<div class=\"actions\"><button type=\"submit\" class=\"send\">Send</button>\
 <button type=\"submit\" name=\"action\" value=\"skip\" class=\"secondary\">Skip (use default)</button>\
-<button type=\"submit\" name=\"action\" value=\"extend\" class=\"secondary\">+5 min</button></div></form>\
-<p id=\"result\" role=\"status\" aria-live=\"polite\"></p></main>",
+<button type=\"submit\" name=\"action\" value=\"extend\" class=\"secondary\">+",
+    );
+    b.push_str(&crate::desk::describe_span(crate::desk::PAGE_EXTEND));
+    b.push_str(
+        "</button></div></form><p id=\"result\" role=\"status\" aria-live=\"polite\"></p></main>",
     );
     layout(&format!("{project}: a question waits"), &b)
 }
@@ -227,10 +230,21 @@ pub fn not_found() -> String {
     message("Not found", "There is nothing here.")
 }
 
-/// The dashboard: every loop, waiting ones first; `links` holds each waiting one's page.
+/// The dashboard: every loop, waiting ones first, each with its waiting question's page.
 pub fn dashboard(loops: &[(LoopView, Option<String>)], now: SystemTime) -> String {
-    let mut b =
-        String::from("<main class=\"dashboard\" data-events=\"/events\"><h1>ralph loops</h1>");
+    layout(
+        "ralph loops",
+        &format!(
+            "<main class=\"dashboard\" data-events=\"/events\">{}</main>",
+            dashboard_body(loops, now)
+        ),
+    )
+}
+
+/// What the dashboard's `<main>` holds: the page at first, and each `loops` event of its
+/// stream after, which the page's script puts in its place.
+pub fn dashboard_body(loops: &[(LoopView, Option<String>)], now: SystemTime) -> String {
+    let mut b = String::from("<h1>ralph loops</h1>");
     if loops.is_empty() {
         b.push_str("<p>No ralph loop is running on this machine.</p>");
     }
@@ -279,8 +293,7 @@ pub fn dashboard(loops: &[(LoopView, Option<String>)], now: SystemTime) -> Strin
         }
         b.push_str("</article>");
     }
-    b.push_str("</main>");
-    layout("ralph loops", &b)
+    b
 }
 
 #[cfg(test)]

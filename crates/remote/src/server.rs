@@ -4,9 +4,9 @@
 //! | route | what |
 //! |---|---|
 //! | `GET /a/TOKEN` | the question an answer link opens (404 unless it waits) |
-//! | `POST /a/TOKEN` | answers it: JSON `{"answer": "text"}`, `{"option": 2}`, `{"options": [1, 3], "answer": "note"}`, or the page's form; `{"action": "skip"}` or `{"action": "extend"}` (five more minutes) |
+//! | `POST /a/TOKEN` | answers it: JSON `{"answer": "text"}`, `{"option": 2}`, `{"options": [1, 3], "answer": "note"}`, or the page's form; `{"action": "skip"}` or `{"action": "extend"}` (five more minutes; Telegram's button adds an hour) |
 //! | `GET /a/TOKEN/events` | server-sent events: `closed` (with how) or `changed` |
-//! | `GET /` , `GET /events` | the dashboard of every loop and its live updates, for a paired device |
+//! | `GET /` , `GET /events` | the dashboard of every loop, for a paired device, and its stream: `loops` (the list, as HTML) at once and on every change, new loops and questions included |
 //! | `GET /pair/CODE` | pairs this browser (sets the device cookie) |
 //! | `GET /assets/page.js`, `/assets/page.css` | the page's script and style, from the binary |
 //!
@@ -18,6 +18,7 @@
 //! excepted once they started). A POST whose `Origin` (or `Sec-Fetch-Site`) says it comes from
 //! another site is refused: another page cannot answer for you even if it knows a link.
 
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -243,7 +244,7 @@ async fn answer(
     let action = match body.action.as_deref() {
         None => None,
         Some("skip") => Some(desk::Action::Skip),
-        Some("extend") => Some(desk::Action::Extend),
+        Some("extend") => Some(desk::Action::Extend(desk::PAGE_EXTEND)),
         Some(other) => {
             return reply(
                 StatusCode::BAD_REQUEST,
@@ -327,21 +328,78 @@ async fn question_events(State(app): State<Arc<App>>, Path(token): Path<String>)
     sse(stream)
 }
 
+/// The dashboard's stream: a `loops` event with the whole list (what the page's `<main>`
+/// holds) at once, and again whenever a loop starts, ends, asks, is answered or moves on.
 async fn dashboard_events(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
     if devices::device(&app.state_dir, &headers).is_none() {
         return not_found().await;
     }
-    let Ok(mut changes) = desk::watch_all() else {
+    let Ok(mut changes) = desk::watch_loops() else {
         return not_found().await;
     };
+    let dir = app.state_dir.clone();
     let stream = async_stream(move |tx| async move {
-        if changes.next().await.is_some() {
-            let _ = tx
-                .send(Event::default().event("changed").data("changed"))
-                .await;
+        let mut links = Links::new();
+        let mut shown: Option<Vec<desk::LoopView>> = None;
+        while changes.next().await.is_some() {
+            let dir = dir.clone();
+            let looked = tokio::task::spawn_blocking(move || {
+                let loops = with_links(&dir, desk::loops(), &mut links);
+                (loops, links)
+            })
+            .await;
+            let Ok((loops, kept)) = looked else { return };
+            links = kept;
+            let views: Vec<desk::LoopView> = loops.iter().map(|(l, _)| l.clone()).collect();
+            if shown.as_ref() == Some(&views) {
+                continue;
+            }
+            shown = Some(views);
+            let body = page::dashboard_body(&loops, SystemTime::now());
+            if tx
+                .send(Event::default().event("loops").data(body))
+                .await
+                .is_err()
+            {
+                return;
+            }
         }
     });
     sse(stream)
+}
+
+/// The answer links a dashboard shows, by loop and question: made once per question, not at
+/// every update (each is a file in the state directory).
+type Links = HashMap<(PathBuf, String), String>;
+
+/// `loops`, each with its waiting question's page (a new answer link, unless `links` has one).
+fn with_links(
+    dir: &std::path::Path,
+    loops: Vec<desk::LoopView>,
+    links: &mut Links,
+) -> Vec<(desk::LoopView, Option<String>)> {
+    links.retain(|(root, asked_at), _| {
+        loops.iter().any(|l| {
+            l.question
+                .as_ref()
+                .is_some_and(|q| &q.root == root && &q.asked_at == asked_at)
+        })
+    });
+    loops
+        .into_iter()
+        .map(|l| {
+            let link = l.question.as_ref().and_then(|q| {
+                let key = (q.root.clone(), q.asked_at.clone());
+                if let Some(link) = links.get(&key) {
+                    return Some(link.clone());
+                }
+                let link = format!("/a/{}", desk::mint_link(dir, &q.root, &q.asked_at).ok()?);
+                links.insert(key, link.clone());
+                Some(link)
+            });
+            (l, link)
+        })
+        .collect()
 }
 
 /// A stream of events fed by `produce` through a channel; it ends when `produce` returns.
@@ -375,21 +433,10 @@ async fn dashboard(State(app): State<Arc<App>>, headers: HeaderMap) -> Response 
             .into_response();
     }
     let dir = app.state_dir.clone();
-    let loops = tokio::task::spawn_blocking(move || {
-        desk::loops()
-            .into_iter()
-            .map(|l| {
-                let link = l.question.as_ref().and_then(|q| {
-                    desk::mint_link(&dir, &l.root, &q.asked_at)
-                        .ok()
-                        .map(|t| format!("/a/{t}"))
-                });
-                (l, link)
-            })
-            .collect::<Vec<_>>()
-    })
-    .await
-    .unwrap_or_default();
+    let loops =
+        tokio::task::spawn_blocking(move || with_links(&dir, desk::loops(), &mut Links::new()))
+            .await
+            .unwrap_or_default();
     Html(page::dashboard(&loops, SystemTime::now())).into_response()
 }
 

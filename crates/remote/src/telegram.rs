@@ -5,11 +5,14 @@
 //! Settings live only in the user's `$XDG_CONFIG_HOME/ralph/remote.toml` (mode 0600; a file
 //! others can read is refused), never in a project: a cloned repository must not be able to
 //! send your questions to someone else's bot. The bot talks to the Bot API by hand over ureq,
-//! outbound only, on two threads of its own: one long-polls `getUpdates`, one looks at the
-//! loops twice a second and sends each new waiting question, and edits the message of each one
-//! that closed (how it closed, buttons removed). Both hold [`Bot::posted`] while they work, so
-//! a question is sent once and a tap sees the state the last edit showed. If the API cannot be
-//! reached the bot waits and retries; the loops never wait for it.
+//! outbound only: a thread of its own long-polls `getUpdates`, and a task sends each new
+//! waiting question, edits the message of each one that closed (how it closed, buttons
+//! removed) and the header of each one given more time, when a loop's files change. Nothing
+//! polls the loops: inotify on the registry and on each loop's `.ralph/`
+//! ([`desk::watch_loops`]) wakes the task, so a broker waiting with fifty idle loops wakes for
+//! nothing but the long poll's answers (`make bench` counts). Both hold [`Bot::posted`] while
+//! they work, so a question is sent once and a tap sees the state the last edit showed. If the
+//! API cannot be reached the bot waits and retries; the loops never wait for it.
 //!
 //! Pairing binds one Telegram user: `ralph serve pair telegram` stores a one-time code (hashed,
 //! like the web's) and prints `https://t.me/BOT?start=CODE`; `/start CODE` from a user binds
@@ -18,8 +21,9 @@
 //!
 //! A question's buttons carry opaque callback data (`q7:2`, `q7:send`, `q7:skip`, `q7:more`):
 //! `7` numbers the message in this broker, the label stays here. The phone can answer (a button,
-//! or a reply to the message), skip, or ask for five more minutes, through [`desk::submit`] and
-//! [`desk::act`] like the web page; nothing else.
+//! or a reply to the message), skip, or ask for an hour more ([`desk::TELEGRAM_EXTEND`]: a phone
+//! is looked at less often than the page, whose button adds five minutes), through
+//! [`desk::submit`] and [`desk::act`] like the web page; nothing else.
 
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write as _;
@@ -42,8 +46,8 @@ pub const DEFAULT_API_URL: &str = "https://api.telegram.org";
 /// How long one `getUpdates` waits for an update, in seconds.
 const POLL_SECS: u64 = 50;
 
-/// How often the loops are looked at for new and closed questions.
-const SYNC_EVERY: Duration = Duration::from_millis(500);
+/// How long after a failed send the bot tries again.
+const RETRY_AFTER: Duration = Duration::from_secs(5);
 
 /// Telegram's limit on a message's text; a longer question is cut well before it.
 const MAX_TEXT_CHARS: usize = 3500;
@@ -256,6 +260,8 @@ struct Posted {
     picked: BTreeSet<usize>,
     redacted: bool,
     open: bool,
+    /// The deadline its header was written with.
+    deadline: Option<SystemTime>,
 }
 
 impl Posted {
@@ -285,10 +291,15 @@ struct Bot {
     redact: bool,
     posted: Mutex<Posts>,
     pairing: devices::Attempts,
+    /// Someone paired: questions already waiting go to them now.
+    paired_now: tokio::sync::Notify,
 }
 
-/// Starts the bot's threads; they run as long as the process.
-pub fn start(settings: &Settings, state_dir: PathBuf, broker_url: String) {
+/// Starts the bot: a thread that long-polls the Bot API, and a task that sends and edits the
+/// questions' messages whenever a loop's files change (inotify, [`desk::watch_loops`]). Both
+/// run as long as the process. Must be called in a Tokio runtime.
+pub fn start(settings: &Settings, state_dir: PathBuf, broker_url: String) -> std::io::Result<()> {
+    let mut changes = desk::watch_loops()?;
     let bot = Arc::new(Bot {
         api: Api::new(settings),
         state_dir,
@@ -296,15 +307,33 @@ pub fn start(settings: &Settings, state_dir: PathBuf, broker_url: String) {
         redact: settings.redact,
         posted: Mutex::default(),
         pairing: devices::Attempts::default(),
+        paired_now: tokio::sync::Notify::new(),
     });
     let poller = Arc::clone(&bot);
-    std::thread::spawn(move || poller.poll());
-    std::thread::spawn(move || {
+    std::thread::Builder::new()
+        .name("telegram-poll".into())
+        .spawn(move || poller.poll())?;
+    tokio::spawn(async move {
         loop {
-            bot.sync();
-            std::thread::sleep(SYNC_EVERY);
+            let syncing = Arc::clone(&bot);
+            let retry_at = tokio::task::spawn_blocking(move || syncing.sync())
+                .await
+                .ok()
+                .flatten();
+            let retry = async {
+                match retry_at {
+                    Some(at) => tokio::time::sleep_until(at.into()).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                changed = changes.next() => if changed.is_none() { return },
+                () = bot.paired_now.notified() => {}
+                () = retry => {}
+            }
         }
     });
+    Ok(())
 }
 
 fn warn(what: &str) {
@@ -396,6 +425,7 @@ impl Bot {
                     warn(&format!("could not store the paired user: {e}"));
                     return;
                 }
+                self.paired_now.notify_one();
                 self.send(chat, "Paired. Questions from the loops on this machine will arrive here; tap an option or reply to a question's message to answer.", None);
             } else {
                 self.pairing.failed(now);
@@ -465,7 +495,7 @@ impl Bot {
         let sender = Sender::Telegram(from.to_string());
         let outcome = match what {
             "skip" => desk::act(&p.link(), Action::Skip),
-            "more" => desk::act(&p.link(), Action::Extend),
+            "more" => desk::act(&p.link(), Action::Extend(desk::TELEGRAM_EXTEND)),
             "send" => desk::submit(
                 &p.link(),
                 &Reply::Options(p.picked.iter().copied().collect(), String::new()),
@@ -500,27 +530,35 @@ impl Bot {
         }
     }
 
-    /// Sends each new waiting question and edits each closed one.
-    fn sync(&self) {
-        let Some(me) = paired(&self.state_dir) else {
-            return;
-        };
+    /// Sends each new waiting question and edits each closed one; when the API failed, the
+    /// time to try again.
+    fn sync(&self) -> Option<Instant> {
+        let me = paired(&self.state_dir)?;
         let mut posts = self.lock();
         if posts.retry_at.is_some_and(|t| Instant::now() < t) {
-            return;
+            return posts.retry_at;
         }
         let waiting: Vec<QuestionView> = desk::loops()
             .into_iter()
             .filter_map(|l| l.question)
             .collect();
-        let is_waiting = |p: &Posted| {
-            waiting
-                .iter()
-                .any(|q| q.root == p.root && q.asked_at == p.asked_at)
-        };
         let mut failed = false;
         for p in posts.by_number.values_mut().filter(|p| p.open) {
-            if is_waiting(p) {
+            let still = waiting
+                .iter()
+                .find(|q| q.root == p.root && q.asked_at == p.asked_at);
+            if let Some(q) = still {
+                // More time given (here, on the page, in the panel): the header says so.
+                if q.deadline != p.deadline && !p.redacted {
+                    p.text = self.render(q, p.chat_id, p.number).text;
+                    p.deadline = q.deadline;
+                    let body = json!({"chat_id": p.chat_id, "message_id": p.message_id, "text": p.text, "parse_mode": "HTML", "link_preview_options": {"is_disabled": true}, "reply_markup": keyboard(p)});
+                    match self.api.call("editMessageText", &body) {
+                        Ok(_) => {}
+                        Err(e) if e.code == 400 => {}
+                        Err(_) => failed = true,
+                    }
+                }
                 continue;
             }
             let how = desk::closed_how(&p.link());
@@ -562,7 +600,8 @@ impl Bot {
                 }
             }
         }
-        posts.retry_at = failed.then(|| Instant::now() + Duration::from_secs(5));
+        posts.retry_at = failed.then(|| Instant::now() + RETRY_AFTER);
+        posts.retry_at
     }
 
     fn render(&self, q: &QuestionView, chat_id: i64, number: u32) -> Posted {
@@ -624,6 +663,7 @@ impl Bot {
             picked: BTreeSet::new(),
             redacted,
             open: true,
+            deadline: q.deadline,
         }
     }
 }
@@ -652,7 +692,7 @@ fn keyboard(p: &Posted) -> Value {
     }
     rows.push(json!([
         {"text": "Skip (use default)", "callback_data": format!("q{n}:skip")},
-        {"text": "+5 min", "callback_data": format!("q{n}:more")},
+        {"text": format!("+{}", desk::describe_span(desk::TELEGRAM_EXTEND)), "callback_data": format!("q{n}:more")},
     ]));
     json!({ "inline_keyboard": rows })
 }
@@ -724,6 +764,7 @@ mod tests {
             picked: BTreeSet::from([2]),
             redacted: false,
             open: true,
+            deadline: None,
         };
         let k = keyboard(&p)["inline_keyboard"].clone();
         assert_eq!(k[0][0]["text"], "☐ Redis");

@@ -203,13 +203,23 @@ impl Runner {
     ) -> Result<Option<Ended>, RunError> {
         let now = std::time::Instant::now();
         let mut deadline_moved = false;
-        // A skip or "+5 min" from `ralph serve`'s page counts as the same key in the panel.
+        // A skip or more time from `ralph serve` (page or bot) counts as the same key in the
+        // panel; the time is the request's own (Telegram's "+1 h").
+        let mut remote_extend = None;
         let step = match step {
             Step::Files => match crate::broker::take_request(&self.ws) {
-                Some(r) if r.asked_at == open.asked_at => Step::Control(match r.action {
-                    crate::broker::RequestAction::Skip => Control::Skip,
-                    crate::broker::RequestAction::Extend => Control::Extend,
-                }),
+                Some(r) if r.asked_at == open.asked_at => match r.extend_by() {
+                    None => Step::Control(Control::Skip),
+                    Some(by) => {
+                        remote_extend = Some(by);
+                        self.emit(LoopEvent::Note(format!(
+                            "{} more to answer, asked from `ralph serve`",
+                            crate::broker::describe_span(by)
+                        )))
+                        .await;
+                        Step::Control(Control::Extend)
+                    }
+                },
                 _ => Step::Files,
             },
             other => other,
@@ -235,8 +245,14 @@ impl Runner {
             Step::Control(Control::Skip) => return Ok(Some(Ended::Skipped)),
             Step::Control(Control::Stop | Control::Kill) => return Ok(Some(Ended::Interrupted)),
             Step::Control(c @ (Control::Typing | Control::Extend)) => {
-                // The one countdown: the front end shows what is sent back here.
-                c.change_countdown(&mut open.countdown, now);
+                // The one countdown: the front end shows what is sent back here. A request from
+                // `ralph serve` adds its own amount; a key press, Control's.
+                match remote_extend {
+                    Some(by) if c == Control::Extend => open.countdown.extend(by, now),
+                    _ => {
+                        c.change_countdown(&mut open.countdown, now);
+                    }
+                }
                 self.emit(LoopEvent::Countdown(open.countdown.clone()))
                     .await;
                 deadline_moved = c == Control::Extend;

@@ -19,10 +19,12 @@
 //! A link answers only the question it was made for: [`verify`] returns its root and
 //! `asked_at`, and the broker checks that this question still waits.
 //!
-//! The page can also skip a question or give it five more minutes: the broker writes
-//! `.ralph/request.json` ([`request`]), and the loop, which watches `.ralph/`, takes it
-//! ([`take_request`]) and acts as if the key had been pressed in its panel. A request names the
-//! question it is for; one for another question is dropped.
+//! The page and the bot can also skip a question or give it more time (the page five minutes,
+//! Telegram an hour; [`MIN_EXTEND`] to [`MAX_EXTEND`]): the broker writes `.ralph/request.json`
+//! ([`request`]), and the loop, which watches `.ralph/`, takes it ([`take_request`]) and acts
+//! as if the key had been pressed in its panel, adding the time asked for (five minutes, as
+//! `Ctrl+E`, when a request does not say: an older broker's). A request names the question it
+//! is for; one for another question, or for an amount out of bounds, is dropped.
 //!
 //! Link files of questions that are no longer waiting, and any older than
 //! [`LINK_MAX_AGE`], are removed by the next [`mint`].
@@ -33,10 +35,13 @@ use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use nix::fcntl::{Flock, FlockArg};
+use rustix::fs::{FlockOperation, OFlags, flock};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
+
+/// `O_NOFOLLOW`, for `OpenOptions`: a lock or link file that is a symlink is not ours.
+const NOFOLLOW: i32 = OFlags::NOFOLLOW.bits() as i32;
 
 /// The broker's lock file, in ralph's state directory.
 pub const LOCK_FILE: &str = "serve.lock";
@@ -67,7 +72,8 @@ pub struct BrokerInfo {
 /// Proof that this process is the machine's broker; dropping it lets another one start.
 #[derive(Debug)]
 pub struct BrokerLock {
-    lock: Flock<File>,
+    /// Holds the `flock`; the kernel releases it when the file is closed.
+    lock: File,
     path: PathBuf,
 }
 
@@ -85,14 +91,14 @@ impl BrokerLock {
             .create(true)
             .truncate(false)
             .mode(0o600)
-            .custom_flags(nix::libc::O_NOFOLLOW)
+            .custom_flags(NOFOLLOW)
             .open(&path)
             .map_err(|source| AcquireError::Io {
                 path: path.clone(),
                 source,
             })?;
-        match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
-            Ok(lock) => Ok(BrokerLock { lock, path }),
+        match flock(&file, FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => Ok(BrokerLock { lock: file, path }),
             Err(_) => Err(AcquireError::Held(read_info(&path))),
         }
     }
@@ -105,8 +111,8 @@ impl BrokerLock {
         };
         let json = serde_json::to_vec(&info).map_err(io::Error::other)?;
         self.lock.set_len(0)?;
-        (&*self.lock).write_all(&json)?;
-        (&*self.lock).write_all(b"\n")?;
+        (&self.lock).write_all(&json)?;
+        (&self.lock).write_all(b"\n")?;
         self.lock.sync_data()
     }
 
@@ -160,11 +166,11 @@ pub fn running_in(dir: &Path) -> Option<BrokerInfo> {
     let path = dir.join(LOCK_FILE);
     let file = OpenOptions::new()
         .read(true)
-        .custom_flags(nix::libc::O_NOFOLLOW)
+        .custom_flags(NOFOLLOW)
         .open(&path)
         .ok()?;
     // A shared lock we can take means nobody holds the exclusive one: no broker.
-    if Flock::lock(file, FlockArg::LockSharedNonblock).is_ok() {
+    if flock(&file, FlockOperation::NonBlockingLockShared).is_ok() {
         return None;
     }
     read_info(&path)
@@ -179,7 +185,7 @@ fn read_small(path: &Path) -> Option<Vec<u8>> {
     use std::io::Read;
     let file = OpenOptions::new()
         .read(true)
-        .custom_flags(nix::libc::O_NOFOLLOW)
+        .custom_flags(NOFOLLOW)
         .open(path)
         .ok()?;
     let mut raw = Vec::new();
@@ -203,9 +209,16 @@ pub const REQUEST_FILE: &str = "request.json";
 pub enum RequestAction {
     /// Skip it: the agent decides on its own (as Esc in the panel).
     Skip,
-    /// Five more minutes ([`crate::countdown::EXTEND_BY`]).
+    /// More time: [`Request::extend_secs`], or five minutes ([`crate::countdown::EXTEND_BY`],
+    /// as `Ctrl+E` in the panel) in a request that does not say.
     Extend,
 }
+
+/// The least time one request may add to a question's deadline.
+pub const MIN_EXTEND: Duration = Duration::from_secs(60);
+
+/// The most time one request may add to a question's deadline.
+pub const MAX_EXTEND: Duration = Duration::from_secs(24 * 3600);
 
 /// A request from the broker to the loop, for the question asked at `asked_at`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -214,6 +227,64 @@ pub struct Request {
     pub asked_at: String,
     /// What to do.
     pub action: RequestAction,
+    /// How many seconds [`RequestAction::Extend`] adds ([`MIN_EXTEND`] to [`MAX_EXTEND`]).
+    /// Absent in requests of older brokers: five minutes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extend_secs: Option<u64>,
+}
+
+impl Request {
+    /// Skip the question asked at `asked_at`.
+    pub fn skip(asked_at: &str) -> Request {
+        Request {
+            asked_at: asked_at.to_string(),
+            action: RequestAction::Skip,
+            extend_secs: None,
+        }
+    }
+
+    /// Give the question asked at `asked_at` `by` more time; an amount out of bounds is
+    /// refused with the words for the user.
+    pub fn extend(asked_at: &str, by: Duration) -> Result<Request, String> {
+        if !(MIN_EXTEND..=MAX_EXTEND).contains(&by) {
+            return Err(format!(
+                "a question can be given {} to {} more at a time, not {}",
+                describe_span(MIN_EXTEND),
+                describe_span(MAX_EXTEND),
+                describe_span(by)
+            ));
+        }
+        Ok(Request {
+            asked_at: asked_at.to_string(),
+            action: RequestAction::Extend,
+            extend_secs: Some(by.as_secs()),
+        })
+    }
+
+    /// How much time an extend request adds: `None` for a skip, or an amount out of bounds
+    /// (not one of ours: the request is dropped).
+    pub fn extend_by(&self) -> Option<Duration> {
+        match (self.action, self.extend_secs) {
+            (RequestAction::Skip, _) => None,
+            (RequestAction::Extend, None) => Some(crate::countdown::EXTEND_BY),
+            (RequestAction::Extend, Some(secs)) => {
+                Some(Duration::from_secs(secs)).filter(|d| (MIN_EXTEND..=MAX_EXTEND).contains(d))
+            }
+        }
+    }
+}
+
+/// `5 min`, `1 h`, `1 h 30 min`, `90 s`: a span as the buttons and notes say it.
+pub fn describe_span(d: Duration) -> String {
+    let s = d.as_secs();
+    let (h, m, rest) = (s / 3600, (s % 3600) / 60, s % 60);
+    match (h, m, rest) {
+        (0, 0, s) => format!("{s} s"),
+        (0, m, 0) => format!("{m} min"),
+        (h, 0, 0) => format!("{h} h"),
+        (h, m, 0) => format!("{h} h {m} min"),
+        _ => format!("{s} s"),
+    }
 }
 
 /// Asks the loop in `ws` to act on its question (written atomically; a newer request replaces
@@ -226,12 +297,14 @@ pub fn request(
     crate::workspace::write_atomic(&ws.dir().join(REQUEST_FILE), &json)
 }
 
-/// Takes the waiting request, if any (it is removed: each is acted on once).
+/// Takes the waiting request, if any (it is removed: each is acted on once). One that does not
+/// parse, or asks for an amount of time out of bounds, is dropped.
 pub fn take_request(ws: &crate::workspace::Workspace) -> Option<Request> {
     let path = ws.dir().join(REQUEST_FILE);
     let raw = read_small(&path)?;
     let _ = fs::remove_file(&path);
-    serde_json::from_slice(&raw).ok()
+    let req: Request = serde_json::from_slice(&raw).ok()?;
+    (req.action == RequestAction::Skip || req.extend_by().is_some()).then_some(req)
 }
 
 /// One answer link, as stored: never the token, only its hash.
@@ -408,6 +481,51 @@ mod tests {
         assert_eq!(verify(dir.path(), &old), None);
         assert!(verify(dir.path(), &other).is_some());
         assert!(verify(dir.path(), &new).is_some());
+    }
+
+    #[test]
+    fn a_request_carries_how_long_and_an_old_one_means_five_minutes() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = crate::workspace::Workspace::new(dir.path());
+        fs::create_dir_all(ws.dir()).unwrap();
+        let hour = Request::extend("t1", Duration::from_secs(3600)).unwrap();
+        request(&ws, &hour).unwrap();
+        let taken = take_request(&ws).unwrap();
+        assert_eq!(taken.extend_by(), Some(Duration::from_secs(3600)));
+        assert_eq!(take_request(&ws), None, "taken once");
+        // Written by a broker from before the amount existed.
+        let file = ws.dir().join(REQUEST_FILE);
+        fs::write(&file, r#"{"asked_at":"t1","action":"extend"}"#).unwrap();
+        assert_eq!(
+            take_request(&ws).unwrap().extend_by(),
+            Some(crate::countdown::EXTEND_BY)
+        );
+        fs::write(&file, r#"{"asked_at":"t1","action":"skip"}"#).unwrap();
+        assert_eq!(take_request(&ws).unwrap().action, RequestAction::Skip);
+        // Out of bounds, whoever wrote it: dropped, not clamped.
+        for secs in [0, 59, 86_401, u64::MAX] {
+            fs::write(
+                &file,
+                format!(r#"{{"asked_at":"t1","action":"extend","extend_secs":{secs}}}"#),
+            )
+            .unwrap();
+            assert_eq!(take_request(&ws), None, "{secs} s");
+        }
+    }
+
+    #[test]
+    fn an_extension_out_of_bounds_is_refused_with_the_bounds() {
+        let err = Request::extend("t1", Duration::from_secs(30)).unwrap_err();
+        assert!(
+            err.contains("1 min to 24 h") && err.contains("30 s"),
+            "{err}"
+        );
+        assert!(Request::extend("t1", Duration::from_secs(25 * 3600)).is_err());
+        assert!(Request::extend("t1", MAX_EXTEND).is_ok());
+        assert_eq!(describe_span(Duration::from_secs(300)), "5 min");
+        assert_eq!(describe_span(Duration::from_secs(3600)), "1 h");
+        assert_eq!(describe_span(Duration::from_secs(5400)), "1 h 30 min");
+        assert_eq!(describe_span(Duration::from_secs(61)), "61 s");
     }
 
     #[test]

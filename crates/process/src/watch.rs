@@ -10,9 +10,11 @@
 //! 2-core machine. The loop reads the events in its own runtime, so a burst of them costs
 //! one read, not a thread's wake-up each.
 
+use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use futures_util::StreamExt as _;
 use inotify::{EventMask, Inotify, WatchMask};
@@ -58,12 +60,20 @@ pub fn watch_async(
     names: &'static [&'static str],
     tx: mpsc::UnboundedSender<()>,
 ) -> io::Result<DirWatch> {
+    watch_with(dir, tx, move |mask, name| wanted(mask, name, names))
+}
+
+fn watch_with(
+    dir: &Path,
+    tx: mpsc::UnboundedSender<()>,
+    wanted: impl Fn(EventMask, Option<&OsStr>) -> bool + Send + 'static,
+) -> io::Result<DirWatch> {
     let inotify = Inotify::init()?;
     inotify.watches().add(dir, changes())?;
     let mut events = inotify.into_event_stream(vec![0u8; 4096])?;
     let task = tokio::spawn(async move {
         while let Some(Ok(event)) = events.next().await {
-            if wanted(event.mask, event.name.as_deref(), names) && tx.send(()).is_err() {
+            if wanted(event.mask, event.name.as_deref()) && tx.send(()).is_err() {
                 break;
             }
         }
@@ -71,6 +81,101 @@ pub fn watch_async(
     Ok(DirWatch {
         task: task.abort_handle(),
     })
+}
+
+/// Many directories watched through one inotify instance, each for the files it names (or for
+/// any change), each sending on a channel of its own; directories come and go while it runs.
+///
+/// One instance however many directories: the kernel allows a user 128 instances by default
+/// (`fs.inotify.max_user_instances`) and far more watches, and a broker following fifty loops
+/// beside the fifty loops' own watches would run out of instances with one each. Dropped, it
+/// stops. Must be made in a Tokio runtime, which reads the events.
+#[derive(Debug)]
+pub struct DirsWatch {
+    watches: inotify::Watches,
+    targets: Arc<Mutex<HashMap<i32, Target>>>,
+    by_dir: HashMap<PathBuf, inotify::WatchDescriptor>,
+    task: AbortHandle,
+}
+
+#[derive(Debug)]
+struct Target {
+    names: Option<&'static [&'static str]>,
+    tx: mpsc::UnboundedSender<()>,
+}
+
+impl Drop for DirsWatch {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl DirsWatch {
+    /// An instance watching nothing yet.
+    pub fn new() -> io::Result<DirsWatch> {
+        let inotify = Inotify::init()?;
+        let mut events = inotify.into_event_stream(vec![0u8; 4096])?;
+        let watches = events.watches();
+        let targets: Arc<Mutex<HashMap<i32, Target>>> = Arc::default();
+        let seen = Arc::clone(&targets);
+        let task = tokio::spawn(async move {
+            while let Some(Ok(event)) = events.next().await {
+                let targets = seen.lock().unwrap_or_else(|p| p.into_inner());
+                let overflow = event.mask.contains(EventMask::Q_OVERFLOW);
+                for (wd, t) in targets.iter() {
+                    let mine = *wd == event.wd.get_watch_descriptor_id();
+                    let wanted = match t.names {
+                        None => mine,
+                        Some(names) => mine && wanted(event.mask, event.name.as_deref(), names),
+                    };
+                    if overflow || wanted {
+                        let _ = t.tx.send(());
+                    }
+                }
+            }
+        });
+        Ok(DirsWatch {
+            watches,
+            targets,
+            by_dir: HashMap::new(),
+            task: task.abort_handle(),
+        })
+    }
+
+    /// Watches `dir` (not its subdirectories): `()` on `tx` for every change to a file named
+    /// one of `names`, or to any entry when `names` is `None`.
+    pub fn add(
+        &mut self,
+        dir: &Path,
+        names: Option<&'static [&'static str]>,
+        tx: mpsc::UnboundedSender<()>,
+    ) -> io::Result<()> {
+        let wd = self.watches.add(dir, changes())?;
+        let mut targets = self.targets.lock().unwrap_or_else(|p| p.into_inner());
+        targets.insert(wd.get_watch_descriptor_id(), Target { names, tx });
+        self.by_dir.insert(dir.to_path_buf(), wd);
+        Ok(())
+    }
+
+    /// Stops watching `dir`.
+    pub fn remove(&mut self, dir: &Path) {
+        if let Some(wd) = self.by_dir.remove(dir) {
+            let mut targets = self.targets.lock().unwrap_or_else(|p| p.into_inner());
+            targets.remove(&wd.get_watch_descriptor_id());
+            // Gone already when the directory was removed; nothing more to do then.
+            let _ = self.watches.remove(wd);
+        }
+    }
+
+    /// Whether `dir` is watched.
+    pub fn contains(&self, dir: &Path) -> bool {
+        self.by_dir.contains_key(dir)
+    }
+
+    /// The directories watched.
+    pub fn dirs(&self) -> impl Iterator<Item = &Path> {
+        self.by_dir.keys().map(PathBuf::as_path)
+    }
 }
 
 /// Watches `dir` for a process without a runtime (`ralph ask`): a thread sends `()` on `tx`
@@ -135,6 +240,37 @@ mod tests {
             !woken(&mut rx, 200).await,
             "woken by a read or another file"
         );
+    }
+
+    #[tokio::test]
+    async fn one_instance_watches_many_directories_each_for_its_own_names() {
+        let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let (a_tx, mut a_rx) = mpsc::unbounded_channel();
+        let (b_tx, mut b_rx) = mpsc::unbounded_channel();
+        let mut dirs = DirsWatch::new().unwrap();
+        dirs.add(a.path(), Some(NAMES), a_tx).unwrap();
+        dirs.add(b.path(), None, b_tx).unwrap();
+        assert!(dirs.contains(a.path()) && dirs.dirs().count() == 2);
+
+        std::fs::write(a.path().join("answer.md"), "Redis").unwrap();
+        assert!(woken(&mut a_rx, 2000).await, "a named file in a");
+        assert!(!woken(&mut b_rx, 200).await, "b woken by a's change");
+        std::fs::write(a.path().join("events.jsonl"), "{}").unwrap();
+        assert!(
+            !woken(&mut a_rx, 200).await,
+            "a woken by a file it does not name"
+        );
+        std::fs::write(b.path().join("3f9c.json"), "{}").unwrap();
+        assert!(woken(&mut b_rx, 2000).await, "any file in b");
+        assert!(!woken(&mut a_rx, 200).await, "a woken by b's change");
+
+        dirs.remove(a.path());
+        std::fs::write(a.path().join("answer.md"), "Memcached").unwrap();
+        assert!(
+            !woken(&mut a_rx, 200).await,
+            "a still watched after its removal"
+        );
+        assert!(!dirs.contains(a.path()));
     }
 
     #[tokio::test]
