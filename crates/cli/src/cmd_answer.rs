@@ -6,13 +6,14 @@
 //! once; with no loop running, the next `ralph run` delivers it.
 
 use std::io::Read;
+use std::path::Path;
 
 use anyhow::{Context as _, anyhow};
 use ralph_loop::answer::{Answer, AnsweredBy};
 use ralph_loop::question::Picks;
 use ralph_loop::state::{ClosedQuestion, PendingQuestion, State};
 use ralph_loop::workspace::{self, Workspace};
-use ralph_protocol::desk::{self, Submitted};
+use ralph_protocol::desk::{self, DeskError, Submitted};
 use ralph_protocol::text::clean;
 
 use crate::agents;
@@ -44,24 +45,7 @@ pub fn run(args: &AnswerArgs) -> CmdResult {
         .and_then(|s| s.closed_questions.last().cloned());
     let pending = state.and_then(|s| s.pending_question);
     if pending.is_none() && !args.force {
-        // Someone answering a question that was just answered wants to know who was first.
-        let before = match last_closed {
-            Some(ClosedQuestion {
-                answered_by: Some(by),
-                answer_line,
-                ..
-            }) => format!(
-                "the question was already answered by {} ({}); ",
-                by.describe(),
-                clean(answer_line.as_deref().unwrap_or("")).trim()
-            ),
-            Some(_) => "the question was skipped, so the agent decided; ".to_string(),
-            None => String::new(),
-        };
-        return Err(Failure::failed(anyhow!(
-            "{before}no question is waiting in {}. To leave guidance for the next iteration anyway, add --force.",
-            root.display()
-        )));
+        return Err(not_waiting(&root, last_closed));
     }
 
     let mut text = if args.stdin || args.text.as_deref() == Some("-") {
@@ -121,7 +105,18 @@ pub fn run(args: &AnswerArgs) -> CmdResult {
 
     ws.ensure().map_err(Failure::failed)?;
     let submitted = match &pending {
-        Some(_) => desk::answer(&ws, &text, AnsweredBy::RalphAnswer).map_err(Failure::failed)?,
+        // The question may close between the look above and the answer (the asker took
+        // another front end's answer): the loser is told who won all the same.
+        Some(_) => match desk::answer(&ws, &text, AnsweredBy::RalphAnswer) {
+            Err(DeskError::NoQuestion { .. }) => {
+                let last_closed = State::load(&ws)
+                    .ok()
+                    .flatten()
+                    .and_then(|s| s.closed_questions.last().cloned());
+                return Err(not_waiting(&root, last_closed));
+            }
+            submitted => submitted.map_err(Failure::failed)?,
+        },
         // --force: guidance for the next iteration, with no question to answer.
         None => desk::submit(
             &ws,
@@ -165,6 +160,28 @@ pub fn run(args: &AnswerArgs) -> CmdResult {
             "the question was skipped before your answer arrived; your answer was not used and the agent decides on its own. To leave guidance for the next iteration anyway, add --force."
         ))),
     }
+}
+
+/// The refusal when no question waits in `root`: someone answering a question that was just
+/// answered wants to know who was first.
+fn not_waiting(root: &Path, last_closed: Option<ClosedQuestion>) -> Failure {
+    let before = match last_closed {
+        Some(ClosedQuestion {
+            answered_by: Some(by),
+            answer_line,
+            ..
+        }) => format!(
+            "the question was already answered by {} ({}); ",
+            by.describe(),
+            clean(answer_line.as_deref().unwrap_or("")).trim()
+        ),
+        Some(_) => "the question was skipped, so the agent decided; ".to_string(),
+        None => String::new(),
+    };
+    Failure::failed(anyhow!(
+        "{before}no question is waiting in {}. To leave guidance for the next iteration anyway, add --force.",
+        root.display()
+    ))
 }
 
 /// The largest answer taken: what the loop reads of `answer.md` into the prompt and
