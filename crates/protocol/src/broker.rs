@@ -57,7 +57,7 @@ const MAX_FILE_BYTES: u64 = 16 * 1024;
 
 /// ralph's state directory (`$RALPH_STATE_DIR`, else `~/.local/state/ralph`).
 pub fn state_dir() -> Option<PathBuf> {
-    crate::registry::registry_dir().and_then(|d| d.parent().map(Path::to_path_buf))
+    crate::user_dirs::user_dir(crate::user_dirs::UserDir::State)
 }
 
 /// What `serve.lock` says about the running broker.

@@ -33,6 +33,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
+use ralph_protocol::user_dirs::{UserDir, user_dir};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -81,11 +82,7 @@ struct RemoteToml {
 
 /// `remote.toml`'s path: `$XDG_CONFIG_HOME/ralph/remote.toml`, else `~/.config/ralph/...`.
 pub fn config_path() -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_CONFIG_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))?;
-    Some(base.join("ralph").join("remote.toml"))
+    Some(user_dir(UserDir::Config)?.join("remote.toml"))
 }
 
 /// The bot's settings from `remote.toml`; `Ok(None)` when there is no file or no `[telegram]`.
