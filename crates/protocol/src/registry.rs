@@ -117,7 +117,7 @@ fn register_in(dir: &Path, root: &Path) -> io::Result<Registration> {
 }
 
 /// [`list`] with the registry in `dir`.
-fn list_in(dir: &Path) -> Vec<LoopEntry> {
+pub fn list_in(dir: &Path) -> Vec<LoopEntry> {
     let Ok(read_dir) = fs::read_dir(dir) else {
         return Vec::new();
     };

@@ -386,18 +386,6 @@ impl Changes {
 
 const WATCHED: &[&str] = &["state.json", "answer.md"];
 
-/// Watches the loop in `root`. Must be called in a Tokio runtime.
-pub fn watch(root: &Path) -> std::io::Result<Changes> {
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    let ws = Workspace::new(root);
-    let watch = ralph_process::watch::watch_async(ws.dir(), WATCHED, tx)?;
-    Ok(Changes {
-        _watches: vec![watch],
-        follow: None,
-        rx,
-    })
-}
-
 /// Watches every registered loop and the registry itself, so that a loop that starts is
 /// watched from then on and one that ends is let go: a change is sent for every change to a
 /// loop's state or answer, for every loop that starts or ends, and once at the start (look

@@ -23,6 +23,7 @@ pub mod desk;
 pub mod devices;
 pub mod page;
 pub mod server;
+pub mod streams;
 pub mod telegram;
 
 use std::net::SocketAddr;
@@ -91,6 +92,7 @@ pub async fn serve(
         return Err(ServeError::NeedsTls(opts.bind));
     }
     let state_dir = desk::state_dir().ok_or(ServeError::NoStateDir)?;
+    let registry = ralph_protocol::registry::registry_dir().ok_or(ServeError::NoStateDir)?;
     let telegram = telegram::settings().map_err(ServeError::Config)?;
     let mut lock = desk::BrokerLock::acquire(&state_dir)?;
     let std_listener = std::net::TcpListener::bind(opts.bind)
@@ -114,6 +116,7 @@ pub async fn serve(
         https: opts.tls.is_some() || url.starts_with("https://"),
         pairing: devices::Attempts::default(),
         public_origin: opts.public_url.as_deref().map(origin_of),
+        streams: streams::Streams::new(registry).map_err(io("could not watch the loops"))?,
     });
     started(&url);
     let result = match opts.tls {

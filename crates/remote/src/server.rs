@@ -40,6 +40,7 @@ use tower_http::timeout::TimeoutLayer;
 use crate::desk::{self, Outcome, Reply, Sender};
 use crate::devices;
 use crate::page;
+use crate::streams;
 
 /// The largest request body taken, in bytes: an answer's cap plus room for its encoding.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
@@ -65,6 +66,8 @@ pub struct App {
     /// The origin (`https://box.tailnet.ts.net`) of `--public-url`, when a proxy in front of
     /// the broker may pass on another `Host` than the one the browser used.
     pub public_origin: Option<String>,
+    /// The event streams of open pages, and their one watch of the loops.
+    pub streams: streams::Streams,
 }
 
 /// The broker's routes and layers over `app`.
@@ -294,75 +297,103 @@ fn reply(status: StatusCode, code: &str, message: &str, headers: &HeaderMap) -> 
 
 type Events = Sse<std::pin::Pin<Box<dyn Stream<Item = Result<Event, Infallible>> + Send>>>;
 
+/// The answer to a stream asked for beyond [`streams::MAX_STREAMS`] or
+/// [`streams::MAX_STREAMS_PER_HOLDER`].
+fn too_many_streams() -> Response {
+    (
+        StatusCode::TOO_MANY_REQUESTS,
+        Html(page::message(
+            "Too many open pages",
+            "This page is open in too many places at once; close some, then reload.",
+        )),
+    )
+        .into_response()
+}
+
 async fn question_events(State(app): State<Arc<App>>, Path(token): Path<String>) -> Response {
-    let Some(link) = desk::verify_link(&app.state_dir, &token) else {
+    let dir = app.state_dir.clone();
+    let found = tokio::task::spawn_blocking(move || {
+        let link = desk::verify_link(&dir, &token)?;
+        let first = desk::pending(&link)?;
+        Some((link, first))
+    })
+    .await;
+    let Ok(Some((link, first))) = found else {
         return not_found().await;
     };
-    let Some(first) = desk::pending(&link) else {
-        return not_found().await;
+    let Some(changes) = app.streams.open(&link.hash, Some(&link.root)) else {
+        return too_many_streams();
     };
-    let Ok(mut changes) = desk::watch(&link.root) else {
-        return not_found().await;
-    };
-    let stream = async_stream(move |tx| async move {
-        loop {
-            if changes.next().await.is_none() {
-                return;
+    // Polled by the connection itself (no task of its own): a client that goes drops it.
+    let stream = futures_util::stream::unfold(Some(changes), move |changes| {
+        let (link, first) = (link.clone(), first.clone());
+        async move {
+            let mut changes = changes?;
+            loop {
+                changes.next().await?;
+                let link = link.clone();
+                let now = tokio::task::spawn_blocking(move || {
+                    (desk::pending(&link), desk::closed_how(&link))
+                })
+                .await
+                .ok()?;
+                let event = match now {
+                    (Some(q), _) if q == first => continue,
+                    (Some(_), _) => Event::default().event("changed").data("changed"),
+                    (None, how) => Event::default().event("closed").data(how),
+                };
+                // One event and the stream ends: the page reloads or shows how it closed.
+                return Some((Ok(event), None));
             }
-            let link = link.clone();
-            let now = tokio::task::spawn_blocking(move || {
-                (desk::pending(&link), desk::closed_how(&link))
-            })
-            .await
-            .ok();
-            let event = match now {
-                Some((Some(q), _)) if q == first => continue,
-                Some((Some(_), _)) => Event::default().event("changed").data("changed"),
-                Some((None, how)) => Event::default().event("closed").data(how),
-                None => return,
-            };
-            let _ = tx.send(event).await;
-            return;
         }
     });
     sse(stream)
 }
 
+/// What the dashboard's stream keeps between two looks.
+struct Dashboard {
+    changes: streams::Subscription,
+    dir: PathBuf,
+    links: Links,
+    shown: Option<Vec<desk::LoopView>>,
+}
+
 /// The dashboard's stream: a `loops` event with the whole list (what the page's `<main>`
 /// holds) at once, and again whenever a loop starts, ends, asks, is answered or moves on.
 async fn dashboard_events(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
-    if devices::device(&app.state_dir, &headers).is_none() {
-        return not_found().await;
-    }
-    let Ok(mut changes) = desk::watch_loops() else {
+    let dir = app.state_dir.clone();
+    let device = tokio::task::spawn_blocking(move || devices::device(&dir, &headers)).await;
+    let Ok(Some(device)) = device else {
         return not_found().await;
     };
-    let dir = app.state_dir.clone();
-    let stream = async_stream(move |tx| async move {
-        let mut links = Links::new();
-        let mut shown: Option<Vec<desk::LoopView>> = None;
-        while changes.next().await.is_some() {
-            let dir = dir.clone();
-            let looked = tokio::task::spawn_blocking(move || {
+    let Some(changes) = app.streams.open(&format!("device {device}"), None) else {
+        return too_many_streams();
+    };
+    let start = Dashboard {
+        changes,
+        dir: app.state_dir.clone(),
+        links: Links::new(),
+        shown: None,
+    };
+    let stream = futures_util::stream::unfold(start, |mut d| async move {
+        loop {
+            d.changes.next().await?;
+            let dir = d.dir.clone();
+            let mut links = std::mem::take(&mut d.links);
+            let (loops, kept) = tokio::task::spawn_blocking(move || {
                 let loops = with_links(&dir, desk::loops(), &mut links);
                 (loops, links)
             })
-            .await;
-            let Ok((loops, kept)) = looked else { return };
-            links = kept;
+            .await
+            .ok()?;
+            d.links = kept;
             let views: Vec<desk::LoopView> = loops.iter().map(|(l, _)| l.clone()).collect();
-            if shown.as_ref() == Some(&views) {
+            if d.shown.as_ref() == Some(&views) {
                 continue;
             }
-            shown = Some(views);
+            d.shown = Some(views);
             let body = page::dashboard_body(&loops, SystemTime::now());
-            if tx
-                .send(Event::default().event("loops").data(body))
-                .await
-                .is_err()
-            {
-                return;
-            }
+            return Some((Ok(Event::default().event("loops").data(body)), d));
         }
     });
     sse(stream)
@@ -400,20 +431,6 @@ fn with_links(
             (l, link)
         })
         .collect()
-}
-
-/// A stream of events fed by `produce` through a channel; it ends when `produce` returns.
-fn async_stream<F, Fut>(produce: F) -> impl Stream<Item = Result<Event, Infallible>> + Send
-where
-    F: FnOnce(tokio::sync::mpsc::Sender<Event>) -> Fut,
-    Fut: std::future::Future<Output = ()> + Send + 'static,
-{
-    let (tx, rx) = tokio::sync::mpsc::channel(4);
-    tokio::spawn(produce(tx));
-    futures_util::stream::unfold(
-        rx,
-        |mut rx| async move { rx.recv().await.map(|e| (Ok(e), rx)) },
-    )
 }
 
 fn sse(stream: impl Stream<Item = Result<Event, Infallible>> + Send + 'static) -> Response {
