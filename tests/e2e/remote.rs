@@ -12,7 +12,7 @@ use super::util::*;
 pub struct Broker {
     pub state: tempfile::TempDir,
     pub url: String,
-    _child: Guarded,
+    pub child: Guarded,
 }
 
 impl Broker {
@@ -46,11 +46,7 @@ impl Broker {
             let v: serde_json::Value = serde_json::from_str(&raw).ok()?;
             v["url"].as_str().map(str::to_string)
         });
-        Broker {
-            state,
-            url,
-            _child: child,
-        }
+        Broker { state, url, child }
     }
 
     /// `ralph ARGS` in `p`, seeing this broker.

@@ -3,6 +3,7 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use super::remote::*;
@@ -100,4 +101,145 @@ fn a_links_event_streams_share_one_watch_are_capped_and_given_back() {
     drop(again);
     eprintln!("places given back after {:?}", start.elapsed());
     assert_eq!(inotify_instances(pid), before);
+}
+
+/// How many file descriptors process `pid` holds.
+fn open_files(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .count()
+}
+
+/// Whether the server closed `conn` (EOF or reset) within `limit`, all it sent read away.
+fn closed_within(conn: &mut TcpStream, limit: Duration) -> bool {
+    conn.set_read_timeout(Some(limit)).unwrap();
+    let mut buf = [0u8; 1024];
+    loop {
+        match conn.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return true,
+            Err(_) => return false,
+        }
+    }
+}
+
+/// Slowloris: a client that sent one request line and nothing more held its connection
+/// forever, and with about 1100 of them the broker answered nobody. Now the headers must come
+/// within ten seconds, a silent connection is closed after twenty, and connections over the
+/// cap are closed as they come.
+#[test]
+fn slow_headers_are_cut_off_and_connections_are_capped() {
+    let broker = Broker::start();
+    let pid = broker_pid(&broker);
+    let host = authority(&broker.url);
+    let before = open_files(pid);
+    let slow: Vec<TcpStream> = (0..256)
+        .map(|i| {
+            let mut conn = TcpStream::connect(&host).unwrap();
+            // Half of them send nothing at all.
+            if i % 2 == 0 {
+                conn.write_all(b"GET / HTTP/1.1\r\n").unwrap();
+            }
+            conn
+        })
+        .collect();
+    let mut over = TcpStream::connect(&host).unwrap();
+    let _ = over.write_all(b"GET /assets/page.css HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert!(
+        closed_within(&mut over, Duration::from_secs(5)),
+        "a connection over the cap is closed at once"
+    );
+    let held = open_files(pid);
+    assert!(held < before + 256 + 16, "{before} files, then {held}");
+
+    let start = Instant::now();
+    for (i, mut conn) in slow.into_iter().enumerate() {
+        let left = Duration::from_secs(25).saturating_sub(start.elapsed());
+        assert!(
+            closed_within(&mut conn, left.max(Duration::from_millis(1))),
+            "slow connection {i} still open after {:?}",
+            start.elapsed()
+        );
+    }
+    let page = get(&format!("{}/assets/page.css", broker.url));
+    assert_eq!(
+        page.status, 200,
+        "served again once the slow ones are cut off"
+    );
+}
+
+/// `ralph serve` ignored Ctrl-C and SIGTERM while a page was open: the graceful shutdown
+/// waited for every connection, and event streams never end by themselves.
+#[test]
+fn sigterm_stops_the_broker_while_pages_stream() {
+    let broker = Broker::start();
+    let (p, _child) = waiting_loop(&broker);
+    let url = broker.answer_url(&p);
+    let (mut stream, status) = open_get(&format!("{url}/events"), "");
+    assert_eq!(status, 200);
+    let Broker { state, child, .. } = broker;
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    let run = Run::finish(child, Duration::from_secs(10));
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(closed_within(&mut stream, Duration::from_secs(1)));
+    drop(state);
+}
+
+/// A certificate that could not be loaded was found only after the broker had announced its
+/// URL, written it into the lock (so loops made links for it) and started the bot.
+#[test]
+fn a_bad_certificate_is_refused_before_anything_is_announced() {
+    let state = tempfile::tempdir().unwrap();
+    let bad = state.path().join("cert.pem");
+    std::fs::write(&bad, "not a certificate").unwrap();
+    let mut cmd = Command::new(ralph_bin());
+    cmd.args(["serve", "--bind", "127.0.0.1:0", "--tls-cert"])
+        .arg(&bad)
+        .arg("--tls-key")
+        .arg(&bad)
+        .env("RALPH_STATE_DIR", state.path());
+    let run = Run::finish(spawn(cmd), Duration::from_secs(20));
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("could not load the certificate"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stdout.contains("listening"), "{}", run.stdout);
+    assert!(
+        !state.path().join("serve.lock").exists(),
+        "nothing published"
+    );
+}
+
+/// `--bind 0.0.0.0` without `--public-url` published links to `https://0.0.0.0:PORT`.
+#[test]
+fn every_address_without_a_public_url_is_refused() {
+    let state = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(ralph_bin());
+    cmd.args(["serve", "--bind", "0.0.0.0:0", "--insecure-http"])
+        .env("RALPH_STATE_DIR", state.path());
+    let run = Run::finish(spawn(cmd), Duration::from_secs(20));
+    assert_eq!(run.code, Some(2), "{}", run.stderr);
+    assert!(run.stderr.contains("--public-url"), "{}", run.stderr);
+}
+
+/// HTTP/2 with prior knowledge was served on the plain port (feature unification turned it
+/// on): a second protocol nobody asked for.
+#[test]
+fn http2_with_prior_knowledge_is_not_served() {
+    let broker = Broker::start();
+    let mut conn = TcpStream::connect(authority(&broker.url)).unwrap();
+    conn.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0")
+        .unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut got = Vec::new();
+    let _ = conn.read_to_end(&mut got);
+    // An HTTP/2 server answers with a SETTINGS frame: type 4 in the frame's fourth byte.
+    assert!(
+        got.len() < 4 || got[3] != 4 || got.starts_with(b"HTTP/1"),
+        "{got:?}"
+    );
 }

@@ -19,6 +19,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod conn;
 pub mod desk;
 pub mod devices;
 pub mod page;
@@ -29,9 +30,20 @@ pub mod telegram;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 pub use server::{App, MAX_BODY_BYTES, router};
+
+/// The most connections the broker serves at once; more are closed as they come.
+pub const MAX_CONNECTIONS: usize = 256;
+
+/// How long a client has to send a request's headers (after the TLS handshake, which has as
+/// long again).
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long open requests get to finish once the broker is asked to stop (event streams end
+/// at once).
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
 /// The address `ralph serve` listens on unless told otherwise.
 pub const DEFAULT_BIND: &str = "127.0.0.1:7707";
@@ -94,6 +106,29 @@ pub async fn serve(
     let state_dir = desk::state_dir().ok_or(ServeError::NoStateDir)?;
     let registry = ralph_protocol::registry::registry_dir().ok_or(ServeError::NoStateDir)?;
     let telegram = telegram::settings().map_err(ServeError::Config)?;
+    let tls = match &opts.tls {
+        None => None,
+        Some((cert, key)) => {
+            let _ = rustls::crypto::ring::default_provider().install_default();
+            Some(
+                axum_server::tls_rustls::RustlsConfig::from_pem_file(cert, key)
+                    .await
+                    .map_err(io(format!(
+                        "could not load the certificate {} and key {}",
+                        cert.display(),
+                        key.display()
+                    )))?,
+            )
+        }
+    };
+    if opts.bind.ip().is_unspecified() && opts.public_url.is_none() {
+        return Err(ServeError::Config(format!(
+            "{} listens on every address, so no link can name it: give --public-url with the address phones reach it at (https://box.example.net:{})",
+            opts.bind,
+            opts.bind.port()
+        )));
+    }
+    let streams = streams::Streams::new(registry).map_err(io("could not watch the loops"))?;
     let mut lock = desk::BrokerLock::acquire(&state_dir)?;
     let std_listener = std::net::TcpListener::bind(opts.bind)
         .map_err(io(format!("could not listen on {}", opts.bind)))?;
@@ -116,43 +151,37 @@ pub async fn serve(
         https: opts.tls.is_some() || url.starts_with("https://"),
         pairing: devices::Attempts::default(),
         public_origin: opts.public_url.as_deref().map(origin_of),
-        streams: streams::Streams::new(registry).map_err(io("could not watch the loops"))?,
+        streams,
     });
     started(&url);
-    let result = match opts.tls {
-        None => {
-            std_listener
-                .set_nonblocking(true)
-                .map_err(io("could not set up the listener"))?;
-            let listener = tokio::net::TcpListener::from_std(std_listener)
-                .map_err(io("could not set up the listener"))?;
-            axum::serve(listener, router(app))
-                .with_graceful_shutdown(shutdown)
-                .await
-                .map_err(io("the server failed"))
+    let handle = axum_server::Handle::new();
+    let stopper = handle.clone();
+    let streams_of = Arc::clone(&app);
+    tokio::spawn(async move {
+        shutdown.await;
+        streams_of.streams.close();
+        stopper.graceful_shutdown(Some(SHUTDOWN_GRACE));
+    });
+    let mut server = axum_server::from_tcp(std_listener).handle(handle);
+    // HTTP/1 only: the page needs nothing more, and a second protocol is a second surface.
+    let builder = server.http_builder();
+    *builder = builder.clone().http1_only();
+    builder
+        .http1()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT);
+    let capped = conn::Capped::new(MAX_CONNECTIONS);
+    let service = router(app).into_make_service();
+    let result = match tls {
+        None => server.acceptor(capped).serve(service).await,
+        Some(config) => {
+            let tls = axum_server::tls_rustls::RustlsAcceptor::new(config)
+                .handshake_timeout(HEADER_READ_TIMEOUT)
+                .acceptor(capped);
+            server.acceptor(tls).serve(service).await
         }
-        Some((cert, key)) => {
-            let _ = rustls::crypto::ring::default_provider().install_default();
-            let config = axum_server::tls_rustls::RustlsConfig::from_pem_file(&cert, &key)
-                .await
-                .map_err(io(format!(
-                    "could not load the certificate {} and key {}",
-                    cert.display(),
-                    key.display()
-                )))?;
-            let handle = axum_server::Handle::new();
-            let stopper = handle.clone();
-            tokio::spawn(async move {
-                shutdown.await;
-                stopper.graceful_shutdown(Some(std::time::Duration::from_secs(2)));
-            });
-            axum_server::from_tcp_rustls(std_listener, config)
-                .handle(handle)
-                .serve(router(app).into_make_service())
-                .await
-                .map_err(io("the server failed"))
-        }
-    };
+    }
+    .map_err(io("the server failed"));
     drop(lock);
     result
 }
