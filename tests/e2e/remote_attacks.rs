@@ -243,3 +243,40 @@ fn http2_with_prior_knowledge_is_not_served() {
         "{got:?}"
     );
 }
+
+/// DNS rebinding: the Host header was never checked, and the cross-site check compared
+/// `Origin` with that same Host, so a page at `http://evil.example:7707` re-pointed at
+/// 127.0.0.1 passed as the broker's own and could read and answer questions.
+#[test]
+fn a_page_under_another_name_is_refused() {
+    let broker = Broker::start();
+    let (p, _child) = waiting_loop(&broker);
+    let url = broker.answer_url(&p);
+    let port = authority(&broker.url)
+        .rsplit_once(':')
+        .unwrap()
+        .1
+        .to_string();
+    let evil = format!("evil.example:{port}");
+    let path = url.splitn(4, '/').nth(3).unwrap().to_string();
+    let ask = |host: &str, request: &str| {
+        let mut conn = TcpStream::connect(authority(&broker.url)).unwrap();
+        conn.set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        write!(conn, "{}", request.replace("HOST", host)).unwrap();
+        let mut got = String::new();
+        let _ = conn.read_to_string(&mut got);
+        got
+    };
+    let page = format!("GET /{path} HTTP/1.1\r\nHost: HOST\r\nConnection: close\r\n\r\n");
+    assert!(ask(&evil, &page).starts_with("HTTP/1.1 421"));
+    assert!(ask(&format!("localhost:{port}"), &page).starts_with("HTTP/1.1 200"));
+    let body = r#"{"answer": "from the rebound page"}"#;
+    let answer = format!(
+        "POST /{path} HTTP/1.1\r\nHost: HOST\r\nOrigin: http://HOST\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let got = ask(&evil, &answer);
+    assert!(got.starts_with("HTTP/1.1 421"), "{got}");
+    assert_eq!(get(&url).status, 200, "the question still waits");
+}

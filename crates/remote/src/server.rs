@@ -81,6 +81,10 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/assets/page.js", get(js))
         .route("/assets/page.css", get(css))
         .fallback(not_found)
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&app),
+            known_host,
+        ))
         .with_state(app)
         .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))
         .layer(TimeoutLayer::with_status_code(
@@ -92,6 +96,49 @@ pub fn router(app: Arc<App>) -> Router {
         .layer(header_layer(header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
         .layer(header_layer(header::X_FRAME_OPTIONS, "DENY"))
         .layer(header_layer(header::CACHE_CONTROL, "no-store"))
+}
+
+/// Refuses a request whose `Host` is not one the broker answers to: an IP address (what a
+/// page cannot be made to come from by DNS), `localhost`, or the host of `--public-url`. A page
+/// of `http://evil.example:7707` whose name was re-pointed at 127.0.0.1 (DNS rebinding) is
+/// thus never served, and its `Origin` never matches.
+async fn known_host(
+    State(app): State<Arc<App>>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let host = req
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok());
+    if host.is_some_and(|h| host_allowed(h, app.public_origin.as_deref())) {
+        return next.run(req).await;
+    }
+    (
+        StatusCode::MISDIRECTED_REQUEST,
+        Html(page::message(
+            "Unknown host",
+            "This broker answers to its own address only. Reaching it through a proxy under another name? Start it with --public-url set to that address.",
+        )),
+    )
+        .into_response()
+}
+
+/// Whether `host` (a `Host` header: `name[:port]`, `[v6][:port]`) names this broker.
+fn host_allowed(host: &str, public_origin: Option<&str>) -> bool {
+    let name = |authority: &str| -> String {
+        let name = match authority.strip_prefix('[') {
+            Some(v6) => v6.split(']').next().unwrap_or(""),
+            None => authority.rsplit_once(':').map_or(authority, |(n, _)| n),
+        };
+        name.to_ascii_lowercase()
+    };
+    let asked = name(host);
+    asked.parse::<std::net::IpAddr>().is_ok()
+        || asked == "localhost"
+        || public_origin
+            .and_then(|o| o.split_once("://"))
+            .is_some_and(|(_, authority)| name(authority) == asked)
 }
 
 fn header_layer(
@@ -482,4 +529,34 @@ async fn pair(State(app): State<Arc<App>>, Path(code): Path<String>) -> Response
         res.headers_mut().insert(header::SET_COOKIE, v);
     }
     res
+}
+
+#[cfg(test)]
+mod tests {
+    use super::host_allowed;
+
+    #[test]
+    fn hosts_are_addresses_localhost_or_the_public_one() {
+        for ok in [
+            "127.0.0.1:7707",
+            "[::1]:7707",
+            "localhost:8080",
+            "LOCALHOST",
+            "10.0.0.2",
+        ] {
+            assert!(host_allowed(ok, None), "{ok}");
+        }
+        for bad in [
+            "evil.example:7707",
+            "evil.example",
+            "localhost.evil.example:7707",
+            "",
+        ] {
+            assert!(!host_allowed(bad, None), "{bad}");
+        }
+        let public = Some("https://box.tailnet.ts.net");
+        assert!(host_allowed("box.tailnet.ts.net", public));
+        assert!(host_allowed("Box.Tailnet.ts.net:443", public));
+        assert!(!host_allowed("box.tailnet.ts.net.evil.example", public));
+    }
 }
