@@ -280,3 +280,48 @@ fn a_page_under_another_name_is_refused() {
     assert!(got.starts_with("HTTP/1.1 421"), "{got}");
     assert_eq!(get(&url).status, 200, "the question still waits");
 }
+
+/// The first half of `token`'s SHA-256, which names its file in the state directory.
+fn file_of(token: &str) -> String {
+    let mut sum = Command::new("sha256sum")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    sum.stdin
+        .take()
+        .unwrap()
+        .write_all(token.as_bytes())
+        .unwrap();
+    let out = sum.wait_with_output().unwrap();
+    format!("{}.json", &String::from_utf8(out.stdout).unwrap()[..32])
+}
+
+/// A named pipe planted in the state directory hung whoever opened it: every loop that asked
+/// a question while the broker ran (pruning opens every link file), `ralph status --json`, and
+/// through a link whose hash names it, the broker's async workers.
+#[test]
+fn a_named_pipe_in_the_state_directory_blocks_nobody() {
+    let broker = Broker::start();
+    let (p, _child) = waiting_loop(&broker);
+    let links = broker.state.path().join("links");
+    let token = "0123456789abcdef0123456789abcdef";
+    for name in [file_of(token), "planted.json".to_string()] {
+        nix::unistd::mkfifo(&links.join(name), nix::sys::stat::Mode::S_IRWXU).unwrap();
+    }
+    let mut status = broker.ralph(&p);
+    status.args(["status", "--json"]);
+    let run = Run::finish(spawn(status), Duration::from_secs(10));
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(run.stdout.contains("answer_url"), "{}", run.stdout);
+    let pages: Vec<_> = (0..8)
+        .map(|_| {
+            let url = format!("{}/a/{token}", broker.url);
+            std::thread::spawn(move || get(&url).status)
+        })
+        .collect();
+    for page in pages {
+        assert_eq!(page.join().unwrap(), 404);
+    }
+    assert_eq!(get(&format!("{}/assets/page.css", broker.url)).status, 200);
+}

@@ -164,11 +164,7 @@ pub fn running() -> Option<BrokerInfo> {
 /// [`running`] with the state directory `dir`.
 pub fn running_in(dir: &Path) -> Option<BrokerInfo> {
     let path = dir.join(LOCK_FILE);
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(NOFOLLOW)
-        .open(&path)
-        .ok()?;
+    let file = crate::workspace::open_plain(OpenOptions::new().read(true), &path).ok()?;
     // A shared lock we can take means nobody holds the exclusive one: no broker.
     if flock(&file, FlockOperation::NonBlockingLockShared).is_ok() {
         return None;
@@ -181,13 +177,12 @@ fn read_info(path: &Path) -> Option<BrokerInfo> {
     serde_json::from_slice(&raw).ok()
 }
 
+/// Reads a file of the state directory as `.ralph/`'s are read: never through a symlink, never
+/// a pipe or device (whose open or read could block whoever looks), at most
+/// [`MAX_FILE_BYTES`].
 fn read_small(path: &Path) -> Option<Vec<u8>> {
     use std::io::Read;
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(NOFOLLOW)
-        .open(path)
-        .ok()?;
+    let file = crate::workspace::open_plain(OpenOptions::new().read(true), path).ok()?;
     let mut raw = Vec::new();
     file.take(MAX_FILE_BYTES).read_to_end(&mut raw).ok()?;
     Some(raw)

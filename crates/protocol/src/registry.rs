@@ -145,11 +145,12 @@ pub fn list_in(dir: &Path) -> Vec<LoopEntry> {
 
 /// Reads one entry file; `None` when it is missing, too big or not an entry.
 fn read_entry(path: &Path) -> Option<LoopEntry> {
-    let meta = fs::symlink_metadata(path).ok()?;
-    if !meta.is_file() || meta.len() > MAX_ENTRY_BYTES {
-        return None;
-    }
-    serde_json::from_slice(&fs::read(path).ok()?).ok()
+    use std::io::Read;
+    // Never a pipe or device, whose open could block: the registry is read by every front end.
+    let file = crate::workspace::open_plain(fs::OpenOptions::new().read(true), path).ok()?;
+    let mut raw = Vec::new();
+    file.take(MAX_ENTRY_BYTES).read_to_end(&mut raw).ok()?;
+    serde_json::from_slice(&raw).ok()
 }
 
 /// `root` made absolute (symlinks resolved when it exists), so that one project always gets

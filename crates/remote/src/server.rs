@@ -167,16 +167,19 @@ async fn not_found() -> Response {
     (StatusCode::NOT_FOUND, Html(page::not_found())).into_response()
 }
 
+/// Runs `f` (file I/O in the state directory or a loop's `.ralph/`) off the async workers.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Option<T> + Send + 'static) -> Option<T> {
+    tokio::task::spawn_blocking(f).await.ok().flatten()
+}
+
 async fn question_page(State(app): State<Arc<App>>, Path(token): Path<String>) -> Response {
-    let Some(q) = desk::verify_link(&app.state_dir, &token).and_then(|l| desk::pending(&l)) else {
+    let dir = app.state_dir.clone();
+    let link = format!("/a/{token}");
+    let found = blocking(move || desk::verify_link(&dir, &token).and_then(|l| desk::pending(&l)));
+    let Some(q) = found.await else {
         return not_found().await;
     };
-    Html(page::question(
-        &q,
-        &format!("/a/{token}"),
-        SystemTime::now(),
-    ))
-    .into_response()
+    Html(page::question(&q, &link, SystemTime::now())).into_response()
 }
 
 /// A POST body: the page's script sends JSON; without script, the form sends `option` (once
@@ -267,7 +270,8 @@ async fn answer(
             &headers,
         );
     }
-    let Some(link) = desk::verify_link(&app.state_dir, &token) else {
+    let dir = app.state_dir.clone();
+    let Some(link) = blocking(move || desk::verify_link(&dir, &token)).await else {
         return not_found().await;
     };
     let json = headers
@@ -359,13 +363,12 @@ fn too_many_streams() -> Response {
 
 async fn question_events(State(app): State<Arc<App>>, Path(token): Path<String>) -> Response {
     let dir = app.state_dir.clone();
-    let found = tokio::task::spawn_blocking(move || {
+    let found = blocking(move || {
         let link = desk::verify_link(&dir, &token)?;
         let first = desk::pending(&link)?;
         Some((link, first))
-    })
-    .await;
-    let Ok(Some((link, first))) = found else {
+    });
+    let Some((link, first)) = found.await else {
         return not_found().await;
     };
     let Some(changes) = app.streams.open(&link.hash, Some(&link.root)) else {
@@ -409,8 +412,7 @@ struct Dashboard {
 /// holds) at once, and again whenever a loop starts, ends, asks, is answered or moves on.
 async fn dashboard_events(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
     let dir = app.state_dir.clone();
-    let device = tokio::task::spawn_blocking(move || devices::device(&dir, &headers)).await;
-    let Ok(Some(device)) = device else {
+    let Some(device) = blocking(move || devices::device(&dir, &headers)).await else {
         return not_found().await;
     };
     let Some(changes) = app.streams.open(&format!("device {device}"), None) else {
@@ -486,7 +488,11 @@ fn sse(stream: impl Stream<Item = Result<Event, Infallible>> + Send + 'static) -
 }
 
 async fn dashboard(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
-    if devices::device(&app.state_dir, &headers).is_none() {
+    let dir = app.state_dir.clone();
+    if blocking(move || devices::device(&dir, &headers))
+        .await
+        .is_none()
+    {
         return (
             StatusCode::NOT_FOUND,
             Html(page::message(
@@ -515,7 +521,8 @@ async fn pair(State(app): State<Arc<App>>, Path(code): Path<String>) -> Response
         )
             .into_response();
     }
-    let Some(cookie) = devices::pair_web(&app.state_dir, &code) else {
+    let dir = app.state_dir.clone();
+    let Some(cookie) = blocking(move || devices::pair_web(&dir, &code)).await else {
         app.pairing.failed(SystemTime::now());
         return not_found().await;
     };
