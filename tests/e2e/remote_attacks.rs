@@ -144,8 +144,13 @@ fn slow_headers_are_cut_off_and_connections_are_capped() {
             conn
         })
         .collect();
+    wait_until(Duration::from_secs(10), "the broker to take them", || {
+        (open_files(pid) >= before + 256).then_some(())
+    });
+    // Each connection takes its place in a task of its own: let them run.
+    std::thread::sleep(Duration::from_millis(500));
+    // Silent: served, it would stay open for the header and idle timeouts.
     let mut over = TcpStream::connect(&host).unwrap();
-    let _ = over.write_all(b"GET /assets/page.css HTTP/1.1\r\nHost: x\r\n\r\n");
     assert!(
         closed_within(&mut over, Duration::from_secs(5)),
         "a connection over the cap is closed at once"
@@ -324,4 +329,17 @@ fn a_named_pipe_in_the_state_directory_blocks_nobody() {
         assert_eq!(page.join().unwrap(), 404);
     }
     assert_eq!(get(&format!("{}/assets/page.css", broker.url)).status, 200);
+}
+
+/// Every `ralph status --json` minted a new link and only the newest 32 per question were
+/// kept: a status-bar script polling status killed the phone's link in minutes.
+#[test]
+fn polling_status_keeps_one_link_that_works_while_the_question_waits() {
+    let broker = Broker::start();
+    let (p, _child) = waiting_loop(&broker);
+    let first = broker.answer_url(&p);
+    for _ in 0..40 {
+        assert_eq!(broker.answer_url(&p), first, "one link for status");
+    }
+    assert_eq!(get(&first).status, 200);
 }

@@ -280,7 +280,7 @@ fn to_json(ws: &Workspace, state: Option<&State>, live: bool, hint: &str) -> ser
         // A link only while the question can still be answered (one is minted per call).
         let url = waiting
             .is_none()
-            .then(|| broker::answer_url(root, &q.asked_at))
+            .then(|| broker::answer_url(root, &q.asked_at, broker::Channel::Status))
             .flatten();
         v["pending_question"]["answer_url"] = json!(url);
         v["pending_question"]["answer_waiting"] = match waiting {

@@ -9,11 +9,14 @@
 //! where it listens: the kernel drops the lock when the broker dies, so a crashed broker never
 //! looks alive.
 //!
-//! An answer link is `URL/a/TOKEN`: 128 random bits from the OS, written out in hex. Whoever
-//! prints a link ([`mint`]: the loop when it notifies, `ralph status --json`) stores only the
-//! token's SHA-256 in the state directory's `links/` (mode 0700), one file per link named by
-//! the first half of that hash and holding the whole hash, the project root and the question's
-//! `asked_at`. The broker hashes the token it is given, opens the file of that name and
+//! An answer link is `URL/a/TOKEN`: 128 bits, written out in hex. A question has one link per
+//! [`Channel`] (the notification, `ralph status --json`, the dashboard, Telegram), the same
+//! however often it is asked for and valid for as long as the question waits: the token is an
+//! HMAC-SHA-256 of the project root, the question's `asked_at` and the channel, under a key of
+//! 256 random bits kept in the state directory (`link.key`, mode 0600). Whoever prints a link
+//! ([`mint`]) stores only the token's SHA-256 in the state directory's `links/` (mode 0700),
+//! one file per link named by the first half of that hash and holding the whole hash, the
+//! project root and the question's `asked_at`. The broker hashes the token it is given, opens the file of that name and
 //! compares the whole hash in constant time ([`verify`]). Nothing in a project's `.ralph/` is
 //! trusted for this: an agent can write there, and must not be able to make a link of its own.
 //! A link answers only the question it was made for: [`verify`] returns its root and
@@ -48,9 +51,6 @@ pub const LOCK_FILE: &str = "serve.lock";
 
 /// How long an answer link's file is kept at most, whatever its question.
 pub const LINK_MAX_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
-
-/// The most links kept for one question (each `ralph status --json` makes one).
-const MAX_LINKS_PER_QUESTION: usize = 32;
 
 /// The largest lock or link file read; anything bigger is not one of ours.
 const MAX_FILE_BYTES: u64 = 16 * 1024;
@@ -313,25 +313,88 @@ pub struct LinkRecord {
     pub asked_at: String,
 }
 
-/// Makes a new answer link to the question asked at `asked_at` in `root`, if a broker runs.
-pub fn answer_url(root: &Path, asked_at: &str) -> Option<String> {
+/// Where an answer link is given out: each question has one link per channel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Channel {
+    /// The loop's notification (`notify_command`, the webhook).
+    Notify,
+    /// `ralph status --json`.
+    Status,
+    /// The broker's dashboard.
+    Dashboard,
+    /// The Telegram bot.
+    Telegram,
+}
+
+impl Channel {
+    fn name(self) -> &'static str {
+        match self {
+            Channel::Notify => "notify",
+            Channel::Status => "status",
+            Channel::Dashboard => "dashboard",
+            Channel::Telegram => "telegram",
+        }
+    }
+}
+
+/// The answer link of `channel` to the question asked at `asked_at` in `root`, if a broker
+/// runs.
+pub fn answer_url(root: &Path, asked_at: &str, channel: Channel) -> Option<String> {
     let dir = state_dir()?;
     let broker = running_in(&dir)?;
-    let token = mint(&dir, root, asked_at).ok()?;
+    let token = mint(&dir, root, asked_at, channel).ok()?;
     Some(format!("{}/a/{token}", broker.url))
 }
 
-/// Stores a new link's hash in `dir/links/` and returns its token.
-pub fn mint(dir: &Path, root: &Path, asked_at: &str) -> io::Result<String> {
+/// The token of `channel`'s link to the question asked at `asked_at` in `root` (the same at
+/// every call), its hash stored in `dir/links/`.
+pub fn mint(dir: &Path, root: &Path, asked_at: &str, channel: Channel) -> io::Result<String> {
+    use hmac::{Hmac, Mac};
+    use std::os::unix::ffi::OsStrExt;
     let links = dir.join(LINKS);
     make_private_dir(&links)?;
     prune(&links, root, asked_at);
+    let mut mac = Hmac::<Sha256>::new_from_slice(&link_key(dir)?).map_err(io::Error::other)?;
+    for part in [
+        root.as_os_str().as_bytes(),
+        asked_at.as_bytes(),
+        channel.name().as_bytes(),
+    ] {
+        mac.update(&(part.len() as u64).to_be_bytes());
+        mac.update(part);
+    }
+    let token = hex(&mac.finalize().into_bytes()[..16]);
+    let hash = hash_token(&token);
     let record = LinkRecord {
-        hash: String::new(),
+        hash: hash.clone(),
         root: root.to_path_buf(),
         asked_at: asked_at.to_string(),
     };
-    put_secret(dir, LINKS, |hash| LinkRecord { hash, ..record })
+    // Written again each time: its age is what pruning goes by.
+    store(&links, &hash, &record)?;
+    Ok(token)
+}
+
+const LINK_KEY: &str = "link.key";
+
+/// The key links are derived from, made on first use.
+fn link_key(dir: &Path) -> io::Result<Vec<u8>> {
+    let path = dir.join(LINK_KEY);
+    if let Some(key) = read_small(&path).filter(|k| k.len() == 32) {
+        return Ok(key);
+    }
+    let mut key = [0u8; 32];
+    getrandom::fill(&mut key).map_err(|e| io::Error::other(e.to_string()))?;
+    let mut tmp = tempfile::Builder::new().prefix(".tmp-").tempfile_in(dir)?;
+    tmp.write_all(&key)?;
+    tmp.as_file().sync_data()?;
+    match tmp.persist_noclobber(&path) {
+        Ok(_) => Ok(key.to_vec()),
+        // Another process made it first: theirs is the key.
+        Err(_) => read_small(&path)
+            .filter(|k| k.len() == 32)
+            .ok_or_else(|| io::Error::other(format!("{} is not a link key", path.display()))),
+    }
 }
 
 /// The link `token` stands for, if it is one: its root and question.
@@ -358,12 +421,18 @@ pub fn put_secret<T: Serialize>(
     let hash = hash_token(&token);
     let sub = dir.join(kind);
     make_private_dir(&sub)?;
-    let json = serde_json::to_vec(&record(hash.clone())).map_err(io::Error::other)?;
-    let mut tmp = tempfile::Builder::new().prefix(".tmp-").tempfile_in(&sub)?;
-    tmp.write_all(&json)?;
-    tmp.persist(sub.join(file_name(&hash)))
-        .map_err(|e| e.error)?;
+    store(&sub, &hash.clone(), &record(hash))?;
     Ok(token)
+}
+
+/// Writes the record of the token hashed `hash` into `sub`, atomically.
+fn store<T: Serialize>(sub: &Path, hash: &str, record: &T) -> io::Result<()> {
+    let json = serde_json::to_vec(record).map_err(io::Error::other)?;
+    let mut tmp = tempfile::Builder::new().prefix(".tmp-").tempfile_in(sub)?;
+    tmp.write_all(&json)?;
+    tmp.persist(sub.join(file_name(hash)))
+        .map_err(|e| e.error)?;
+    Ok(())
 }
 
 /// The record stored for `token` in `dir/kind/`, and its file; `None` for anything that is not
@@ -398,18 +467,19 @@ fn file_name(hash: &str) -> String {
     format!("{}.json", &hash[..32])
 }
 
-/// Removes the links of `root`'s other questions, those past [`LINK_MAX_AGE`], and the oldest
-/// of this question's beyond [`MAX_LINKS_PER_QUESTION`].
+/// Removes the links of `root`'s other questions and those past [`LINK_MAX_AGE`] (a waiting
+/// question's links are written again whenever they are given out).
 fn prune(links: &Path, root: &Path, asked_at: &str) {
     let Ok(read_dir) = fs::read_dir(links) else {
         return;
     };
     let now = SystemTime::now();
-    let mut this_question = Vec::new();
     for dirent in read_dir.flatten() {
         let path = dirent.path();
-        let modified = dirent.metadata().and_then(|m| m.modified()).ok();
-        let old = modified
+        let old = dirent
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
             .and_then(|m| now.duration_since(m).ok())
             .is_some_and(|age| age > LINK_MAX_AGE);
         let record = read_small(&path).and_then(|r| serde_json::from_slice::<LinkRecord>(&r).ok());
@@ -420,14 +490,7 @@ fn prune(links: &Path, root: &Path, asked_at: &str) {
             Some(r) if r.root == root && r.asked_at != asked_at => {
                 let _ = fs::remove_file(&path);
             }
-            Some(r) if r.root == root => this_question.push((modified, path)),
             _ => {}
-        }
-    }
-    if this_question.len() >= MAX_LINKS_PER_QUESTION {
-        this_question.sort();
-        for (_, path) in &this_question[..=this_question.len() - MAX_LINKS_PER_QUESTION] {
-            let _ = fs::remove_file(path);
         }
     }
 }
@@ -447,7 +510,7 @@ mod tests {
     #[test]
     fn a_minted_token_verifies_and_a_changed_one_does_not() {
         let dir = tempfile::tempdir().unwrap();
-        let token = mint(dir.path(), Path::new("/p"), "t1").unwrap();
+        let token = mint(dir.path(), Path::new("/p"), "t1", Channel::Status).unwrap();
         assert_eq!(token.len(), 32);
         let rec = verify(dir.path(), &token).unwrap();
         assert_eq!(
@@ -470,12 +533,39 @@ mod tests {
     #[test]
     fn a_new_question_prunes_the_links_of_the_old_one() {
         let dir = tempfile::tempdir().unwrap();
-        let old = mint(dir.path(), Path::new("/p"), "t1").unwrap();
-        let other = mint(dir.path(), Path::new("/q"), "t1").unwrap();
-        let new = mint(dir.path(), Path::new("/p"), "t2").unwrap();
+        let old = mint(dir.path(), Path::new("/p"), "t1", Channel::Status).unwrap();
+        let other = mint(dir.path(), Path::new("/q"), "t1", Channel::Status).unwrap();
+        let new = mint(dir.path(), Path::new("/p"), "t2", Channel::Status).unwrap();
         assert_eq!(verify(dir.path(), &old), None);
         assert!(verify(dir.path(), &other).is_some());
         assert!(verify(dir.path(), &new).is_some());
+    }
+
+    /// Every `ralph status --json` minted a new link and only the newest 32 per question were
+    /// kept, so a script polling status killed the link a phone had been sent.
+    #[test]
+    fn a_question_has_one_link_per_channel_for_as_long_as_it_waits() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Path::new("/p");
+        let sent = mint(dir.path(), root, "t1", Channel::Notify).unwrap();
+        let polled: Vec<String> = (0..40)
+            .map(|_| mint(dir.path(), root, "t1", Channel::Status).unwrap())
+            .collect();
+        assert!(polled.iter().all(|t| *t == polled[0]), "one status link");
+        assert_ne!(sent, polled[0], "a link per channel");
+        assert!(
+            verify(dir.path(), &sent).is_some(),
+            "the notified link still works"
+        );
+        assert!(verify(dir.path(), &polled[0]).is_some());
+        let files = fs::read_dir(dir.path().join(LINKS)).unwrap().count();
+        assert_eq!(files, 2);
+        // Another state directory (another key) gives other links.
+        let elsewhere = tempfile::tempdir().unwrap();
+        assert_ne!(
+            mint(elsewhere.path(), root, "t1", Channel::Notify).unwrap(),
+            sent
+        );
     }
 
     #[test]

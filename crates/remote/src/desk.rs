@@ -15,7 +15,7 @@ use ralph_protocol::desk::{self, Submitted};
 use ralph_protocol::state::{PendingQuestion, State, Status};
 use ralph_protocol::workspace::Workspace;
 
-pub use ralph_protocol::broker::{AcquireError, BrokerLock, LinkRecord};
+pub use ralph_protocol::broker::{AcquireError, BrokerLock, Channel, LinkRecord};
 
 /// The longest answer taken, in bytes (as typed; an option's label is added to a note).
 pub const MAX_ANSWER_BYTES: usize = 16 * 1024;
@@ -30,9 +30,14 @@ pub fn verify_link(state_dir: &Path, token: &str) -> Option<LinkRecord> {
     broker::verify(state_dir, token)
 }
 
-/// Makes a link to `root`'s question asked at `asked_at` (for tests and the dashboard).
-pub fn mint_link(state_dir: &Path, root: &Path, asked_at: &str) -> std::io::Result<String> {
-    broker::mint(state_dir, root, asked_at)
+/// The link of `channel` to `root`'s question asked at `asked_at`.
+pub fn mint_link(
+    state_dir: &Path,
+    root: &Path,
+    asked_at: &str,
+    channel: broker::Channel,
+) -> std::io::Result<String> {
+    broker::mint(state_dir, root, asked_at, channel)
 }
 
 /// One loop on this machine, for the dashboard.

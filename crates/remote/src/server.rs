@@ -473,7 +473,10 @@ fn with_links(
                 if let Some(link) = links.get(&key) {
                     return Some(link.clone());
                 }
-                let link = format!("/a/{}", desk::mint_link(dir, &q.root, &q.asked_at).ok()?);
+                let link = format!(
+                    "/a/{}",
+                    desk::mint_link(dir, &q.root, &q.asked_at, desk::Channel::Dashboard).ok()?
+                );
                 links.insert(key, link.clone());
                 Some(link)
             });

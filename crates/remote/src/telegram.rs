@@ -610,8 +610,13 @@ impl Bot {
         );
         let redacted = self.redact;
         if redacted {
-            let link = desk::mint_link(&self.state_dir, &q.root, &q.asked_at)
-                .map(|t| format!("{}/a/{t}", self.broker_url));
+            let link = desk::mint_link(
+                &self.state_dir,
+                &q.root,
+                &q.asked_at,
+                desk::Channel::Telegram,
+            )
+            .map(|t| format!("{}/a/{t}", self.broker_url));
             text = format!("A question is waiting in <b>{}</b>.", html(&q.project()));
             if let Ok(l) = link {
                 let _ = write!(text, "\nAnswer it here: {}", html(&l));

@@ -163,7 +163,9 @@ impl Runner {
             .as_ref()
             .map(|p| p.asked_at.clone());
         let notice = QuestionNotice {
-            answer_url: asked_at.and_then(|a| crate::broker::answer_url(self.ws.root(), &a)),
+            answer_url: asked_at.and_then(|a| {
+                crate::broker::answer_url(self.ws.root(), &a, crate::broker::Channel::Notify)
+            }),
             answer_command: format!(
                 "{} \"your answer\"",
                 ralph_protocol::desk::answer_command("ralph", self.ws.root())
