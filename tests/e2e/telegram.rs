@@ -437,3 +437,77 @@ fn a_question_waiting_before_pairing_arrives_once_paired() {
     bot.pair();
     bot.question("Asked before pairing");
 }
+
+/// A question over 4096 characters once its options were appended was never sent, and while
+/// it failed no other loop's question was sent either (the round stopped at the first
+/// failure).
+#[test]
+fn a_long_question_arrives_cut_with_the_pages_link_and_blocks_no_other() {
+    let bot = Bot::start(false);
+    bot.pair();
+    let long = format!("Which cache? {}", "All the details. ".repeat(300));
+    let (_long_p, _long_child) = bot.waiting_loop(&long, false);
+    let (_p, _child) = bot.waiting_loop("Short one?", false);
+    bot.sent_to(OWNER, "Short one?");
+    let sent = bot.sent_to(OWNER, "Which cache?");
+    let text = sent.body["text"].as_str().unwrap();
+    assert!(
+        text.chars().count() <= 4096,
+        "{} chars",
+        text.chars().count()
+    );
+    assert!(
+        text.contains("the whole question: http://127.0.0.1:"),
+        "{text}"
+    );
+    assert!(
+        text.contains("1. Redis") && text.contains("2. Memcached"),
+        "{text}"
+    );
+}
+
+/// A question whose loop was stopped and resumed never reached the phone again: its message
+/// said closed, and the resumed question was not sent anew.
+#[test]
+fn a_resumed_question_is_sent_anew() {
+    let bot = Bot::start(false);
+    bot.pair();
+    let (p, child) = bot.waiting_loop("Resumed or not?", false);
+    let first = bot.question("Resumed or not?");
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    Run::finish(child, Duration::from_secs(20));
+    bot.edited(first, "Closed");
+    let agent = p.agent("[iteration 1]\nsave-prompt prompt-2.txt\n");
+    let mut cmd = bot.broker.ralph(&p);
+    cmd.args(["run", "--no-tui", "--agent-cmd", &agent]);
+    let _resumed = spawn(cmd);
+    p.wait_for_status("waiting_input", WAIT);
+    let again = bot
+        .mock
+        .wait_for(WAIT, |c| {
+            c.method == "sendMessage"
+                && c.result["message_id"].as_i64() != Some(first)
+                && c.body["text"]
+                    .as_str()
+                    .is_some_and(|t| t.contains("Resumed or not?"))
+        })
+        .unwrap_or_else(|| panic!("not sent anew: {:#?}", bot.mock.calls()));
+    assert_eq!(again.body["chat_id"], OWNER);
+}
+
+/// The failed-pairing limit was one counter for the whole bot: any stranger who knew the
+/// bot's name could block the owner's valid code, silently.
+#[test]
+fn a_strangers_wrong_codes_never_block_the_owners_pairing() {
+    let bot = Bot::start(false);
+    for i in 0..10 {
+        bot.mock.message(
+            666,
+            &format!("/start {}", "0".repeat(31) + &i.to_string()),
+            None,
+        );
+    }
+    bot.pair();
+    bot.nothing_to(666);
+}

@@ -188,6 +188,16 @@ fn handle(req: &http::Request, shared: &Shared) -> (u16, Value) {
             json!({"ok": false, "error_code": 502, "description": "Bad Gateway"}),
         );
     }
+    // As Telegram: a text over 4096 characters is refused.
+    let too_long = body["text"]
+        .as_str()
+        .is_some_and(|t| t.chars().count() > 4096);
+    if too_long && matches!(method.as_str(), "sendMessage" | "editMessageText") {
+        return (
+            400,
+            json!({"ok": false, "error_code": 400, "description": "Bad Request: message is too long"}),
+        );
+    }
     let result = match method.as_str() {
         "getMe" => {
             json!({"id": 1, "is_bot": true, "first_name": "ralph", "username": BOT_USERNAME})

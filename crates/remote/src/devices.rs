@@ -7,6 +7,7 @@
 //! cookie. Failed attempts are counted per broker: after [`MAX_FAILED_PER_MINUTE`] in a
 //! minute every attempt is refused until the minute has passed.
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
@@ -95,24 +96,36 @@ pub fn device(state_dir: &Path, headers: &HeaderMap) -> Option<String> {
     desk::get_secret(state_dir, DEVICES, &token, |d: &Device| &d.hash).map(|(d, _)| d.name)
 }
 
-/// Failed pairing attempts of the last minute.
+/// Failed pairing attempts of the last minute, by sender (a Telegram user; the web's one
+/// sender is anyone, whose codes are 128 random bits): a stranger's failures never count
+/// against the owner's valid code.
 #[derive(Debug, Default)]
-pub struct Attempts(Mutex<Vec<SystemTime>>);
+pub struct Attempts(Mutex<HashMap<String, Vec<SystemTime>>>);
 
 impl Attempts {
-    /// Whether another attempt may be made at `now`.
-    pub fn allow(&self, now: SystemTime) -> bool {
+    /// Whether `who` may make another attempt at `now`.
+    pub fn allow(&self, who: &str, now: SystemTime) -> bool {
         let mut failed = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        failed.retain(|t| {
-            now.duration_since(*t)
-                .is_ok_and(|d| d < Duration::from_secs(60))
+        failed.retain(|_, times| {
+            times.retain(|t| {
+                now.duration_since(*t)
+                    .is_ok_and(|d| d < Duration::from_secs(60))
+            });
+            !times.is_empty()
         });
-        failed.len() < MAX_FAILED_PER_MINUTE
+        failed
+            .get(who)
+            .is_none_or(|t| t.len() < MAX_FAILED_PER_MINUTE)
     }
 
-    /// Counts a failed attempt.
-    pub fn failed(&self, now: SystemTime) {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).push(now);
+    /// Counts a failed attempt of `who`.
+    pub fn failed(&self, who: &str, now: SystemTime) {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(who.to_string())
+            .or_default()
+            .push(now);
     }
 }
 

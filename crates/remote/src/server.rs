@@ -514,7 +514,7 @@ async fn dashboard(State(app): State<Arc<App>>, headers: HeaderMap) -> Response 
 }
 
 async fn pair(State(app): State<Arc<App>>, Path(code): Path<String>) -> Response {
-    if !app.pairing.allow(SystemTime::now()) {
+    if !app.pairing.allow("web", SystemTime::now()) {
         return (
             StatusCode::TOO_MANY_REQUESTS,
             Html(page::message(
@@ -526,7 +526,7 @@ async fn pair(State(app): State<Arc<App>>, Path(code): Path<String>) -> Response
     }
     let dir = app.state_dir.clone();
     let Some(cookie) = blocking(move || devices::pair_web(&dir, &code)).await else {
-        app.pairing.failed(SystemTime::now());
+        app.pairing.failed("web", SystemTime::now());
         return not_found().await;
     };
     let secure = if app.https { "; Secure" } else { "" };

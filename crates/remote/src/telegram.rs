@@ -25,7 +25,7 @@
 //! is looked at less often than the page, whose button adds five minutes), through
 //! [`desk::submit`] and [`desk::act`] like the web page; nothing else.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
@@ -50,8 +50,11 @@ const POLL_SECS: u64 = 50;
 /// How long after a failed send the bot tries again.
 const RETRY_AFTER: Duration = Duration::from_secs(5);
 
-/// Telegram's limit on a message's text; a longer question is cut well before it.
-const MAX_TEXT_CHARS: usize = 3500;
+/// Telegram's limit on a message's text.
+const MAX_MESSAGE_CHARS: usize = 4096;
+
+/// The most of a message the options may take; more are left to the page.
+const MAX_OPTIONS_CHARS: usize = 2500;
 
 /// The file in the state directory that names the paired user.
 const PAIRED_FILE: &str = "telegram.json";
@@ -127,6 +130,14 @@ struct ApiError {
     /// Telegram's `error_code`, or 0 when it could not be reached.
     code: i64,
     what: String,
+}
+
+impl ApiError {
+    /// Whether Telegram refused the call for good (a bad request, a chat that blocked the
+    /// bot): trying again gives the same answer. Too many requests (429) is worth a retry.
+    fn permanent(&self) -> bool {
+        (400..500).contains(&self.code) && self.code != 429
+    }
 }
 
 /// The Bot API, by hand: JSON in, `result` out.
@@ -277,6 +288,8 @@ struct Posts {
     by_number: HashMap<u32, Posted>,
     /// No sending before this (the API failed).
     retry_at: Option<Instant>,
+    /// Questions Telegram refused for good (a 4xx but 429): not sent again.
+    refused: HashSet<(PathBuf, String)>,
 }
 
 /// The running bot.
@@ -409,7 +422,7 @@ impl Bot {
         let private = m["chat"]["type"] == "private";
         if let Some(code) = text.strip_prefix("/start ").filter(|_| private) {
             let now = SystemTime::now();
-            if !self.pairing.allow(now) {
+            if !self.pairing.allow(&from.to_string(), now) {
                 return;
             }
             if devices::take_pairing_code(&self.state_dir, "telegram", code.trim(), now) {
@@ -425,7 +438,7 @@ impl Bot {
                 self.paired_now.notify_one();
                 self.send(chat, "Paired. Questions from the loops on this machine will arrive here; tap an option or reply to a question's message to answer.", None);
             } else {
-                self.pairing.failed(now);
+                self.pairing.failed(&from.to_string(), now);
             }
             return;
         }
@@ -569,13 +582,13 @@ impl Bot {
             }
         }
         for q in &waiting {
-            if failed {
-                break;
-            }
-            if posts
-                .by_number
-                .values()
-                .any(|p| p.root == q.root && p.asked_at == q.asked_at)
+            let key = (q.root.clone(), q.asked_at.clone());
+            // An open message only: a question closed (its loop stopped) and resumed is sent anew.
+            if posts.refused.contains(&key)
+                || posts
+                    .by_number
+                    .values()
+                    .any(|p| p.open && p.root == q.root && p.asked_at == q.asked_at)
             {
                 continue;
             }
@@ -591,12 +604,26 @@ impl Bot {
                     p.message_id = m["message_id"].as_i64().unwrap_or_default();
                     posts.by_number.insert(n, p);
                 }
+                Err(e) if e.permanent() => {
+                    warn(&format!(
+                        "Telegram refused a question of {} ({}); it is not sent again: answer it on the page or in the terminal",
+                        q.project(),
+                        e.what
+                    ));
+                    posts.refused.insert(key);
+                }
+                // Tried again later; the other questions are still sent now.
                 Err(e) => {
                     warn(&format!("could not send a question: {}; retrying", e.what));
                     failed = true;
                 }
             }
         }
+        posts.refused.retain(|(root, asked_at)| {
+            waiting
+                .iter()
+                .any(|q| &q.root == root && &q.asked_at == asked_at)
+        });
         posts.retry_at = failed.then(|| Instant::now() + RETRY_AFTER);
         posts.retry_at
     }
@@ -622,31 +649,53 @@ impl Bot {
                 let _ = write!(text, "\nAnswer it here: {}", html(&l));
             }
         } else {
-            let body = ralph_signal::sanitize(&q.text);
-            let mut shown: String = body.chars().take(MAX_TEXT_CHARS).collect();
-            if shown.len() < body.len() {
-                shown.push_str(" …(cut)");
-            }
-            let _ = write!(text, "\n\n{}", html(&shown));
+            let mut options = String::new();
             for (i, (label, desc)) in q.options.iter().enumerate() {
-                let _ = write!(
-                    text,
-                    "\n{}. {}",
-                    i + 1,
-                    html(&ralph_signal::sanitize(label))
-                );
+                let mut line = format!("{}. {}", i + 1, ralph_signal::sanitize(label));
                 if let Some(d) = desc {
-                    let _ = write!(text, " — {}", html(&ralph_signal::sanitize(d)));
+                    let _ = write!(line, " — {}", ralph_signal::sanitize(d));
                 }
+                let line = format!("\n{}", html(&cut(&line, 300)));
+                if options.chars().count() + line.chars().count() > MAX_OPTIONS_CHARS {
+                    let _ = write!(
+                        options,
+                        "\n…and {} more options, on the page",
+                        q.options.len() - i
+                    );
+                    break;
+                }
+                options.push_str(&line);
             }
             if let Some(d) = &q.default {
                 let _ = write!(
-                    text,
+                    options,
                     "\n<i>Default:</i> {}",
-                    html(&ralph_signal::sanitize(d))
+                    html(&cut(&ralph_signal::sanitize(d), 300))
                 );
             }
-            text.push_str("\n\n<i>Tap an option, or reply to this message to write an answer.</i>");
+            const FOOTER: &str =
+                "\n\n<i>Tap an option, or reply to this message to write an answer.</i>";
+            let body = html(&ralph_signal::sanitize(&q.text));
+            let used = text.chars().count() + 2 + options.chars().count() + FOOTER.chars().count();
+            let body = if used + body.chars().count() <= MAX_MESSAGE_CHARS {
+                body
+            } else {
+                let link = desk::mint_link(
+                    &self.state_dir,
+                    &q.root,
+                    &q.asked_at,
+                    desk::Channel::Telegram,
+                )
+                .map(|t| format!("{}/a/{t}", self.broker_url));
+                let note = match link {
+                    Ok(l) => format!(" …(cut; the whole question: {})", html(&l)),
+                    Err(_) => " …(cut)".to_string(),
+                };
+                let room = MAX_MESSAGE_CHARS.saturating_sub(used + note.chars().count());
+                format!("{}{note}", cut_html(&body, room))
+            };
+            let _ = write!(text, "\n\n{body}{options}");
+            text.push_str(FOOTER);
         }
         Posted {
             number,
@@ -668,6 +717,27 @@ impl Bot {
             deadline: q.deadline,
         }
     }
+}
+
+/// At most `max` characters of `s`, with `…` when cut.
+fn cut(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &s[..at]),
+        None => s.to_string(),
+    }
+}
+
+/// At most `max` characters of escaped text `s`, never cutting inside an entity (`&amp;`).
+fn cut_html(s: &str, max: usize) -> &str {
+    let Some((mut at, _)) = s.char_indices().nth(max) else {
+        return s;
+    };
+    if let Some(amp) = s[..at].rfind('&')
+        && !s[amp..at].contains(';')
+    {
+        at = amp;
+    }
+    &s[..at]
 }
 
 /// The inline keyboard under a question's message.
