@@ -343,3 +343,38 @@ fn polling_status_keeps_one_link_that_works_while_the_question_waits() {
     }
     assert_eq!(get(&first).status, 200);
 }
+
+/// The device cookie went to every port of the host (cookies are not kept apart by port), and
+/// over https nothing stopped another server of the host from setting one in its place.
+#[test]
+fn over_https_the_device_cookie_is_a_host_only_secure_cookie() {
+    let public = "https://box.tail1234.ts.net";
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let bind = format!("127.0.0.1:{port}");
+    let broker = Broker::start_with(&["--bind", &bind, "--public-url", public]);
+    let (link, _) = pairing_link(&broker);
+    let local = link.replace(public, &format!("http://{bind}"));
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .build()
+        .into();
+    let paired = agent.get(&local).call().unwrap();
+    let cookie = paired.headers()["set-cookie"].to_str().unwrap().to_string();
+    assert!(cookie.starts_with("__Host-ralph_device="), "{cookie}");
+    for part in ["; Path=/", "; Secure", "; HttpOnly", "; SameSite=Strict"] {
+        assert!(cookie.contains(part), "{cookie}");
+    }
+    assert!(!cookie.contains("Domain"), "{cookie}");
+    let pair = cookie.split(';').next().unwrap();
+    let dashboard = agent
+        .get(format!("http://{bind}/"))
+        .header("cookie", pair)
+        .call()
+        .unwrap();
+    assert_eq!(dashboard.status().as_u16(), 200);
+}

@@ -20,6 +20,11 @@ use crate::desk;
 /// The device cookie's name.
 pub const COOKIE: &str = "ralph_device";
 
+/// The device cookie's name over https: the `__Host-` prefix makes browsers refuse it unless it
+/// is `Secure`, for `/` and for this host only (no `Domain`), so no other server of the host
+/// or its parent domain can set or replace it.
+pub const SECURE_COOKIE: &str = "__Host-ralph_device";
+
 /// How long a pairing code works.
 pub const PAIRING_TTL: Duration = Duration::from_secs(10 * 60);
 
@@ -91,7 +96,7 @@ pub fn device(state_dir: &Path, headers: &HeaderMap) -> Option<String> {
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .filter_map(|c| c.trim().split_once('='))
-        .find(|(k, _)| *k == COOKIE)
+        .find(|(k, _)| *k == COOKIE || *k == SECURE_COOKIE)
         .map(|(_, v)| v.to_string())?;
     desk::get_secret(state_dir, DEVICES, &token, |d: &Device| &d.hash).map(|(d, _)| d.name)
 }

@@ -529,11 +529,19 @@ async fn pair(State(app): State<Arc<App>>, Path(code): Path<String>) -> Response
         app.pairing.failed("web", SystemTime::now());
         return not_found().await;
     };
-    let secure = if app.https { "; Secure" } else { "" };
-    let set = format!(
-        "{}={cookie}; Path=/; HttpOnly; SameSite=Strict; Max-Age=31536000{secure}",
-        devices::COOKIE
-    );
+    // Cookies are not kept apart by port: over plain http, every web server of this host name
+    // that the browser visits gets it (docs/security.md says so). Over https it is a
+    // `__Host-` cookie, `Secure`, sent over https only.
+    let set = match app.https {
+        true => format!(
+            "{}={cookie}; Path=/; HttpOnly; SameSite=Strict; Max-Age=31536000; Secure",
+            devices::SECURE_COOKIE
+        ),
+        false => format!(
+            "{}={cookie}; Path=/; HttpOnly; SameSite=Strict; Max-Age=31536000",
+            devices::COOKIE
+        ),
+    };
     let mut res = Redirect::to("/").into_response();
     if let Ok(v) = HeaderValue::from_str(&set) {
         res.headers_mut().insert(header::SET_COOKIE, v);
