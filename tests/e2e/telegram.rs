@@ -511,3 +511,38 @@ fn a_strangers_wrong_codes_never_block_the_owners_pairing() {
     bot.pair();
     bot.nothing_to(666);
 }
+
+/// Invisible format characters (bidi overrides and isolates, zero-width, tags) in a question
+/// reached the web page and the Telegram message and buttons, where the terminal strips them.
+#[test]
+fn invisible_characters_reach_neither_the_page_nor_telegram() {
+    const HIDDEN: [char; 4] = ['\u{202E}', '\u{2066}', '\u{200B}', '\u{E0041}'];
+    let bot = Bot::start(false);
+    bot.pair();
+    let p = Project::with_task(
+        "task: Cache\nmax_iterations: 2\nquestion_timeout: 2m",
+        "- [ ] cache\n",
+    );
+    let agent = p.agent(
+        "[iteration 1]\nquestion \"Deploy \u{202E}txt.exe\u{2066} to prod\u{200B}?\" --option \"Y\u{E0041}es\u{202E}\" --option No\nsignal QUESTION\n",
+    );
+    let mut cmd = bot.broker.ralph(&p);
+    cmd.args(["run", "--no-tui", "--agent-cmd", &agent]);
+    let _child = spawn(cmd);
+    p.wait_for_status("waiting_input", WAIT);
+    let sent = bot.sent_to(OWNER, "Deploy");
+    let message = sent.body.to_string();
+    let page = get(&bot.broker.answer_url(&p)).body;
+    for c in HIDDEN {
+        assert!(
+            !sent.body["text"].as_str().unwrap().contains(c),
+            "{message}"
+        );
+        assert!(
+            !sent.body["reply_markup"].to_string().contains(c),
+            "{message}"
+        );
+        assert!(!page.contains(c), "U+{:04X} on the page", c as u32);
+    }
+    assert!(page.contains("Deploy txt.exe to prod?"), "{page}");
+}

@@ -11,13 +11,15 @@ use std::fmt::Write as _;
 use std::time::{Duration, SystemTime};
 
 use pulldown_cmark::{CowStr, Event, LinkType, Options, Parser, Tag, TagEnd};
-use ralph_signal::sanitize;
+use ralph_protocol::text::clean;
 
 use crate::desk::{LoopView, QuestionView, project_name};
 
-/// Escapes `s` for HTML text and attribute values (quoted with `"`).
+/// Escapes `s` for HTML text and attribute values (quoted with `"`), cleaned first as every
+/// front end cleans agent text ([`ralph_protocol::text::clean`]: escape sequences, bidi
+/// controls, zero-width and tag characters).
 pub fn esc(s: &str) -> String {
-    let s = sanitize(s);
+    let s = clean(s);
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -34,7 +36,7 @@ pub fn esc(s: &str) -> String {
 
 /// Renders agent-written markdown with no HTML of its own and only harmless links.
 pub fn markdown(md: &str) -> String {
-    let md = sanitize(md);
+    let md = clean(md);
     let parser = Parser::new_ext(&md, Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TABLES);
     let mut dropped_links = Vec::new();
     let events = parser.filter_map(|event| match event {

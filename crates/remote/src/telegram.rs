@@ -457,7 +457,7 @@ impl Bot {
             None => "Reply to a question's message to answer it.".to_string(),
             Some(p) if p.redacted => "Answer this one on the web page its message links to.".into(),
             Some(p) => {
-                let text = ralph_signal::sanitize(text);
+                let text = ralph_protocol::text::clean(text);
                 desk::submit(
                     &p.link(),
                     &Reply::Text(text),
@@ -651,9 +651,9 @@ impl Bot {
         } else {
             let mut options = String::new();
             for (i, (label, desc)) in q.options.iter().enumerate() {
-                let mut line = format!("{}. {}", i + 1, ralph_signal::sanitize(label));
+                let mut line = format!("{}. {}", i + 1, ralph_protocol::text::clean(label));
                 if let Some(d) = desc {
-                    let _ = write!(line, " — {}", ralph_signal::sanitize(d));
+                    let _ = write!(line, " — {}", ralph_protocol::text::clean(d));
                 }
                 let line = format!("\n{}", html(&cut(&line, 300)));
                 if options.chars().count() + line.chars().count() > MAX_OPTIONS_CHARS {
@@ -670,12 +670,12 @@ impl Bot {
                 let _ = write!(
                     options,
                     "\n<i>Default:</i> {}",
-                    html(&cut(&ralph_signal::sanitize(d), 300))
+                    html(&cut(&ralph_protocol::text::clean(d), 300))
                 );
             }
             const FOOTER: &str =
                 "\n\n<i>Tap an option, or reply to this message to write an answer.</i>";
-            let body = html(&ralph_signal::sanitize(&q.text));
+            let body = html(&ralph_protocol::text::clean(&q.text));
             let used = text.chars().count() + 2 + options.chars().count() + FOOTER.chars().count();
             let body = if used + body.chars().count() <= MAX_MESSAGE_CHARS {
                 body
@@ -708,7 +708,7 @@ impl Bot {
             labels: q
                 .options
                 .iter()
-                .map(|(l, _)| ralph_signal::sanitize(l))
+                .map(|(l, _)| ralph_protocol::text::clean(l))
                 .collect(),
             multi: q.multi_select,
             picked: BTreeSet::new(),
