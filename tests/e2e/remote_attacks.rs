@@ -378,3 +378,42 @@ fn over_https_the_device_cookie_is_a_host_only_secure_cookie() {
         .unwrap();
     assert_eq!(dashboard.status().as_u16(), 200);
 }
+
+/// "+5 min" on a question with no deadline claimed to extend it.
+#[test]
+fn more_time_for_a_question_without_a_deadline_is_refused() {
+    let broker = Broker::start();
+    let p = Project::with_task(
+        "task: Forever\nmax_iterations: 2\nquestion_timeout: never",
+        "- [ ] x\n",
+    );
+    let agent = p.agent("[iteration 1]\nquestion \"Take your time?\"\nsignal QUESTION\n");
+    let mut cmd = broker.ralph(&p);
+    cmd.args(["run", "--no-tui", "--agent-cmd", &agent]);
+    let _child = spawn(cmd);
+    p.wait_for_status("waiting_input", Duration::from_secs(20));
+    let url = broker.answer_url(&p);
+    let more = post(&url, Some(broker.origin()), r#"{"action": "extend"}"#);
+    assert_eq!(more.status, 422, "{}", more.body);
+    assert!(more.body.contains("no deadline"), "{}", more.body);
+}
+
+/// A `remote.toml` that is a named pipe hung `ralph serve` at start-up.
+#[test]
+fn a_remote_toml_that_is_a_pipe_is_refused_at_once() {
+    let state = tempfile::tempdir().unwrap();
+    let config = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(config.path().join("ralph")).unwrap();
+    nix::unistd::mkfifo(
+        &config.path().join("ralph/remote.toml"),
+        nix::sys::stat::Mode::S_IRUSR | nix::sys::stat::Mode::S_IWUSR,
+    )
+    .unwrap();
+    let mut cmd = Command::new(ralph_bin());
+    cmd.args(["serve", "--bind", "127.0.0.1:0"])
+        .env("RALPH_STATE_DIR", state.path())
+        .env("XDG_CONFIG_HOME", config.path());
+    let run = Run::finish(spawn(cmd), Duration::from_secs(20));
+    assert_ne!(run.code, Some(0));
+    assert!(run.stderr.contains("remote.toml"), "{}", run.stderr);
+}

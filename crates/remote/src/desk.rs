@@ -258,6 +258,9 @@ fn answer_text(q: &QuestionView, reply: &Reply) -> Result<String, String> {
             if picked.len() > 1 && !q.multi_select {
                 return Err("this question takes one option only".into());
             }
+            if let Some(twice) = (1..picked.len()).find(|&i| picked[..i].contains(&picked[i])) {
+                return Err(format!("option {} is picked twice", picked[twice]));
+            }
             let mut labels = Vec::new();
             for &n in picked {
                 let Some((label, _)) = n.checked_sub(1).and_then(|i| q.options.get(i)) else {
@@ -276,6 +279,8 @@ fn answer_text(q: &QuestionView, reply: &Reply) -> Result<String, String> {
             }
         }
     };
+    // What the terminal would show of it: an answer of control characters only is empty.
+    let text = ralph_protocol::text::clean(&text).trim().to_string();
     if text.is_empty() {
         return Err("the answer is empty. Write one, pick an option, or let the deadline pass so the agent uses its best guess.".into());
     }
@@ -331,6 +336,22 @@ pub fn submit(link: &LinkRecord, reply: &Reply, sender: &Sender) -> Outcome {
         Ok(Submitted::Skipped) => Outcome::Skipped,
         Err(e) => Outcome::Invalid(format!("could not write the answer: {e}")),
     }
+}
+
+/// How long after its loop last changed a closed question's link still says how it closed
+/// (to a page that answered too late); then it is like any unknown link.
+pub const CLOSED_TOLD_FOR: Duration = Duration::from_secs(10 * 60);
+
+/// Whether `link`'s question is no longer waiting and its loop has not changed for
+/// [`CLOSED_TOLD_FOR`]: the link then answers as any unknown one.
+pub fn closed_long_ago(link: &LinkRecord, now: SystemTime) -> bool {
+    let quiet = std::fs::metadata(Workspace::new(&link.root).state())
+        .and_then(|m| m.modified())
+        .map_or(true, |changed| {
+            now.duration_since(changed)
+                .is_ok_and(|d| d > CLOSED_TOLD_FOR)
+        });
+    quiet && pending(link).is_none()
 }
 
 /// How the question `link` stands for closed, in words for a page that still shows it.
@@ -511,8 +532,14 @@ pub enum Action {
 /// its panel do. Only a running loop can; a lone `ralph ask` waits for an answer or its timeout.
 pub fn act(link: &LinkRecord, action: Action) -> Outcome {
     let ws = Workspace::new(&link.root);
-    if pending(link).is_none() {
+    let Some(q) = pending(link) else {
         return Outcome::NotWaiting(closed_how(link));
+    };
+    if matches!(action, Action::Extend(_)) && q.deadline.is_none() {
+        return Outcome::Invalid(
+            "this question has no deadline: it waits until it is answered, so there is no time to add"
+                .into(),
+        );
     }
     // A running loop is registered; a lone `ralph ask` is not, and has no panel to act.
     if !ralph_protocol::registry::list()
@@ -537,5 +564,63 @@ pub fn act(link: &LinkRecord, action: Action) -> Outcome {
             Action::Extend(by) => format!("{} more to answer.", broker::describe_span(by)),
         }),
         Err(e) => Outcome::Invalid(format!("could not reach the loop: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn question(multi_select: bool) -> QuestionView {
+        QuestionView {
+            root: PathBuf::from("/p"),
+            asked_at: "t1".into(),
+            text: "Which?".into(),
+            context: None,
+            options: vec![("Redis".into(), None), ("Memcached".into(), None)],
+            multi_select,
+            default: None,
+            deadline: None,
+            timed_out: false,
+            iteration: 1,
+        }
+    }
+
+    /// An answer of only NULs passed the "empty" check, and duplicate picks (`1,1`) were
+    /// taken.
+    #[test]
+    fn control_characters_only_are_empty_and_a_pick_counts_once() {
+        let q = question(true);
+        let nuls = answer_text(&q, &Reply::Text("\0\0\0".into())).unwrap_err();
+        assert!(nuls.contains("empty"), "{nuls}");
+        let twice = answer_text(&q, &Reply::Options(vec![1, 1], String::new())).unwrap_err();
+        assert!(twice.contains("option 1 is picked twice"), "{twice}");
+        assert_eq!(
+            answer_text(&q, &Reply::Options(vec![2, 1], String::new())).unwrap(),
+            "Memcached, Redis"
+        );
+    }
+
+    /// A POST to a closed link said for days how it was answered, where a GET gives 404.
+    #[test]
+    fn a_closed_questions_link_goes_quiet_after_a_while() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::new(dir.path());
+        std::fs::create_dir_all(ws.dir()).unwrap();
+        std::fs::write(ws.state(), "{}").unwrap();
+        let link = LinkRecord {
+            hash: String::new(),
+            root: dir.path().to_path_buf(),
+            asked_at: "t1".into(),
+        };
+        let now = SystemTime::now();
+        assert!(
+            !closed_long_ago(&link, now),
+            "just closed: the page is told how"
+        );
+        assert!(closed_long_ago(
+            &link,
+            now + CLOSED_TOLD_FOR + Duration::from_secs(1)
+        ));
     }
 }

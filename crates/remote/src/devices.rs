@@ -53,6 +53,18 @@ struct Device {
 
 /// Makes a one-time pairing code of `kind` (`web`, `telegram`).
 pub fn new_pairing_code(state_dir: &Path, kind: &str, now: SystemTime) -> std::io::Result<String> {
+    // Codes nobody used: gone once expired, by the next one made.
+    if let Ok(codes) = std::fs::read_dir(state_dir.join(PAIRING)) {
+        for code in codes.flatten() {
+            let expired = code
+                .metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|made| now.duration_since(made).is_ok_and(|age| age > PAIRING_TTL));
+            if expired {
+                let _ = std::fs::remove_file(code.path());
+            }
+        }
+    }
     desk::put_secret(state_dir, PAIRING, |hash| PairingCode {
         hash,
         kind: kind.to_string(),
@@ -138,6 +150,20 @@ impl Attempts {
 mod tests {
     use super::*;
 
+    /// Expired pairing codes were never removed.
+    #[test]
+    fn expired_codes_are_removed_by_the_next_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let now = SystemTime::now();
+        let old = new_pairing_code(dir.path(), "web", now).unwrap();
+        let later = now + PAIRING_TTL + Duration::from_secs(60);
+        let new = new_pairing_code(dir.path(), "web", later).unwrap();
+        let files = std::fs::read_dir(dir.path().join(PAIRING)).unwrap().count();
+        assert_eq!(files, 1, "only the new code is kept");
+        assert!(!take_pairing_code(dir.path(), "web", &old, later));
+        assert!(take_pairing_code(dir.path(), "web", &new, later));
+    }
+
     #[test]
     fn a_code_pairs_once_and_an_expired_or_wrong_one_never() {
         let dir = tempfile::tempdir().unwrap();
@@ -170,10 +196,11 @@ mod tests {
         let a = Attempts::default();
         let now = SystemTime::now();
         for _ in 0..MAX_FAILED_PER_MINUTE {
-            assert!(a.allow(now));
-            a.failed(now);
+            assert!(a.allow("666", now));
+            a.failed("666", now);
         }
-        assert!(!a.allow(now));
-        assert!(a.allow(now + Duration::from_secs(61)));
+        assert!(!a.allow("666", now));
+        assert!(a.allow("4242", now), "another sender is not held back");
+        assert!(a.allow("666", now + Duration::from_secs(61)));
     }
 }

@@ -271,7 +271,10 @@ async fn answer(
         );
     }
     let dir = app.state_dir.clone();
-    let Some(link) = blocking(move || desk::verify_link(&dir, &token)).await else {
+    let found = blocking(move || {
+        desk::verify_link(&dir, &token).filter(|l| !desk::closed_long_ago(l, SystemTime::now()))
+    });
+    let Some(link) = found.await else {
         return not_found().await;
     };
     let json = headers

@@ -111,7 +111,9 @@ fn settings_at(path: &Path) -> Result<Option<Settings>, String> {
             path.display()
         ));
     }
-    let text = std::fs::read_to_string(path)
+    // Opened as `.ralph/`'s files are: a pipe in its place is refused, never waited on.
+    let text = ralph_protocol::workspace::open_plain(std::fs::OpenOptions::new().read(true), path)
+        .and_then(|f| std::io::read_to_string(std::io::Read::take(f, 1024 * 1024)))
         .map_err(|e| format!("could not read {}: {e}", path.display()))?;
     let parsed: RemoteToml =
         toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -565,7 +567,7 @@ impl Bot {
                     let body = json!({"chat_id": p.chat_id, "message_id": p.message_id, "text": p.text, "parse_mode": "HTML", "link_preview_options": {"is_disabled": true}, "reply_markup": keyboard(p)});
                     match self.api.call("editMessageText", &body) {
                         Ok(_) => {}
-                        Err(e) if e.code == 400 => {}
+                        Err(e) if e.permanent() => {}
                         Err(_) => failed = true,
                     }
                 }
@@ -577,7 +579,7 @@ impl Bot {
             match self.api.call("editMessageText", &body) {
                 Ok(_) => p.open = false,
                 // Gone or unchanged: nothing more to do with it.
-                Err(e) if e.code == 400 => p.open = false,
+                Err(e) if e.permanent() => p.open = false,
                 Err(_) => failed = true,
             }
         }
