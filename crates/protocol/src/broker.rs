@@ -169,7 +169,32 @@ pub fn running_in(dir: &Path) -> Option<BrokerInfo> {
     if flock(&file, FlockOperation::NonBlockingLockShared).is_ok() {
         return None;
     }
-    read_info(&path)
+    let info = read_info(&path)?;
+    // The pid written must be the lock's holder: a file rewritten by another process of the
+    // user (to send links elsewhere) names a pid the kernel does not show holding it.
+    match lock_holder(&file) {
+        Some(pid) if pid != info.pid => None,
+        _ => Some(info),
+    }
+}
+
+/// The pid holding an exclusive `flock` on `file`, as `/proc/locks` shows it (`None` when it
+/// cannot be read).
+fn lock_holder(file: &File) -> Option<u32> {
+    use std::os::unix::fs::MetadataExt;
+    let inode = file.metadata().ok()?.ino().to_string();
+    let locks = fs::read_to_string("/proc/locks").ok()?;
+    locks.lines().find_map(|line| {
+        // `1: FLOCK  ADVISORY  WRITE 7013 fe:00:7397430 0 EOF`; waiters have a `->` and are
+        // not holders.
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let [_, "FLOCK", _, "WRITE", pid, dev_inode, ..] = f.as_slice() else {
+            return None;
+        };
+        (dev_inode.rsplit(':').next() == Some(inode.as_str()))
+            .then(|| pid.parse().ok())
+            .flatten()
+    })
 }
 
 fn read_info(path: &Path) -> Option<BrokerInfo> {
@@ -626,6 +651,23 @@ mod tests {
             Err(AcquireError::Held(Some(_)))
         ));
         drop(lock);
+        assert_eq!(running_in(dir.path()), None);
+    }
+
+    /// Another process of the user could rewrite `serve.lock` so that loops print links to
+    /// its own server; a pid that does not hold the lock is now not believed.
+    #[test]
+    fn a_lock_file_rewritten_by_another_process_is_not_believed() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut lock = BrokerLock::acquire(dir.path()).unwrap();
+        lock.publish("http://127.0.0.1:7777").unwrap();
+        assert!(running_in(dir.path()).is_some());
+        let forged = serde_json::to_vec(&BrokerInfo {
+            pid: std::process::id() + 1,
+            url: "http://evil.example".into(),
+        })
+        .unwrap();
+        fs::write(dir.path().join(LOCK_FILE), forged).unwrap();
         assert_eq!(running_in(dir.path()), None);
     }
 }
