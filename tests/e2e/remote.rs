@@ -668,9 +668,12 @@ fn the_page_gives_five_more_minutes_and_skips_as_the_panel_does() {
 /// Behind `tailscale serve` the browser's origin is the tailnet name, not the loopback address
 /// the proxy connects to: `--public-url` makes the links use it, and POSTs from it are the
 /// broker's own.
-#[test]
-fn behind_a_proxy_links_and_origins_are_the_public_url() {
-    let public = "https://box.tail1234.ts.net";
+/// The public URL of a broker behind a proxy, in tests.
+pub const PROXIED_URL: &str = "https://box.tail1234.ts.net";
+
+/// A broker on a free loopback port published as `public` (as behind `tailscale serve`), and
+/// the `127.0.0.1:PORT` it listens on.
+pub fn proxied_broker(public: &str) -> (Broker, String) {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -678,6 +681,13 @@ fn behind_a_proxy_links_and_origins_are_the_public_url() {
         .port();
     let bind = format!("127.0.0.1:{port}");
     let broker = Broker::start_with(&["--bind", &bind, "--public-url", public]);
+    (broker, bind)
+}
+
+#[test]
+fn behind_a_proxy_links_and_origins_are_the_public_url() {
+    let (broker, bind) = proxied_broker(PROXIED_URL);
+    let public = PROXIED_URL;
     assert_eq!(broker.url, public);
     let p = Project::new();
     let _ask = asking(&broker, &p, "Ship it?", &[]);

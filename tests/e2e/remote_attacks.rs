@@ -348,14 +348,8 @@ fn polling_status_keeps_one_link_that_works_while_the_question_waits() {
 /// over https nothing stopped another server of the host from setting one in its place.
 #[test]
 fn over_https_the_device_cookie_is_a_host_only_secure_cookie() {
-    let public = "https://box.tail1234.ts.net";
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let bind = format!("127.0.0.1:{port}");
-    let broker = Broker::start_with(&["--bind", &bind, "--public-url", public]);
+    let public = PROXIED_URL;
+    let (broker, bind) = proxied_broker(public);
     let (link, _) = pairing_link(&broker);
     let local = link.replace(public, &format!("http://{bind}"));
     let agent: ureq::Agent = ureq::Agent::config_builder()

@@ -5,7 +5,6 @@
 //! calls [`submit`] to answer; swapping these crates for another source of the same facts is
 //! a change to this file only.
 
-use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -381,96 +380,6 @@ pub fn closed_how(link: &LinkRecord) -> String {
         },
         None => "closed".into(),
     }
-}
-
-/// Changes to one or more loops' `state.json` and `answer.md`, as they happen (inotify).
-#[derive(Debug)]
-pub struct Changes {
-    _watches: Vec<ralph_process::watch::DirWatch>,
-    /// The task that follows the registry ([`watch_loops`]); stopped with the watch.
-    follow: Option<tokio::task::AbortHandle>,
-    rx: tokio::sync::mpsc::UnboundedReceiver<()>,
-}
-
-impl Drop for Changes {
-    fn drop(&mut self) {
-        if let Some(task) = &self.follow {
-            task.abort();
-        }
-    }
-}
-
-impl Changes {
-    /// Waits for the next change; `None` once nothing is watched any more.
-    pub async fn next(&mut self) -> Option<()> {
-        self.rx.recv().await?;
-        // A save is a few events in a row (temp file, rename); look once they have landed.
-        while self.rx.try_recv().is_ok() {}
-        Some(())
-    }
-}
-
-const WATCHED: &[&str] = &["state.json", "answer.md"];
-
-/// Watches every registered loop and the registry itself, so that a loop that starts is
-/// watched from then on and one that ends is let go: a change is sent for every change to a
-/// loop's state or answer, for every loop that starts or ends, and once at the start (look
-/// now). Nothing is polled: an idle machine wakes nothing here. One inotify instance for all
-/// ([`ralph_process::watch::DirsWatch`]). Must be called in a Tokio runtime.
-pub fn watch_loops() -> std::io::Result<Changes> {
-    let registry = ralph_protocol::registry::registry_dir().ok_or_else(|| {
-        std::io::Error::new(
-            std::io::ErrorKind::NotFound,
-            "no home directory to keep ralph's state in; set RALPH_STATE_DIR",
-        )
-    })?;
-    // Made as a loop makes it, so that the broker can watch it before the first loop starts.
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&registry)?;
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    let (registry_tx, mut registry_rx) = tokio::sync::mpsc::unbounded_channel();
-    let mut dirs = ralph_process::watch::DirsWatch::new()?;
-    dirs.add(&registry, None, registry_tx)?;
-    let follow = tokio::spawn(async move {
-        loop {
-            let listed = tokio::task::spawn_blocking(|| {
-                ralph_protocol::registry::list()
-                    .into_iter()
-                    .map(|e| Workspace::new(&e.root).dir().to_path_buf())
-                    .collect::<Vec<_>>()
-            })
-            .await;
-            let Ok(loop_dirs) = listed else { return };
-            let gone: Vec<PathBuf> = dirs
-                .dirs()
-                .filter(|d| *d != registry && !loop_dirs.iter().any(|l| l == d))
-                .map(Path::to_path_buf)
-                .collect();
-            for dir in gone {
-                dirs.remove(&dir);
-            }
-            for dir in loop_dirs {
-                // A loop without `.ralph/` yet has no state to show; its registering again
-                // (or any later entry) brings it back here.
-                if !dirs.contains(&dir) {
-                    let _ = dirs.add(&dir, Some(WATCHED), tx.clone());
-                }
-            }
-            // Sent once the new loops are watched: what the receiver reads next is never
-            // older than the watches.
-            if tx.send(()).is_err() || registry_rx.recv().await.is_none() {
-                return;
-            }
-            while registry_rx.try_recv().is_ok() {}
-        }
-    });
-    Ok(Changes {
-        _watches: Vec::new(),
-        follow: Some(follow.abort_handle()),
-        rx,
-    })
 }
 
 /// Stores a new secret of `kind` (see [`ralph_protocol::broker::put_secret`]); returns its token.

@@ -143,8 +143,11 @@ pub async fn serve(
     lock.publish(&url)
         .map_err(io(format!("could not write {}", lock.path().display())))?;
     if let Some(settings) = &telegram {
-        telegram::start(settings, state_dir.clone(), url.clone())
-            .map_err(io("could not watch the loops for the Telegram bot"))?;
+        let changes = streams
+            .open("telegram bot", None)
+            .expect("the first place among the streams");
+        telegram::start(settings, state_dir.clone(), url.clone(), changes)
+            .map_err(io("could not start the Telegram bot"))?;
     }
     let app = Arc::new(App {
         state_dir,

@@ -9,7 +9,7 @@
 //! waiting question, edits the message of each one that closed (how it closed, buttons
 //! removed) and the header of each one given more time, when a loop's files change. Nothing
 //! polls the loops: inotify on the registry and on each loop's `.ralph/`
-//! ([`desk::watch_loops`]) wakes the task, so a broker waiting with fifty idle loops wakes for
+//! ([`crate::streams::Streams`]) wakes the task, so a broker waiting with fifty idle loops wakes for
 //! nothing but the long poll's answers (`make bench` counts). Both hold [`Bot::posted`] while
 //! they work, so a question is sent once and a tap sees the state the last edit showed. If the
 //! API cannot be reached the bot waits and retries; the loops never wait for it.
@@ -40,6 +40,7 @@ use serde_json::{Value, json};
 use crate::desk::{self, Action, LinkRecord, Outcome, QuestionView, Reply, Sender};
 use crate::devices;
 use crate::page::{duration, esc as html};
+use crate::streams::Subscription;
 
 /// The Bot API's address unless `api_url` says otherwise.
 pub const DEFAULT_API_URL: &str = "https://api.telegram.org";
@@ -308,10 +309,14 @@ struct Bot {
 }
 
 /// Starts the bot: a thread that long-polls the Bot API, and a task that sends and edits the
-/// questions' messages whenever a loop's files change (inotify, [`desk::watch_loops`]). Both
+/// questions' messages whenever a loop's files change (inotify, [`crate::streams::Streams`]). Both
 /// run as long as the process. Must be called in a Tokio runtime.
-pub fn start(settings: &Settings, state_dir: PathBuf, broker_url: String) -> std::io::Result<()> {
-    let mut changes = desk::watch_loops()?;
+pub fn start(
+    settings: &Settings,
+    state_dir: PathBuf,
+    broker_url: String,
+    mut changes: Subscription,
+) -> std::io::Result<()> {
     let bot = Arc::new(Bot {
         api: Api::new(settings),
         state_dir,
@@ -630,6 +635,17 @@ impl Bot {
         posts.retry_at
     }
 
+    /// The web page of `q`: its Telegram answer link.
+    fn page_link(&self, q: &QuestionView) -> std::io::Result<String> {
+        desk::mint_link(
+            &self.state_dir,
+            &q.root,
+            &q.asked_at,
+            desk::Channel::Telegram,
+        )
+        .map(|t| format!("{}/a/{t}", self.broker_url))
+    }
+
     fn render(&self, q: &QuestionView, chat_id: i64, number: u32) -> Posted {
         let mut text = format!(
             "<b>{}</b> · iteration {} · {}",
@@ -639,13 +655,7 @@ impl Bot {
         );
         let redacted = self.redact;
         if redacted {
-            let link = desk::mint_link(
-                &self.state_dir,
-                &q.root,
-                &q.asked_at,
-                desk::Channel::Telegram,
-            )
-            .map(|t| format!("{}/a/{t}", self.broker_url));
+            let link = self.page_link(q);
             text = format!("A question is waiting in <b>{}</b>.", html(&q.project()));
             if let Ok(l) = link {
                 let _ = write!(text, "\nAnswer it here: {}", html(&l));
@@ -682,13 +692,7 @@ impl Bot {
             let body = if used + body.chars().count() <= MAX_MESSAGE_CHARS {
                 body
             } else {
-                let link = desk::mint_link(
-                    &self.state_dir,
-                    &q.root,
-                    &q.asked_at,
-                    desk::Channel::Telegram,
-                )
-                .map(|t| format!("{}/a/{t}", self.broker_url));
+                let link = self.page_link(q);
                 let note = match link {
                     Ok(l) => format!(" …(cut; the whole question: {})", html(&l)),
                     Err(_) => " …(cut)".to_string(),
