@@ -16,5 +16,6 @@ mod races;
 mod remote;
 mod resume;
 mod safety;
+mod sandbox;
 mod telegram;
 mod tui;
