@@ -61,7 +61,7 @@ fn an_untouched_template_is_refused_and_a_run_says_what_its_agent_may_do() {
         first,
         [
             "ralph: no agent given: using claude (Claude Code (`claude -p`, stream-json)), the first found on PATH",
-            "ralph: claude runs with --dangerously-skip-permissions: it can run any command and change any file you can, without asking",
+            "ralph: claude runs with --dangerously-skip-permissions: it can run any command and change any file you can, without asking, inside the sandbox below",
         ],
         "{}",
         ran.stderr

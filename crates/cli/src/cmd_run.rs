@@ -156,10 +156,10 @@ fn configure(
         ));
     }
     notes.extend(resolved.detected);
-    notes.push(resolved.allows);
     let agent = customize(resolved.spec, format, resume_cmd)?;
     let workspace = Workspace::new(root);
     workspace.check_not_symlink().map_err(Failure::usage)?;
+    let mut fence = Vec::new();
     let sandbox = sandbox(
         args,
         &task,
@@ -167,8 +167,19 @@ fn configure(
         root,
         resolved.preset,
         &agent,
-        &mut notes,
+        &mut fence,
     )?;
+    // What the agent's flags let it do holds only inside the sandbox, when there is one.
+    notes.push(match &sandbox {
+        Some(_) => format!(
+            "{}, inside the sandbox below",
+            resolved
+                .allows
+                .trim_end_matches("; ralph does not limit it")
+        ),
+        None => resolved.allows,
+    });
+    notes.extend(fence);
     Ok((
         RunConfig {
             workspace,

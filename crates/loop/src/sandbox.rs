@@ -330,9 +330,12 @@ impl Sandbox {
     }
 }
 
-/// What a preset's CLI writes and reads of its own, outside the project (home-relative, or
-/// `$VAR/...` for a directory the CLI lets a variable move). Measured with the real CLIs
-/// under `make e2e` (tests/real-agents) for claude, codex, gemini and opencode.
+/// What a preset's CLI writes and reads of its own, outside the project. Each entry is a
+/// path relative to the home directory, or `$VAR/rest|fallback` (`$VAR/rest` when the CLI's
+/// variable is set, else the home-relative fallback, if any); one ending in `/` is a
+/// directory, made (with its parents) if it is not there yet, since Landlock can only grant
+/// what exists. Measured with the real CLIs under `make e2e` (tests/real-agents) for claude,
+/// codex, gemini and opencode.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Profile {
     /// Its state, config and caches: written.
@@ -346,35 +349,28 @@ pub fn profile(name: &str) -> Profile {
     match name {
         "claude" | "claude-sdk" => Profile {
             write: &[
-                "$CLAUDE_CONFIG_DIR",
-                ".claude",
+                "$CLAUDE_CONFIG_DIR/|.claude/",
                 ".claude.json",
                 ".claude.json.backup",
                 ".local/share/claude",
                 ".local/state/claude",
-                ".cache/claude",
             ],
-            read: &[".local/bin/claude"],
+            read: &[],
         },
         "codex" => Profile {
-            write: &["$CODEX_HOME", ".codex"],
+            write: &["$CODEX_HOME/|.codex/"],
             read: &[],
         },
         "gemini" => Profile {
-            write: &["$GEMINI_CLI_HOME", ".gemini"],
+            write: &["$GEMINI_CLI_HOME/.gemini/|.gemini/"],
             read: &[],
         },
         "opencode" => Profile {
             write: &[
-                "$XDG_DATA_HOME/opencode",
-                "$XDG_CONFIG_HOME/opencode",
-                "$XDG_CACHE_HOME/opencode",
-                "$XDG_STATE_HOME/opencode",
-                ".local/share/opencode",
-                ".config/opencode",
-                ".cache/opencode",
-                ".local/state/opencode",
-                ".opencode",
+                "$XDG_DATA_HOME/opencode/|.local/share/opencode/",
+                "$XDG_CONFIG_HOME/opencode/|.config/opencode/",
+                "$XDG_CACHE_HOME/opencode/|.cache/opencode/",
+                "$XDG_STATE_HOME/opencode/|.local/state/opencode/",
             ],
             read: &[],
         },
@@ -390,15 +386,36 @@ pub fn profile(name: &str) -> Profile {
     }
 }
 
-/// A profile entry as a path: `$VAR/rest` from the environment (nothing when unset), else
-/// relative to the home directory.
+/// A profile entry as a path (see [`Profile`]), its directory made if it should be one.
 fn agent_dir(entry: &str, home: &Option<PathBuf>) -> Option<PathBuf> {
-    if let Some(var) = entry.strip_prefix('$') {
+    let (primary, fallback) = match entry.split_once('|') {
+        Some((p, f)) => (p, Some(f)),
+        None => (entry, None),
+    };
+    let from_var = primary.strip_prefix('$').and_then(|var| {
         let (name, rest) = var.split_once('/').unwrap_or((var, ""));
         let base = std::env::var_os(name).filter(|v| !v.is_empty())?;
-        return Some(PathBuf::from(base).join(rest));
+        Some((
+            PathBuf::from(base).join(rest),
+            rest.is_empty() || rest.ends_with('/'),
+        ))
+    });
+    let (path, dir) = match from_var {
+        Some(found) => found,
+        None => {
+            let rel = if primary.starts_with('$') {
+                fallback?
+            } else {
+                primary
+            };
+            (home.as_ref()?.join(rel), rel.ends_with('/'))
+        }
+    };
+    if dir && !path.exists() {
+        // The CLI would make it on its first write; it must exist to be granted.
+        let _ = std::fs::DirBuilder::new().recursive(true).create(&path);
     }
-    Some(home.as_ref()?.join(entry))
+    Some(path)
 }
 
 /// Caches of common toolchains, written (home-relative).
@@ -487,24 +504,53 @@ fn git_dir_outside(root: &Path) -> Option<PathBuf> {
 
 /// What the agent's program needs read and executed: the program itself and the directory it
 /// lives in (its real one, through symlinks), or the whole `node_modules` a JavaScript CLI
-/// runs from.
+/// runs from; for a wrapper script (`exec node /…/cli.js "$@"`), the same for each absolute
+/// path it names.
 fn program_dirs(command: &str, root: &Path) -> Vec<PathBuf> {
     let path = std::env::var_os("PATH");
     let Ok(cmd) = ralph_process::command_line::std_command(command, root, path.as_deref()) else {
         return Vec::new();
     };
     let program = PathBuf::from(cmd.get_program());
-    let real = canonical(&program);
-    let mut dirs = vec![program];
-    if let Some(modules) = real
+    let mut dirs = vec![program.clone()];
+    dirs.extend(home_of(&program));
+    for named in script_paths(&program) {
+        dirs.extend(home_of(&named));
+    }
+    dirs
+}
+
+/// Where a program's files are: its `node_modules`, else its real directory.
+fn home_of(program: &Path) -> Option<PathBuf> {
+    let real = canonical(program);
+    if real.is_dir() {
+        return Some(real);
+    }
+    match real
         .ancestors()
         .find(|a| a.file_name().is_some_and(|n| n == "node_modules"))
     {
-        dirs.push(modules.to_path_buf());
-    } else if let Some(parent) = real.parent() {
-        dirs.push(parent.to_path_buf());
+        Some(modules) => Some(modules.to_path_buf()),
+        None => real.parent().map(Path::to_path_buf),
     }
-    dirs
+}
+
+/// The absolute paths a script (`#!` in its first bytes) names that exist; none for a binary.
+fn script_paths(program: &Path) -> Vec<PathBuf> {
+    use std::io::Read as _;
+    let mut head = Vec::new();
+    let read = std::fs::File::open(program).and_then(|f| f.take(4096).read_to_end(&mut head));
+    if read.is_err() || !head.starts_with(b"#!") {
+        return Vec::new();
+    }
+    String::from_utf8_lossy(&head)
+        .split(|c: char| c.is_whitespace() || "'\"`;:=()".contains(c))
+        .filter(|w| w.starts_with('/') && w.len() > 1)
+        .map(PathBuf::from)
+        // The system's are readable already; the rest (a home-installed node, the CLI's own
+        // files) are what the wrapper needs.
+        .filter(|p| p.exists() && !SYSTEM.iter().any(|s| p.starts_with(s)))
+        .collect()
 }
 
 fn absolute(p: &Path) -> PathBuf {
