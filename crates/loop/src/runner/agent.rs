@@ -105,14 +105,16 @@ impl Runner {
 
         let mut env = agent_env(&self.ws, &self.cfg.task_path, iteration, &prompt_path);
         env.extend(invocation.env.iter().cloned());
-        // The one place the sandbox comes in: the command line that starts the agent.
-        let command = match &self.sandbox {
-            Some(sandbox) => sandbox.wrap(&invocation.command, &mut env),
-            None => invocation.command.clone(),
-        };
         let spawn_error = |reason| RunError::Spawn {
             command: invocation.command.clone(),
             reason,
+        };
+        // The one place the sandbox comes in: the command line that starts the agent.
+        let command = match &self.sandbox {
+            Some(sandbox) => sandbox
+                .wrap(&invocation.command, self.ws.root(), &mut env)
+                .map_err(spawn_error)?,
+            None => invocation.command.clone(),
         };
         let (spawned, conversation) = if invocation.conversation {
             let (spawned, mut stdin) =

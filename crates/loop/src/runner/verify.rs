@@ -52,11 +52,13 @@ impl Runner {
             .map(|(name, value)| (name.to_owned(), value))
             .collect();
         // In the agent's sandbox: the tests run code the agent wrote.
-        let script = match &self.sandbox {
-            Some(sandbox) => sandbox.wrap(&script, &mut env),
-            None => script,
+        let wrapped = match &self.sandbox {
+            Some(sandbox) => sandbox.wrap(&script, self.ws.root(), &mut env),
+            None => Ok(script),
         };
-        let result = match supervisor::spawn_shell(&script, self.ws.root(), env, None) {
+        let started =
+            wrapped.and_then(|script| supervisor::spawn_shell(&script, self.ws.root(), env, None));
+        let result = match started {
             Err(e) => Err(TestError::Spawn(e)),
             Ok(spawned) => {
                 let pgid = spawned.pgid;
