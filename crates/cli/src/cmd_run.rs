@@ -227,7 +227,7 @@ fn sandbox(
     Ok(match plan {
         sandbox::Plan::On(sandbox) => {
             notes.push(sandbox.describe());
-            Some(sandbox)
+            Some(*sandbox)
         }
         sandbox::Plan::Off { line, warn } => {
             notes.push(if warn {

@@ -74,7 +74,7 @@ pub struct Sandbox {
 #[derive(Debug)]
 pub enum Plan {
     /// Sandboxed.
-    On(Sandbox),
+    On(Box<Sandbox>),
     /// Not, and the line that says why; `warn` when the user did not ask for that.
     Off {
         /// The run's line.
@@ -212,7 +212,7 @@ pub fn plan(inputs: &Inputs<'_>) -> Result<(Plan, Vec<String>), String> {
         required: settings.mode == Mode::Required,
     };
     Ok((
-        Plan::On(Sandbox {
+        Plan::On(Box::new(Sandbox {
             policy,
             ralph,
             tmp,
@@ -220,7 +220,7 @@ pub fn plan(inputs: &Inputs<'_>) -> Result<(Plan, Vec<String>), String> {
             never,
             watch: Default::default(),
             said: HashSet::new(),
-        }),
+        })),
         warnings,
     ))
 }

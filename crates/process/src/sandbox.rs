@@ -317,7 +317,7 @@ mod tests {
             ports: Some(vec![443, 8080]),
             required: true,
         };
-        assert_eq!(Policy::decode(&policy.encode()), Some(policy.clone()));
+        assert_eq!(Policy::decode(&policy.encode()), Some(policy));
         let no_ports = Policy {
             ports: Some(vec![]),
             ..Policy::default()
