@@ -24,6 +24,19 @@ struct Machine {
     p: Project,
 }
 
+/// Whether this kernel can sandbox (Landlock); the tests of what it refuses say so and pass
+/// without it, as there is nothing to refuse with. (This machine's has ABI 7.)
+fn landlock() -> bool {
+    let there = matches!(
+        ralph_process::sandbox::support(),
+        ralph_process::sandbox::Support::Available { .. }
+    );
+    if !there {
+        eprintln!("skipped: this kernel has no Landlock, so nothing is refused");
+    }
+    there
+}
+
 const SECRET: &str = "bot_token = \"123:secret\"";
 const LOCK: &str = "{\"url\":\"http://127.0.0.1:7707\"}";
 
@@ -127,6 +140,10 @@ impl Machine {
                 "user's checkout",
                 read(self.checkout.join("README.md")) == "the user's\n",
             ),
+            (
+                "the repository's hooks",
+                !self.checkout.join(".git/hooks/post-checkout").exists(),
+            ),
         ]
     }
 }
@@ -140,10 +157,14 @@ run sh -c 'echo "{\"url\":\"http://evil\"}" > "$RALPH_STATE_DIR/serve.lock"'
 run sh -c 'echo "ssh-ed25519 EVIL" >> "$HOME/.ssh/authorized_keys"'
 run sh -c 'echo "evil" > "$OTHER_REPO/evil.rs"'
 run sh -c 'echo "mine now" > "$CHECKOUT/README.md"'
+run sh -c 'echo "echo evil" > "$CHECKOUT/.git/hooks/post-checkout"'
 "#;
 
 #[test]
 fn a_hostile_agent_is_fenced_in_and_still_does_its_work_and_asks() {
+    if !landlock() {
+        return;
+    }
     let m = Machine::new("task: Fenced\nmax_iterations: 2");
     let script = format!(
         "[iteration 1]\n{HOSTILE}\
@@ -178,6 +199,7 @@ signal DONE
         ".ssh/authorized_keys (outside its sandbox)",
         "evil.rs (outside its sandbox)",
         "README.md (outside its sandbox)",
+        ".git/hooks/post-checkout; to let it, add it to sandbox_write:",
     ] {
         assert!(out.contains(named), "no line naming {named:?}\n{out}");
     }
@@ -200,6 +222,9 @@ signal DONE
 
 #[test]
 fn test_command_runs_in_the_sandbox_too() {
+    if !landlock() {
+        return;
+    }
     // The tests run code the agent wrote: outside the sandbox they would be its way out.
     let m = Machine::new(
         "task: Fenced tests\nmax_iterations: 1\ntest_command: echo evil >> \"$HOME/.ssh/authorized_keys\"",
@@ -270,6 +295,9 @@ fn a_kernel_without_landlock_warns_and_runs_and_sandbox_required_refuses() {
 
 #[test]
 fn sandbox_write_and_read_widen_it_but_never_to_ralphs_own_directories() {
+    if !landlock() {
+        return;
+    }
     let m = Machine::new("task: Wider\nmax_iterations: 1");
     let frontmatter = format!(
         "task: Wider\nmax_iterations: 1\nsandbox_write: [\"{}\"]\nsandbox_read: [\"{}\", \"~/.ssh\"]",

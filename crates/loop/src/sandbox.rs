@@ -5,8 +5,8 @@
 //! [`Sandbox::wrap`] turns the agent's command line into that process's, once per agent start.
 //! What goes in it ([`plan`]):
 //!
-//! - **write**: the project (for a git worktree or a subdirectory of a repository, its git
-//!   directory too: git must write there), a private `TMPDIR` made for the run and removed
+//! - **write**: the project (for a git worktree, what a commit writes of the repository's
+//!   git directory, not its config or hooks; for a subdirectory of a checkout, its `.git`), a private `TMPDIR` made for the run and removed
 //!   after it, the agent's own state and caches ([`profile`], per preset), the caches of common
 //!   toolchains, the few devices every program writes (`/dev/null`, a terminal), and
 //!   `sandbox_write:`;
@@ -158,12 +158,14 @@ pub fn plan(inputs: &Inputs<'_>) -> Result<(Plan, Vec<String>), String> {
     let in_home = |rel: &str| home.as_ref().map(|h| h.join(rel));
 
     let mut write = vec![root.clone(), canonical(tmp.path())];
-    write.extend(git_dir_outside(&root));
+    let (git_write, git_read) = git_dirs_outside(&root);
+    write.extend(git_write);
     let profile = inputs.preset.map(profile).unwrap_or_default();
     write.extend(profile.write.iter().filter_map(|d| agent_dir(d, &home)));
-    write.extend(CACHES.iter().filter_map(|c| in_home(c)));
+    write.extend(CACHES.iter().filter_map(|c| agent_dir(c, &home)));
     write.extend(DEVICES.iter().map(PathBuf::from));
     let mut read: Vec<PathBuf> = SYSTEM.iter().map(PathBuf::from).collect();
+    read.extend(git_read);
     read.extend(TOOLCHAINS.iter().filter_map(|t| in_home(t)));
     read.extend(profile.read.iter().filter_map(|d| agent_dir(d, &home)));
     read.push(absolute(inputs.task_file));
@@ -444,7 +446,7 @@ fn agent_dir(entry: &str, home: &Option<PathBuf>) -> Option<PathBuf> {
 
 /// Caches of common toolchains, written (home-relative).
 const CACHES: &[&str] = &[
-    ".cache",
+    "$XDG_CACHE_HOME|.cache",
     ".cargo/registry",
     ".cargo/git",
     ".npm",
@@ -504,26 +506,50 @@ const DEVICES: &[&str] = &[
     "/dev/shm",
 ];
 
-/// The git directory a project in a worktree (`.git` is a file naming it) or in a
-/// subdirectory of a repository writes to, when it is outside the project: the common one.
-fn git_dir_outside(root: &Path) -> Option<PathBuf> {
-    let dot_git = root
+/// What of git's directory a project writes and reads when it is outside the project.
+///
+/// A linked worktree (`.git` is a file naming its directory, in the repository's
+/// `worktrees/`) writes its own directory (its `HEAD`, index, pseudo-refs) and, in the common
+/// directory, `objects`, `refs` and `logs`: a commit needs no more. Not the common directory's
+/// `config` or `hooks`, which run in the user's own checkout the next time they use git; those
+/// are read only. A subdirectory of an ordinary checkout writes the repository's whole `.git`
+/// (its index and `HEAD` are at its top): the agent can write that checkout anyway.
+fn git_dirs_outside(root: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let none = (Vec::new(), Vec::new());
+    let Some(dot_git) = root
         .ancestors()
         .map(|d| d.join(".git"))
-        .find(|g| g.exists())?;
-    let git_dir = if dot_git.is_file() {
-        let text = std::fs::read_to_string(&dot_git).ok()?;
-        let dir = text.strip_prefix("gitdir:")?.trim();
-        dot_git.parent()?.join(dir)
-    } else {
-        dot_git
+        .find(|g| g.exists())
+    else {
+        return none;
+    };
+    if !dot_git.is_file() {
+        let git_dir = canonical(&dot_git);
+        return if git_dir.starts_with(root) {
+            none
+        } else {
+            (vec![git_dir], Vec::new())
+        };
+    }
+    let Some(git_dir) = std::fs::read_to_string(&dot_git).ok().and_then(|text| {
+        let dir = text.strip_prefix("gitdir:")?.trim().to_owned();
+        Some(canonical(&dot_git.parent()?.join(dir)))
+    }) else {
+        return none;
     };
     let common = match std::fs::read_to_string(git_dir.join("commondir")) {
-        Ok(rel) => git_dir.join(rel.trim()),
-        Err(_) => git_dir,
+        Ok(rel) => canonical(&git_dir.join(rel.trim())),
+        Err(_) => return (vec![git_dir], Vec::new()),
     };
-    let common = canonical(&common);
-    (!common.starts_with(root)).then_some(common)
+    let mut write = vec![git_dir];
+    write.extend(["objects", "refs", "logs"].map(|d| common.join(d)));
+    write.retain(|d| !d.starts_with(root));
+    let read = if common.starts_with(root) {
+        Vec::new()
+    } else {
+        vec![common]
+    };
+    (write, read)
 }
 
 /// What the agent's program needs read and executed: the program itself and the directory it
@@ -668,7 +694,10 @@ fn scan(line: &[u8], found: &mut Vec<PathBuf>) {
             i == 0 || text[..i].ends_with(|c: char| ends(c) || c == '=' || !c.is_ascii());
         let path: &str = text[i..].split(ends).next().unwrap_or("");
         at = i + path.len().max(1);
-        if starts_word && (path.starts_with('/') || path.starts_with("~/")) && path.len() > 1 {
+        // Not `//host/path` (a URL's).
+        let path_like =
+            (path.starts_with('/') && !path.starts_with("//")) || path.starts_with("~/");
+        if starts_word && path_like && path.len() > 1 {
             let path = path.trim_end_matches(['.', '/']);
             if !path.is_empty() {
                 found.push(PathBuf::from(path));
@@ -700,7 +729,8 @@ Error: EACCES: permission denied, open '/var/lib/thing'
 {\"content\":\"mkdir: cannot create directory ‘/opt/z’: Permission denied\\n\"}
 {\"output\":\"bash: /etc/hosts: Permission denied\\nnext\"}
 a line about /usr/bin that is fine
-Permission denied (os error 13)";
+Permission denied (os error 13)
+fetch https://example.com/x: permission denied";
         assert_eq!(
             paths(said),
             [
