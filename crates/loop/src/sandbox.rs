@@ -142,7 +142,7 @@ pub fn plan(inputs: &Inputs<'_>) -> Result<(Plan, Vec<String>), String> {
         (user_dir(UserDir::Config), "ralph's user config"),
     ]
     .into_iter()
-    .filter_map(|(dir, what)| Some((absolute(&dir?), what)))
+    .filter_map(|(dir, what)| Some((canonical(&dir?), what)))
     .collect();
     let tmp = tempfile::Builder::new()
         .prefix("ralph-agent-tmp-")
