@@ -331,3 +331,49 @@ fn sandbox_write_and_read_widen_it_but_never_to_ralphs_own_directories() {
         run.stderr
     );
 }
+
+#[test]
+fn sandbox_net_lets_the_agent_connect_only_to_the_ports_listed() {
+    if !landlock() {
+        return;
+    }
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = std::sync::Arc::clone(&accepted);
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            drop(stream);
+        }
+    });
+    let script = format!(
+        "run sh -c 'curl -s -m 5 -o /dev/null http://127.0.0.1:{port}/ ; echo curl said $?'\ncheck-all\nsignal DONE\n"
+    );
+    // Another port only: refused.
+    let m = Machine::new(&format!(
+        "task: Net\nmax_iterations: 1\nsandbox_net: [{}]",
+        port ^ 1
+    ));
+    let run = m.run(&script, &[], &[]);
+    run.expect_code(0);
+    assert!(
+        run.stderr
+            .contains(&format!("outgoing TCP only to port {}", port ^ 1)),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(
+        accepted.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("curl said 7"), "{}", run.stdout);
+    // Its port listed: it connects.
+    let m = Machine::new(&format!(
+        "task: Net\nmax_iterations: 1\nsandbox_net: [{port}]"
+    ));
+    m.run(&script, &[], &[]).expect_code(0);
+    assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
