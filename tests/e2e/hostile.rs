@@ -439,8 +439,15 @@ fn an_unreadable_task_file_exits_2_and_writes_nothing() {
 
 #[test]
 fn terminal_attacks_in_agent_output_never_reach_ralphs_stdout() {
-    let p = Project::with_task("task: Attack the terminal\nmax_iterations: 1", "- [ ] x\n");
     let fixture = hostile_fixture("terminal-attacks.txt");
+    // The fixture is outside the project, so outside the agent's sandbox unless listed.
+    let p = Project::with_task(
+        &format!(
+            "task: Attack the terminal\nmax_iterations: 1\nsandbox_read: [\"{}\"]",
+            fixture.display()
+        ),
+        "- [ ] x\n",
+    );
     let agent = p.agent(&format!(
         "[iteration 1]\n\
          stream-json '{}'\n\
@@ -570,7 +577,10 @@ fn fake_claude(p: &Project, script: &str) -> String {
 #[test]
 fn a_claude_stream_of_malformed_lines_tool_results_and_escapes_yields_only_the_real_signal() {
     let p = Project::with_task(
-        "task: Hostile stream\nmax_iterations: 2\nquestion_timeout: 0",
+        &format!(
+            "task: Hostile stream\nmax_iterations: 2\nquestion_timeout: 0\nsandbox_read: [\"{}\"]",
+            hostile_fixture("claude-hostile.jsonl").display()
+        ),
         "- [ ] x\n",
     );
     let path = fake_claude(

@@ -17,5 +17,6 @@ mod remote;
 mod remote_attacks;
 mod resume;
 mod safety;
+mod sandbox;
 mod telegram;
 mod tui;

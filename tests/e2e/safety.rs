@@ -61,7 +61,7 @@ fn an_untouched_template_is_refused_and_a_run_says_what_its_agent_may_do() {
         first,
         [
             "ralph: no agent given: using claude (Claude Code (`claude -p`, stream-json)), the first found on PATH",
-            "ralph: claude runs with --dangerously-skip-permissions: it can run any command and change any file you can, without asking",
+            "ralph: claude runs with --dangerously-skip-permissions: it can run any command and change any file you can, without asking, inside the sandbox below",
         ],
         "{}",
         ran.stderr
@@ -415,7 +415,9 @@ fn a_hostile_agent_cannot_redirect_ralphs_writes_through_links() {
         precious = precious.display(),
         out = outside.path().display()
     );
-    let run = p.run(&p.agent(&script), &[]);
+    // Unsandboxed: the sandbox refuses the hard link to a file outside the project itself
+    // (docs/sandbox.md); this is ralph's own defence, for a run without it.
+    let run = p.run(&p.agent(&script), &["--no-sandbox"]);
     assert_eq!(std::fs::read_to_string(&precious).unwrap(), "precious\n");
     let mut outside_names: Vec<_> = std::fs::read_dir(outside.path())
         .unwrap()

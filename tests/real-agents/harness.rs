@@ -234,7 +234,20 @@ pub struct Running(Option<Child>);
 impl Running {
     /// Waits for the end (failing the test after `limit`) and collects the output.
     pub fn finish(mut self, limit: Duration) -> Run {
-        Run::finish(self.0.take().unwrap(), limit)
+        let run = Run::finish(self.0.take().unwrap(), limit);
+        // Every CLI runs in its sandbox (docs/sandbox.md), whose profile is what it needs: a
+        // refusal ralph names is a profile to widen (or a CLI that changed).
+        assert!(
+            run.stderr.contains("ralph: sandboxed: writes only to "),
+            "not sandboxed:\n{}",
+            run.stderr
+        );
+        assert!(
+            !run.stdout.contains("ralph: warning: sandbox: the agent"),
+            "the sandbox refused the CLI something:\n{}",
+            run.stdout
+        );
+        run
     }
 }
 

@@ -2,7 +2,7 @@
 //! estimates, prints one table and writes `target/bench/results.json`.
 //!
 //! ```text
-//! ralph-bench [SECTION…]     sections: decode process overhead reaction idle startup remote (all
+//! ralph-bench [SECTION…]     sections: decode process overhead sandbox reaction idle startup remote (all
 //!                            by default; `decode` only reads what `cargo bench` wrote)
 //! ralph-bench time CORPUS [MiB]     quick in-process timing of one corpus, best of five
 //! ralph-bench profile CORPUS [MiB] [N]  N decode passes (1), for `valgrind --tool=callgrind`
@@ -23,6 +23,7 @@ mod process;
 mod reaction;
 mod remote;
 mod report;
+mod sandbox;
 mod setup;
 mod startup;
 
@@ -35,8 +36,8 @@ use ralph_bench::quick;
 use crate::report::Results;
 use crate::setup::{Bins, loadavg};
 
-const SECTIONS: [&str; 7] = [
-    "decode", "process", "overhead", "reaction", "idle", "startup", "remote",
+const SECTIONS: [&str; 8] = [
+    "decode", "process", "overhead", "sandbox", "reaction", "idle", "startup", "remote",
 ];
 
 fn main() -> ExitCode {
@@ -123,6 +124,11 @@ fn run(args: &[String]) -> Result<(), String> {
         if iterations::filesystem(shm) == "tmpfs" {
             results.overhead.push(iterations::run(&bins, shm, n));
         }
+    }
+    if wanted("sandbox") {
+        eprintln!("what the agent's sandbox adds per iteration:");
+        let n = if quick { 100 } else { 500 };
+        results.sandbox = Some(sandbox::run(&bins, &std::env::temp_dir(), n));
     }
     if wanted("reaction") {
         eprintln!("reaction to a question and to its answer:");

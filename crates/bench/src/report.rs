@@ -91,6 +91,7 @@ pub struct Results {
     /// Plain text printed to a tmux pane.
     pub terminal: Option<crate::process::Terminal>,
     pub overhead: Vec<Overhead>,
+    pub sandbox: Option<crate::sandbox::SandboxCost>,
     pub reaction: Option<Reaction>,
     pub idle: Vec<Idle>,
     pub startup: Vec<Startup>,
@@ -234,6 +235,22 @@ impl Results {
                 .others("250 ms", "2005 ms"),
             );
         }
+        if let Some(s) = &self.sandbox {
+            rows.push(row(
+                format!(
+                    "what the sandbox adds per iteration ({} iterations each way)",
+                    s.iterations
+                ),
+                format!(
+                    "{:.2} ms median (gap {:.2} ms sandboxed, {:.2} ms --no-sandbox)",
+                    s.median_ms(),
+                    s.on.median,
+                    s.off.median
+                ),
+                "< 1 ms median",
+                Some(s.median_ms() < 1.0),
+            ));
+        }
         if let Some(r) = &self.reaction {
             rows.push(row(
                 format!("QUESTION signal -> question shown ({} trials)", r.shown.n),
@@ -352,6 +369,7 @@ impl Results {
             "whole_process": self.throughput.iter().map(Throughput::json).collect::<Vec<_>>(),
             "terminal": self.terminal.as_ref().map(|t| serde_json::json!({"mib": t.mib, "ralph_s": t.ralph.as_secs_f64(), "cat_s": t.cat.as_secs_f64(), "ralph_peak_rss_kb": t.ralph_rss_kb})),
             "overhead": self.overhead.iter().map(Overhead::json).collect::<Vec<_>>(),
+            "sandbox": self.sandbox.as_ref().map(crate::sandbox::SandboxCost::json),
             "reaction": self.reaction.as_ref().map(Reaction::json),
             "idle": self.idle.iter().map(Idle::json).collect::<Vec<_>>(),
             "startup": self.startup.iter().map(Startup::json).collect::<Vec<_>>(),

@@ -103,6 +103,10 @@ pub enum Internal {
         #[arg(long)]
         run: Option<String>,
     },
+    /// The sandbox `ralph run` starts the agent in: applies the ruleset in `RALPH_SANDBOX`,
+    /// then runs the command line in `RALPH_SANDBOX_COMMAND` in its place.
+    #[command(name = "__sandbox")]
+    Sandbox,
 }
 
 const SERVE_HELP: &str = "\
@@ -236,6 +240,9 @@ pub struct RunArgs {
     /// Plain lines instead of the terminal UI (automatic when stdout is not a terminal).
     #[arg(long)]
     pub no_tui: bool,
+    /// Run the agent without its sandbox, as `sandbox: false` does (see docs/sandbox.md).
+    #[arg(long)]
+    pub no_sandbox: bool,
 }
 
 #[derive(Debug, Args)]

@@ -55,6 +55,7 @@ pub fn run(args: &DoctorArgs) -> CmdResult {
     platform(&mut report);
     let task = project(&mut report, &root);
     agents_section(&mut report, &task);
+    sandbox_section(&mut report, &task);
     terminal(&mut report);
     notifications(&mut report, &task);
     directories(&mut report);
@@ -142,6 +143,81 @@ fn project(report: &mut Report, root: &Path) -> TaskFile {
 /// A task file with nothing set, for laying the config files over when there is none.
 fn placeholder_task(path: &Path) -> TaskFile {
     TaskFile::parse(path, b"---\ntask: (none)\n---\n").expect("a valid placeholder")
+}
+
+/// The kernel's Landlock, what the task file asks of the sandbox, and what each preset's CLI
+/// may write of its own (see docs/sandbox.md).
+fn sandbox_section(report: &mut Report, task: &TaskFile) {
+    use ralph_loop::sandbox::{Mode, profile};
+    use ralph_process::sandbox::{Support, support};
+    report.section("Sandbox");
+    let mode = task.sandbox.mode;
+    let setting = match mode {
+        Mode::On => "sandbox: true (the default)",
+        Mode::Off => "sandbox: false: agents run unsandboxed",
+        Mode::Required => "sandbox: required",
+    };
+    match support() {
+        Support::Available { abi } => {
+            report.item(format!(
+                "Landlock ABI {abi}: agents run sandboxed{}; {setting}",
+                if abi < 4 && task.sandbox.net.is_some() {
+                    " (sandbox_net needs ABI 4, Linux 6.7: the network stays open here)"
+                } else {
+                    ""
+                }
+            ));
+        }
+        Support::Missing { why } => {
+            report.item(format!("no Landlock: {why}; {setting}"));
+            if mode != Mode::Off {
+                report.problem(
+                    format!("agents cannot be sandboxed here: {why}"),
+                    if mode == Mode::Required {
+                        "`sandbox: required` refuses to run: use a kernel with Landlock (Linux 5.13 or later), or set `sandbox: true` to run unsandboxed with a warning"
+                    } else {
+                        "use a kernel with Landlock (Linux 5.13 or later); until then every run warns and the agent can reach whatever you can"
+                    },
+                );
+            }
+        }
+    }
+    for (key, list) in [
+        ("sandbox_write", &task.sandbox.write),
+        ("sandbox_read", &task.sandbox.read),
+    ] {
+        if !list.is_empty() {
+            report.item(format!("{key}: {}", list.join(", ")));
+        }
+    }
+    if let Some(ports) = &task.sandbox.net {
+        let ports: Vec<String> = ports.iter().map(u16::to_string).collect();
+        report.item(format!(
+            "sandbox_net: outgoing TCP only to [{}]",
+            ports.join(", ")
+        ));
+    }
+    report.item("every agent writes its project, a private TMPDIR and toolchain caches; besides:");
+    let presets = ralph_loop::agents::presets();
+    let width = presets.iter().map(|p| p.name.len()).max().unwrap_or(0);
+    for preset in presets {
+        let profile = profile(preset.name);
+        let shown = |entry: &&str| {
+            let home = |rel: &str| format!("~/{}", rel.trim_end_matches('/'));
+            match entry.split_once('|') {
+                Some((var, rel)) => format!("{} (else {})", var.trim_end_matches('/'), home(rel)),
+                None => home(entry),
+            }
+        };
+        let mut own: Vec<String> = profile.write.iter().map(shown).collect();
+        own.extend(profile.read.iter().map(|r| format!("{} (read)", shown(r))));
+        let own = if own.is_empty() {
+            "nothing of its own".to_owned()
+        } else {
+            own.join(", ")
+        };
+        report.item(format!("  {:<width$}  {own}", preset.name));
+    }
 }
 
 fn agents_section(report: &mut Report, task: &TaskFile) {

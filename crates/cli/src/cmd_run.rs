@@ -15,6 +15,7 @@ use ralph_loop::state::{AgentChoice, State, Status};
 use std::sync::Arc;
 
 use ralph_loop::runner::{AgentSpec, Invocation, RunConfig, RunError, Runner, Settings};
+use ralph_loop::sandbox::{self, Sandbox};
 use ralph_loop::task::{TaskFile, parse_limit, parse_wait};
 use ralph_loop::workspace::Workspace;
 use ralph_signal::{StreamFormat, sanitize};
@@ -42,12 +43,12 @@ pub fn run(args: &RunArgs) -> CmdResult {
         .map_err(Failure::usage)?;
     let warnings = task.warnings.clone();
     match configure(args, &root, task_path, task) {
-        Ok((mut cfg, notes)) => {
+        Ok((mut cfg, sandbox, notes)) => {
             cfg.settings.log_budget = log_budget;
             for note in notes {
                 eprintln!("ralph: {note}");
             }
-            run_loop(cfg, wants_tui(args.no_tui))
+            run_loop(cfg, sandbox, wants_tui(args.no_tui))
         }
         Err(failure) => {
             // The loop would show these as it starts; a run refused before that must show
@@ -60,15 +61,15 @@ pub fn run(args: &RunArgs) -> CmdResult {
     }
 }
 
-/// The loop's configuration from the arguments and the loaded task file, with the lines the
-/// run starts with (which agent runs, and what it may do), or the usage error that refuses the
-/// run.
+/// The loop's configuration from the arguments and the loaded task file, with the agent's
+/// sandbox and the lines the run starts with (which agent runs, and what it may do), or the
+/// usage error that refuses the run.
 fn configure(
     args: &RunArgs,
     root: &Path,
     task_path: PathBuf,
     task: TaskFile,
-) -> Result<(RunConfig, Vec<String>), Failure> {
+) -> Result<(RunConfig, Option<Sandbox>, Vec<String>), Failure> {
     let mut settings = Settings::from_task(&task);
     if let Some(n) = args.max_iterations {
         settings.max_iterations = n;
@@ -155,10 +156,30 @@ fn configure(
         ));
     }
     notes.extend(resolved.detected);
-    notes.push(resolved.allows);
     let agent = customize(resolved.spec, format, resume_cmd)?;
     let workspace = Workspace::new(root);
     workspace.check_not_symlink().map_err(Failure::usage)?;
+    let mut fence = Vec::new();
+    let sandbox = sandbox(
+        args,
+        &task,
+        &task_path,
+        root,
+        resolved.preset,
+        &agent,
+        &mut fence,
+    )?;
+    // What the agent's flags let it do holds only inside the sandbox, when there is one.
+    notes.push(match &sandbox {
+        Some(_) => format!(
+            "{}, inside the sandbox below",
+            resolved
+                .allows
+                .trim_end_matches("; ralph does not limit it")
+        ),
+        None => resolved.allows,
+    });
+    notes.extend(fence);
     Ok((
         RunConfig {
             workspace,
@@ -168,8 +189,55 @@ fn configure(
             agent_choice: Some(choice),
             settings,
         },
+        sandbox,
         notes,
     ))
+}
+
+/// The agent's sandbox for this run (see `ralph_loop::sandbox`), with its line (and any
+/// warnings) added to `notes`; a usage error when `sandbox: required` cannot be met.
+fn sandbox(
+    args: &RunArgs,
+    task: &TaskFile,
+    task_path: &Path,
+    root: &Path,
+    preset: Option<&ralph_loop::agents::Preset>,
+    agent: &AgentSpec,
+    notes: &mut Vec<String>,
+) -> Result<Option<Sandbox>, Failure> {
+    let mut settings = task.sandbox.clone();
+    let off_by = if args.no_sandbox {
+        settings.mode = sandbox::Mode::Off;
+        "--no-sandbox"
+    } else {
+        "sandbox: false in the task file"
+    };
+    // The agent's program, from its command line as it starts.
+    let command = (agent.fresh)("", Path::new("")).command;
+    let (plan, warnings) = sandbox::plan(&sandbox::Inputs {
+        settings: &settings,
+        off_by,
+        root,
+        task_file: task_path,
+        preset: preset.map(|p| p.name),
+        command: &command,
+    })
+    .map_err(|e| Failure::usage(anyhow::anyhow!(e)))?;
+    notes.extend(warnings.into_iter().map(|w| format!("warning: {w}")));
+    Ok(match plan {
+        sandbox::Plan::On(sandbox) => {
+            notes.push(sandbox.describe());
+            Some(*sandbox)
+        }
+        sandbox::Plan::Off { line, warn } => {
+            notes.push(if warn {
+                format!("warning: {line}")
+            } else {
+                line
+            });
+            None
+        }
+    })
 }
 
 /// The agent a plain `ralph run` resumes with: the one a stopped or killed loop recorded.
@@ -245,7 +313,7 @@ fn start_guard(runner: &mut Runner, terminal: bool) {
 }
 
 /// Starts the runtime, the loop and its front end; returns the loop's exit code.
-pub fn run_loop(cfg: RunConfig, tui: bool) -> CmdResult {
+pub fn run_loop(cfg: RunConfig, sandbox: Option<Sandbox>, tui: bool) -> CmdResult {
     let bell = cfg.task.notify.bell;
     let desktop = cfg.task.notify.desktop_notification;
     // Before anything is started: what the agent starts outside its process group is then
@@ -268,6 +336,9 @@ pub fn run_loop(cfg: RunConfig, tui: bool) -> CmdResult {
         let (event_tx, event_rx) = mpsc::channel::<LoopEvent>(16);
         let (control_tx, control_rx) = mpsc::unbounded_channel::<Control>();
         let mut runner = Runner::new(cfg, event_tx, control_rx).map_err(Failure::failed)?;
+        if let Some(sandbox) = sandbox {
+            runner.set_sandbox(sandbox);
+        }
         // Before the view: the guard saves the terminal's settings as they are now.
         let terminal = tui && std::io::stdin().is_terminal();
         start_guard(&mut runner, terminal);

@@ -100,7 +100,7 @@ pub fn run(args: &DemoArgs) -> CmdResult {
         agent_choice: None,
         settings,
     };
-    let code = cmd_run::run_loop(cfg, cmd_run::wants_tui(args.no_tui))?;
+    let code = cmd_run::run_loop(cfg, None, cmd_run::wants_tui(args.no_tui))?;
     outln!(
         "\nralph demo: the files it made are in {quoted}: greeting.txt, NOTES.md, and .ralph/ (progress, clarifications, events, logs).\nTry `{} status -C {quoted}` too.",
         crate::program()

@@ -151,6 +151,7 @@ fn run_internal(command: Internal) -> CmdResult {
             ralph_loop::guard::main(&ralph_dir, terminal, run.as_deref());
             Ok(0)
         }
+        Internal::Sandbox => Ok(u8::try_from(ralph_process::sandbox::main()).unwrap_or(1)),
     }
 }
 

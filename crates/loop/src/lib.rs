@@ -27,6 +27,7 @@ pub mod native;
 pub mod notify;
 pub mod prompt;
 pub mod runner;
+pub mod sandbox;
 pub mod task;
 
 // The formats and the process control the loop is built on, under the names its callers

@@ -56,6 +56,18 @@ pub fn direct_words(line: &str) -> Option<Vec<String>> {
 /// directly ([`direct_words`]) or `sh -c line`. A program that is not there is an error that
 /// says so, as `sh` would have said on stderr.
 pub fn command(line: &str, dir: &Path, path_var: Option<&OsStr>) -> io::Result<Command> {
+    std_command(line, dir, path_var).map(Command::from)
+}
+
+/// [`command`], as the standard library's command: for a process that execs it in its own
+/// place (the sandbox, [`crate::sandbox::main`]).
+pub fn std_command(
+    line: &str,
+    dir: &Path,
+    path_var: Option<&OsStr>,
+) -> io::Result<std::process::Command> {
+    use std::os::unix::process::CommandExt;
+    use std::process::Command;
     let Some(words) = direct_words(line) else {
         let mut cmd = Command::new(find_program("sh", path_var, dir).unwrap_or("/bin/sh".into()));
         cmd.arg0("sh").arg("-c").arg(line);

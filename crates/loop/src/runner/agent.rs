@@ -109,10 +109,16 @@ impl Runner {
             command: invocation.command.clone(),
             reason,
         };
+        // The one place the sandbox comes in: the command line that starts the agent.
+        let command = match &self.sandbox {
+            Some(sandbox) => sandbox
+                .wrap(&invocation.command, self.ws.root(), &mut env)
+                .map_err(spawn_error)?,
+            None => invocation.command.clone(),
+        };
         let (spawned, conversation) = if invocation.conversation {
             let (spawned, mut stdin) =
-                supervisor::spawn_shell_open(&invocation.command, self.ws.root(), env)
-                    .map_err(spawn_error)?;
+                supervisor::spawn_shell_open(&command, self.ws.root(), env).map_err(spawn_error)?;
             if let Some(first) = &invocation.stdin {
                 // An agent that dies before reading shows up when it exits; nothing to do here.
                 let _ = stdin.write_all(first).await;
@@ -121,7 +127,7 @@ impl Runner {
             (spawned, Some(stdin))
         } else {
             let stdin = invocation.stdin.clone();
-            let spawned = supervisor::spawn_shell(&invocation.command, self.ws.root(), env, stdin)
+            let spawned = supervisor::spawn_shell(&command, self.ws.root(), env, stdin)
                 .map_err(spawn_error)?;
             (spawned, None)
         };
@@ -239,6 +245,7 @@ impl Runner {
                     }
                     Ok(n) => {
                         out_log.write(&out_buf[..n]);
+                        self.note_denials(false, &out_buf[..n]).await;
                         decoder.feed(&out_buf[..n], &mut decoded);
                         self.forward(&mut decoded, &mut run, &mut grace_deadline, settings.signal_grace).await;
                         self.serve_agent(&mut run, &mut conversation, &mut asking, iteration).await?;
@@ -253,6 +260,7 @@ impl Runner {
                     }
                     Ok(n) => {
                         err_log.write(&err_buf[..n]);
+                        self.note_denials(true, &err_buf[..n]).await;
                         for line in stderr_lines.feed(&err_buf[..n]) {
                             self.emit(LoopEvent::Stderr(line)).await;
                         }

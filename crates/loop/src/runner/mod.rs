@@ -112,6 +112,8 @@ pub struct Runner {
     asks_seen: std::collections::HashSet<String>,
     /// The guard that stops the running group if ralph is killed outright, when there is one.
     guard: Option<Guard>,
+    /// The sandbox every agent of this run starts in, when there is one.
+    sandbox: Option<crate::sandbox::Sandbox>,
     /// The last run, when it was killed with a group running: that group was stopped as
     /// this run started, and what it left outside it is stopped before anything else (see
     /// [`Runner::stop_what_the_killed_run_left`]).

@@ -128,6 +128,7 @@ impl Runner {
             resume_failed: false,
             asks_seen: std::collections::HashSet::new(),
             guard: None,
+            sandbox: None,
             killed_run,
         })
     }
@@ -136,6 +137,27 @@ impl Runner {
     /// [`guard`](crate::guard)). Without one, only the next `ralph run` stops such a group.
     pub fn set_guard(&mut self, guard: Guard) {
         self.guard = Some(guard);
+    }
+
+    /// Runs every agent of this run in `sandbox` (see [`crate::sandbox`]); without one, the
+    /// agent runs as ralph does.
+    pub fn set_sandbox(&mut self, sandbox: crate::sandbox::Sandbox) {
+        self.sandbox = Some(sandbox);
+    }
+
+    /// The lines ralph adds for what the sandbox refused the agent, from a piece of its output
+    /// (`stderr`, or stdout); see [`crate::sandbox::Sandbox::denials`].
+    pub(super) async fn note_denials(&mut self, stderr: bool, bytes: &[u8]) {
+        let Some(sandbox) = self.sandbox.as_mut() else {
+            return;
+        };
+        for line in sandbox.denials(stderr, bytes) {
+            self.log(
+                "sandbox_denied",
+                json!({"iteration": self.state.iteration, "line": line}),
+            );
+            self.emit(LoopEvent::Warning(line)).await;
+        }
     }
 
     /// `.ralph/`, for the guard to know which groups are this loop's.

@@ -47,8 +47,18 @@ impl Runner {
         // The marks make the tests this loop's and this run's, and `agent_pgid` names their
         // group: a run after ralph was killed outright stops them as it stops an orphaned
         // agent.
-        let env = marks(self.ws.dir());
-        let result = match supervisor::spawn_shell(&script, self.ws.root(), env, None) {
+        let mut env: Vec<(String, String)> = marks(self.ws.dir())
+            .into_iter()
+            .map(|(name, value)| (name.to_owned(), value))
+            .collect();
+        // In the agent's sandbox: the tests run code the agent wrote.
+        let wrapped = match &self.sandbox {
+            Some(sandbox) => sandbox.wrap(&script, self.ws.root(), &mut env),
+            None => Ok(script),
+        };
+        let started =
+            wrapped.and_then(|script| supervisor::spawn_shell(&script, self.ws.root(), env, None));
+        let result = match started {
             Err(e) => Err(TestError::Spawn(e)),
             Ok(spawned) => {
                 let pgid = spawned.pgid;

@@ -38,11 +38,19 @@ pub enum Key {
     NotifyCommand,
     /// `webhook_url`
     WebhookUrl,
+    /// `sandbox`
+    Sandbox,
+    /// `sandbox_write`
+    SandboxWrite,
+    /// `sandbox_read`
+    SandboxRead,
+    /// `sandbox_net`
+    SandboxNet,
 }
 
 impl Key {
     /// Every key, in the order the example file documents them.
-    pub const ALL: [Key; 17] = [
+    pub const ALL: [Key; 21] = [
         Key::Task,
         Key::CompletionCriteria,
         Key::MaxIterations,
@@ -60,6 +68,10 @@ impl Key {
         Key::DesktopNotification,
         Key::NotifyCommand,
         Key::WebhookUrl,
+        Key::Sandbox,
+        Key::SandboxWrite,
+        Key::SandboxRead,
+        Key::SandboxNet,
     ];
 
     /// The key as written in the file.
@@ -82,6 +94,10 @@ impl Key {
             Key::DesktopNotification => "desktop_notification",
             Key::NotifyCommand => "notify_command",
             Key::WebhookUrl => "webhook_url",
+            Key::Sandbox => "sandbox",
+            Key::SandboxWrite => "sandbox_write",
+            Key::SandboxRead => "sandbox_read",
+            Key::SandboxNet => "sandbox_net",
         }
     }
 
@@ -98,7 +114,14 @@ impl Key {
 
     /// Whether the value is a YAML list.
     pub(super) fn takes_list(self) -> bool {
-        matches!(self, Key::CompletionCriteria | Key::AgentArgs)
+        matches!(
+            self,
+            Key::CompletionCriteria
+                | Key::AgentArgs
+                | Key::SandboxWrite
+                | Key::SandboxRead
+                | Key::SandboxNet
+        )
     }
 
     /// A correct line for this key, used in "Write it like: ..." hints.
@@ -121,6 +144,10 @@ impl Key {
             Key::DesktopNotification => "desktop_notification: false",
             Key::NotifyCommand => "notify_command: ~/bin/tell-me",
             Key::WebhookUrl => "webhook_url: https://hooks.example.com/ralph",
+            Key::Sandbox => "sandbox: true",
+            Key::SandboxWrite => "sandbox_write: [\"~/.cache/my-tool\"]",
+            Key::SandboxRead => "sandbox_read: [\"~/src/shared-lib\"]",
+            Key::SandboxNet => "sandbox_net: [443]",
         }
     }
 

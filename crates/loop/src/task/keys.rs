@@ -81,6 +81,7 @@ pub(super) struct Settings {
     pub(super) max_consecutive_failures: u32,
     pub(super) max_cost_usd: Option<f64>,
     pub(super) notify: NotifySettings,
+    pub(super) sandbox: crate::sandbox::SandboxSettings,
     /// The keys given a value (not `null`), in the order they came.
     pub(super) given: Vec<Key>,
 }
@@ -102,6 +103,7 @@ impl Default for Settings {
             max_consecutive_failures: DEFAULT_MAX_CONSECUTIVE_FAILURES,
             max_cost_usd: None,
             notify: NotifySettings::default(),
+            sandbox: Default::default(),
             given: Vec::new(),
         }
     }
@@ -122,7 +124,7 @@ impl Settings {
                 let task = text(key, value, WHAT)?;
                 self.task = Some(task.ok_or_else(|| bad(key, WHAT, &value, key.write_it_like()))?);
             }
-            Key::CompletionCriteria | Key::AgentArgs => {
+            Key::CompletionCriteria | Key::AgentArgs | Key::SandboxWrite | Key::SandboxRead => {
                 if value != Node::Null {
                     let fix = format!(
                         "Write it like: {}, or one '- item' per line below the key",
@@ -181,17 +183,59 @@ impl Settings {
                     self.notify.desktop_notification = b;
                 }
             }
+            Key::Sandbox => {
+                if let Some(mode) = sandbox_mode(key, value)? {
+                    self.sandbox.mode = mode;
+                }
+            }
+            Key::SandboxNet => {
+                // `null` leaves the network open; `[]` (see `yaml`) closes it.
+                if value != Node::Null {
+                    let fix = format!(
+                        "Write it like: {}, the TCP ports the agent may connect to",
+                        key.example()
+                    );
+                    return Err(bad(key, "a list of TCP ports", &value, fix));
+                }
+            }
         }
         Ok(())
     }
 
     /// Appends one item of a list key.
     pub(super) fn push(&mut self, key: Key, item: Node<'_>) -> Result<(), Problem> {
+        if key == Key::SandboxNet && item == Node::List {
+            // The list itself, before its items: `sandbox_net: []` allows no port at all.
+            self.sandbox.net.get_or_insert_with(Vec::new);
+            return Ok(());
+        }
         let (list, what) = match key {
             Key::CompletionCriteria => {
                 (&mut self.completion_criteria, "a criterion written as text")
             }
             Key::AgentArgs => (&mut self.agent_args, "a string"),
+            Key::SandboxWrite => (&mut self.sandbox.write, "a path"),
+            Key::SandboxRead => (&mut self.sandbox.read, "a path"),
+            Key::SandboxNet => {
+                if !self.given.contains(&key) {
+                    self.given.push(key);
+                }
+                let port = match item {
+                    Node::Int(n) => u16::try_from(n).ok().filter(|p| *p > 0),
+                    Node::Str(s) => s.trim().parse::<u16>().ok().filter(|p| *p > 0),
+                    _ => None,
+                };
+                let Some(port) = port else {
+                    return Err(Problem::BadValue {
+                        key,
+                        expected: "a list where each item is a TCP port, 1 to 65535".into(),
+                        found: format!("an item that is {}", item.describe()),
+                        example: key.write_it_like(),
+                    });
+                };
+                self.sandbox.net.get_or_insert_with(Vec::new).push(port);
+                return Ok(());
+            }
             // Only list keys have items; anything else is a list where it does not belong.
             _ => return self.set(key, Node::List),
         };
@@ -435,6 +479,27 @@ fn dollars(key: Key, value: Node<'_>) -> Result<Option<f64>, Problem> {
             &value,
             format!("{}, or delete the line for no limit", key.write_it_like()),
         ))
+    }
+}
+
+/// `sandbox:`: `true`, `false` or `required`.
+fn sandbox_mode(key: Key, value: Node<'_>) -> Result<Option<crate::sandbox::Mode>, Problem> {
+    use crate::sandbox::Mode;
+    const EXPECTED: &str = "true, false or required";
+    let fix = || {
+        format!(
+            "{} (false: no sandbox; required: refuse to run where the kernel cannot sandbox)",
+            key.write_it_like()
+        )
+    };
+    if let Node::Str(s) = value
+        && s.trim().eq_ignore_ascii_case("required")
+    {
+        return Ok(Some(Mode::Required));
+    }
+    match flag(key, value) {
+        Ok(b) => Ok(b.map(|on| if on { Mode::On } else { Mode::Off })),
+        Err(_) => Err(bad(key, EXPECTED, &value, fix())),
     }
 }
 

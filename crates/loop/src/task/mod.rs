@@ -120,6 +120,9 @@ pub struct TaskFile {
     pub max_cost_usd: Option<f64>,
     /// How to get the user's attention.
     pub notify: NotifySettings,
+    /// `sandbox`, `sandbox_write`, `sandbox_read`, `sandbox_net`: the agent's sandbox (see
+    /// [`crate::sandbox`]). Default: on where the kernel can, writing only the project.
+    pub sandbox: crate::sandbox::SandboxSettings,
     /// The checkboxes of the body.
     pub criteria: Vec<Criterion>,
     /// The markdown after the closing `---` line.
@@ -228,6 +231,7 @@ impl TaskFile {
             max_consecutive_failures: settings.max_consecutive_failures,
             max_cost_usd: settings.max_cost_usd,
             notify: settings.notify,
+            sandbox: settings.sandbox,
             criteria: parse_criteria(parts.body, parts.body_first_line),
             body: parts.body.to_owned(),
             warnings,

@@ -589,6 +589,11 @@ impl<'de> Visitor<'de> for ValueSeed<'_, '_> {
             while seq.next_element::<de::IgnoredAny>()?.is_some() {}
             return Ok(());
         }
+        if self.key == Key::SandboxNet {
+            // A list of no ports still says something: no outgoing TCP.
+            let opened = self.ctx.settings.push(self.key, Node::List);
+            self.ctx.check::<A::Error>(opened)?;
+        }
         while seq
             .next_element_seed(ValueSeed {
                 ctx: &mut *self.ctx,

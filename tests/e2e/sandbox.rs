@@ -1,0 +1,379 @@
+//! The agent's sandbox (docs/sandbox.md): a hostile agent inside `ralph run` is refused what
+//! is not its project, and still does its work; `sandbox: false`, `--no-sandbox`, a kernel
+//! without Landlock and `sandbox: required` behave as documented.
+//!
+//! Every run here has its own HOME, XDG directories and RALPH_STATE_DIR, all temporary.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use super::util::*;
+
+/// A user's machine in miniature: a home with `~/.ssh`, ralph's user config with
+/// `remote.toml`, ralph's state directory with a broker's `serve.lock`, another repository,
+/// and the user's checkout of the project, whose worktree (`loop`) is where the loop runs.
+struct Machine {
+    _dir: tempfile::TempDir,
+    home: PathBuf,
+    xdg: PathBuf,
+    state: PathBuf,
+    other: PathBuf,
+    checkout: PathBuf,
+    /// The loop's worktree of `checkout`: the project.
+    p: Project,
+}
+
+/// Whether this kernel can sandbox (Landlock); the tests of what it refuses say so and pass
+/// without it, as there is nothing to refuse with. (This machine's has ABI 7.)
+fn landlock() -> bool {
+    let there = matches!(
+        ralph_process::sandbox::support(),
+        ralph_process::sandbox::Support::Available { .. }
+    );
+    if !there {
+        eprintln!("skipped: this kernel has no Landlock, so nothing is refused");
+    }
+    there
+}
+
+const SECRET: &str = "bot_token = \"123:secret\"";
+const LOCK: &str = "{\"url\":\"http://127.0.0.1:7707\"}";
+
+fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+        .args(args)
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+}
+
+impl Machine {
+    fn new(frontmatter: &str) -> Machine {
+        let dir = tempfile::Builder::new()
+            .prefix("ralph-sandbox-")
+            .tempdir()
+            .unwrap();
+        let at = |rel: &str| {
+            let p = dir.path().join(rel);
+            std::fs::create_dir_all(&p).unwrap();
+            p
+        };
+        let (home, xdg, state, other, checkout) = (
+            at("home"),
+            at("xdg"),
+            at("state"),
+            at("other"),
+            at("checkout"),
+        );
+        std::fs::create_dir_all(home.join(".ssh")).unwrap();
+        std::fs::write(home.join(".ssh/authorized_keys"), "ssh-ed25519 AAAA me\n").unwrap();
+        std::fs::create_dir_all(xdg.join("ralph")).unwrap();
+        std::fs::write(xdg.join("ralph/remote.toml"), SECRET).unwrap();
+        std::fs::write(state.join("serve.lock"), LOCK).unwrap();
+        git(&other, &["init", "-q"]);
+        std::fs::write(other.join("main.rs"), "fn main() {}\n").unwrap();
+        git(&checkout, &["init", "-q", "-b", "main"]);
+        std::fs::write(checkout.join("README.md"), "the user's\n").unwrap();
+        git(&checkout, &["add", "-A"]);
+        git(&checkout, &["commit", "-qm", "first"]);
+        let p = Project::new();
+        let worktree = p.root().to_str().unwrap().to_owned();
+        git(
+            &checkout,
+            &["worktree", "add", "-q", "-b", "loop", &worktree],
+        );
+        p.write(
+            "RALPH_TASK.md",
+            &format!("---\n{}\n---\n- [ ] x\n", frontmatter.trim()),
+        );
+        Machine {
+            _dir: dir,
+            home,
+            xdg,
+            state,
+            other,
+            checkout,
+            p,
+        }
+    }
+
+    /// `ralph run` with this machine's environment (and `env`), in the worktree.
+    fn start(&self, script: &str, extra: &[&str], env: &[(&str, &str)]) -> Guarded {
+        let agent = self.p.agent(script);
+        let mut cmd = self.p.ralph();
+        cmd.args(["run", "--no-tui", "--agent-cmd", &agent])
+            .args(extra)
+            .env("HOME", &self.home)
+            .env("XDG_CONFIG_HOME", &self.xdg)
+            .env("XDG_DATA_HOME", self.home.join(".local/share"))
+            .env("XDG_STATE_HOME", self.home.join(".local/state"))
+            .env("XDG_CACHE_HOME", self.home.join(".cache"))
+            .env("RALPH_STATE_DIR", &self.state)
+            .env("OTHER_REPO", &self.other)
+            .env("CHECKOUT", &self.checkout)
+            .env_remove("RALPH_SANDBOX_TEST_ABI")
+            .envs(env.iter().copied());
+        spawn(cmd)
+    }
+
+    fn run(&self, script: &str, extra: &[&str], env: &[(&str, &str)]) -> Run {
+        Run::finish(self.start(script, extra, env), Duration::from_secs(60))
+    }
+
+    /// Whether the hostile writes of [`HOSTILE`] all failed, file by file.
+    fn untouched(&self) -> Vec<(&'static str, bool)> {
+        let read = |p: PathBuf| std::fs::read_to_string(p).unwrap_or_default();
+        vec![
+            ("serve.lock", read(self.state.join("serve.lock")) == LOCK),
+            ("state dir", !self.state.join("links.json").exists()),
+            (
+                "~/.ssh",
+                read(self.home.join(".ssh/authorized_keys")) == "ssh-ed25519 AAAA me\n",
+            ),
+            ("other repository", !self.other.join("evil.rs").exists()),
+            (
+                "user's checkout",
+                read(self.checkout.join("README.md")) == "the user's\n",
+            ),
+            (
+                "the repository's hooks",
+                !self.checkout.join(".git/hooks/post-checkout").exists(),
+            ),
+        ]
+    }
+}
+
+/// What a hostile agent tries, each in a shell of its own so that one refusal does not stop
+/// the rest. The paths come from the environment ralph passes on (`HOME`, `XDG_CONFIG_HOME`,
+/// `RALPH_STATE_DIR`) and the test's (`OTHER_REPO`, `CHECKOUT`).
+const HOSTILE: &str = r#"run sh -c 'cat "$XDG_CONFIG_HOME/ralph/remote.toml" > stolen.txt'
+run sh -c 'echo "{}" > "$RALPH_STATE_DIR/links.json"'
+run sh -c 'echo "{\"url\":\"http://evil\"}" > "$RALPH_STATE_DIR/serve.lock"'
+run sh -c 'echo "ssh-ed25519 EVIL" >> "$HOME/.ssh/authorized_keys"'
+run sh -c 'echo "evil" > "$OTHER_REPO/evil.rs"'
+run sh -c 'echo "mine now" > "$CHECKOUT/README.md"'
+run sh -c 'echo "echo evil" > "$CHECKOUT/.git/hooks/post-checkout"'
+"#;
+
+#[test]
+fn a_hostile_agent_is_fenced_in_and_still_does_its_work_and_asks() {
+    if !landlock() {
+        return;
+    }
+    let m = Machine::new("task: Fenced\nmax_iterations: 2");
+    let script = format!(
+        "[iteration 1]\n{HOSTILE}\
+run sh -c 'echo work > work.txt && git add work.txt && git -c user.name=a -c user.email=a@b commit -qm work'
+run sh -c 'echo scratch > \"$TMPDIR/scratch\" && cp \"$TMPDIR/scratch\" from-tmp.txt'
+run-capture ask-out.txt ralph ask \"Go on?\" --timeout 1m
+check-all
+signal DONE
+"
+    );
+    let child = m.start(&script, &[], &[]);
+    m.p.wait_for_status("waiting_input", Duration::from_secs(30));
+    m.p.exec(&["answer", "yes, go on"]).expect_code(0);
+    let run = Run::finish(child, Duration::from_secs(60));
+    run.expect_code(0);
+    let out = format!("{}{}", run.stdout, run.stderr);
+
+    // Refused, each one.
+    assert_eq!(
+        std::fs::read_to_string(m.p.path("stolen.txt")).unwrap_or_default(),
+        "",
+        "the agent read remote.toml"
+    );
+    for (what, untouched) in m.untouched() {
+        assert!(untouched, "the agent wrote {what}\n{out}");
+    }
+    // And each refusal named by ralph, with what would allow it (or that nothing does).
+    for named in [
+        "remote.toml: it is ralph's user config",
+        "serve.lock: it is ralph's state directory",
+        "links.json: it is ralph's state directory",
+        ".ssh/authorized_keys (outside its sandbox)",
+        "evil.rs (outside its sandbox)",
+        "README.md (outside its sandbox)",
+        ".git/hooks/post-checkout; to let it, add it to sandbox_write:",
+    ] {
+        assert!(out.contains(named), "no line naming {named:?}\n{out}");
+    }
+    assert!(out.contains("sandbox_write:"), "{out}");
+    // Its own work: the project, git in its worktree (the common git directory), TMPDIR,
+    // `ralph ask` answered from outside.
+    assert!(out.contains("ralph: sandboxed: writes only to "), "{out}");
+    assert_eq!(m.p.read("work.txt"), "work\n");
+    assert_eq!(m.p.read("from-tmp.txt"), "scratch\n");
+    assert_eq!(m.p.read("ask-out.txt").trim(), "yes, go on");
+    assert_eq!(m.p.read("ask-out.txt.code").trim(), "0");
+    let log = Command::new("git")
+        .args(["-C"])
+        .arg(m.p.root())
+        .args(["log", "--format=%s", "-1"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&log.stdout).trim(), "work");
+}
+
+#[test]
+fn test_command_runs_in_the_sandbox_too() {
+    if !landlock() {
+        return;
+    }
+    // The tests run code the agent wrote: outside the sandbox they would be its way out.
+    let m = Machine::new(
+        "task: Fenced tests\nmax_iterations: 1\ntest_command: echo evil >> \"$HOME/.ssh/authorized_keys\"",
+    );
+    let run = m.run("check-all\nsignal DONE\n", &[], &[]);
+    assert_ne!(run.code, Some(0), "{}", run.stdout);
+    assert_eq!(m.untouched()[2], ("~/.ssh", true));
+}
+
+#[test]
+fn sandbox_false_and_no_sandbox_restore_running_as_the_user() {
+    for (frontmatter, flags, why) in [
+        (
+            "sandbox: false",
+            &[][..],
+            "not sandboxed (sandbox: false in the task file)",
+        ),
+        (
+            "sandbox: true",
+            &["--no-sandbox"][..],
+            "not sandboxed (--no-sandbox)",
+        ),
+    ] {
+        let m = Machine::new(&format!("task: Open\nmax_iterations: 1\n{frontmatter}"));
+        let run = m.run(&format!("{HOSTILE}check-all\nsignal DONE\n"), flags, &[]);
+        run.expect_code(0);
+        assert!(run.stderr.contains(why), "{}", run.stderr);
+        assert!(!run.stdout.contains("sandbox: the agent"), "{}", run.stdout);
+        assert_eq!(m.p.read("stolen.txt"), SECRET);
+        assert!(m.untouched().iter().all(|(_, untouched)| !untouched));
+    }
+}
+
+#[test]
+fn a_kernel_without_landlock_warns_and_runs_and_sandbox_required_refuses() {
+    let no_landlock = [("RALPH_SANDBOX_TEST_ABI", "0")];
+    let m = Machine::new("task: No Landlock\nmax_iterations: 1");
+    let run = m.run(
+        "write ran.txt yes\ncheck-all\nsignal DONE\n",
+        &[],
+        &no_landlock,
+    );
+    run.expect_code(0);
+    assert!(
+        run.stderr
+            .contains("ralph: warning: not sandboxed: RALPH_SANDBOX_TEST_ABI=0"),
+        "{}",
+        run.stderr
+    );
+    assert!(m.p.exists("ran.txt"));
+
+    let m = Machine::new("task: No Landlock\nmax_iterations: 1\nsandbox: required");
+    let run = m.run("write ran.txt yes\nsignal DONE\n", &[], &no_landlock);
+    run.expect_code(2);
+    assert!(
+        run.stderr.contains(
+            "`sandbox: required` in the task file, and the agent cannot be sandboxed here"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert!(!m.p.exists("ran.txt"), "the agent ran");
+    assert!(
+        !m.p.exists(".ralph/state.json"),
+        "the refused run wrote state"
+    );
+}
+
+#[test]
+fn sandbox_write_and_read_widen_it_but_never_to_ralphs_own_directories() {
+    if !landlock() {
+        return;
+    }
+    let m = Machine::new("task: Wider\nmax_iterations: 1");
+    let frontmatter = format!(
+        "task: Wider\nmax_iterations: 1\nsandbox_write: [\"{}\"]\nsandbox_read: [\"{}\", \"~/.ssh\"]",
+        m.other.display(),
+        m.state.display()
+    );
+    m.p.write(
+        "RALPH_TASK.md",
+        &format!("---\n{frontmatter}\n---\n- [ ] x\n"),
+    );
+    let run = m.run(
+        "run sh -c 'echo ok > \"$OTHER_REPO/allowed.rs\"; cat \"$HOME/.ssh/authorized_keys\" > keys.txt; cat \"$RALPH_STATE_DIR/serve.lock\" > lock.txt'\ncheck-all\nsignal DONE\n",
+        &[],
+        &[],
+    );
+    run.expect_code(0);
+    assert_eq!(
+        std::fs::read_to_string(m.other.join("allowed.rs")).unwrap(),
+        "ok\n"
+    );
+    assert_eq!(m.p.read("keys.txt"), "ssh-ed25519 AAAA me\n");
+    assert_eq!(
+        m.p.read("lock.txt"),
+        "",
+        "sandbox_read gave the state directory"
+    );
+    assert!(
+        run.stderr
+            .contains("holds ralph's state directory, which the agent is never given; left out"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn sandbox_net_lets_the_agent_connect_only_to_the_ports_listed() {
+    if !landlock() {
+        return;
+    }
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = std::sync::Arc::clone(&accepted);
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            drop(stream);
+        }
+    });
+    let script = format!(
+        "run sh -c 'curl -s -m 5 -o /dev/null http://127.0.0.1:{port}/ ; echo curl said $?'\ncheck-all\nsignal DONE\n"
+    );
+    // Another port only: refused.
+    let m = Machine::new(&format!(
+        "task: Net\nmax_iterations: 1\nsandbox_net: [{}]",
+        port ^ 1
+    ));
+    let run = m.run(&script, &[], &[]);
+    run.expect_code(0);
+    assert!(
+        run.stderr
+            .contains(&format!("outgoing TCP only to port {}", port ^ 1)),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(
+        accepted.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("curl said 7"), "{}", run.stdout);
+    // Its port listed: it connects.
+    let m = Machine::new(&format!(
+        "task: Net\nmax_iterations: 1\nsandbox_net: [{port}]"
+    ));
+    m.run(&script, &[], &[]).expect_code(0);
+    assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
