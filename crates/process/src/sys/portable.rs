@@ -24,6 +24,13 @@ fn snapshot(which: ProcessesToUpdate<'_>, environ: bool) -> System {
     } else {
         kind
     };
+    // On Linux sysinfo keeps each process's `stat` file open between refreshes, up to half
+    // the descriptor limit: hundreds of descriptors during a snapshot that is dropped at
+    // once. None kept: a snapshot opens and closes each file.
+    static NO_OPEN_FILES: std::sync::Once = std::sync::Once::new();
+    NO_OPEN_FILES.call_once(|| {
+        sysinfo::set_open_files_limit(0);
+    });
     let mut system = System::new();
     system.refresh_processes_specifics(which, true, kind);
     system
