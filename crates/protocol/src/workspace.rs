@@ -9,7 +9,7 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
@@ -447,6 +447,7 @@ fn beneath(path: &Path) -> Result<Option<Beneath>> {
         }
         Err(e) => return Err(WorkspaceError::io(&root.join(&inside), e.into())),
     };
+    use std::os::fd::AsRawFd;
     let through = PathBuf::from(format!("/proc/self/fd/{}", dir.as_raw_fd()));
     if !through.is_dir() {
         return Ok(None);
