@@ -83,6 +83,8 @@ man:
 ## Prints one table and writes target/bench/results.json; see docs/benchmarks.md. About 10
 ## minutes; BENCH_QUICK=1 for a short run. Nothing here asserts on time.
 bench:
+	$(CARGO) build --release --bin ralph --features portable
+	cp target/release/ralph target/release/ralph-portable
 	$(CARGO) build --release --bins -p ralph -p ralph-fake-agent -p ralph-bench
 	$(CARGO) bench -p ralph-bench --bench decode
 	$(CARGO) run --release --quiet -p ralph-bench --bin ralph-bench

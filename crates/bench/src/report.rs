@@ -92,6 +92,8 @@ pub struct Results {
     pub terminal: Option<crate::process::Terminal>,
     pub overhead: Vec<Overhead>,
     pub reaction: Option<Reaction>,
+    /// The same, measured on `ralph-portable` (the portable process backend).
+    pub reaction_portable: Option<Reaction>,
     pub idle: Vec<Idle>,
     pub startup: Vec<Startup>,
 }
@@ -234,16 +236,23 @@ impl Results {
                 .others("250 ms", "2005 ms"),
             );
         }
-        if let Some(r) = &self.reaction {
+        for (r, backend) in [
+            (&self.reaction, ""),
+            (&self.reaction_portable, ", portable backend"),
+        ] {
+            let Some(r) = r else { continue };
             rows.push(row(
-                format!("QUESTION signal -> question shown ({} trials)", r.shown.n),
+                format!(
+                    "QUESTION signal -> question shown ({} trials{backend})",
+                    r.shown.n
+                ),
                 format!("{:.2} ms median, {:.2} ms p99", r.shown.median, r.shown.p99),
                 "<= 20 ms p99",
                 Some(r.shown.p99 <= 20.0),
             ));
             rows.push(row(
                 format!(
-                    "`ralph answer` -> next agent starts ({} trials)",
+                    "`ralph answer` -> next agent starts ({} trials{backend})",
                     r.next_start.n
                 ),
                 format!(
@@ -353,6 +362,7 @@ impl Results {
             "terminal": self.terminal.as_ref().map(|t| serde_json::json!({"mib": t.mib, "ralph_s": t.ralph.as_secs_f64(), "cat_s": t.cat.as_secs_f64(), "ralph_peak_rss_kb": t.ralph_rss_kb})),
             "overhead": self.overhead.iter().map(Overhead::json).collect::<Vec<_>>(),
             "reaction": self.reaction.as_ref().map(Reaction::json),
+            "reaction_portable": self.reaction_portable.as_ref().map(Reaction::json),
             "idle": self.idle.iter().map(Idle::json).collect::<Vec<_>>(),
             "startup": self.startup.iter().map(Startup::json).collect::<Vec<_>>(),
             "table": self.rows().iter().map(|r| serde_json::json!({

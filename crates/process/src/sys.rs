@@ -45,7 +45,7 @@ pub fn is_alive(pid: u32) -> bool {
         return false;
     }
     match nix::sys::signal::kill(nix::unistd::Pid::from_raw(raw), None) {
-        Ok(()) | Err(nix::errno::Errno::EPERM) => !stat(pid).is_some_and(|s| s.state == 'Z'),
+        Ok(()) | Err(nix::errno::Errno::EPERM) => stat(pid).is_none_or(|s| s.state != 'Z'),
         Err(_) => false,
     }
 }
