@@ -79,7 +79,9 @@ man:
 
 ## Benchmarks: the stream decoders in process (criterion, next to a memmem scan and a naive
 ## serde_json reader; every decoder >= 1 GB/s), then the release binary with the fake agent (huge outputs next to a
-## pipe through cat, overhead per iteration, question round trips, idle cost, start-up).
+## pipe through cat, overhead per iteration, question round trips, idle cost, start-up), the
+## question round trips also with the portable backend (`ralph-portable`, docs/platforms.md).
+## Only some rows: `cargo run --release -p ralph-bench --bin ralph-bench -- reaction`.
 ## Prints one table and writes target/bench/results.json; see docs/benchmarks.md. About 10
 ## minutes; BENCH_QUICK=1 for a short run. Nothing here asserts on time.
 bench:

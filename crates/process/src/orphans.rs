@@ -305,6 +305,11 @@ fn look(mark: &[u8], stopped_group: i32, reaped: &mut usize) -> Vec<Escapee> {
 /// one of the environments.
 fn strays(mark: &[u8]) -> Vec<i32> {
     let me = getpid().as_raw();
+    let marked = sys::marked(&[mark], me);
+    // The common case, nothing left behind: one read of the table.
+    if marked.is_empty() {
+        return Vec::new();
+    }
     let parents: std::collections::HashMap<i32, i32> = sys::processes()
         .unwrap_or_default()
         .into_iter()
@@ -323,7 +328,7 @@ fn strays(mark: &[u8]) -> Vec<i32> {
         false
     };
     let run = run_mark(run_id());
-    sys::marked(&[mark], me)
+    marked
         .into_iter()
         .map(|(pid, _)| pid)
         .filter(|&pid| descends(pid) || sys::environ_holds(pid, &run))

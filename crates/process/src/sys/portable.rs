@@ -18,7 +18,10 @@ use super::Stat;
 /// The table, or the processes in `which`, as sysinfo reads them: pid, parent, state and start
 /// time always; the environment only when `environ`.
 fn snapshot(which: ProcessesToUpdate<'_>, environ: bool) -> System {
-    let kind = ProcessRefreshKind::nothing();
+    // Without tasks: on Linux sysinfo would otherwise list every thread as a process of its
+    // own, reading each process's `task/` directory (the question-shown bench went from a few
+    // milliseconds to 190 ms with them on a loaded machine).
+    let kind = ProcessRefreshKind::nothing().without_tasks();
     let kind = if environ {
         kind.with_environ(UpdateKind::Always)
     } else {
