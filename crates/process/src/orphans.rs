@@ -305,8 +305,13 @@ fn look(mark: &[u8], stopped_group: i32, reaped: &mut usize) -> Vec<Escapee> {
 /// one of the environments.
 fn strays(mark: &[u8]) -> Vec<i32> {
     let me = getpid().as_raw();
-    let marked = sys::marked(&[mark], me);
-    // The common case, nothing left behind: one read of the table.
+    // What this run's agents and tests started, started after this process did: only the
+    // environments of those are read.
+    let marked = match sys::started_at(std::process::id()) {
+        Some(start) => sys::marked_since(&[mark], me, start),
+        None => sys::marked(&[mark], me),
+    };
+    // The common case, nothing left behind: no more reads.
     if marked.is_empty() {
         return Vec::new();
     }

@@ -95,6 +95,12 @@ pub(crate) fn marked(marks: &[&[u8]], except: i32) -> Vec<(i32, Stat)> {
     backend::marked(marks, except)
 }
 
+/// [`marked`], among the processes that started at `since` or later (where the backend can
+/// tell cheaply: the portable one reads only their environments).
+pub(crate) fn marked_since(marks: &[&[u8]], except: i32, since: SystemTime) -> Vec<(i32, Stat)> {
+    backend::marked_since(marks, except, since)
+}
+
 /// The pids of this process's children.
 pub(crate) fn own_children() -> Vec<i32> {
     backend::own_children()

@@ -78,6 +78,12 @@ pub(super) fn marked(marks: &[&[u8]], except: i32) -> Vec<(i32, Stat)> {
     found
 }
 
+/// The processes marked with every one of `marks`, other than `except`; all of them, whenever
+/// they started (the start time would cost a read of each `stat` as well).
+pub(super) fn marked_since(marks: &[&[u8]], except: i32, _since: SystemTime) -> Vec<(i32, Stat)> {
+    marked(marks, except)
+}
+
 /// The children of this process: listed by each of its threads in `/proc` (an orphan is
 /// handed to one of them); where the kernel does not list them, every process whose parent
 /// this one is.

@@ -125,6 +125,32 @@ pub(super) fn marked(marks: &[&[u8]], except: i32) -> Vec<(i32, Stat)> {
         .collect()
 }
 
+/// The processes marked with every one of `marks`, other than `except`, among those that
+/// started at `since` or later: one read of the table without environments, then the
+/// environments of the few that started since.
+pub(super) fn marked_since(marks: &[&[u8]], except: i32, since: SystemTime) -> Vec<(i32, Stat)> {
+    let since = since
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let system = snapshot(ProcessesToUpdate::All, false);
+    let recent: Vec<Pid> = system
+        .processes()
+        .iter()
+        .filter(|&(&pid, p)| raw(pid) != except && p.start_time() >= since)
+        .map(|(&pid, _)| pid)
+        .collect();
+    if recent.is_empty() {
+        return Vec::new();
+    }
+    let system = snapshot(ProcessesToUpdate::Some(&recent), true);
+    system
+        .processes()
+        .iter()
+        .filter(|&(_, p)| marks.iter().all(|m| holds(p, m)))
+        .map(|(&pid, p)| (raw(pid), stat_of(pid, p)))
+        .collect()
+}
+
 /// The children of this process: every process whose parent it is.
 pub(super) fn own_children() -> Vec<i32> {
     super::children_in_table()
