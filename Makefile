@@ -28,6 +28,29 @@ demo:
 	@$(CARGO) build --bin ralph
 	@./target/debug/ralph demo
 
+.PHONY: test-portable portable-tree
+
+## What macOS and the BSDs build (the portable process and watch backend: sysinfo, a walk of
+## the process table, notify), tested here on Linux: the tree check below, ralph-process's own
+## tests, then the end-to-end tests of the loop, questions, orphans and the guard against a
+## `ralph` built with `--features portable`. The debug `ralph` is then the portable one until
+## the next plain build. See docs/platforms.md.
+PORTABLE_E2E := e2e::loop_basics:: e2e::questions:: e2e::processes:: e2e::crashes::
+test-portable: portable-tree
+	$(CARGO) clippy -p ralph-process --features portable --all-targets -- -D warnings
+	$(CARGO) test -p ralph-process --features portable
+	$(CARGO) test --features portable --test integration -- $(PORTABLE_E2E)
+
+## No Linux-only crate (inotify, a /proc reader, prctl) in what ralph builds for macOS, or
+## in ralph's own tree with `portable`; cargo tree needs no installed target.
+LINUX_ONLY := inotify|inotify-sys|procfs|procfs-core|prctl|caps|landlock
+portable-tree:
+	@for target in x86_64-apple-darwin aarch64-apple-darwin; do \
+	  found=$$($(CARGO) tree --target $$target -p ralph -e normal --prefix none | grep -Ew '^($(LINUX_ONLY))' | sort -u); \
+	  if [ -n "$$found" ]; then echo "portable-tree: $$target pulls in Linux-only crates: $$found"; exit 1; fi; \
+	  echo "portable-tree: $$target: no Linux-only crate"; \
+	done
+
 .PHONY: e2e e2e-latest man
 
 ## The real agent CLIs (Claude Code, opencode, Codex, Gemini; pinned, installed from npm into
@@ -56,10 +79,14 @@ man:
 
 ## Benchmarks: the stream decoders in process (criterion, next to a memmem scan and a naive
 ## serde_json reader; every decoder >= 1 GB/s), then the release binary with the fake agent (huge outputs next to a
-## pipe through cat, overhead per iteration, question round trips, idle cost, start-up).
+## pipe through cat, overhead per iteration, question round trips, idle cost, start-up), the
+## question round trips also with the portable backend (`ralph-portable`, docs/platforms.md).
+## Only some rows: `cargo run --release -p ralph-bench --bin ralph-bench -- reaction`.
 ## Prints one table and writes target/bench/results.json; see docs/benchmarks.md. About 10
 ## minutes; BENCH_QUICK=1 for a short run. Nothing here asserts on time.
 bench:
+	$(CARGO) build --release --bin ralph --features portable
+	cp target/release/ralph target/release/ralph-portable
 	$(CARGO) build --release --bins -p ralph -p ralph-fake-agent -p ralph-bench
 	$(CARGO) bench -p ralph-bench --bench decode
 	$(CARGO) run --release --quiet -p ralph-bench --bin ralph-bench

@@ -272,21 +272,10 @@ impl Run {
     }
 }
 
-/// Whether a process with this pid is alive (and not a zombie).
+/// Whether a process with this pid is alive (and not a zombie): asked of ralph's own process
+/// layer, so that the same test runs against either backend, and on macOS.
 pub fn pid_alive(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => {
-            let state = stat
-                .rsplit(')')
-                .next()
-                .unwrap_or("")
-                .split_whitespace()
-                .next()
-                .unwrap_or("");
-            state != "Z" && state != "X"
-        }
-        Err(_) => false,
-    }
+    u32::try_from(pid).is_ok_and(ralph_process::sys::is_alive)
 }
 
 /// Guards still running for this project's `.ralph/`.

@@ -132,7 +132,18 @@ fn run(args: &[String]) -> Result<(), String> {
     }
     if wanted("reaction") {
         eprintln!("reaction to a question and to its answer:");
-        results.reaction = Some(reaction::run(&bins, if quick { 20 } else { 100 }));
+        let trials = if quick { 20 } else { 100 };
+        results.reaction = Some(reaction::run(&bins, trials));
+        // The same with the portable backend (notify's watcher, sysinfo's table), where
+        // `make bench` built it.
+        if let Some(portable) = &bins.ralph_portable {
+            eprintln!("the same, portable backend ({}):", portable.display());
+            let bins = setup::Bins {
+                ralph: portable.clone(),
+                ..bins.clone()
+            };
+            results.reaction_portable = Some(reaction::run(&bins, trials));
+        }
     }
     if wanted("idle") {
         let seconds = if quick { 5 } else { 60 };

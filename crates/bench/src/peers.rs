@@ -907,6 +907,7 @@ mod tests {
     fn ralph_orchestrators_project_holds_its_config_prompt_and_script() {
         let bins = Bins {
             ralph: "/b/ralph".into(),
+            ralph_portable: None,
             fake: "/b/fake agent".into(),
             me: "/b/ralph-bench".into(),
             target: "/t".into(),

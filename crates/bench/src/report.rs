@@ -93,6 +93,8 @@ pub struct Results {
     pub overhead: Vec<Overhead>,
     pub sandbox: Option<crate::sandbox::SandboxCost>,
     pub reaction: Option<Reaction>,
+    /// The same, measured on `ralph-portable` (the portable process backend).
+    pub reaction_portable: Option<Reaction>,
     pub idle: Vec<Idle>,
     pub startup: Vec<Startup>,
 }
@@ -251,16 +253,23 @@ impl Results {
                 Some(s.median_ms() < 1.0),
             ));
         }
-        if let Some(r) = &self.reaction {
+        for (r, backend) in [
+            (&self.reaction, ""),
+            (&self.reaction_portable, ", portable backend"),
+        ] {
+            let Some(r) = r else { continue };
             rows.push(row(
-                format!("QUESTION signal -> question shown ({} trials)", r.shown.n),
+                format!(
+                    "QUESTION signal -> question shown ({} trials{backend})",
+                    r.shown.n
+                ),
                 format!("{:.2} ms median, {:.2} ms p99", r.shown.median, r.shown.p99),
                 "<= 20 ms p99",
                 Some(r.shown.p99 <= 20.0),
             ));
             rows.push(row(
                 format!(
-                    "`ralph answer` -> next agent starts ({} trials)",
+                    "`ralph answer` -> next agent starts ({} trials{backend})",
                     r.next_start.n
                 ),
                 format!(
@@ -371,6 +380,7 @@ impl Results {
             "overhead": self.overhead.iter().map(Overhead::json).collect::<Vec<_>>(),
             "sandbox": self.sandbox.as_ref().map(crate::sandbox::SandboxCost::json),
             "reaction": self.reaction.as_ref().map(Reaction::json),
+            "reaction_portable": self.reaction_portable.as_ref().map(Reaction::json),
             "idle": self.idle.iter().map(Idle::json).collect::<Vec<_>>(),
             "startup": self.startup.iter().map(Startup::json).collect::<Vec<_>>(),
             "table": self.rows().iter().map(|r| serde_json::json!({

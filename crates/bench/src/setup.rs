@@ -10,6 +10,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 #[derive(Debug, Clone)]
 pub struct Bins {
     pub ralph: PathBuf,
+    /// `ralph` built with the portable process backend (`--features portable`), copied to
+    /// `ralph-portable` by `make bench`; measured beside `ralph` where it is there.
+    pub ralph_portable: Option<PathBuf>,
     pub fake: PathBuf,
     /// `ralph-bench` itself, for its helpers.
     pub me: PathBuf,
@@ -24,6 +27,7 @@ impl Bins {
         let dir = me.parent().ok_or("no parent directory")?.to_path_buf();
         let bins = Bins {
             ralph: dir.join("ralph"),
+            ralph_portable: Some(dir.join("ralph-portable")).filter(|p| p.is_file()),
             fake: dir.join("ralph-fake-agent"),
             target: dir.parent().ok_or("no target directory")?.to_path_buf(),
             me,

@@ -91,10 +91,20 @@ fn platform(report: &mut Report) {
             format!(" (kernel {})", kernel.trim())
         }
     ));
-    if std::env::consts::OS != "linux" {
+    report.item(format!(
+        "process backend: {} (see docs/platforms.md)",
+        ralph_process::sys::BACKEND
+    ));
+    if !matches!(
+        std::env::consts::OS,
+        "linux" | "macos" | "freebsd" | "openbsd" | "netbsd" | "dragonfly"
+    ) {
         report.problem(
-            format!("ralph runs on Linux only, and this is {}", std::env::consts::OS),
-            "run it on Linux, or in a Linux container or VM (it needs inotify, the child subreaper and /proc)",
+            format!(
+                "ralph is built and tested for Linux and macOS, and this is {}",
+                std::env::consts::OS
+            ),
+            "run it on Linux or macOS, or in a Linux container or VM",
         );
     }
 }
@@ -435,7 +445,7 @@ fn broker(report: &mut Report) {
         .ok()
         .and_then(|text| serde_json::from_str::<ServeLock>(&text).ok());
     match held {
-        Some(l) if Path::new(&format!("/proc/{}", l.pid)).exists() => {
+        Some(l) if ralph_process::sys::is_alive(l.pid) => {
             report.item(format!("running: pid {}, {}", l.pid, sanitize(&l.url)));
         }
         Some(l) => report.item(format!(

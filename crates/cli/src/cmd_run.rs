@@ -290,8 +290,9 @@ fn customize(
 }
 
 /// Starts the guard that stops the agent if this process is killed outright (see
-/// `ralph_loop::guard`): this binary again, as `ralph __guard`. Run from `/proc/self/exe`,
-/// which names this binary even when its file was replaced since. Without a guard the loop
+/// `ralph_loop::guard`): this binary again, as `ralph __guard`. Run from `/proc/self/exe` on
+/// Linux, which names this binary even when its file was replaced since (elsewhere, from the
+/// path the system gives for it). Without a guard the loop
 /// still runs (the next `ralph run` stops an orphaned group), with a warning. With `terminal`
 /// (the terminal view is about to take the terminal), the guard also gives the terminal back
 /// if this process is killed with the view up.
@@ -304,7 +305,12 @@ fn start_guard(runner: &mut Runner, terminal: bool) {
         std::ffi::OsStr::new("--run"),
         std::ffi::OsStr::new(ralph_loop::orphans::run_id()),
     ];
-    match Guard::start(std::path::Path::new("/proc/self/exe"), &args, terminal) {
+    let program = if cfg!(target_os = "linux") {
+        std::path::PathBuf::from("/proc/self/exe")
+    } else {
+        std::env::current_exe().unwrap_or_else(|_| "ralph".into())
+    };
+    match Guard::start(&program, &args, terminal) {
         Ok(guard) => runner.set_guard(guard),
         Err(e) => eprintln!(
             "ralph: warning: could not start the guard ({e}); if ralph is killed with SIGKILL, the agent runs on until the next `ralph run` stops it"

@@ -351,11 +351,11 @@ fn spawn_grandchild(
     write_atomic(&pid_file, format!("{}\n", child.id()).as_bytes())
 }
 
-/// The session of process `pid` (field 6 of `/proc/PID/stat`).
+/// The session of process `pid` (getsid(2): the same on Linux and macOS).
 fn session_of(pid: u32) -> Option<u32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let (_, rest) = stat.rsplit_once(')')?;
-    rest.split_ascii_whitespace().nth(3)?.parse().ok()
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(pid).ok()?);
+    let session = nix::unistd::getsid(Some(pid)).ok()?;
+    u32::try_from(session.as_raw()).ok()
 }
 
 /// Writes `total` bytes of filler lines, `line_len` bytes each with the newline, in big writes.

@@ -1,5 +1,5 @@
-//! Adopting orphans: ralph as the subreaper of what it starts, and the record of the children
-//! it started itself, which [`sweep`](crate::orphans::sweep) must leave to whoever waits for
+//! Adopting orphans: ralph as the subreaper of what it starts (where the backend can be one,
+//! [`sys::SUBREAPER`](crate::sys::SUBREAPER)), and the record of the children it started itself, which [`sweep`](crate::orphans::sweep) must leave to whoever waits for
 //! them (see [`orphans`](crate::orphans)).
 
 use std::io;
@@ -13,10 +13,11 @@ static ADOPTING: AtomicBool = AtomicBool::new(false);
 /// still its children at the last sweep.
 static STARTED: Mutex<Vec<i32>> = Mutex::new(Vec::new());
 
-/// Makes this process the subreaper of every process it starts (`PR_SET_CHILD_SUBREAPER`),
-/// and turns [`sweep`] on. For `ralph run` alone, before it starts anything.
+/// Makes this process the subreaper of every process it starts (`PR_SET_CHILD_SUBREAPER` on
+/// Linux; nothing where there is no subreaper, and the sweep walks the process table), and
+/// turns [`sweep`] on. For `ralph run` alone, before it starts anything.
 pub fn adopt() -> io::Result<()> {
-    nix::sys::prctl::set_child_subreaper(true)?;
+    crate::sys::become_subreaper()?;
     ADOPTING.store(true, Ordering::SeqCst);
     Ok(())
 }

@@ -7,13 +7,19 @@
 //! as the leader of a new process group ([`supervisor`]), so one signal reaches its whole tree,
 //! and stops it with one sequence: SIGTERM to the group, a grace period, SIGKILL, and rounds
 //! for escapees. What leaves the group (`setsid`, a shell with job control) is found by the
-//! [`orphans`] sweep: ralph is the subreaper of everything it starts, and every process it
-//! starts carries a mark in its environment. Should ralph itself be killed outright, the
-//! [`guard`], a second small process, stops what is left.
+//! [`orphans`] sweep: every process ralph starts carries a mark in its environment, and on
+//! Linux ralph is also the subreaper of everything it starts. Should ralph itself be killed
+//! outright, the [`guard`], a second small process, stops what is left.
 //!
-//! What the operating system says about a pid (alive, a zombie, when it started, its group)
-//! is read in one place, [`sys`]: the Linux-specific module (`/proc`). What changes in a
-//! directory (`.ralph/`, the registry) is learnt from inotify in [`watch`], the other.
+//! # Backends
+//!
+//! What the operating system says about a pid (alive, a zombie, when it started, its parent,
+//! its group, its environment) is read in one place, [`sys`]; what changes in a directory
+//! (`.ralph/`, the registry) is learnt in one other, [`watch`]. Each has two backends behind
+//! one API: the Linux one (`/proc`, `PR_SET_CHILD_SUBREAPER`, inotify) and the portable one
+//! (`sysinfo`, a walk of the process table, `notify`), built on every other target and, on
+//! Linux, with the `portable` feature, so CI runs it too. [`sys::BACKEND`] names the one
+//! built.
 
 #![forbid(unsafe_code)]
 

@@ -15,6 +15,15 @@
 //! group: SIGTERM to it and its group, the grace, SIGKILL; an adopted one that has exited is
 //! reaped.
 //!
+//! Where there is no subreaper (the portable backend: macOS, the BSDs, Linux built with
+//! `portable`; see [`sys`](crate::sys)), an orphan goes to init, and the sweep walks the whole
+//! process table instead: a live process that carries the loop's mark and either descends
+//! from ralph (by parent pid) or carries this run's id too (`RALPH_RUN`) is stopped the same
+//! way. It is not ralph's child, so init, not ralph, reaps it. What neither finds is a process
+//! that left the group, lost its parent and cleared its environment (a daemon that
+//! double-forks and execs with a clean environment): the Linux backend finds it as ralph's
+//! adopted child, the portable one cannot.
+//!
 //! Reaping is where this could hurt: a zombie that tokio or the standard library is about
 //! to wait for must be left to it, or that `wait` fails and the agent's exit status is lost.
 //! Every process ralph starts is therefore started through [`spawn`], which records its pid
@@ -151,15 +160,12 @@ pub async fn stop_everywhere(mark: &[u8], spare: &[i32], grace: Duration) -> Swe
 /// The live processes marked `mark`, other than this one and those in a group in `spare`,
 /// with their groups.
 fn everywhere(mark: &[u8], spare: &[i32]) -> Vec<Escapee> {
-    others()
+    sys::marked(&[mark], getpid().as_raw())
         .into_iter()
-        .filter_map(|pid| {
-            let (state, group) = state_and_group(pid)?;
-            let live = !matches!(state, 'Z' | 'X');
-            (live && !spare.contains(&group) && marked(pid, mark)).then_some(Escapee {
-                pid,
-                group: (group > 1).then_some(group),
-            })
+        .filter(|(_, s)| !s.exited() && !spare.contains(&s.group))
+        .map(|(pid, s)| Escapee {
+            pid,
+            group: (s.group > 1).then_some(s.group),
         })
         .collect()
 }
@@ -254,18 +260,24 @@ struct Escapee {
     group: Option<i32>,
 }
 
-/// One look at this process's children: reaps the adopted ones that have exited and returns
-/// the live, marked ones outside `stopped_group` (members of the group being stopped, still
-/// dying when their parent is gone, are the group's to stop).
+/// One look at this process's children (or, without a subreaper, at the processes of this
+/// loop anywhere, [`strays`]): reaps the adopted ones that have exited and returns the live,
+/// marked ones outside `stopped_group` (members of the group being stopped, still dying when
+/// their parent is gone, are the group's to stop).
 fn look(mark: &[u8], stopped_group: i32, reaped: &mut usize) -> Vec<Escapee> {
     let mut started = started();
-    let children = own_children();
+    let children = sys::own_children();
     // A child its starter has reaped is no longer one of ours: forget it, so that its pid,
     // should it come back as an adopted orphan's, is not mistaken for it.
     started.retain(|pid| children.contains(pid));
     let own_group = getpgrp().as_raw();
     let mut escapees = Vec::new();
-    for pid in children {
+    let found = if sys::SUBREAPER {
+        children
+    } else {
+        strays(mark)
+    };
+    for pid in found {
         if started.contains(&pid) {
             continue;
         }
@@ -286,6 +298,46 @@ fn look(mark: &[u8], stopped_group: i32, reaped: &mut usize) -> Vec<Escapee> {
         }
     }
     escapees
+}
+
+/// Without a subreaper: the processes marked `mark` that descend from this one (by parent
+/// pid) or carry this run's id ([`run_mark`]), wherever they are now. One read of the table,
+/// one of the environments.
+fn strays(mark: &[u8]) -> Vec<i32> {
+    let me = getpid().as_raw();
+    // What this run's agents and tests started, started after this process did: only the
+    // environments of those are read.
+    let marked = match sys::started_at(std::process::id()) {
+        Some(start) => sys::marked_since(&[mark], me, start),
+        None => sys::marked(&[mark], me),
+    };
+    // The common case, nothing left behind: no more reads.
+    if marked.is_empty() {
+        return Vec::new();
+    }
+    let parents: std::collections::HashMap<i32, i32> = sys::processes()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(pid, s)| (pid, s.parent))
+        .collect();
+    let descends = |pid: i32| {
+        let mut at = pid;
+        // Bounded: a parent read after its child's pid was reused could point anywhere.
+        for _ in 0..64 {
+            match parents.get(&at) {
+                Some(&parent) if parent == me => return true,
+                Some(&parent) if parent > 1 => at = parent,
+                _ => return false,
+            }
+        }
+        false
+    };
+    let run = run_mark(run_id());
+    marked
+        .into_iter()
+        .map(|(pid, _)| pid)
+        .filter(|&pid| descends(pid) || sys::environ_holds(pid, &run))
+        .collect()
 }
 
 /// Reaps child `pid` if it has exited; whether it did.
@@ -340,41 +392,7 @@ fn all_gone(escapees: &[Escapee]) -> bool {
     })
 }
 
-/// The children of this process: listed by each of its threads in `/proc` (an orphan is
-/// handed to one of them); where the kernel does not list them, every process whose parent
-/// this one is.
-fn own_children() -> Vec<i32> {
-    let mut children = Vec::new();
-    let listed = std::fs::read_dir("/proc/self/task").is_ok_and(|tasks| {
-        tasks.flatten().all(|task| {
-            std::fs::read_to_string(task.path().join("children")).is_ok_and(|list| {
-                children.extend(
-                    list.split_ascii_whitespace()
-                        .filter_map(|p| p.parse::<i32>().ok()),
-                );
-                true
-            }) || !task.path().exists()
-        })
-    });
-    if listed {
-        return children;
-    }
-    let me = getpid().as_raw();
-    others()
-        .into_iter()
-        .filter(|&pid| parent(pid) == Some(me))
-        .collect()
-}
-
-/// Every process in `/proc` but this one.
-fn others() -> Vec<i32> {
-    let me = getpid().as_raw();
-    let mut pids = sys::pids().unwrap_or_default();
-    pids.retain(|&pid| pid != me);
-    pids
-}
-
-/// What `/proc` says of process `pid`.
+/// What the system says of process `pid`.
 fn stat_of(pid: i32) -> Option<sys::Stat> {
     sys::stat(u32::try_from(pid).ok()?)
 }
@@ -384,14 +402,9 @@ fn state_and_group(pid: i32) -> Option<(char, i32)> {
     stat_of(pid).map(|s| (s.state, s.group))
 }
 
-fn parent(pid: i32) -> Option<i32> {
-    stat_of(pid).map(|s| s.parent)
-}
-
 /// Whether process `pid`'s environment holds `mark`, whole.
 pub(crate) fn marked(pid: i32, mark: &[u8]) -> bool {
-    std::fs::read(format!("/proc/{pid}/environ"))
-        .is_ok_and(|env| env.split(|&b| b == 0).any(|kv| kv == mark))
+    sys::environ_holds(pid, mark)
 }
 
 /// Whether group `pgid` is alive and one of its members is an agent or test command of the
@@ -434,11 +447,11 @@ mod tests {
             .spawn()
             .unwrap();
         let pid = i32::try_from(child.id()).unwrap();
-        assert!(own_children().contains(&pid));
-        assert_eq!(parent(pid), Some(getpid().as_raw()));
+        assert!(sys::own_children().contains(&pid));
+        assert_eq!(stat_of(pid).map(|s| s.parent), Some(getpid().as_raw()));
         child.kill().unwrap();
         child.wait().unwrap();
-        assert!(!own_children().contains(&pid));
+        assert!(!sys::own_children().contains(&pid));
         assert_eq!(stat_of(pid), None);
     }
 
@@ -467,7 +480,7 @@ mod tests {
     fn the_lineage_holds_the_groups_of_this_process_and_its_parent() {
         let lineage = lineage_groups();
         assert_eq!(lineage[0], getpgrp().as_raw());
-        let parent = parent(getpid().as_raw()).unwrap();
+        let parent = stat_of(getpid().as_raw()).unwrap().parent;
         if parent > 1 {
             let group = stat_of(parent).unwrap().group;
             assert!(lineage.contains(&group), "{lineage:?}");

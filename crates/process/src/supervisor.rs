@@ -5,7 +5,7 @@
 //! ([`command_line`](crate::command_line)). ralph starts it as the leader of a new process group, so the whole tree
 //! can be signalled at once. Stopping is always the same sequence: SIGTERM to the group, a grace
 //! period, then SIGKILL to the group, and a check that nothing in it is left alive. The check
-//! reads `/proc` rather than trusting `kill(-pgid, 0)`, because orphaned zombies (waiting for
+//! reads the process table rather than trusting `kill(-pgid, 0)`, because orphaned zombies (waiting for
 //! init to reap them) still answer to the latter.
 //!
 //! On the common path (the agent exits and leaves nothing behind) no timer is armed at all: the
@@ -157,22 +157,17 @@ pub fn group_alive(pgid: i32) -> bool {
     }
 }
 
-/// Scans `/proc` for a member of `pgid` that is not a zombie.
+/// Scans the process table for a member of `pgid` that is not a zombie.
 fn group_has_live_member(pgid: i32) -> bool {
     live_members(pgid).is_none_or(|members| !members.is_empty())
 }
 
-/// The pids of the members of group `pgid` that are not zombies; `None` if `/proc` cannot be
-/// read.
+/// The pids of the members of group `pgid` that are not zombies; `None` if the process table
+/// cannot be read.
 pub fn live_members(pgid: i32) -> Option<Vec<i32>> {
-    let mut members = crate::sys::pids()?;
-    members.retain(|&pid| {
-        u32::try_from(pid)
-            .ok()
-            .and_then(crate::sys::stat)
-            .is_some_and(|s| s.group == pgid && !s.exited())
-    });
-    Some(members)
+    let mut members = crate::sys::processes()?;
+    members.retain(|(_, s)| s.group == pgid && !s.exited());
+    Some(members.into_iter().map(|(pid, _)| pid).collect())
 }
 
 /// Sends SIGKILL to the whole group at once (the "second Ctrl-C" path).
@@ -354,9 +349,16 @@ mod tests {
         assert_eq!(s.pgid, s.child.id().unwrap() as i32);
         // No `sh` in between: the leader was `./agent` (a script, so its interpreter), and
         // is `sleep` once the script has exec'd.
-        let comm = || std::fs::read_to_string(format!("/proc/{}/comm", s.pgid)).unwrap();
+        // `ps` rather than `/proc/PID/comm`: the same test on every backend.
+        let comm = || {
+            let out = std::process::Command::new("ps")
+                .args(["-o", "comm=", "-p", &s.pgid.to_string()])
+                .output()
+                .unwrap();
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while comm().trim() != "sleep" {
+        while !comm().trim().ends_with("sleep") {
             assert!(std::time::Instant::now() < deadline, "leader is {}", comm());
             tokio::time::sleep(Duration::from_millis(5)).await;
         }

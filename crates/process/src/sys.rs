@@ -1,15 +1,41 @@
 //! What the loop asks of other processes by pid, and of programs on disk: whether a process
-//! lives, when it started, whether a file can be run. Linux's `/proc` answers what `kill(2)`
-//! cannot; where there is no `/proc`, the answers lean towards "alive" and "unknown".
+//! lives, when it started, its parent and group, what its environment holds, whether a file
+//! can be run.
+//!
+//! Two backends answer, behind this one API: [`linux`] reads `/proc` directly and makes ralph
+//! the subreaper of what it starts; [`portable`] (macOS, the BSDs, and Linux with the
+//! `portable` feature) reads the process table through `sysinfo` and has no subreaper. Which
+//! one is built is [`BACKEND`].
 
+use std::io;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
+
+#[cfg(all(target_os = "linux", not(feature = "portable")))]
+mod linux;
+#[cfg(all(target_os = "linux", not(feature = "portable")))]
+use linux as backend;
+#[cfg(any(not(target_os = "linux"), feature = "portable"))]
+mod portable;
+#[cfg(any(not(target_os = "linux"), feature = "portable"))]
+use portable as backend;
+
+/// The backend built in: `"linux"` (`/proc`, the child subreaper, inotify) or `"portable"`
+/// (`sysinfo`, a walk of the process table, `notify`).
+pub const BACKEND: &str = if cfg!(all(target_os = "linux", not(feature = "portable"))) {
+    "linux"
+} else {
+    "portable"
+};
+
+/// Whether an orphan of what ralph starts is handed to ralph ([`become_subreaper`]): with the
+/// Linux backend it is; with the portable one it goes to init, and only the table finds it.
+pub const SUBREAPER: bool = cfg!(all(target_os = "linux", not(feature = "portable")));
 
 /// Whether a process with this pid exists and has not exited.
 ///
 /// `kill(pid, 0)` says whether the pid exists (EPERM means it does, owned by someone else).
-/// A zombie (exited, not yet reaped) still exists by that test, so its state in `/proc` is
-/// checked too.
+/// A zombie (exited, not yet reaped) still exists by that test, so its state is checked too.
 pub fn is_alive(pid: u32) -> bool {
     // 0 and negative pids mean process groups to kill(2): never a process of ours.
     let Ok(raw) = i32::try_from(pid) else {
@@ -19,22 +45,20 @@ pub fn is_alive(pid: u32) -> bool {
         return false;
     }
     match nix::sys::signal::kill(nix::unistd::Pid::from_raw(raw), None) {
-        Ok(()) | Err(nix::errno::Errno::EPERM) => !is_zombie(pid),
+        Ok(()) | Err(nix::errno::Errno::EPERM) => stat(pid).is_none_or(|s| s.state != 'Z'),
         Err(_) => false,
     }
 }
 
-/// What `/proc/PID/stat` says of a process: the fields ralph uses.
+/// What the system says of a process: the fields ralph uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stat {
-    /// The state (field 3): `R`, `S`, `Z` (a zombie), `X` (dead), ...
+    /// The state, as `/proc` letters it: `R`, `S`, `Z` (a zombie), `X` (dead), ...
     pub state: char,
-    /// The parent's pid (field 4).
+    /// The parent's pid (0 when unknown).
     pub parent: i32,
-    /// The process group (field 5).
+    /// The process group (0 when unknown).
     pub group: i32,
-    /// When it started, in clock ticks after boot (field 22).
-    pub start_ticks: u64,
 }
 
 impl Stat {
@@ -44,65 +68,59 @@ impl Stat {
     }
 }
 
-/// `/proc/PID/stat` of process `pid`; `None` where there is no such file (no such process, or
-/// no `/proc`).
+/// What the system says of process `pid`; `None` where it has no such process (or cannot
+/// say).
 pub fn stat(pid: u32) -> Option<Stat> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    parse_stat(&text)
+    backend::stat(pid)
 }
 
-/// Parses a `/proc/PID/stat` line. The command name, in parentheses, may itself hold spaces
-/// and parentheses: the fields are read after the last `)`.
-fn parse_stat(text: &str) -> Option<Stat> {
-    let (_, rest) = text.rsplit_once(')')?;
-    let mut fields = rest.split_whitespace();
-    let state = fields.next()?.chars().next()?;
-    let parent = fields.next()?.parse().ok()?;
-    let group = fields.next()?.parse().ok()?;
-    // Fields 6 to 21, then the start time.
-    let start_ticks = fields.nth(16)?.parse().ok()?;
-    Some(Stat {
-        state,
-        parent,
-        group,
-        start_ticks,
-    })
+/// Every process there is, with its [`Stat`]; `None` where the table cannot be read.
+pub fn processes() -> Option<Vec<(i32, Stat)>> {
+    backend::processes()
 }
 
-/// The pids in `/proc`: every process there is; `None` where `/proc` cannot be read.
-pub fn pids() -> Option<Vec<i32>> {
-    let entries = std::fs::read_dir("/proc").ok()?;
-    Some(
-        entries
-            .flatten()
-            .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-            .collect(),
-    )
-}
-
-/// Whether `/proc` says the process is a zombie; `false` where there is no `/proc`.
-fn is_zombie(pid: u32) -> bool {
-    stat(pid).is_some_and(|s| s.state == 'Z')
-}
-
-/// When process `pid` started: field 22 of `/proc/PID/stat` (clock ticks after boot) plus
-/// `btime` of `/proc/stat`, to the second; `None` where that cannot be read.
+/// When process `pid` started, to the second; `None` where that cannot be read.
 pub fn started_at(pid: u32) -> Option<SystemTime> {
-    let ticks = stat(pid)?.start_ticks;
-    let per_second = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
-        .ok()
-        .flatten()
-        .and_then(|t| u64::try_from(t).ok())
-        .filter(|&t| t > 0)?;
-    let boot: u64 = std::fs::read_to_string("/proc/stat")
-        .ok()?
-        .lines()
-        .find_map(|l| l.strip_prefix("btime "))?
-        .trim()
-        .parse()
-        .ok()?;
-    let millis = ticks.checked_mul(1000)? / per_second;
-    Some(SystemTime::UNIX_EPOCH + Duration::from_secs(boot) + Duration::from_millis(millis))
+    backend::started_at(pid)
+}
+
+/// Whether process `pid`'s environment holds `mark` (`NAME=value`), as a whole entry.
+pub(crate) fn environ_holds(pid: i32, mark: &[u8]) -> bool {
+    backend::environ_holds(pid, mark)
+}
+
+/// The processes, other than `except`, whose environment holds every one of `marks` as a
+/// whole entry, with their [`Stat`]s.
+pub(crate) fn marked(marks: &[&[u8]], except: i32) -> Vec<(i32, Stat)> {
+    backend::marked(marks, except)
+}
+
+/// [`marked`], among the processes that started at `since` or later (where the backend can
+/// tell cheaply: the portable one reads only their environments).
+pub(crate) fn marked_since(marks: &[&[u8]], except: i32, since: SystemTime) -> Vec<(i32, Stat)> {
+    backend::marked_since(marks, except, since)
+}
+
+/// The pids of this process's children.
+pub(crate) fn own_children() -> Vec<i32> {
+    backend::own_children()
+}
+
+/// Every process in the table whose parent this process is.
+fn children_in_table() -> Vec<i32> {
+    let me = nix::unistd::getpid().as_raw();
+    processes()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|(_, s)| s.parent == me)
+        .map(|(pid, _)| pid)
+        .collect()
+}
+
+/// Makes this process the subreaper of every process it starts where the backend can
+/// ([`SUBREAPER`]); elsewhere does nothing.
+pub(crate) fn become_subreaper() -> io::Result<()> {
+    backend::become_subreaper()
 }
 
 /// Whether the process that had `pid` at `since` is gone: no process has the pid now, or the
@@ -155,21 +173,28 @@ mod tests {
     }
 
     #[test]
-    fn a_stat_line_is_read_after_the_last_parenthesis() {
-        let line = "4242 (a (weird) name) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 123456 1000 10 18446744073709551615";
-        assert_eq!(
-            parse_stat(line),
-            Some(Stat {
-                state: 'S',
-                parent: 1,
-                group: 4242,
-                start_ticks: 123456
-            })
-        );
-        assert_eq!(parse_stat("4242 (cut"), None);
+    fn this_process_is_in_the_table_with_its_parent_and_group() {
         let me = stat(std::process::id()).unwrap();
         assert!(!me.exited());
         assert_eq!(me.group, nix::unistd::getpgrp().as_raw());
+        assert_eq!(me.parent, nix::unistd::getppid().as_raw());
+        let table = processes().unwrap();
+        let pid = nix::unistd::getpid().as_raw();
+        assert!(table.iter().any(|&(p, s)| p == pid && s == me), "{BACKEND}");
+    }
+
+    #[test]
+    fn a_zombie_is_not_alive() {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        // Exited, not yet reaped: a zombie until the wait below.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while is_alive(pid) && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let alive = is_alive(pid);
+        child.wait().unwrap();
+        assert!(!alive, "a zombie counted as alive ({BACKEND})");
     }
 
     #[test]

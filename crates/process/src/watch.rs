@@ -1,204 +1,27 @@
 //! Watching `.ralph/` for what other processes write there: an answer from `ralph answer`,
-//! the agent's question, a `ralph ask` claim, the loop's state.
+//! the agent's question, a `ralph ask` claim, the loop's state; and the registry, for the
+//! broker.
 //!
-//! inotify, with a mask of changes only: a file created, written, its attributes changed,
-//! renamed in or out, removed. Not opens and closes: the loop's own reads and appends in
-//! `.ralph/` (the progress and guardrails files, `events.jsonl`, the state's temporary file)
-//! make a dozen of those an iteration, and each woke a waiting thread only to be dropped by
-//! name. The `notify` crate, used before, always asks the kernel for opens and closes; with
-//! them the harness's overhead per iteration (`make bench`) was 0.3 to 0.5 ms higher on this
-//! 2-core machine. The loop reads the events in its own runtime, so a burst of them costs
-//! one read, not a thread's wake-up each.
+//! Two backends behind one API, built as [`sys`](crate::sys) is: [`linux`] (inotify) on Linux (a mask
+//! of changes only, read in the loop's own runtime), and [`portable`] (the `notify` crate:
+//! FSEvents on macOS, kqueue on the BSDs, inotify on Linux with the `portable` feature)
+//! elsewhere. Either way a change to a watched file sends `()` on a channel and the receiver
+//! looks at the files; reads never do.
 
-use std::collections::HashMap;
-use std::ffi::OsStr;
-use std::io;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
-
-use futures_util::StreamExt as _;
-use inotify::{EventMask, Inotify, WatchMask};
-use tokio::sync::mpsc;
-use tokio::task::AbortHandle;
-
-/// What the watch asks the kernel for: every change to an entry of the directory, and the
-/// directory itself going away.
-fn changes() -> WatchMask {
-    WatchMask::CREATE
-        | WatchMask::DELETE
-        | WatchMask::MODIFY
-        | WatchMask::ATTRIB
-        | WatchMask::MOVED_FROM
-        | WatchMask::MOVED_TO
-        | WatchMask::DELETE_SELF
-        | WatchMask::MOVE_SELF
-}
-
-/// Whether an event is one the watcher wants: a change to one of `names`, or a lost queue
-/// (the kernel dropped events: any file may have changed).
-fn wanted(mask: EventMask, name: Option<&OsStr>, names: &[&str]) -> bool {
-    mask.contains(EventMask::Q_OVERFLOW) || name.is_some_and(|n| names.iter().any(|w| n == *w))
-}
-
-/// A watch on a directory, read in the async runtime; dropped, it stops.
-#[derive(Debug)]
-pub struct DirWatch {
-    task: AbortHandle,
-}
-
-impl Drop for DirWatch {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-/// Watches `dir` (not its subdirectories) and sends `()` on `tx` for every change to a file
-/// named one of `names`; the receiver then looks at the files. Must be called in a Tokio
-/// runtime, which reads the events.
-pub fn watch_async(
-    dir: &Path,
-    names: &'static [&'static str],
-    tx: mpsc::UnboundedSender<()>,
-) -> io::Result<DirWatch> {
-    watch_with(dir, tx, move |mask, name| wanted(mask, name, names))
-}
-
-fn watch_with(
-    dir: &Path,
-    tx: mpsc::UnboundedSender<()>,
-    wanted: impl Fn(EventMask, Option<&OsStr>) -> bool + Send + 'static,
-) -> io::Result<DirWatch> {
-    let inotify = Inotify::init()?;
-    inotify.watches().add(dir, changes())?;
-    let mut events = inotify.into_event_stream(vec![0u8; 4096])?;
-    let task = tokio::spawn(async move {
-        while let Some(Ok(event)) = events.next().await {
-            if wanted(event.mask, event.name.as_deref()) && tx.send(()).is_err() {
-                break;
-            }
-        }
-    });
-    Ok(DirWatch {
-        task: task.abort_handle(),
-    })
-}
-
-/// Many directories watched through one inotify instance, each for the files it names (or for
-/// any change), each sending on a channel of its own; directories come and go while it runs.
-///
-/// One instance however many directories: the kernel allows a user 128 instances by default
-/// (`fs.inotify.max_user_instances`) and far more watches, and a broker following fifty loops
-/// beside the fifty loops' own watches would run out of instances with one each. Dropped, it
-/// stops. Must be made in a Tokio runtime, which reads the events.
-#[derive(Debug)]
-pub struct DirsWatch {
-    watches: inotify::Watches,
-    targets: Arc<Mutex<HashMap<i32, Target>>>,
-    by_dir: HashMap<PathBuf, inotify::WatchDescriptor>,
-    task: AbortHandle,
-}
-
-#[derive(Debug)]
-struct Target {
-    names: Option<&'static [&'static str]>,
-    tx: mpsc::UnboundedSender<()>,
-}
-
-impl Drop for DirsWatch {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-impl DirsWatch {
-    /// An instance watching nothing yet.
-    pub fn new() -> io::Result<DirsWatch> {
-        let inotify = Inotify::init()?;
-        let mut events = inotify.into_event_stream(vec![0u8; 4096])?;
-        let watches = events.watches();
-        let targets: Arc<Mutex<HashMap<i32, Target>>> = Arc::default();
-        let seen = Arc::clone(&targets);
-        let task = tokio::spawn(async move {
-            while let Some(Ok(event)) = events.next().await {
-                let targets = seen.lock().unwrap_or_else(|p| p.into_inner());
-                let overflow = event.mask.contains(EventMask::Q_OVERFLOW);
-                for (wd, t) in targets.iter() {
-                    let mine = *wd == event.wd.get_watch_descriptor_id();
-                    let wanted = match t.names {
-                        None => mine,
-                        Some(names) => mine && wanted(event.mask, event.name.as_deref(), names),
-                    };
-                    if overflow || wanted {
-                        let _ = t.tx.send(());
-                    }
-                }
-            }
-        });
-        Ok(DirsWatch {
-            watches,
-            targets,
-            by_dir: HashMap::new(),
-            task: task.abort_handle(),
-        })
-    }
-
-    /// Watches `dir` (not its subdirectories): `()` on `tx` for every change to a file named
-    /// one of `names`, or to any entry when `names` is `None`.
-    pub fn add(
-        &mut self,
-        dir: &Path,
-        names: Option<&'static [&'static str]>,
-        tx: mpsc::UnboundedSender<()>,
-    ) -> io::Result<()> {
-        let wd = self.watches.add(dir, changes())?;
-        let mut targets = self.targets.lock().unwrap_or_else(|p| p.into_inner());
-        targets.insert(wd.get_watch_descriptor_id(), Target { names, tx });
-        self.by_dir.insert(dir.to_path_buf(), wd);
-        Ok(())
-    }
-
-    /// Stops watching `dir`.
-    pub fn remove(&mut self, dir: &Path) {
-        if let Some(wd) = self.by_dir.remove(dir) {
-            let mut targets = self.targets.lock().unwrap_or_else(|p| p.into_inner());
-            targets.remove(&wd.get_watch_descriptor_id());
-            // Gone already when the directory was removed; nothing more to do then.
-            let _ = self.watches.remove(wd);
-        }
-    }
-
-    /// Whether `dir` is watched.
-    pub fn contains(&self, dir: &Path) -> bool {
-        self.by_dir.contains_key(dir)
-    }
-
-    /// The directories watched.
-    pub fn dirs(&self) -> impl Iterator<Item = &Path> {
-        self.by_dir.keys().map(PathBuf::as_path)
-    }
-}
-
-/// Watches `dir` for a process without a runtime (`ralph ask`): a thread sends `()` on `tx`
-/// for every batch of changes to anything in it, until `tx`'s receiver is gone.
-pub fn watch_blocking(dir: &Path, tx: std::sync::mpsc::Sender<()>) -> io::Result<()> {
-    let mut inotify = Inotify::init()?;
-    inotify.watches().add(dir, changes())?;
-    std::thread::Builder::new()
-        .name("ralph-watch".into())
-        .spawn(move || {
-            let mut buffer = vec![0u8; 4096];
-            while inotify.read_events_blocking(&mut buffer).is_ok() {
-                if tx.send(()).is_err() {
-                    break;
-                }
-            }
-        })?;
-    Ok(())
-}
+#[cfg(all(target_os = "linux", not(feature = "portable")))]
+mod linux;
+#[cfg(all(target_os = "linux", not(feature = "portable")))]
+pub use linux::{DirWatch, DirsWatch, watch_async, watch_blocking};
+#[cfg(any(not(target_os = "linux"), feature = "portable"))]
+mod portable;
+#[cfg(any(not(target_os = "linux"), feature = "portable"))]
+pub use portable::{DirWatch, DirsWatch, watch_async, watch_blocking};
 
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
+
+    use tokio::sync::mpsc;
 
     use super::*;
 
@@ -229,8 +52,7 @@ mod tests {
         std::fs::remove_file(&answer).unwrap();
         assert!(woken(&mut rx, 2000).await, "answer.md removed");
 
-        // Reads, and changes to other files (the loop's own appends), send nothing; the
-        // kernel is not even asked for reads (see the module docs).
+        // Reads, and changes to other files (the loop's own appends), send nothing.
         std::fs::write(&answer, "again").unwrap();
         assert!(woken(&mut rx, 2000).await);
         let _ = std::fs::read(&answer).unwrap();

@@ -1,5 +1,10 @@
 //! `orphans`: a test binary of its own, because [`orphans::adopt`] makes the whole process a
 //! subreaper. The tests take turns (`SERIAL`): a sweep reaps every adopted zombie it sees.
+//!
+//! The same tests run against both backends (`--features portable`): with the Linux one the
+//! orphans are this process's adopted children, found among its children and reaped here;
+//! with the portable one they go to init, are found in the process table by their marks
+//! (`RALPH_DIR`, and `RALPH_RUN` as the loop sets it) and are reaped by init.
 
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
@@ -7,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use ralph_process::orphans::{self, Swept};
 use ralph_process::supervisor::Stopped;
+use ralph_process::sys;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -55,29 +61,53 @@ fn leave_behind(script: &str, marked: bool) -> Vec<i32> {
         .stdin(Stdio::null())
         .stdout(Stdio::null());
     if marked {
-        cmd.env("RALPH_DIR", MARK);
+        cmd.env("RALPH_DIR", MARK)
+            .env(orphans::RUN_VAR, orphans::run_id());
     }
     let mut child = orphans::spawn(|| cmd.spawn(), |c| Some(c.id())).unwrap();
     assert!(child.wait().unwrap().success(), "{script}");
-    let mut want = script.matches("$PIDS").count();
+    let got = read_pids(&pids, script.matches("$PIDS").count());
+    assert!(!got.is_empty());
+    got
+}
+
+/// The pids written to `file`, a line each, once there are `want` of them.
+fn read_pids(file: &std::path::Path, want: usize) -> Vec<i32> {
     let mut got = Vec::new();
     wait_for("the pids", || {
-        got = std::fs::read_to_string(&pids)
+        got = std::fs::read_to_string(file)
             .unwrap_or_default()
             .lines()
             .filter_map(|p| p.parse().ok())
             .collect();
         got.len() >= want
     });
-    want = got.len();
-    assert!(want > 0);
     got
 }
 
-/// `/proc/PID/stat`'s state letter, if there is such a process.
+/// The process's state letter, if there is such a process.
 fn state(pid: i32) -> Option<char> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat.rsplit_once(')')?.1.trim_start().chars().next()
+    sys::stat(u32::try_from(pid).ok()?).map(|s| s.state)
+}
+
+/// Whether `pid` has exited: a zombie, or gone (reaped here, or by init when this process is
+/// not its subreaper).
+fn exited(pid: i32) -> bool {
+    state(pid).is_none_or(|s| s == 'Z')
+}
+
+/// Whether `pid` was reaped: by a sweep here, or by init when this process is not its
+/// subreaper (give it a moment then).
+fn reaped(pid: i32) -> bool {
+    if !sys::SUBREAPER {
+        wait_for("init to reap it", || state(pid).is_none());
+    }
+    state(pid).is_none()
+}
+
+/// How many processes a sweep reaped where this process adopts them; none where it does not.
+fn adopted(n: usize) -> usize {
+    if sys::SUBREAPER { n } else { 0 }
 }
 
 fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
@@ -88,9 +118,16 @@ fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
-/// Whether `pid` runs `program` (and so has exec'd it).
+/// Whether `pid` runs `program` (and so has exec'd it): `ps`, on every backend.
 fn runs(pid: i32, program: &str) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == program)
+    Command::new("ps")
+        .args(["-o", "comm=", "-p", &pid.to_string()])
+        .output()
+        .is_ok_and(|out| {
+            String::from_utf8_lossy(&out.stdout)
+                .trim()
+                .ends_with(program)
+        })
 }
 
 /// Until `pid` has exec'd `program`.
@@ -107,7 +144,7 @@ fn a_marked_process_in_a_session_of_its_own_is_stopped_and_reaped() {
     let swept = sweep(Duration::from_secs(5));
     assert_eq!(swept.stopped.len(), 1, "{swept:?}");
     assert_eq!(swept.how, Some(Stopped::Terminated));
-    assert_eq!(state(pids[0]), None, "stopped, and reaped");
+    assert!(reaped(pids[0]), "stopped, and reaped");
     assert_eq!(sweep(Duration::from_secs(5)), Swept::default());
 }
 
@@ -148,7 +185,7 @@ fn what_a_stopped_process_left_in_another_session_is_stopped_in_the_next_round()
     let swept = sweep(Duration::from_secs(5));
     assert_eq!(swept.stopped.len(), 2, "{swept:?}");
     for pid in pids {
-        assert_eq!(state(pid), None, "{pid}");
+        assert!(reaped(pid), "{pid}");
     }
 }
 
@@ -160,10 +197,10 @@ fn an_unmarked_process_is_left_running_and_reaped_once_it_exits() {
     let swept = sweep(Duration::from_secs(5));
     assert_eq!(swept, Swept::default());
     assert_eq!(state(pids[0]).map(|s| s != 'Z'), Some(true));
-    wait_for("the sleep to exit", || state(pids[0]) == Some('Z'));
+    wait_for("the sleep to exit", || exited(pids[0]));
     let swept = sweep(Duration::from_secs(5));
-    assert_eq!(swept.reaped, 1, "{swept:?}");
-    assert_eq!(state(pids[0]), None);
+    assert_eq!(swept.reaped, adopted(1), "{swept:?}");
+    assert!(reaped(pids[0]));
 }
 
 #[test]
@@ -205,11 +242,11 @@ fn terminate_signals_at_once_and_a_sweep_reaps() {
     wait_for_exec(pids[0], "sleep");
     let early = orphans::terminate(&mark(), 0);
     assert_eq!(early.stopped.len(), 1);
-    wait_for("the sleep to exit", || state(pids[0]) == Some('Z'));
+    wait_for("the sleep to exit", || exited(pids[0]));
     let swept = early.and(sweep(Duration::from_secs(5)));
     assert_eq!(swept.stopped.len(), 1, "{swept:?}");
-    assert_eq!(swept.reaped, 1, "{swept:?}");
-    assert_eq!(state(pids[0]), None);
+    assert_eq!(swept.reaped, adopted(1), "{swept:?}");
+    assert!(reaped(pids[0]));
 }
 
 #[test]
@@ -227,5 +264,68 @@ fn a_process_in_the_group_being_stopped_is_left_to_that_group() {
     // Outside that group, it is an escapee.
     let swept = sweep(Duration::from_secs(5));
     assert_eq!(swept.stopped, pids, "{swept:?}");
-    assert_eq!(state(pids[0]), None);
+    assert!(reaped(pids[0]));
+}
+
+/// Starts `script` under `sh` through `orphans::spawn` with `env`, and waits for the pids it
+/// writes to `$PIDS` (`want` of them); the shell runs on.
+fn start_with(script: &str, env: &[(&str, &str)], want: usize) -> (Child, Vec<i32>) {
+    let dir = tempfile::tempdir().unwrap();
+    let pids = dir.path().join("pids");
+    let mut cmd = Command::new("sh");
+    cmd.args(["-c", script])
+        .env("PIDS", &pids)
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null());
+    let child = orphans::spawn(|| cmd.spawn(), |c| Some(c.id())).unwrap();
+    (child, read_pids(&pids, want))
+}
+
+#[test]
+fn without_a_subreaper_a_marked_descendant_is_found_by_its_parent_pid() {
+    if sys::SUBREAPER {
+        return;
+    }
+    let _serial = serial();
+    // In a session of its own, without the run's id, its parent (the shell) alive: only the
+    // walk up the parent pids ties it to this process.
+    let (mut shell, pids) = start_with(
+        "setsid sleep 300 & echo $! >> $PIDS; wait",
+        &[("RALPH_DIR", MARK)],
+        1,
+    );
+    wait_for_exec(pids[0], "sleep");
+    let swept = sweep(Duration::from_secs(5));
+    let _ = shell.wait();
+    assert_eq!(swept.stopped, pids, "{swept:?}");
+    assert!(exited(pids[0]));
+}
+
+#[test]
+fn without_a_subreaper_a_process_of_another_run_is_left_alone() {
+    if sys::SUBREAPER {
+        return;
+    }
+    let _serial = serial();
+    // The same `.ralph/`, another run's id, and init's now: not this run's to stop.
+    let other = format!("{}-other", orphans::run_id());
+    let pids = {
+        let (mut shell, pids) = start_with(
+            "setsid sleep 300 & echo $! >> $PIDS",
+            &[("RALPH_DIR", MARK), (orphans::RUN_VAR, &other)],
+            1,
+        );
+        let _ = shell.wait();
+        pids
+    };
+    wait_for_exec(pids[0], "sleep");
+    let swept = sweep(Duration::from_secs(5));
+    let alive = !exited(pids[0]);
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pids[0]),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    assert_eq!(swept, Swept::default());
+    assert!(alive, "another run's process was stopped");
 }

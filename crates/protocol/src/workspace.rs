@@ -9,7 +9,7 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
@@ -396,6 +396,7 @@ fn parent(path: &Path) -> &Path {
 /// A directory in `.ralph/`, held open, and a path to a file in it that goes through the held
 /// handle (`/proc/self/fd/N/name`), so that what the path names cannot change under ralph.
 #[derive(Debug)]
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 struct Beneath {
     _dir: OwnedFd,
     path: PathBuf,
@@ -408,6 +409,7 @@ struct Beneath {
 /// written where the link points. `None` for a path outside any `.ralph/` (`RALPH_TASK.md`),
 /// and on a kernel without `openat2` (before Linux 5.6) or without `/proc`, where only the
 /// last step is checked (`O_NOFOLLOW`).
+#[cfg(target_os = "linux")]
 fn beneath(path: &Path) -> Result<Option<Beneath>> {
     use rustix::fs::{Mode, OFlags, ResolveFlags};
     use std::path::Component;
@@ -445,6 +447,7 @@ fn beneath(path: &Path) -> Result<Option<Beneath>> {
         }
         Err(e) => return Err(WorkspaceError::io(&root.join(&inside), e.into())),
     };
+    use std::os::fd::AsRawFd;
     let through = PathBuf::from(format!("/proc/self/fd/{}", dir.as_raw_fd()));
     if !through.is_dir() {
         return Ok(None);
@@ -453,6 +456,14 @@ fn beneath(path: &Path) -> Result<Option<Beneath>> {
         path: through.join(name),
         _dir: dir,
     }))
+}
+
+/// Where there is no `openat2` (macOS, the BSDs), only the last step is checked
+/// (`O_NOFOLLOW`); see docs/platforms.md.
+#[cfg(not(target_os = "linux"))]
+#[allow(clippy::unnecessary_wraps)]
+fn beneath(_path: &Path) -> Result<Option<Beneath>> {
+    Ok(None)
 }
 
 /// A synced temporary file beside `target` holding `contents`, to be renamed to it; errors name
