@@ -2,6 +2,7 @@ mod util;
 
 mod bad_tasks;
 mod browser;
+mod checkpoints;
 mod commands;
 mod conventions;
 mod crashes;

@@ -66,6 +66,19 @@ pub enum Command {
     /// List the agent presets: installed or not, where, which version, whether they resume.
     #[command(after_help = "Examples:\n  ralph agents\n  ralph run --agent codex")]
     Agents,
+    /// The iterations of the current (or last) run: signals, files changed, checkpoints.
+    #[command(
+        after_help = "Examples:\n  ralph log\n  ralph log --json | jq '.iterations[].checkpoint'"
+    )]
+    Log(LogArgs),
+    /// What iteration N changed (default: the whole run), through git diff and your pager.
+    #[command(
+        after_help = "Examples:\n  ralph diff          # the whole run\n  ralph diff 3        # iteration 3 alone\n  ralph diff 3 -- src/"
+    )]
+    Diff(DiffArgs),
+    /// Put the work tree back to how it was after iteration N (default: before the last).
+    #[command(after_long_help = UNDO_HELP)]
+    Undo(UndoArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     #[command(after_long_help = COMPLETIONS_HELP)]
     Completions(CompletionsArgs),
@@ -160,6 +173,20 @@ Exit codes:
   1  another question is already waiting, or .ralph/ could not be used
   2  usage error (empty question, bad --timeout)
   3  nobody answered in time (or the human skipped): proceed with your default or best guess";
+
+const UNDO_HELP: &str = "\
+Examples:
+  ralph undo          # back to before the last iteration
+  ralph undo 2        # back to the state after iteration 2 (0: where the run started)
+  ralph undo 1a2b3c4d # a checkpoint's commit: what an undo prints to undo itself
+
+The present state is checkpointed first, so every undo can be undone. Files git ignores are
+never touched. Refused while a loop runs in the directory.
+
+Exit codes:
+  0  the work tree is as it was
+  1  no checkpoints here, or a loop is running
+  2  no such iteration";
 
 const DOCTOR_HELP: &str = "\
 Examples:
@@ -320,6 +347,47 @@ pub struct DemoArgs {
     /// Plain lines instead of the terminal UI.
     #[arg(long)]
     pub no_tui: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct LogArgs {
+    #[command(flatten)]
+    pub dir: DirArg,
+    /// One JSON object, for scripts.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    #[command(flatten)]
+    pub dir: DirArg,
+    /// The iteration (default: the whole run, against where it started).
+    #[arg(value_name = "N")]
+    pub iteration: Option<u32>,
+    /// Only these paths.
+    #[arg(last = true, value_name = "PATH")]
+    pub paths: Vec<String>,
+}
+
+impl DiffArgs {
+    /// `--` before the paths, when there are any.
+    pub fn paths_sep(&self) -> Vec<&'static str> {
+        if self.paths.is_empty() {
+            vec![]
+        } else {
+            vec!["--"]
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct UndoArgs {
+    #[command(flatten)]
+    pub dir: DirArg,
+    /// An iteration number (0: where the run started), or a checkpoint's commit.
+    #[arg(value_name = "N")]
+    pub to: Option<String>,
 }
 
 #[derive(Debug, Args)]

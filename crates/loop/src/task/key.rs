@@ -38,11 +38,23 @@ pub enum Key {
     NotifyCommand,
     /// `webhook_url`
     WebhookUrl,
+    /// `checkpoints`
+    Checkpoints,
+    /// `worktree`
+    Worktree,
+    /// `worktree_setup`
+    WorktreeSetup,
+    /// `land`
+    Land,
+    /// `land_with`
+    LandWith,
+    /// `land_attempts`
+    LandAttempts,
 }
 
 impl Key {
     /// Every key, in the order the example file documents them.
-    pub const ALL: [Key; 17] = [
+    pub const ALL: [Key; 23] = [
         Key::Task,
         Key::CompletionCriteria,
         Key::MaxIterations,
@@ -60,6 +72,12 @@ impl Key {
         Key::DesktopNotification,
         Key::NotifyCommand,
         Key::WebhookUrl,
+        Key::Checkpoints,
+        Key::Worktree,
+        Key::WorktreeSetup,
+        Key::Land,
+        Key::LandWith,
+        Key::LandAttempts,
     ];
 
     /// The key as written in the file.
@@ -82,6 +100,12 @@ impl Key {
             Key::DesktopNotification => "desktop_notification",
             Key::NotifyCommand => "notify_command",
             Key::WebhookUrl => "webhook_url",
+            Key::Checkpoints => "checkpoints",
+            Key::Worktree => "worktree",
+            Key::WorktreeSetup => "worktree_setup",
+            Key::Land => "land",
+            Key::LandWith => "land_with",
+            Key::LandAttempts => "land_attempts",
         }
     }
 
@@ -121,6 +145,12 @@ impl Key {
             Key::DesktopNotification => "desktop_notification: false",
             Key::NotifyCommand => "notify_command: ~/bin/tell-me",
             Key::WebhookUrl => "webhook_url: https://hooks.example.com/ralph",
+            Key::Checkpoints => "checkpoints: false",
+            Key::Worktree => "worktree: true",
+            Key::WorktreeSetup => "worktree_setup: npm ci",
+            Key::Land => "land: auto",
+            Key::LandWith => "land_with: merge",
+            Key::LandAttempts => "land_attempts: 2",
         }
     }
 
