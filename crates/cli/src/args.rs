@@ -79,6 +79,14 @@ pub enum Command {
     /// Put the work tree back to how it was after iteration N (default: before the last).
     #[command(after_long_help = UNDO_HELP)]
     Undo(UndoArgs),
+    /// Land a finished loop's worktree on its branch: tested on the combined tree, never in your checkout.
+    #[command(after_long_help = LAND_HELP)]
+    Land(LandArgs),
+    /// The loops in worktrees of this repository: list, discard, remove.
+    #[command(
+        after_help = "Examples:\n  ralph worktree list\n  ralph worktree discard add-a-cache\n  ralph worktree remove add-a-cache"
+    )]
+    Worktree(WorktreeArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     #[command(after_long_help = COMPLETIONS_HELP)]
     Completions(CompletionsArgs),
@@ -188,6 +196,22 @@ Exit codes:
   1  no checkpoints here, or a loop is running
   2  no such iteration";
 
+const LAND_HELP: &str = "\
+Examples:
+  ralph land                     # inside a loop's worktree
+  ralph land add-a-cache         # from your checkout, naming the loop
+  ralph land -C ~/.local/share/ralph/worktrees/app-1a2b3c4d/add-a-cache
+  ralph land --pr                # push the branch and open a pull request with gh
+
+The loop's branch is rebased (or merged, `land_with: merge`) onto the target's tip in a
+temporary worktree, test_command runs on that combined tree, a backup ref of the target is
+saved, and the target moves by compare-and-swap. See docs/checkpoints-and-landing.md.
+
+Exit codes:
+  0  landed (or the pull request is open)
+  1  not landed: needs-land (the command that finishes it is printed), needs-review, or an error
+  2  usage error (no such loop)";
+
 const DOCTOR_HELP: &str = "\
 Examples:
   ralph doctor
@@ -263,6 +287,10 @@ pub struct RunArgs {
     /// Plain lines instead of the terminal UI (automatic when stdout is not a terminal).
     #[arg(long)]
     pub no_tui: bool,
+    /// Run in a git worktree of its own, outside the repository, on a new branch
+    /// `ralph/<task>`; `ralph land` brings the work back (also `worktree: true`).
+    #[arg(long)]
+    pub worktree: bool,
 }
 
 #[derive(Debug, Args)]
@@ -388,6 +416,49 @@ pub struct UndoArgs {
     /// An iteration number (0: where the run started), or a checkpoint's commit.
     #[arg(value_name = "N")]
     pub to: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct LandArgs {
+    #[command(flatten)]
+    pub dir: DirArg,
+    /// The loop (its task slug, from `ralph worktree list`); default: the worktree DIR is in.
+    #[arg(value_name = "LOOP")]
+    pub name: Option<String>,
+    /// Push the branch and open a pull request with `gh` instead (for protected branches).
+    #[arg(long)]
+    pub pr: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct WorktreeArgs {
+    #[command(subcommand)]
+    pub command: WorktreeCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum WorktreeCommand {
+    /// The loops in worktrees of this repository, with their state.
+    List {
+        #[command(flatten)]
+        dir: DirArg,
+    },
+    /// Give up on a loop: it may then be removed (its branch keeps its commits).
+    Discard {
+        #[command(flatten)]
+        dir: DirArg,
+        /// The loop's name (its task slug).
+        #[arg(value_name = "LOOP")]
+        name: String,
+    },
+    /// Remove a landed or discarded loop's worktree; refused while it has changes in no commit.
+    Remove {
+        #[command(flatten)]
+        dir: DirArg,
+        /// The loop's name (its task slug).
+        #[arg(value_name = "LOOP")]
+        name: String,
+    },
 }
 
 #[derive(Debug, Args)]

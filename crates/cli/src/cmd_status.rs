@@ -47,10 +47,16 @@ pub fn run(args: &StatusArgs) -> CmdResult {
         return Ok(0);
     }
     let Some(state) = state else {
-        outln!(
-            "No loop has run in {} yet. Start one with `ralph run` (or try `ralph demo`).",
-            root.display()
-        );
+        let elsewhere = crate::cmd_worktree::status_lines(&root);
+        if elsewhere.is_empty() {
+            outln!(
+                "No loop has run in {} yet. Start one with `ralph run` (or try `ralph demo`).",
+                root.display()
+            );
+        }
+        for line in elsewhere {
+            outln!("{line}");
+        }
         return Ok(0);
     };
     let active = matches!(state.status, Status::Running | Status::WaitingInput);
@@ -95,7 +101,21 @@ pub fn run(args: &StatusArgs) -> CmdResult {
     {
         outln!("  why: {}", clean(reason));
     }
+    for line in crate::cmd_worktree::status_lines(&root) {
+        outln!("  {line}");
+    }
     Ok(0)
+}
+
+/// A loop's status in one word or three, as the states of a loop in a worktree are named.
+pub fn status_word(status: Status) -> &'static str {
+    match status {
+        Status::Running => "running",
+        Status::WaitingInput => "waiting for an answer",
+        Status::Done => "done",
+        Status::Failed | Status::MaxIterations => "failed",
+        Status::Stopped => "stopped",
+    }
 }
 
 /// `--all`: every registered loop on this machine, waiting ones first.
@@ -262,6 +282,9 @@ fn to_json(ws: &Workspace, state: Option<&State>, live: bool, hint: &str) -> ser
     };
     let mut v = serde_json::to_value(state).unwrap_or_default();
     v["running"] = json!(live);
+    if let Some(w) = crate::cmd_worktree::status_json(root) {
+        v["worktree"] = w;
+    }
     if let Some(q) = &state.pending_question {
         let now = SystemTime::now();
         let waited = q

@@ -13,12 +13,16 @@
 //! - [`worktree`]: a loop's own worktree outside the repository, its record, and the check that
 //!   the user's checkout is left alone.
 //!
+//! - [`land`]: a finished loop's branch onto its target, tested on the combined tree, the
+//!   target moved by compare-and-swap after a backup ref.
+//!
 //! Refs move only by compare-and-swap ([`Git::compare_and_swap`]).
 
 #![forbid(unsafe_code)]
 
 pub mod checkpoint;
 mod git;
+pub mod land;
 pub mod undo;
 pub mod worktree;
 

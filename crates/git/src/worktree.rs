@@ -75,6 +75,9 @@ pub struct LoopInfo {
     /// Landings that went back to the agent so far.
     #[serde(default)]
     pub attempts: u32,
+    /// The task file, relative to the worktree.
+    #[serde(default)]
+    pub task_file: Option<PathBuf>,
 }
 
 impl LoopInfo {
@@ -142,6 +145,9 @@ pub struct NewWorktree<'a> {
     pub slug: &'a str,
     /// `worktree_setup`, run once in the new worktree.
     pub setup: Option<&'a str>,
+    /// The task file, relative to the repository's top: copied into the worktree when it is
+    /// not there as it is in the checkout.
+    pub task_file: Option<&'a Path>,
 }
 
 /// Makes a loop's worktree, or finds the one made before for the same task (a loop resumed).
@@ -174,6 +180,15 @@ pub fn create(new: &NewWorktree<'_>) -> Result<LoopInfo, GitError> {
     let dir_s = dir.to_string_lossy().into_owned();
     git.run(["worktree", "add", "-b", &branch, &dir_s, &base])?;
     copy_included(&repo, &dir)?;
+    if let Some(rel) = new.task_file {
+        let (src, dst) = (repo.join(rel), dir.join(rel));
+        if std::fs::read(&src).ok() != std::fs::read(&dst).ok() {
+            if let Some(parent) = dst.parent() {
+                std::fs::create_dir_all(parent).map_err(|e| GitError::io(parent, e))?;
+            }
+            std::fs::copy(&src, &dst).map_err(|e| GitError::io(&src, e))?;
+        }
+    }
     ralph_protocol::workspace::Workspace::new(&dir)
         .ensure()
         .map_err(|e| GitError::Other(e.to_string()))?;
@@ -206,6 +221,7 @@ pub fn create(new: &NewWorktree<'_>) -> Result<LoopInfo, GitError> {
         reason: None,
         landed: None,
         attempts: 0,
+        task_file: new.task_file.map(Path::to_path_buf),
     };
     info.save(&ralph_dir)?;
     Ok(info)
@@ -313,4 +329,30 @@ pub fn check_checkout(ralph_dir: &Path, start: bool) -> Option<String> {
     }
     let changed = now.changes_since(&before?);
     (!changed.is_empty()).then(|| format!("{} in {}", changed.join(", "), info.repo.display()))
+}
+
+/// Every loop's worktree of the repository at `repo` (its top), by task slug.
+pub fn loops(data: &Path, repo: &Path) -> Vec<LoopInfo> {
+    let Ok(entries) = std::fs::read_dir(repo_dir(data, repo)) else {
+        return Vec::new();
+    };
+    let mut all: Vec<LoopInfo> = entries
+        .flatten()
+        .filter_map(|e| LoopInfo::load(&e.path().join(".ralph")))
+        .collect();
+    all.sort_by(|a, b| a.worktree.cmp(&b.worktree));
+    all
+}
+
+/// The files of a loop's worktree that are in no ref: changed or untracked (not ignored)
+/// files, against its branch (which holds its commits, and is kept).
+pub fn unsaved(info: &LoopInfo) -> Result<Vec<String>, GitError> {
+    let git = Git::new(&info.worktree);
+    let out: Vec<String> = git
+        .run(["status", "--porcelain=v1", "-z", "--untracked-files=all"])?
+        .split('\0')
+        .filter(|l| l.len() > 3)
+        .map(|l| l[3..].to_owned())
+        .collect();
+    Ok(out)
 }
