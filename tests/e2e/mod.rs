@@ -8,6 +8,7 @@ mod conventions;
 mod crashes;
 mod demo;
 mod hostile;
+mod landing;
 mod loop_basics;
 mod native;
 mod processes;

@@ -291,6 +291,9 @@ pub struct RunArgs {
     /// `ralph/<task>`; `ralph land` brings the work back (also `worktree: true`).
     #[arg(long)]
     pub worktree: bool,
+    /// With --worktree: the branch the work lands on (default: the one checked out now).
+    #[arg(long, value_name = "BRANCH", requires = "worktree")]
+    pub onto: Option<String>,
 }
 
 #[derive(Debug, Args)]

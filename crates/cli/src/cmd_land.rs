@@ -183,6 +183,7 @@ fn again(info: &LoopInfo, task: &std::path::Path, state: Option<&State>) -> CmdR
         iteration_timeout: None,
         no_tui: true,
         worktree: false,
+        onto: None,
     };
     match state.and_then(|s| s.agent_choice.clone()) {
         Some(AgentChoice::Preset { name }) => args.agent = Some(name),

@@ -44,7 +44,8 @@ fn run_with(args: &RunArgs, may_land: bool) -> CmdResult {
     if !(args.worktree || task.git.worktree) {
         return run_here(args, root, task_path, task);
     }
-    let (info, task_path) = crate::cmd_worktree::enter(&root, &task_path, &task)?;
+    let (info, task_path) =
+        crate::cmd_worktree::enter(&root, &task_path, &task, args.onto.as_deref())?;
     let task = TaskFile::load(&task_path).map_err(Failure::usage)?;
     let land = task.git.land;
     let code = run_here(args, info.worktree.clone(), task_path, task)?;

@@ -29,6 +29,7 @@ pub fn enter(
     root: &Path,
     task_path: &Path,
     task: &TaskFile,
+    onto: Option<&str>,
 ) -> Result<(LoopInfo, PathBuf), Failure> {
     if let Some(info) = LoopInfo::load(&root.join(".ralph")) {
         // Already inside a loop's worktree: run there.
@@ -61,6 +62,7 @@ pub fn enter(
         slug: &slug,
         setup: task.git.worktree_setup.as_deref(),
         task_file: Some(&rel),
+        onto,
     })
     .map_err(Failure::failed)?;
     let task_in = info.worktree.join(&rel);

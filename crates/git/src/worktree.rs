@@ -148,6 +148,8 @@ pub struct NewWorktree<'a> {
     /// The task file, relative to the repository's top: copied into the worktree when it is
     /// not there as it is in the checkout.
     pub task_file: Option<&'a Path>,
+    /// The branch to land on, when not the one checked out.
+    pub onto: Option<&'a str>,
 }
 
 /// Makes a loop's worktree, or finds the one made before for the same task (a loop resumed).
@@ -167,7 +169,16 @@ pub fn create(new: &NewWorktree<'_>) -> Result<LoopInfo, GitError> {
     let base = git.resolve("HEAD")?.ok_or_else(|| {
         GitError::Other("the repository has no commit yet: make one, then run again".into())
     })?;
-    let target = git.try_run(["symbolic-ref", "-q", "--short", "HEAD"])?;
+    let target = match new.onto {
+        Some(b) if git.resolve(&format!("refs/heads/{b}"))?.is_some() => Some(b.to_owned()),
+        Some(b) => {
+            return Err(GitError::Other(format!(
+                "--onto {b}: there is no branch {b} in {}",
+                repo.display()
+            )));
+        }
+        None => git.try_run(["symbolic-ref", "-q", "--short", "HEAD"])?,
+    };
     let branch = format!("ralph/{}", new.slug);
     if git.resolve(&format!("refs/heads/{branch}"))?.is_some() {
         return Err(GitError::Other(format!(
