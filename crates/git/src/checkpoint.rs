@@ -121,7 +121,19 @@ impl Checkpointer {
         if !self.index.exists() {
             self.seed()?;
         }
-        git.run(["add", "-A", "--", "."])?;
+        // The untracked cache (kept in ralph's index) spares reading every directory that
+        // did not change since the last checkpoint; no checksum of the index is computed,
+        // since only ralph reads it.
+        git.run([
+            "-c",
+            "core.untrackedCache=true",
+            "-c",
+            "index.skipHash=true",
+            "add",
+            "-A",
+            "--",
+            ".",
+        ])?;
         git.run(["write-tree"])
     }
 
@@ -222,20 +234,27 @@ pub fn after_iteration(
     let Some(cp) = Checkpointer::new(root, ralph_dir.join("checkpoint.index")) else {
         return Ok(None);
     };
-    let taken: Vec<String> = list(cp.git(), run)?.into_iter().map(|l| l.label).collect();
-    let mut label = iteration.to_string();
-    let mut again = 1;
-    while taken.contains(&label) {
-        again += 1;
-        label = format!("{iteration}.{again}");
-    }
     let what = if iteration == 0 {
         "before the first iteration".to_owned()
     } else {
         format!("after iteration {iteration}")
     };
     let message = format!("ralph checkpoint {what}\n\nTask: {task}\nRun: {run}\n");
-    // A checkpoint that names a parent git no longer has (a gc'd run) falls back to HEAD.
+    let label = iteration.to_string();
+    match cp.take(run, &label, previous, &message) {
+        Ok(taken) => return Ok(Some(taken)),
+        // The ref is there already (the iteration ran again after a rate limit), or the
+        // parent is gone: see which, below. Each costs a git command the usual case saves.
+        Err(_) => {}
+    }
+    let taken: Vec<String> = list(cp.git(), run)?.into_iter().map(|l| l.label).collect();
+    let mut label = label;
+    let mut again = 1;
+    while taken.contains(&label) {
+        again += 1;
+        label = format!("{iteration}.{again}");
+    }
+    // A parent git no longer has (a pruned run) gives way to HEAD.
     let previous = match previous {
         Some(p) if cp.git().resolve(p)?.is_some() => Some(p),
         _ => None,

@@ -231,11 +231,24 @@ impl Git {
     /// Who commits: the user's identity when git has one, else ralph's own, so a repository
     /// with no `user.email` still gets checkpoints.
     pub fn with_identity(&self) -> Git {
-        let configured = self
-            .try_run(["config", "user.email"])
+        // Asked once per directory per process: a loop checkpoints the same one every
+        // iteration, and each question is a git process.
+        static KNOWN: std::sync::Mutex<Vec<(PathBuf, bool)>> = std::sync::Mutex::new(Vec::new());
+        let cached = KNOWN
+            .lock()
             .ok()
-            .flatten()
-            .is_some_and(|s| !s.is_empty());
+            .and_then(|k| k.iter().find(|(d, _)| *d == self.dir).map(|(_, c)| *c));
+        let configured = cached.unwrap_or_else(|| {
+            let configured = self
+                .try_run(["config", "user.email"])
+                .ok()
+                .flatten()
+                .is_some_and(|s| !s.is_empty());
+            if let Ok(mut k) = KNOWN.lock() {
+                k.push((self.dir.clone(), configured));
+            }
+            configured
+        });
         if configured {
             return self.clone();
         }
