@@ -117,6 +117,7 @@ fn a_worktree_run_from_start_to_landing_leaves_the_user_s_checkout_byte_for_byte
         "landing touched the user's checkout"
     );
     assert_eq!(status_json(&r, &wt)["worktree"]["state"], "landed");
+    assert_eq!(status_json(&r, &wt)["state"], "landed");
     // A backup of where main was.
     assert!(
         r.git(&["for-each-ref", "refs/ralph/backup/main/"])
@@ -480,4 +481,28 @@ exec {real} "$@"
         std::fs::read_to_string(log.with_extension("log.bad")).unwrap()
     );
     assert_eq!(r.git(&["show", "main:b.txt"]), "bee\n");
+}
+
+#[test]
+fn land_auto_with_merge_lands_after_a_verified_done() {
+    let r = Repo::new(
+        "task: Add the bee file\nmax_iterations: 3\ntest_command: test -f b.txt\nworktree: true\nland: auto\nland_with: merge",
+        "- [ ] bee\n",
+    );
+    let agent = r.p.agent(&format!("[iteration 1]\n{EDIT_AND_DONE}"));
+    // main is ahead of where the loop starts (the user works on a branch behind it).
+    r.p.write("other.txt", "x\n");
+    r.git(&["add", "other.txt"]);
+    r.git(&["commit", "-q", "-m", "main moves on"]);
+    r.git(&["checkout", "-q", "-b", "mine", "HEAD~1"]);
+    let before = checkout_bytes(&r);
+    let run = r.run(&agent, &["--onto", "main"]);
+    run.expect_code(0);
+    assert!(run.stdout.contains("landed on main"), "{}", run.stdout);
+    assert_eq!(r.git(&["show", "main:b.txt"]), "bee\n");
+    // A merge commit: two parents.
+    let parents = r.git(&["rev-list", "--parents", "-n", "1", "main"]);
+    assert_eq!(parents.split_whitespace().count(), 3, "{parents}");
+    assert_eq!(r.git(&["show", "main:other.txt"]), "x\n");
+    assert_eq!(checkout_bytes(&r), before);
 }

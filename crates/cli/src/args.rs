@@ -292,7 +292,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub worktree: bool,
     /// With --worktree: the branch the work lands on (default: the one checked out now).
-    #[arg(long, value_name = "BRANCH", requires = "worktree")]
+    #[arg(long, value_name = "BRANCH")]
     pub onto: Option<String>,
 }
 

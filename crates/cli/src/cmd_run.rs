@@ -42,6 +42,11 @@ fn run_with(args: &RunArgs, may_land: bool) -> CmdResult {
     let task_path = root.join(&args.task);
     let task = TaskFile::load(&task_path).map_err(Failure::usage)?;
     if !(args.worktree || task.git.worktree) {
+        if args.onto.is_some() {
+            return Err(Failure::usage(anyhow::anyhow!(
+                "--onto names the branch a worktree loop lands on: add --worktree (or `worktree: true` in the task file)"
+            )));
+        }
         return run_here(args, root, task_path, task);
     }
     let (info, task_path) =

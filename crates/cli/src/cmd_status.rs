@@ -282,7 +282,11 @@ fn to_json(ws: &Workspace, state: Option<&State>, live: bool, hint: &str) -> ser
     };
     let mut v = serde_json::to_value(state).unwrap_or_default();
     v["running"] = json!(live);
+    // One word for what the loop is, with a worktree's landing states: running, waiting
+    // for an answer, done, landing, landed, needs-land, needs-review, failed, discarded.
+    v["state"] = json!(status_word(state.status));
     if let Some(w) = crate::cmd_worktree::status_json(root) {
+        v["state"] = w["state"].clone();
         v["worktree"] = w;
     }
     if let Some(q) = &state.pending_question {
