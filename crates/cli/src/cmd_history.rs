@@ -199,7 +199,7 @@ pub fn diff(args: &DiffArgs) -> CmdResult {
         }
     };
     let mut cmd = h.git.command(["diff", from.as_str(), to.as_str()]);
-    cmd.args(&args.paths_sep()).args(&args.paths);
+    cmd.args(args.paths_sep()).args(&args.paths);
     let status = cmd
         .status()
         .map_err(|e| Failure::failed(anyhow!("could not run git diff: {e}")))?;

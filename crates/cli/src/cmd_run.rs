@@ -47,13 +47,13 @@ fn run_with(args: &RunArgs, may_land: bool) -> CmdResult {
                 "--onto names the branch a worktree loop lands on: add --worktree (or `worktree: true` in the task file)"
             )));
         }
-        return run_here(args, root, task_path, task);
+        return run_here(args, &root, task_path, task);
     }
     let (info, task_path) =
         crate::cmd_worktree::enter(&root, &task_path, &task, args.onto.as_deref())?;
     let task = TaskFile::load(&task_path).map_err(Failure::usage)?;
     let land = task.git.land;
-    let code = run_here(args, info.worktree.clone(), task_path, task)?;
+    let code = run_here(args, &info.worktree, task_path, task)?;
     if code == 0 && may_land && land != ralph_loop::task::LandMode::Manual {
         return crate::cmd_land::land_loop(info, false);
     }
@@ -69,7 +69,7 @@ fn run_with(args: &RunArgs, may_land: bool) -> CmdResult {
     Ok(code)
 }
 
-fn run_here(args: &RunArgs, root: PathBuf, task_path: PathBuf, mut task: TaskFile) -> CmdResult {
+fn run_here(args: &RunArgs, root: &Path, task_path: PathBuf, mut task: TaskFile) -> CmdResult {
     if crate::cmd_init::is_example(&task) {
         return Err(Failure::usage(anyhow::anyhow!(
             "{} is still the example: describe your task. Write what the agent should do in `task:` and its criteria as the checkboxes below it (in {}), then run again",
@@ -77,10 +77,10 @@ fn run_here(args: &RunArgs, root: PathBuf, task_path: PathBuf, mut task: TaskFil
             task_path.display()
         )));
     }
-    let log_budget = config::apply_all(&Workspace::new(&root), &mut task, Default::default())
+    let log_budget = config::apply_all(&Workspace::new(root), &mut task, Default::default())
         .map_err(Failure::usage)?;
     let warnings = task.warnings.clone();
-    match configure(args, &root, task_path, task) {
+    match configure(args, root, task_path, task) {
         Ok((mut cfg, notes)) => {
             cfg.settings.log_budget = log_budget;
             for note in notes {

@@ -89,7 +89,7 @@ impl Checkpointer {
             Some(p) => Some(p.to_owned()),
             None => self.git.resolve("HEAD")?,
         };
-        let mut args = vec!["commit-tree".to_owned(), tree.clone()];
+        let mut args = vec!["commit-tree".to_owned(), tree];
         if let Some(p) = &parent {
             args.extend(["-p".to_owned(), p.clone()]);
         }
@@ -241,11 +241,11 @@ pub fn after_iteration(
     };
     let message = format!("ralph checkpoint {what}\n\nTask: {task}\nRun: {run}\n");
     let label = iteration.to_string();
-    match cp.take(run, &label, previous, &message) {
-        Ok(taken) => return Ok(Some(taken)),
-        // The ref is there already (the iteration ran again after a rate limit), or the
-        // parent is gone: see which, below. Each costs a git command the usual case saves.
-        Err(_) => {}
+    // The usual case in one try. A failure means the ref is there already (the iteration ran
+    // again after a rate limit) or the parent is gone: see which, below, at the cost of the
+    // git commands the usual case saves.
+    if let Ok(taken) = cp.take(run, &label, previous, &message) {
+        return Ok(Some(taken));
     }
     let taken: Vec<String> = list(cp.git(), run)?.into_iter().map(|l| l.label).collect();
     let mut label = label;

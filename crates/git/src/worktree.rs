@@ -365,5 +365,48 @@ pub fn unsaved(info: &LoopInfo) -> Result<Vec<String>, GitError> {
         .filter(|l| l.len() > 3)
         .map(|l| l[3..].to_owned())
         .collect();
+    // The task file ralph copied in (the base did not have it) is ralph's: its last state is
+    // in the run's checkpoints, and the original is in the user's checkout.
+    let out = match &info.task_file {
+        Some(task)
+            if git
+                .try_run([
+                    "cat-file",
+                    "-e",
+                    &format!("{}:{}", info.base, task.display()),
+                ])?
+                .is_none() =>
+        {
+            out.into_iter()
+                .filter(|p| Path::new(p) != task.as_path())
+                .collect()
+        }
+        _ => out,
+    };
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_slug_is_lowercase_words_joined_by_dashes_and_short() {
+        assert_eq!(
+            slug("Add a --json flag to `todo list`!"),
+            "add-a-json-flag-to-todo-list"
+        );
+        assert_eq!(slug("???"), "task");
+        assert!(slug(&"word ".repeat(40)).len() <= 40);
+        assert_eq!(slug("Ünïcode straße"), "n-code-stra-e");
+    }
+
+    #[test]
+    fn a_repository_s_worktrees_share_a_directory_named_for_it() {
+        let a = repo_dir(Path::new("/data"), Path::new("/src/app"));
+        let b = repo_dir(Path::new("/data"), Path::new("/other/app"));
+        assert!(a.starts_with("/data/worktrees"));
+        assert!(a.file_name().unwrap().to_string_lossy().starts_with("app-"));
+        assert_ne!(a, b, "two repositories of the same name do not share");
+    }
 }
