@@ -60,6 +60,11 @@ impl Checkpointer {
     /// Checkpoints of the work tree at `root`, with ralph's index kept at `index` (a file in
     /// `.ralph/`). `None` when `root` is not the top of a git work tree.
     pub fn new(root: &Path, index: PathBuf) -> Option<Checkpointer> {
+        // Most projects that are not repositories are told apart without starting git (each
+        // iteration asks): no `.git` here or above.
+        if !root.ancestors().any(|d| d.join(".git").exists()) {
+            return None;
+        }
         let top = Git::toplevel(root)?;
         let same = std::fs::canonicalize(&top).ok()? == std::fs::canonicalize(root).ok()?;
         // A project inside a bigger repository (a subdirectory) would checkpoint the whole
