@@ -123,6 +123,17 @@ fn a_worktree_run_from_start_to_landing_leaves_the_user_s_checkout_byte_for_byte
         r.git(&["for-each-ref", "refs/ralph/backup/main/"])
             .contains("commit")
     );
+    // Landed, no process runs it: `ralph status --all` still shows it, with its state.
+    let all: serde_json::Value =
+        serde_json::from_str(&r.exec(&["status", "--all", "--json"]).stdout).unwrap();
+    let row = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["worktree"]["branch"] == "ralph/add-the-bee-file")
+        .expect("the landed loop is listed");
+    assert_eq!(row["state"], "landed");
+    assert!(r.exec(&["status", "--all"]).stdout.contains(": landed"));
     // A landed loop's worktree may go; its branch stays.
     r.exec(&["worktree", "remove", "add-the-bee-file"])
         .expect_code(0);

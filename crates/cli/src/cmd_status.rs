@@ -134,20 +134,43 @@ fn all(json_out: bool) -> CmdResult {
             .is_some_and(|s| s.status == Status::WaitingInput);
         (!waiting, root.clone())
     });
+    // Loops in worktrees that no process runs now (done, landed, needs-land, ...): after the
+    // running ones, so that what waits on a landing is seen too.
+    let running: Vec<std::path::PathBuf> = loops.iter().map(|(root, _)| root.clone()).collect();
+    let resting: Vec<std::path::PathBuf> = crate::cmd_worktree::data_dir()
+        .map(|data| ralph_git::worktree::all_loops(&data))
+        .unwrap_or_default()
+        .into_iter()
+        .map(|info| info.worktree)
+        .filter(|w| !running.iter().any(|r| r == w))
+        .collect();
     if json_out {
-        let items: Vec<_> = loops
+        let mut items: Vec<_> = loops
             .iter()
             .map(|(root, st)| {
                 let hint = format!("{} \"your answer\"", crate::answer_command(root));
                 to_json(&Workspace::new(root), st.as_ref(), true, &hint)
             })
             .collect();
+        for root in &resting {
+            let ws = Workspace::new(root);
+            let st = State::load(&ws).ok().flatten();
+            let hint = format!("{} \"your answer\"", crate::answer_command(root));
+            items.push(to_json(&ws, st.as_ref(), false, &hint));
+        }
         outln!("{}", serde_json::to_string_pretty(&items)?);
         return Ok(0);
     }
     if loops.is_empty() {
         outln!("No ralph loop is running on this machine.");
-        return Ok(0);
+    }
+    for root in &resting {
+        for line in crate::cmd_worktree::status_lines(root)
+            .iter()
+            .filter(|l| l.starts_with("state: "))
+        {
+            outln!("{}: {}", root.display(), &line["state: ".len()..]);
+        }
     }
     for (root, st) in &loops {
         let Some(st) = st else {

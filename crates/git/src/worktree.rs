@@ -355,6 +355,21 @@ pub fn loops(data: &Path, repo: &Path) -> Vec<LoopInfo> {
     all
 }
 
+/// Every loop's worktree on this machine (under `<data>/worktrees/`), of every repository.
+pub fn all_loops(data: &Path) -> Vec<LoopInfo> {
+    let Ok(repos) = std::fs::read_dir(data.join("worktrees")) else {
+        return Vec::new();
+    };
+    let mut all: Vec<LoopInfo> = repos
+        .flatten()
+        .filter_map(|r| std::fs::read_dir(r.path()).ok())
+        .flat_map(|loops| loops.flatten())
+        .filter_map(|e| LoopInfo::load(&e.path().join(".ralph")))
+        .collect();
+    all.sort_by(|a, b| a.worktree.cmp(&b.worktree));
+    all
+}
+
 /// The files of a loop's worktree that are in no ref: changed or untracked (not ignored)
 /// files, against its branch (which holds its commits, and is kept).
 pub fn unsaved(info: &LoopInfo) -> Result<Vec<String>, GitError> {
