@@ -517,3 +517,31 @@ fn land_auto_with_merge_lands_after_a_verified_done() {
     assert_eq!(r.git(&["show", "main:other.txt"]), "x\n");
     assert_eq!(checkout_bytes(&r), before);
 }
+
+#[test]
+fn a_task_file_git_does_not_track_stays_out_of_what_lands_and_does_not_block_removal() {
+    let r = Repo::new("task: unused\nmax_iterations: 1", "- [ ] x\n");
+    r.git(&["rm", "-q", "--cached", "RALPH_TASK.md"]);
+    r.git(&[
+        "commit",
+        "-q",
+        "-m",
+        "the task file is the user's, untracked",
+    ]);
+    r.p.write(
+        "RALPH_TASK.md",
+        "---\ntask: Add the bee file\nmax_iterations: 3\ntest_command: test -f b.txt\n---\n- [ ] bee\n",
+    );
+    let agent = r.p.agent(&format!("[iteration 1]\n{EDIT_AND_DONE}"));
+    r.run(&agent, &["--worktree"]).expect_code(0);
+    r.exec(&["land", "add-the-bee-file"]).expect_code(0);
+    let files = r.git(&["show", "--name-only", "--format=", "main"]);
+    assert!(files.contains("b.txt"), "{files}");
+    assert!(!files.contains("RALPH_TASK.md"), "{files}");
+    let wt = worktree_of(&r);
+    r.exec(&["worktree", "remove", "add-the-bee-file"])
+        .expect_code(0);
+    assert!(!wt.exists());
+    // The user's own task file is as they left it.
+    assert!(r.p.read("RALPH_TASK.md").contains("- [ ] bee"));
+}

@@ -204,9 +204,7 @@ pub fn run(args: &WorktreeArgs) -> CmdResult {
                 )));
             }
             let path = info.worktree.to_string_lossy().into_owned();
-            Git::new(&info.repo)
-                .run(["worktree", "remove", &path])
-                .map_err(Failure::failed)?;
+            worktree::remove(&info).map_err(Failure::failed)?;
             outln!(
                 "Removed the worktree {path}; the branch {} is kept (its commits stay reachable).",
                 info.branch

@@ -355,6 +355,36 @@ pub fn loops(data: &Path, repo: &Path) -> Vec<LoopInfo> {
     all
 }
 
+/// Removes a loop's worktree (its branch stays), once [`unsaved`] found nothing: the task file
+/// ralph copied in first, then `git worktree remove`, which itself refuses a worktree with
+/// changes.
+pub fn remove(info: &LoopInfo) -> Result<(), GitError> {
+    if let Some(task) = &info.task_file
+        && !in_base(info, task)?
+    {
+        let path = info.worktree.join(task);
+        match std::fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(GitError::io(&path, e)),
+        }
+    }
+    let dir = info.worktree.to_string_lossy().into_owned();
+    Git::new(&info.repo).run(["worktree", "remove", &dir])?;
+    Ok(())
+}
+
+/// Whether the loop's base commit has `path`.
+fn in_base(info: &LoopInfo, path: &Path) -> Result<bool, GitError> {
+    Ok(Git::new(&info.worktree)
+        .try_run([
+            "cat-file",
+            "-e",
+            &format!("{}:{}", info.base, path.display()),
+        ])?
+        .is_some())
+}
+
 /// Every loop's worktree on this machine (under `<data>/worktrees/`), of every repository.
 pub fn all_loops(data: &Path) -> Vec<LoopInfo> {
     let Ok(repos) = std::fs::read_dir(data.join("worktrees")) else {
@@ -383,19 +413,10 @@ pub fn unsaved(info: &LoopInfo) -> Result<Vec<String>, GitError> {
     // The task file ralph copied in (the base did not have it) is ralph's: its last state is
     // in the run's checkpoints, and the original is in the user's checkout.
     let out = match &info.task_file {
-        Some(task)
-            if git
-                .try_run([
-                    "cat-file",
-                    "-e",
-                    &format!("{}:{}", info.base, task.display()),
-                ])?
-                .is_none() =>
-        {
-            out.into_iter()
-                .filter(|p| Path::new(p) != task.as_path())
-                .collect()
-        }
+        Some(task) if !in_base(info, task)? => out
+            .into_iter()
+            .filter(|p| Path::new(p) != task.as_path())
+            .collect(),
         _ => out,
     };
     Ok(out)
