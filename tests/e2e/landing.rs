@@ -219,6 +219,11 @@ fn a_target_checked_out_with_changes_gives_needs_land_and_the_command_that_finis
     assert!(cmd.status().unwrap().success(), "{command}");
     assert_eq!(r.p.read("b.txt"), "bee\n");
     assert_eq!(r.p.read(".gitignore"), "build/\ntmp/\n");
+    // The next `ralph land` sees it done and says so.
+    let again = r.exec(&["land", "add-the-bee-file"]);
+    again.expect_code(0);
+    assert!(again.stdout.contains("landed on main"), "{}", again.stdout);
+    assert_eq!(status_json(&r, &worktree_of(&r))["state"], "landed");
 }
 
 fn shell_words(s: &str) -> Vec<String> {

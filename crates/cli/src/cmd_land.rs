@@ -42,6 +42,20 @@ pub fn land_loop(mut info: LoopInfo, pr: bool) -> CmdResult {
         );
         return Ok(0);
     }
+    if info.land == Some(LandState::NeedsLand)
+        && let Some(commit) = finished_by_hand(&info)
+    {
+        let reason = format!(
+            "landed on {} at {} (by the command needs-land printed)",
+            info.target.as_deref().unwrap_or("its branch"),
+            short(&commit)
+        );
+        info.landed = Some(commit);
+        info.set_land(ws.dir(), LandState::Landed, Some(reason.clone()))
+            .map_err(Failure::failed)?;
+        outln!("{name}: {reason}.");
+        return Ok(0);
+    }
     let state = State::load(&ws).map_err(Failure::failed)?;
     if state.as_ref().map(|s| s.status) != Some(Status::Done) {
         return Err(Failure::failed(anyhow!(
@@ -199,6 +213,22 @@ fn again(info: &LoopInfo, task: &std::path::Path, state: Option<&State>) -> CmdR
         None => {}
     }
     crate::cmd_run::run_without_landing(&args)
+}
+
+/// After `needs-land`: the combined commit, when the target now contains it (the user ran the
+/// command that finishes the landing).
+fn finished_by_hand(info: &LoopInfo) -> Option<String> {
+    let repo = Git::new(&info.repo);
+    let combined = repo
+        .resolve(&format!("refs/ralph/land/{}", info.branch))
+        .ok()??;
+    let target = format!("refs/heads/{}", info.target.as_deref()?);
+    let contains = repo
+        .output(["merge-base", "--is-ancestor", &combined, &target])
+        .ok()?
+        .status
+        .success();
+    contains.then_some(combined)
 }
 
 fn first_line(s: &str) -> &str {
