@@ -2,11 +2,13 @@ mod util;
 
 mod bad_tasks;
 mod browser;
+mod checkpoints;
 mod commands;
 mod conventions;
 mod crashes;
 mod demo;
 mod hostile;
+mod landing;
 mod loop_basics;
 mod native;
 mod processes;

@@ -107,6 +107,8 @@ impl Project {
             .env_remove("RALPH_DIR")
             .env("RALPH_STATE_DIR", self.state.path())
             .env("XDG_CONFIG_HOME", self.path(".no-user-config"))
+            // Nor the developer's own loops in worktrees (`ralph status --all` lists them).
+            .env("XDG_DATA_HOME", self.path(".no-user-data"))
             .env("NO_COLOR", "1")
             .stdin(Stdio::null());
         cmd

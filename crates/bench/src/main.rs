@@ -2,8 +2,9 @@
 //! estimates, prints one table and writes `target/bench/results.json`.
 //!
 //! ```text
-//! ralph-bench [SECTION…]     sections: decode process overhead sandbox reaction idle startup remote (all
-//!                            by default; `decode` only reads what `cargo bench` wrote)
+//! ralph-bench [SECTION…]     sections: decode process overhead sandbox reaction idle startup remote
+//!                            git (all by default; `decode` only reads what `cargo bench` wrote;
+//!                            `git` alone needs no release build of ralph)
 //! ralph-bench time CORPUS [MiB]     quick in-process timing of one corpus, best of five
 //! ralph-bench profile CORPUS [MiB] [N]  N decode passes (1), for `valgrind --tool=callgrind`
 //!                                       or `perf record`
@@ -17,6 +18,7 @@
 
 #![forbid(unsafe_code)]
 
+mod git;
 mod iterations;
 mod peers;
 mod process;
@@ -36,8 +38,8 @@ use ralph_bench::quick;
 use crate::report::Results;
 use crate::setup::{Bins, loadavg};
 
-const SECTIONS: [&str; 8] = [
-    "decode", "process", "overhead", "sandbox", "reaction", "idle", "startup", "remote",
+const SECTIONS: [&str; 9] = [
+    "decode", "process", "overhead", "sandbox", "reaction", "idle", "startup", "remote", "git",
 ];
 
 fn main() -> ExitCode {
@@ -86,6 +88,12 @@ fn run(args: &[String]) -> Result<(), String> {
         }
     }
     let wanted = |s: &str| args.is_empty() || args.iter().any(|a| a == s);
+    if args == ["git"] {
+        // In process: no release binaries needed.
+        let costs = git_costs(quick());
+        println!("\n{}", costs.table());
+        return Ok(());
+    }
     let bins = Bins::locate()?;
     let quick = quick();
     let load_before = loadavg();
@@ -168,10 +176,14 @@ fn run(args: &[String]) -> Result<(), String> {
         }
     }
 
+    let git = wanted("git").then(|| git_costs(quick));
     let machine = machine(quick, load_before, started.elapsed().as_secs_f64());
     println!("\n{}", results.table());
     if let Some(r) = &served {
         println!("{}", r.table());
+    }
+    if let Some(g) = &git {
+        println!("{}", g.table());
     }
     println!(
         "machine: {} ({} CPUs, {} GiB RAM), Linux {}, /tmp on {}; load average {:.2} before, {:.2} after{}",
@@ -195,10 +207,23 @@ fn run(args: &[String]) -> Result<(), String> {
     if let Some(r) = &served {
         json["remote"] = r.json();
     }
+    if let Some(g) = &git {
+        json["git"] = g.json();
+    }
     let json = serde_json::to_string_pretty(&json).expect("results serialize");
     std::fs::write(&path, json + "\n").map_err(|e| format!("{}: {e}", path.display()))?;
     println!("results: {}", path.display());
     Ok(())
+}
+
+/// The `git` section (see `git.rs`).
+fn git_costs(quick: bool) -> git::GitCosts {
+    eprintln!("git: checkpoints and landing:");
+    if quick {
+        git::run(10_000, 10, 2)
+    } else {
+        git::run(10_000, 50, 5)
+    }
 }
 
 /// `peers`: ralph beside the peers, one table, `target/bench/peers.json`.

@@ -66,6 +66,27 @@ pub enum Command {
     /// List the agent presets: installed or not, where, which version, whether they resume.
     #[command(after_help = "Examples:\n  ralph agents\n  ralph run --agent codex")]
     Agents,
+    /// The iterations of the current (or last) run: signals, files changed, checkpoints.
+    #[command(
+        after_help = "Examples:\n  ralph log\n  ralph log --json | jq '.iterations[].checkpoint'"
+    )]
+    Log(LogArgs),
+    /// What iteration N changed (default: the whole run), through git diff and your pager.
+    #[command(
+        after_help = "Examples:\n  ralph diff          # the whole run\n  ralph diff 3        # iteration 3 alone\n  ralph diff 3 -- src/"
+    )]
+    Diff(DiffArgs),
+    /// Put the work tree back to how it was after iteration N (default: before the last).
+    #[command(after_long_help = UNDO_HELP)]
+    Undo(UndoArgs),
+    /// Land a finished loop's worktree on its branch: tested on the combined tree, never in your checkout.
+    #[command(after_long_help = LAND_HELP)]
+    Land(LandArgs),
+    /// The loops in worktrees of this repository: list, discard, remove.
+    #[command(
+        after_help = "Examples:\n  ralph worktree list\n  ralph worktree discard add-a-cache\n  ralph worktree remove add-a-cache"
+    )]
+    Worktree(WorktreeArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     #[command(after_long_help = COMPLETIONS_HELP)]
     Completions(CompletionsArgs),
@@ -165,6 +186,36 @@ Exit codes:
   2  usage error (empty question, bad --timeout)
   3  nobody answered in time (or the human skipped): proceed with your default or best guess";
 
+const UNDO_HELP: &str = "\
+Examples:
+  ralph undo          # back to before the last iteration
+  ralph undo 2        # back to the state after iteration 2 (0: where the run started)
+  ralph undo 1a2b3c4d # a checkpoint's commit: what an undo prints to undo itself
+
+The present state is checkpointed first, so every undo can be undone. Files git ignores are
+never touched. Refused while a loop runs in the directory.
+
+Exit codes:
+  0  the work tree is as it was
+  1  no checkpoints here, or a loop is running
+  2  no such iteration";
+
+const LAND_HELP: &str = "\
+Examples:
+  ralph land                     # inside a loop's worktree
+  ralph land add-a-cache         # from your checkout, naming the loop
+  ralph land -C ~/.local/share/ralph/worktrees/app-1a2b3c4d/add-a-cache
+  ralph land --pr                # push the branch and open a pull request with gh
+
+The loop's branch is rebased (or merged, `land_with: merge`) onto the target's tip in a
+temporary worktree, test_command runs on that combined tree, a backup ref of the target is
+saved, and the target moves by compare-and-swap. See docs/checkpoints-and-landing.md.
+
+Exit codes:
+  0  landed (or the pull request is open)
+  1  not landed: needs-land (the command that finishes it is printed), needs-review, or an error
+  2  usage error (no such loop)";
+
 const DOCTOR_HELP: &str = "\
 Examples:
   ralph doctor
@@ -243,6 +294,13 @@ pub struct RunArgs {
     /// Run the agent without its sandbox, as `sandbox: false` does (see docs/sandbox.md).
     #[arg(long)]
     pub no_sandbox: bool,
+    /// Run in a git worktree of its own, outside the repository, on a new branch
+    /// `ralph/<task>`; `ralph land` brings the work back (also `worktree: true`).
+    #[arg(long)]
+    pub worktree: bool,
+    /// With --worktree: the branch the work lands on (default: the one checked out now).
+    #[arg(long, value_name = "BRANCH")]
+    pub onto: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -327,6 +385,90 @@ pub struct DemoArgs {
     /// Plain lines instead of the terminal UI.
     #[arg(long)]
     pub no_tui: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct LogArgs {
+    #[command(flatten)]
+    pub dir: DirArg,
+    /// One JSON object, for scripts.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    #[command(flatten)]
+    pub dir: DirArg,
+    /// The iteration (default: the whole run, against where it started).
+    #[arg(value_name = "N")]
+    pub iteration: Option<u32>,
+    /// Only these paths.
+    #[arg(last = true, value_name = "PATH")]
+    pub paths: Vec<String>,
+}
+
+impl DiffArgs {
+    /// `--` before the paths, when there are any.
+    pub fn paths_sep(&self) -> Vec<&'static str> {
+        if self.paths.is_empty() {
+            vec![]
+        } else {
+            vec!["--"]
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct UndoArgs {
+    #[command(flatten)]
+    pub dir: DirArg,
+    /// An iteration number (0: where the run started), or a checkpoint's commit.
+    #[arg(value_name = "N")]
+    pub to: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct LandArgs {
+    #[command(flatten)]
+    pub dir: DirArg,
+    /// The loop (its task slug, from `ralph worktree list`); default: the worktree DIR is in.
+    #[arg(value_name = "LOOP")]
+    pub name: Option<String>,
+    /// Push the branch and open a pull request with `gh` instead (for protected branches).
+    #[arg(long)]
+    pub pr: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct WorktreeArgs {
+    #[command(subcommand)]
+    pub command: WorktreeCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum WorktreeCommand {
+    /// The loops in worktrees of this repository, with their state.
+    List {
+        #[command(flatten)]
+        dir: DirArg,
+    },
+    /// Give up on a loop: it may then be removed (its branch keeps its commits).
+    Discard {
+        #[command(flatten)]
+        dir: DirArg,
+        /// The loop's name (its task slug).
+        #[arg(value_name = "LOOP")]
+        name: String,
+    },
+    /// Remove a landed or discarded loop's worktree; refused while it has changes in no commit.
+    Remove {
+        #[command(flatten)]
+        dir: DirArg,
+        /// The loop's name (its task slug).
+        #[arg(value_name = "LOOP")]
+        name: String,
+    },
 }
 
 #[derive(Debug, Args)]

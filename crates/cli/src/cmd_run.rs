@@ -27,11 +27,50 @@ use ralph_ui::tui::{Tui, TuiOptions};
 
 use crate::{CmdResult, Failure, agents, demo};
 
-/// Runs the loop in `args.dir`.
+/// Runs the loop in `args.dir` (in a worktree of its own with `--worktree` or `worktree: true`,
+/// landed after a verified DONE under `land: auto` or `land: pr`).
 pub fn run(args: &RunArgs) -> CmdResult {
+    run_with(args, true)
+}
+
+/// [`run`], for a loop sent back by `ralph land` (which lands it itself when it is done).
+pub fn run_without_landing(args: &RunArgs) -> CmdResult {
+    run_with(args, false)
+}
+
+fn run_with(args: &RunArgs, may_land: bool) -> CmdResult {
     let root = crate::locate::run_root(&args.dir.dir)?;
     let task_path = root.join(&args.task);
-    let mut task = TaskFile::load(&task_path).map_err(Failure::usage)?;
+    let task = TaskFile::load(&task_path).map_err(Failure::usage)?;
+    if !(args.worktree || task.git.worktree) {
+        if args.onto.is_some() {
+            return Err(Failure::usage(anyhow::anyhow!(
+                "--onto names the branch a worktree loop lands on: add --worktree (or `worktree: true` in the task file)"
+            )));
+        }
+        return run_here(args, &root, task_path, task);
+    }
+    let (info, task_path) =
+        crate::cmd_worktree::enter(&root, &task_path, &task, args.onto.as_deref())?;
+    let task = TaskFile::load(&task_path).map_err(Failure::usage)?;
+    let land = task.git.land;
+    let code = run_here(args, &info.worktree, task_path, task)?;
+    if code == 0 && may_land && land != ralph_loop::task::LandMode::Manual {
+        return crate::cmd_land::land_loop(info, false);
+    }
+    if code == 0 && may_land {
+        eprintln!(
+            "ralph: done in {}; `{} land {}` brings the work onto {} (tested on the combined tree first)",
+            info.worktree.display(),
+            crate::program(),
+            crate::cmd_worktree::slug_of(&info),
+            info.target.as_deref().unwrap_or("its branch")
+        );
+    }
+    Ok(code)
+}
+
+fn run_here(args: &RunArgs, root: &Path, task_path: PathBuf, mut task: TaskFile) -> CmdResult {
     if crate::cmd_init::is_example(&task) {
         return Err(Failure::usage(anyhow::anyhow!(
             "{} is still the example: describe your task. Write what the agent should do in `task:` and its criteria as the checkboxes below it (in {}), then run again",
@@ -39,10 +78,10 @@ pub fn run(args: &RunArgs) -> CmdResult {
             task_path.display()
         )));
     }
-    let log_budget = config::apply_all(&Workspace::new(&root), &mut task, Default::default())
+    let log_budget = config::apply_all(&Workspace::new(root), &mut task, Default::default())
         .map_err(Failure::usage)?;
     let warnings = task.warnings.clone();
-    match configure(args, &root, task_path, task) {
+    match configure(args, root, task_path, task) {
         Ok((mut cfg, sandbox, notes)) => {
             cfg.settings.log_budget = log_budget;
             for note in notes {

@@ -47,10 +47,16 @@ pub fn run(args: &StatusArgs) -> CmdResult {
         return Ok(0);
     }
     let Some(state) = state else {
-        outln!(
-            "No loop has run in {} yet. Start one with `ralph run` (or try `ralph demo`).",
-            root.display()
-        );
+        let elsewhere = crate::cmd_worktree::status_lines(&root);
+        if elsewhere.is_empty() {
+            outln!(
+                "No loop has run in {} yet. Start one with `ralph run` (or try `ralph demo`).",
+                root.display()
+            );
+        }
+        for line in elsewhere {
+            outln!("{line}");
+        }
         return Ok(0);
     };
     let active = matches!(state.status, Status::Running | Status::WaitingInput);
@@ -95,7 +101,21 @@ pub fn run(args: &StatusArgs) -> CmdResult {
     {
         outln!("  why: {}", clean(reason));
     }
+    for line in crate::cmd_worktree::status_lines(&root) {
+        outln!("  {line}");
+    }
     Ok(0)
+}
+
+/// A loop's status in one word or three, as the states of a loop in a worktree are named.
+pub fn status_word(status: Status) -> &'static str {
+    match status {
+        Status::Running => "running",
+        Status::WaitingInput => "waiting for an answer",
+        Status::Done => "done",
+        Status::Failed | Status::MaxIterations => "failed",
+        Status::Stopped => "stopped",
+    }
 }
 
 /// `--all`: every registered loop on this machine, waiting ones first.
@@ -114,20 +134,43 @@ fn all(json_out: bool) -> CmdResult {
             .is_some_and(|s| s.status == Status::WaitingInput);
         (!waiting, root.clone())
     });
+    // Loops in worktrees that no process runs now (done, landed, needs-land, ...): after the
+    // running ones, so that what waits on a landing is seen too.
+    let running: Vec<std::path::PathBuf> = loops.iter().map(|(root, _)| root.clone()).collect();
+    let resting: Vec<std::path::PathBuf> = crate::cmd_worktree::data_dir()
+        .map(|data| ralph_git::worktree::all_loops(&data))
+        .unwrap_or_default()
+        .into_iter()
+        .map(|info| info.worktree)
+        .filter(|w| !running.iter().any(|r| r == w))
+        .collect();
     if json_out {
-        let items: Vec<_> = loops
+        let mut items: Vec<_> = loops
             .iter()
             .map(|(root, st)| {
                 let hint = format!("{} \"your answer\"", crate::answer_command(root));
                 to_json(&Workspace::new(root), st.as_ref(), true, &hint)
             })
             .collect();
+        for root in &resting {
+            let ws = Workspace::new(root);
+            let st = State::load(&ws).ok().flatten();
+            let hint = format!("{} \"your answer\"", crate::answer_command(root));
+            items.push(to_json(&ws, st.as_ref(), false, &hint));
+        }
         outln!("{}", serde_json::to_string_pretty(&items)?);
         return Ok(0);
     }
     if loops.is_empty() {
         outln!("No ralph loop is running on this machine.");
-        return Ok(0);
+    }
+    for root in &resting {
+        for line in crate::cmd_worktree::status_lines(root)
+            .iter()
+            .filter(|l| l.starts_with("state: "))
+        {
+            outln!("{}: {}", root.display(), &line["state: ".len()..]);
+        }
     }
     for (root, st) in &loops {
         let Some(st) = st else {
@@ -262,6 +305,13 @@ fn to_json(ws: &Workspace, state: Option<&State>, live: bool, hint: &str) -> ser
     };
     let mut v = serde_json::to_value(state).unwrap_or_default();
     v["running"] = json!(live);
+    // One word for what the loop is, with a worktree's landing states: running, waiting
+    // for an answer, done, landing, landed, needs-land, needs-review, failed, discarded.
+    v["state"] = json!(status_word(state.status));
+    if let Some(w) = crate::cmd_worktree::status_json(root) {
+        v["state"] = w["state"].clone();
+        v["worktree"] = w;
+    }
     if let Some(q) = &state.pending_question {
         let now = SystemTime::now();
         let waited = q

@@ -24,10 +24,13 @@ mod cmd_answer;
 mod cmd_ask;
 mod cmd_docs;
 mod cmd_doctor;
+mod cmd_history;
 mod cmd_init;
+mod cmd_land;
 mod cmd_run;
 mod cmd_serve;
 mod cmd_status;
+mod cmd_worktree;
 mod demo;
 mod locate;
 
@@ -134,6 +137,11 @@ fn run(cli: Cli) -> CmdResult {
         Command::Demo(a) => demo::run(&a),
         Command::Doctor(a) => cmd_doctor::run(&a),
         Command::Agents => cmd_agents::run(),
+        Command::Log(a) => cmd_history::log(&a),
+        Command::Diff(a) => cmd_history::diff(&a),
+        Command::Undo(a) => cmd_history::undo(&a),
+        Command::Land(a) => cmd_land::run(&a),
+        Command::Worktree(a) => cmd_worktree::run(&a),
         Command::Completions(a) => cmd_docs::completions(&a),
         Command::Man(a) => cmd_docs::man(&a),
     }

@@ -105,7 +105,13 @@ where
     // `PWD` as a shell would set it: a program started without one would otherwise see ralph's
     // own, and some (opencode) take that for their working directory.
     let pwd = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+    // The agent and the tests work on the repository they run in: a `GIT_DIR` or
+    // `GIT_WORK_TREE` inherited by ralph (from a hook, a wrapper) would point them elsewhere,
+    // at the user's own checkout when ralph runs in a worktree.
     cmd.current_dir(dir)
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env_remove("GIT_INDEX_FILE")
         .env("PWD", pwd)
         .envs(env)
         .process_group(0)

@@ -34,6 +34,9 @@ pub enum Outcome {
     QuestionTimeoutStop,
     /// Ctrl-C, SIGTERM or SIGHUP.
     Interrupted,
+    /// The loop runs in a worktree of its own and the user's checkout changed while the agent
+    /// ran: it stopped before anything more happened there.
+    CheckoutTouched,
 }
 
 impl Outcome {
@@ -44,7 +47,8 @@ impl Outcome {
             Outcome::Gutter
             | Outcome::TooManyFailures
             | Outcome::CostLimit
-            | Outcome::QuestionTimeoutStop => 1,
+            | Outcome::QuestionTimeoutStop
+            | Outcome::CheckoutTouched => 1,
             Outcome::MaxIterations => 3,
             Outcome::AgentNotRunnable => 2,
             Outcome::Interrupted => 130,
@@ -58,7 +62,8 @@ impl Outcome {
             Outcome::Gutter
             | Outcome::TooManyFailures
             | Outcome::CostLimit
-            | Outcome::AgentNotRunnable => Status::Failed,
+            | Outcome::AgentNotRunnable
+            | Outcome::CheckoutTouched => Status::Failed,
             Outcome::MaxIterations => Status::MaxIterations,
             Outcome::QuestionTimeoutStop | Outcome::Interrupted => Status::Stopped,
         }

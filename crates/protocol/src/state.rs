@@ -194,6 +194,10 @@ pub struct State {
     /// that found `answer.md` free learns whether the loop took its answer or an earlier one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub closed_questions: Vec<ClosedQuestion>,
+    /// The last checkpoint of the work tree (a commit under `refs/ralph/<run>/`), when the
+    /// project is a git repository and checkpoints are on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<String>,
 }
 
 /// How a run's agent was chosen: a preset by name, or a command line and how to read it.
@@ -268,6 +272,7 @@ impl State {
             last_signal: None,
             reason: None,
             closed_questions: Vec::new(),
+            checkpoint: None,
             total_cost_usd: None,
         }
     }

@@ -21,6 +21,9 @@ pub enum UserDir {
     /// (`~/.local/state/ralph` on Linux; the local data directory on platforms without a
     /// state directory).
     State,
+    /// ralph's data (the worktrees of `ralph run --worktree`): `$XDG_DATA_HOME/ralph`, else
+    /// `~/.local/share/ralph` (on Linux). Never a temporary directory: it survives reboots.
+    Data,
 }
 
 /// The directory `which` names; `None` when no variable sets it and there is no home
@@ -29,6 +32,7 @@ pub fn user_dir(which: UserDir) -> Option<PathBuf> {
     let var = match which {
         UserDir::Config => "XDG_CONFIG_HOME",
         UserDir::State => STATE_DIR_ENV,
+        UserDir::Data => "XDG_DATA_HOME",
     };
     resolve(which, std::env::var_os(var))
 }
@@ -39,13 +43,14 @@ fn resolve(which: UserDir, set: Option<OsString>) -> Option<PathBuf> {
         let dir = PathBuf::from(dir);
         return Some(match which {
             // XDG_CONFIG_HOME is every program's; RALPH_STATE_DIR is ralph's own.
-            UserDir::Config => dir.join("ralph"),
+            UserDir::Config | UserDir::Data => dir.join("ralph"),
             UserDir::State => dir,
         });
     }
     let dirs = directories::ProjectDirs::from("", "", "ralph")?;
     Some(match which {
         UserDir::Config => dirs.config_dir().to_path_buf(),
+        UserDir::Data => dirs.data_dir().to_path_buf(),
         UserDir::State => dirs
             .state_dir()
             .unwrap_or_else(|| dirs.data_local_dir())

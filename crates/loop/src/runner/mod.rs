@@ -54,6 +54,7 @@ mod cleanup;
 mod config;
 mod controls;
 mod delivery;
+mod git;
 mod groups;
 pub mod logs;
 mod questions;
@@ -184,6 +185,11 @@ impl Runner {
         if let Some(killed) = killed {
             self.report_killed_run(&killed, swept).await;
         }
+        // The work tree as the run found it: `ralph diff` compares against it.
+        let start = self.first_iteration.saturating_sub(1);
+        if let Some(reason) = self.checkpoint_and_check(start, true).await {
+            return self.finish(Outcome::CheckoutTouched, &reason).await;
+        }
         for w in &self.cfg.task.warnings {
             let text = w.to_string();
             self.emit(LoopEvent::Warning(text.clone())).await;
@@ -235,6 +241,9 @@ impl Runner {
             self.cfg.task = task;
 
             let mut run = self.run_iteration(iteration).await?;
+            if let Some(reason) = self.checkpoint_and_check(iteration, false).await {
+                return self.finish(Outcome::CheckoutTouched, &reason).await;
+            }
             if let Some(mut open) = run.asking.take() {
                 if run.interrupted {
                     // Kept pending in state.json: the next `ralph run` shows it again.

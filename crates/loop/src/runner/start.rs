@@ -101,6 +101,7 @@ impl Runner {
                 .as_ref()
                 .map(|p| p.closed_questions.clone())
                 .unwrap_or_default(),
+            checkpoint: previous.as_ref().and_then(|p| p.checkpoint.clone()),
         };
         Ok(Runner {
             cfg,

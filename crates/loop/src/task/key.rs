@@ -46,11 +46,23 @@ pub enum Key {
     SandboxRead,
     /// `sandbox_net`
     SandboxNet,
+    /// `checkpoints`
+    Checkpoints,
+    /// `worktree`
+    Worktree,
+    /// `worktree_setup`
+    WorktreeSetup,
+    /// `land`
+    Land,
+    /// `land_with`
+    LandWith,
+    /// `land_attempts`
+    LandAttempts,
 }
 
 impl Key {
     /// Every key, in the order the example file documents them.
-    pub const ALL: [Key; 21] = [
+    pub const ALL: [Key; 27] = [
         Key::Task,
         Key::CompletionCriteria,
         Key::MaxIterations,
@@ -72,6 +84,12 @@ impl Key {
         Key::SandboxWrite,
         Key::SandboxRead,
         Key::SandboxNet,
+        Key::Checkpoints,
+        Key::Worktree,
+        Key::WorktreeSetup,
+        Key::Land,
+        Key::LandWith,
+        Key::LandAttempts,
     ];
 
     /// The key as written in the file.
@@ -98,6 +116,12 @@ impl Key {
             Key::SandboxWrite => "sandbox_write",
             Key::SandboxRead => "sandbox_read",
             Key::SandboxNet => "sandbox_net",
+            Key::Checkpoints => "checkpoints",
+            Key::Worktree => "worktree",
+            Key::WorktreeSetup => "worktree_setup",
+            Key::Land => "land",
+            Key::LandWith => "land_with",
+            Key::LandAttempts => "land_attempts",
         }
     }
 
@@ -148,6 +172,12 @@ impl Key {
             Key::SandboxWrite => "sandbox_write: [\"~/.cache/my-tool\"]",
             Key::SandboxRead => "sandbox_read: [\"~/src/shared-lib\"]",
             Key::SandboxNet => "sandbox_net: [443]",
+            Key::Checkpoints => "checkpoints: false",
+            Key::Worktree => "worktree: true",
+            Key::WorktreeSetup => "worktree_setup: npm ci",
+            Key::Land => "land: auto",
+            Key::LandWith => "land_with: merge",
+            Key::LandAttempts => "land_attempts: 2",
         }
     }
 

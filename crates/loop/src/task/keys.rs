@@ -11,7 +11,10 @@ use std::time::Duration;
 use super::error::Problem;
 use super::key::{Key, nearest};
 use super::wait::{self, DURATION_FORMS, DurationError, OnQuestionTimeout, Wait};
-use super::{DEFAULT_MAX_CONSECUTIVE_FAILURES, DEFAULT_MAX_ITERATIONS, MAX_COUNT, NotifySettings};
+use super::{
+    DEFAULT_MAX_CONSECUTIVE_FAILURES, DEFAULT_MAX_ITERATIONS, GitSettings, LandMode, LandWith,
+    MAX_COUNT, NotifySettings,
+};
 
 /// One YAML value, reduced to what the checks need.
 ///
@@ -82,6 +85,7 @@ pub(super) struct Settings {
     pub(super) max_cost_usd: Option<f64>,
     pub(super) notify: NotifySettings,
     pub(super) sandbox: crate::sandbox::SandboxSettings,
+    pub(super) git: GitSettings,
     /// The keys given a value (not `null`), in the order they came.
     pub(super) given: Vec<Key>,
 }
@@ -104,6 +108,7 @@ impl Default for Settings {
             max_cost_usd: None,
             notify: NotifySettings::default(),
             sandbox: Default::default(),
+            git: GitSettings::default(),
             given: Vec::new(),
         }
     }
@@ -181,6 +186,40 @@ impl Settings {
             Key::DesktopNotification => {
                 if let Some(b) = flag(key, value)? {
                     self.notify.desktop_notification = b;
+                }
+            }
+            Key::Checkpoints => {
+                if let Some(b) = flag(key, value)? {
+                    self.git.checkpoints = b;
+                }
+            }
+            Key::Worktree => {
+                if let Some(b) = flag(key, value)? {
+                    self.git.worktree = b;
+                }
+            }
+            Key::WorktreeSetup => self.git.worktree_setup = text(key, value, "a shell command")?,
+            Key::Land => {
+                if let Some(s) = choice(key, value, &["manual", "auto", "pr"])? {
+                    self.git.land = match s {
+                        "auto" => LandMode::Auto,
+                        "pr" => LandMode::PullRequest,
+                        _ => LandMode::Manual,
+                    };
+                }
+            }
+            Key::LandWith => {
+                if let Some(s) = choice(key, value, &["rebase", "merge"])? {
+                    self.git.land_with = if s == "merge" {
+                        LandWith::Merge
+                    } else {
+                        LandWith::Rebase
+                    };
+                }
+            }
+            Key::LandAttempts => {
+                if let Some(n) = count(key, value)? {
+                    self.git.land_attempts = n;
                 }
             }
             Key::Sandbox => {
@@ -500,6 +539,31 @@ fn sandbox_mode(key: Key, value: Node<'_>) -> Result<Option<crate::sandbox::Mode
     match flag(key, value) {
         Ok(b) => Ok(b.map(|on| if on { Mode::On } else { Mode::Off })),
         Err(_) => Err(bad(key, EXPECTED, &value, fix())),
+    }
+}
+/// One of a few words, as written in `names`.
+fn choice(
+    key: Key,
+    value: Node<'_>,
+    names: &[&'static str],
+) -> Result<Option<&'static str>, Problem> {
+    let expected = format!("one of {}", names.join(", "));
+    match value {
+        Node::Null => Ok(None),
+        Node::Str(s) => match names.iter().find(|n| **n == s.trim()) {
+            Some(n) => Ok(Some(n)),
+            None => {
+                let example = match nearest(s, names) {
+                    Some(near) => format!(
+                        "Did you mean '{near}'? Write it like: {}: {near}",
+                        key.name()
+                    ),
+                    None => key.write_it_like(),
+                };
+                Err(bad(key, expected, &value, example))
+            }
+        },
+        other => Err(bad(key, expected, &other, key.write_it_like())),
     }
 }
 

@@ -123,6 +123,8 @@ pub struct TaskFile {
     /// `sandbox`, `sandbox_write`, `sandbox_read`, `sandbox_net`: the agent's sandbox (see
     /// [`crate::sandbox`]). Default: on where the kernel can, writing only the project.
     pub sandbox: crate::sandbox::SandboxSettings,
+    /// Checkpoints, worktrees and landing.
+    pub git: GitSettings,
     /// The checkboxes of the body.
     pub criteria: Vec<Criterion>,
     /// The markdown after the closing `---` line.
@@ -132,6 +134,56 @@ pub struct TaskFile {
     /// The frontmatter keys the file gives a value (not `null`): what the user's config file
     /// may not override.
     pub given: Vec<Key>,
+}
+
+/// Checkpoints, worktrees and landing (docs/checkpoints-and-landing.md).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GitSettings {
+    /// `checkpoints`: a checkpoint of the work tree after every iteration. Default true.
+    pub checkpoints: bool,
+    /// `worktree`: run in a git worktree of its own, as `ralph run --worktree`. Default false.
+    pub worktree: bool,
+    /// `worktree_setup`: a shell command run once in a new worktree (`npm ci`).
+    pub worktree_setup: Option<String>,
+    /// `land`: what happens after a verified DONE in a worktree. Default `manual`.
+    pub land: LandMode,
+    /// `land_with`: how the loop's branch goes onto the target. Default `rebase`.
+    pub land_with: LandWith,
+    /// `land_attempts`: how many times a failed landing goes back to the agent. Default 2.
+    pub land_attempts: u32,
+}
+
+impl Default for GitSettings {
+    fn default() -> GitSettings {
+        GitSettings {
+            checkpoints: true,
+            worktree: false,
+            worktree_setup: None,
+            land: LandMode::Manual,
+            land_with: LandWith::Rebase,
+            land_attempts: 2,
+        }
+    }
+}
+
+/// `land`: when a worktree loop's work goes onto its target branch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LandMode {
+    /// Only by `ralph land`.
+    Manual,
+    /// As soon as DONE is verified.
+    Auto,
+    /// As soon as DONE is verified, as a pull request (`gh pr create`).
+    PullRequest,
+}
+
+/// `land_with`: how the loop's branch is combined with the target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LandWith {
+    /// Rebase the loop's commits onto the target's tip (a straight history).
+    Rebase,
+    /// A merge commit.
+    Merge,
 }
 
 /// How ralph gets the user's attention when a question or the end of the loop needs it.
@@ -232,6 +284,7 @@ impl TaskFile {
             max_cost_usd: settings.max_cost_usd,
             notify: settings.notify,
             sandbox: settings.sandbox,
+            git: settings.git,
             criteria: parse_criteria(parts.body, parts.body_first_line),
             body: parts.body.to_owned(),
             warnings,

@@ -114,11 +114,22 @@ fn every_key_is_read() {
     assert_eq!(
         boxes(&task),
         [
-            (false, 23, "Cache hits skip the database"),
-            (true, 24, "Config has a cache section"),
+            (false, 29, "Cache hits skip the database"),
+            (true, 30, "Config has a cache section"),
         ]
     );
-    assert_eq!(task.unchecked().map(|c| c.line).collect::<Vec<_>>(), [23]);
+    assert_eq!(task.unchecked().map(|c| c.line).collect::<Vec<_>>(), [29]);
+    assert_eq!(
+        task.git,
+        crate::task::GitSettings {
+            checkpoints: false,
+            worktree: true,
+            worktree_setup: Some("npm ci".to_owned()),
+            land: crate::task::LandMode::Auto,
+            land_with: crate::task::LandWith::Merge,
+            land_attempts: 3,
+        }
+    );
     assert!(task.body.starts_with("# Session cache\n"));
     assert!(task.warnings.is_empty());
 }
@@ -296,7 +307,7 @@ fn ten_megabyte_body_is_fine() {
 #[test]
 fn criteria_can_be_reread_from_the_body_alone() {
     let task = load("all-keys.md");
-    let first_body_line = 22;
+    let first_body_line = 28;
     assert_eq!(
         crate::task::parse_criteria(&task.body, first_body_line),
         task.criteria

@@ -1,0 +1,552 @@
+//! `ralph run --worktree` and `ralph land`: the user's checkout untouched from start to
+//! landing, only tested work lands, conflicts go back to the agent, a checked-out target with
+//! changes waits for its human, a `kill -9` mid-landing loses nothing, and ralph never runs a
+//! destructive git command.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::checkpoints::Repo;
+use super::util::*;
+
+/// The user's checkout as the issue asks it be kept: HEAD (the file and the commit), the
+/// index file's bytes, `git status` and the stash list.
+fn checkout_bytes(r: &Repo) -> (Vec<u8>, String, Vec<u8>, String, String) {
+    (
+        std::fs::read(r.p.path(".git/HEAD")).unwrap(),
+        r.git(&["rev-parse", "HEAD"]),
+        std::fs::read(r.p.path(".git/index")).unwrap(),
+        r.git(&["status", "--porcelain=v1", "--untracked-files=all"]),
+        r.git(&["stash", "list"]),
+    )
+}
+
+/// The one loop's worktree under the test's XDG_DATA_HOME.
+fn worktree_of(r: &Repo) -> PathBuf {
+    let repos = r.home().join("data/ralph/worktrees");
+    let repo = std::fs::read_dir(&repos)
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path();
+    std::fs::read_dir(&repo)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| !p.file_name().unwrap().to_string_lossy().starts_with('.'))
+        .unwrap()
+}
+
+fn status_json(r: &Repo, dir: &Path) -> serde_json::Value {
+    let run = r.exec(&["status", "--json", "-C", &dir.display().to_string()]);
+    serde_json::from_str(&run.stdout).unwrap()
+}
+
+const EDIT_AND_DONE: &str = "write a.txt one\\n\nwrite b.txt bee\\n\ncheck-all\nsignal DONE\n";
+
+#[test]
+fn a_worktree_run_from_start_to_landing_leaves_the_user_s_checkout_byte_for_byte() {
+    let r = Repo::new(
+        "task: Add the bee file\nmax_iterations: 3\ntest_command: test -f b.txt",
+        "- [ ] bee\n",
+    );
+    // The user's own work in progress: another branch, a stash, a staged change, an untracked
+    // file, an ignored one.
+    r.git(&["checkout", "-q", "-b", "mine"]);
+    r.p.write("a.txt", "stashed\n");
+    r.git(&["stash", "-q"]);
+    r.p.write("a.txt", "staged\n");
+    r.git(&["add", "a.txt"]);
+    r.p.write("notes.txt", "mine\n");
+    r.p.write(".env", "SECRET=1\n");
+    r.p.write(".gitignore", "build/\n.env\n");
+    r.p.write(".worktreeinclude", ".env\n");
+    let before = checkout_bytes(&r);
+    let agent = r.p.agent(&format!(
+        "[iteration 1]\nrun-capture env-seen.txt sh -c \"cat .env; echo ${{GIT_DIR-unset}}\"\n{EDIT_AND_DONE}"
+    ));
+    let mut cmd = r.ralph();
+    cmd.args([
+        "run",
+        "--no-tui",
+        "--worktree",
+        "--onto",
+        "main",
+        "--agent-cmd",
+        &agent,
+    ])
+    .env("GIT_DIR", r.p.path(".git"))
+    .env("GIT_WORK_TREE", r.p.root());
+    let run = Run::finish(spawn(cmd), Duration::from_secs(90));
+    run.expect_code(0);
+    assert!(
+        run.stderr.contains("land add-the-bee-file"),
+        "{}",
+        run.stderr
+    );
+    let wt = worktree_of(&r);
+    assert!(
+        wt.starts_with(r.home().join("data/ralph/worktrees")),
+        "{}",
+        wt.display()
+    );
+    assert_eq!(wt.file_name().unwrap(), "add-the-bee-file");
+    // .worktreeinclude copied the ignored .env; the agent saw no GIT_DIR.
+    assert_eq!(
+        std::fs::read_to_string(wt.join("env-seen.txt")).unwrap(),
+        "SECRET=1\nunset\n"
+    );
+    let st = status_json(&r, &wt);
+    assert_eq!(st["worktree"]["branch"], "ralph/add-the-bee-file");
+    assert_eq!(st["worktree"]["state"], "done");
+    assert_eq!(st["worktree"]["target"], "main");
+    assert_eq!(
+        checkout_bytes(&r),
+        before,
+        "the run touched the user's checkout"
+    );
+
+    let land = r.exec(&["land", "add-the-bee-file"]);
+    land.expect_code(0);
+    assert!(land.stdout.contains("landed on main"), "{}", land.stdout);
+    assert_eq!(r.git(&["show", "main:b.txt"]), "bee\n");
+    assert_eq!(
+        checkout_bytes(&r),
+        before,
+        "landing touched the user's checkout"
+    );
+    assert_eq!(status_json(&r, &wt)["worktree"]["state"], "landed");
+    assert_eq!(status_json(&r, &wt)["state"], "landed");
+    // A backup of where main was.
+    assert!(
+        r.git(&["for-each-ref", "refs/ralph/backup/main/"])
+            .contains("commit")
+    );
+    // Landed, no process runs it: `ralph status --all` still shows it, with its state.
+    let all: serde_json::Value =
+        serde_json::from_str(&r.exec(&["status", "--all", "--json"]).stdout).unwrap();
+    let row = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["worktree"]["branch"] == "ralph/add-the-bee-file")
+        .expect("the landed loop is listed");
+    assert_eq!(row["state"], "landed");
+    assert!(r.exec(&["status", "--all"]).stdout.contains(": landed"));
+    // A landed loop's worktree may go; its branch stays.
+    r.exec(&["worktree", "remove", "add-the-bee-file"])
+        .expect_code(0);
+    assert!(!wt.exists());
+    assert!(
+        r.git(&["branch", "--list", "ralph/add-the-bee-file"])
+            .contains("ralph/")
+    );
+    assert_eq!(checkout_bytes(&r), before);
+}
+
+#[test]
+fn tests_failing_on_the_combined_tree_go_back_to_the_agent_then_need_review_target_unchanged() {
+    let r = Repo::new(
+        "task: Add the bee file\nmax_iterations: 3\nland_attempts: 1\ntest_command: test -f b.txt && test ! -f breaker.txt",
+        "- [ ] bee\n",
+    );
+    let counter = r.home().join("calls");
+    let agent = format!(
+        "{} --counter '{}'",
+        r.p.agent(&format!(
+            "[call 1]\n{EDIT_AND_DONE}[call 2..]\nexpect-prompt-contains Landing your work failed\nwrite tried.txt yes\\n\nsignal DONE\n"
+        )),
+        counter.display()
+    );
+    r.run(&agent, &["--worktree"]).expect_code(0);
+    // Meanwhile main gets a commit that the loop's work does not pass with.
+    r.p.write("breaker.txt", "x\n");
+    r.git(&["add", "breaker.txt"]);
+    r.git(&["commit", "-q", "-m", "breaks the loop's tests"]);
+    let main_before = r.git(&["rev-parse", "main"]);
+    let land = r.exec(&["land", "add-the-bee-file"]);
+    land.expect_code(1);
+    assert!(land.stderr.contains("needs-review"), "{}", land.stderr);
+    assert!(land.stderr.contains("the tests failed"), "{}", land.stderr);
+    assert_eq!(r.git(&["rev-parse", "main"]), main_before);
+    let wt = worktree_of(&r);
+    // The agent had its one try, with the failure in its prompt.
+    assert!(wt.join("tried.txt").exists());
+    assert_eq!(status_json(&r, &wt)["worktree"]["state"], "needs-review");
+    // Not landed: its worktree stays.
+    let rm = r.exec(&["worktree", "remove", "add-the-bee-file"]);
+    rm.expect_code(1);
+    assert!(
+        rm.stderr.contains("neither landed nor discarded"),
+        "{}",
+        rm.stderr
+    );
+    assert!(wt.exists());
+}
+
+#[test]
+fn a_target_checked_out_with_changes_gives_needs_land_and_the_command_that_finishes_it() {
+    let r = Repo::new(
+        "task: Add the bee file\nmax_iterations: 3\ntest_command: test -f b.txt",
+        "- [ ] bee\n",
+    );
+    let agent = r.p.agent(&format!("[iteration 1]\n{EDIT_AND_DONE}"));
+    r.run(&agent, &["--worktree"]).expect_code(0);
+    r.p.write(".gitignore", "build/\ntmp/\n");
+    let main_before = r.git(&["rev-parse", "main"]);
+    let land = r.exec(&["land", "add-the-bee-file"]);
+    land.expect_code(1);
+    assert!(land.stdout.contains("needs-land"), "{}", land.stdout);
+    assert_eq!(r.git(&["rev-parse", "main"]), main_before);
+    assert_eq!(r.p.read(".gitignore"), "build/\ntmp/\n");
+    assert_eq!(
+        status_json(&r, &worktree_of(&r))["worktree"]["state"],
+        "needs-land"
+    );
+    let command = land
+        .stdout
+        .split("To finish: ")
+        .nth(1)
+        .unwrap()
+        .trim()
+        .to_owned();
+    // The one command, run as printed, finishes it (the user's edit does not collide).
+    let words = shell_words(&command);
+    let mut cmd = std::process::Command::new(&words[0]);
+    cmd.args(&words[1..]);
+    r.env(&mut cmd);
+    assert!(cmd.status().unwrap().success(), "{command}");
+    assert_eq!(r.p.read("b.txt"), "bee\n");
+    assert_eq!(r.p.read(".gitignore"), "build/\ntmp/\n");
+    // The next `ralph land` sees it done and says so.
+    let again = r.exec(&["land", "add-the-bee-file"]);
+    again.expect_code(0);
+    assert!(again.stdout.contains("landed on main"), "{}", again.stdout);
+    assert_eq!(status_json(&r, &worktree_of(&r))["state"], "landed");
+}
+
+fn shell_words(s: &str) -> Vec<String> {
+    s.split(' ')
+        .map(|w| w.trim_matches('\'').to_owned())
+        .collect()
+}
+
+#[test]
+fn a_conflict_goes_back_to_the_loop_s_agent_which_resolves_it_and_the_work_lands() {
+    let r = Repo::new(
+        "task: Change the shared file\nmax_iterations: 3\ntest_command: grep -q loop a.txt",
+        "- [ ] changed\n",
+    );
+    let counter = r.home().join("calls");
+    let agent = format!(
+        "{} --counter '{}'",
+        r.p.agent(
+            "[call 1]\nwrite a.txt loop\\n\ncheck-all\nsignal DONE\n\
+             [call 2..]\nexpect-prompt-contains conflict\nrun git merge -q main\n\
+             write a.txt \"main and loop\\n\"\nrun git add a.txt\nrun git commit -q -m resolved\n\
+             signal DONE\n"
+        ),
+        counter.display()
+    );
+    r.run(&agent, &["--worktree"]).expect_code(0);
+    r.p.write("a.txt", "main\n");
+    r.git(&["commit", "-q", "-am", "main changes a.txt too"]);
+    let land = r.exec(&["land", "change-the-shared-file"]);
+    land.expect_code(0);
+    assert!(land.stderr.contains("conflict"), "{}", land.stderr);
+    assert_eq!(r.git(&["show", "main:a.txt"]), "main and loop\n");
+    // main was checked out and clean: it moved as a fast-forward, work tree included.
+    assert_eq!(r.p.read("a.txt"), "main and loop\n");
+    assert_eq!(
+        r.git(&["status", "--porcelain", "--untracked-files=no"]),
+        ""
+    );
+}
+
+#[test]
+fn kill_9_in_the_middle_of_a_landing_leaves_the_target_unchanged_and_the_backup_in_place() {
+    let home = tempfile::tempdir().unwrap();
+    let fifo = home.path().join("fifo");
+    let started = home.path().join("started");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    // Blocks only on the landing's combined tree, not in the loop's own verification.
+    let test = format!(
+        "test_command: case \"$PWD\" in *.landing-*) touch '{}'; cat '{}' ;; esac; test -f b.txt",
+        started.display(),
+        fifo.display()
+    );
+    let r = Repo::new(
+        &format!("task: Add the bee file\nmax_iterations: 3\n{test}"),
+        "- [ ] bee\n",
+    );
+    let agent = r.p.agent(&format!("[iteration 1]\n{EDIT_AND_DONE}"));
+    r.run(&agent, &["--worktree"]).expect_code(0);
+    // main is not checked out, so a landing would move it at once.
+    r.git(&["checkout", "-q", "-b", "mine"]);
+    let main_before = r.git(&["rev-parse", "main"]);
+    let mut cmd = r.ralph();
+    cmd.args(["land", "add-the-bee-file"]);
+    let mut landing = spawn(cmd);
+    wait_until(Duration::from_secs(30), "the landing's tests", || {
+        started.exists().then_some(())
+    });
+    landing.kill().unwrap();
+    landing.wait().unwrap();
+    // Release the orphaned test command.
+    let _ = std::fs::write(&fifo, "");
+    assert_eq!(
+        r.git(&["rev-parse", "main"]),
+        main_before,
+        "the target moved half-way"
+    );
+    let backups = r.git(&[
+        "for-each-ref",
+        "--format=%(objectname)",
+        "refs/ralph/backup/main/",
+    ]);
+    assert_eq!(backups, main_before, "the backup ref is in place");
+    // A second landing finishes the job.
+    std::fs::remove_file(&started).unwrap();
+    let mut cmd = r.ralph();
+    cmd.args(["land", "add-the-bee-file"]);
+    let second = spawn(cmd);
+    wait_until(
+        Duration::from_secs(30),
+        "the second landing's tests",
+        || started.exists().then_some(()),
+    );
+    std::fs::write(&fifo, "").unwrap();
+    Run::finish(second, Duration::from_secs(60)).expect_code(0);
+    assert_eq!(r.git(&["show", "main:b.txt"]), "bee\n");
+}
+
+#[test]
+fn an_agent_reaching_into_the_user_s_checkout_stops_the_loop_loudly() {
+    let r = Repo::new("task: Add the bee file\nmax_iterations: 3", "- [ ] bee\n");
+    let agent = r.p.agent(&format!(
+        "[iteration 1]\nwrite '{}' hacked\\n\nwrite b.txt bee\\n\n[iteration 2]\ncheck-all\nsignal DONE\n",
+        r.p.path("a.txt").display()
+    ));
+    let run = r.run(&agent, &["--worktree"]);
+    run.expect_code(1);
+    assert!(
+        run.stdout.contains("the user's checkout changed"),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("files changed"), "{}", run.stdout);
+    let st = status_json(&r, &worktree_of(&r));
+    assert_eq!(st["status"], "failed");
+    assert_eq!(
+        st["iteration"], 1,
+        "no iteration after the one that reached out"
+    );
+}
+
+#[test]
+fn worktree_remove_refuses_changes_in_no_commit_and_names_them() {
+    let r = Repo::new(
+        "task: Add the bee file\nmax_iterations: 3\nworktree: true\nworktree_setup: echo \"$RALPH_ROOT_PATH $RALPH_WORKTREE\" > setup.txt",
+        "- [ ] bee\n",
+    );
+    let agent = r.p.agent(&format!("[iteration 1]\n{EDIT_AND_DONE}"));
+    r.run(&agent, &[]).expect_code(0);
+    let wt = worktree_of(&r);
+    let setup = std::fs::read_to_string(wt.join("setup.txt")).unwrap();
+    assert!(
+        setup.starts_with(&format!("{} ", r.p.root().display())),
+        "{setup}"
+    );
+    assert!(
+        setup.trim_end().ends_with(&wt.display().to_string()),
+        "{setup}"
+    );
+    r.exec(&["worktree", "discard", "add-the-bee-file"])
+        .expect_code(0);
+    let rm = r.exec(&["worktree", "remove", "add-the-bee-file"]);
+    rm.expect_code(1);
+    assert!(rm.stderr.contains("b.txt"), "{}", rm.stderr);
+    assert!(rm.stderr.contains("setup.txt"), "{}", rm.stderr);
+    assert!(wt.join("b.txt").exists());
+}
+
+#[test]
+fn land_pr_pushes_the_branch_and_opens_a_pull_request_with_gh() {
+    let r = Repo::new(
+        "task: Add the bee file\nmax_iterations: 3\ntest_command: test -f b.txt",
+        "- [ ] bee\n",
+    );
+    let origin = r.home().join("origin.git");
+    r.git(&["init", "-q", "--bare", &origin.display().to_string()]);
+    r.git(&["remote", "add", "origin", &origin.display().to_string()]);
+    let bin = r.home().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let gh_log = r.home().join("gh.log");
+    std::fs::write(
+        bin.join("gh"),
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$@\" > '{}'\necho https://github.example/pr/7\n",
+            gh_log.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(bin.join("gh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let agent = r.p.agent(&format!("[iteration 1]\n{EDIT_AND_DONE}"));
+    r.run(&agent, &["--worktree"]).expect_code(0);
+    let mut cmd = r.ralph();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    cmd.args(["land", "--pr", "add-the-bee-file"])
+        .env("PATH", path);
+    let land = Run::from_output(cmd.output().unwrap());
+    land.expect_code(0);
+    assert!(
+        land.stdout.contains("https://github.example/pr/7"),
+        "{}",
+        land.stdout
+    );
+    let args = std::fs::read_to_string(&gh_log).unwrap();
+    assert!(args.starts_with("pr\ncreate\n"), "{args}");
+    assert!(
+        args.contains("--head\nralph/add-the-bee-file\n--base\nmain\n"),
+        "{args}"
+    );
+    let pushed = r.git_in(&origin, &["show", "ralph/add-the-bee-file:b.txt"]);
+    assert_eq!(pushed, "bee\n");
+    assert_eq!(r.git(&["rev-parse", "main"]), r.git(&["rev-parse", "HEAD"]));
+}
+
+/// ralph's git on PATH is a wrapper that logs every command and fails the destructive ones
+/// others were caught running; a whole worktree run and landing must never call one.
+#[test]
+fn ralph_never_runs_a_destructive_git_command() {
+    let r = Repo::new(
+        "task: Add the bee file\nmax_iterations: 3\ntest_command: test -f b.txt",
+        "- [ ] bee\n",
+    );
+    let real = String::from_utf8(
+        std::process::Command::new("sh")
+            .args(["-c", "command -v git"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let bin = r.home().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let log = r.home().join("git.log");
+    let user = r.p.root().display().to_string();
+    std::fs::write(
+        bin.join("git"),
+        format!(
+            r#"#!/bin/sh
+printf '%s\n' "$*" >> '{log}'
+case " $* " in
+  *" stash clear "*|*" stash drop "*|*" gc "*|*" --prune"*|*" branch -D "*|*" branch -d "*|*" reset --hard"*|*" worktree prune"*|*" clean "*)
+    echo "destructive: $*" >> '{log}.bad'; exit 99 ;;
+esac
+case " $* " in
+  *" -C {user} "*)
+    case " $* " in
+      *" checkout "*|*" switch "*|*" merge "*|*" reset "*|*" stash "*|*" rebase "*|*" cherry-pick "*|*" commit "*)
+        echo "in the user's checkout: $*" >> '{log}.bad'; exit 99 ;;
+    esac ;;
+esac
+exec {real} "$@"
+"#,
+            log = log.display(),
+            real = real.trim()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(bin.join("git"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let agent = r.p.agent(&format!("[iteration 1]\n{EDIT_AND_DONE}"));
+    let mut cmd = r.ralph();
+    cmd.args(["run", "--no-tui", "--worktree", "--agent-cmd", &agent])
+        .env("PATH", &path);
+    Run::finish(spawn(cmd), Duration::from_secs(90)).expect_code(0);
+    for args in [
+        vec!["log"],
+        vec!["diff"],
+        vec!["land", "add-the-bee-file"],
+        vec!["worktree", "remove", "add-the-bee-file"],
+    ] {
+        let mut cmd = r.ralph();
+        cmd.args(&args).env("PATH", &path);
+        let out = Run::from_output(cmd.output().unwrap());
+        assert!(out.code != Some(99), "{args:?}: {}", out.stderr);
+    }
+    let calls = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        calls.contains("worktree add"),
+        "the wrapper was not used: {calls}"
+    );
+    assert!(calls.contains("update-ref"), "{calls}");
+    assert!(
+        !log.with_extension("log.bad").exists(),
+        "{}",
+        std::fs::read_to_string(log.with_extension("log.bad")).unwrap()
+    );
+    assert_eq!(r.git(&["show", "main:b.txt"]), "bee\n");
+}
+
+#[test]
+fn land_auto_with_merge_lands_after_a_verified_done() {
+    let r = Repo::new(
+        "task: Add the bee file\nmax_iterations: 3\ntest_command: test -f b.txt\nworktree: true\nland: auto\nland_with: merge",
+        "- [ ] bee\n",
+    );
+    let agent = r.p.agent(&format!("[iteration 1]\n{EDIT_AND_DONE}"));
+    // main is ahead of where the loop starts (the user works on a branch behind it).
+    r.p.write("other.txt", "x\n");
+    r.git(&["add", "other.txt"]);
+    r.git(&["commit", "-q", "-m", "main moves on"]);
+    r.git(&["checkout", "-q", "-b", "mine", "HEAD~1"]);
+    let before = checkout_bytes(&r);
+    let run = r.run(&agent, &["--onto", "main"]);
+    run.expect_code(0);
+    assert!(run.stdout.contains("landed on main"), "{}", run.stdout);
+    assert_eq!(r.git(&["show", "main:b.txt"]), "bee\n");
+    // A merge commit: two parents.
+    let parents = r.git(&["rev-list", "--parents", "-n", "1", "main"]);
+    assert_eq!(parents.split_whitespace().count(), 3, "{parents}");
+    assert_eq!(r.git(&["show", "main:other.txt"]), "x\n");
+    assert_eq!(checkout_bytes(&r), before);
+}
+
+#[test]
+fn a_task_file_git_does_not_track_stays_out_of_what_lands_and_does_not_block_removal() {
+    let r = Repo::new("task: unused\nmax_iterations: 1", "- [ ] x\n");
+    r.git(&["rm", "-q", "--cached", "RALPH_TASK.md"]);
+    r.git(&[
+        "commit",
+        "-q",
+        "-m",
+        "the task file is the user's, untracked",
+    ]);
+    r.p.write(
+        "RALPH_TASK.md",
+        "---\ntask: Add the bee file\nmax_iterations: 3\ntest_command: test -f b.txt\n---\n- [ ] bee\n",
+    );
+    let agent = r.p.agent(&format!("[iteration 1]\n{EDIT_AND_DONE}"));
+    r.run(&agent, &["--worktree"]).expect_code(0);
+    r.exec(&["land", "add-the-bee-file"]).expect_code(0);
+    let files = r.git(&["show", "--name-only", "--format=", "main"]);
+    assert!(files.contains("b.txt"), "{files}");
+    assert!(!files.contains("RALPH_TASK.md"), "{files}");
+    let wt = worktree_of(&r);
+    r.exec(&["worktree", "remove", "add-the-bee-file"])
+        .expect_code(0);
+    assert!(!wt.exists());
+    // The user's own task file is as they left it.
+    assert!(r.p.read("RALPH_TASK.md").contains("- [ ] bee"));
+}
