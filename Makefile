@@ -10,9 +10,11 @@ all: build
 build:
 	$(CARGO) build --workspace --bins
 
-## Every test: unit, snapshot, and end to end with the scripted fake agent.
+## Every test: unit, snapshot, and end to end with the scripted fake agent. Run with a HOME
+## and XDG directories of their own, which must stay free of ralph's files: no test touches the
+## developer's registry of loops or their config (tests/untouched-home.sh).
 test: build
-	$(CARGO) test --workspace --no-fail-fast
+	tests/untouched-home.sh $(CARGO) test --workspace --no-fail-fast
 
 ## Formatting and clippy, warnings denied.
 lint:

@@ -123,6 +123,7 @@ fn the_commands_the_demo_prints_work_where_ralph_is_not_on_path() {
             std::process::Command::new("sh")
                 .args(["-c", line])
                 .current_dir("/")
+                .envs(p.user_env())
                 .env("PATH", path)
                 .output()
                 .unwrap(),

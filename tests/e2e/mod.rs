@@ -7,6 +7,7 @@ mod conventions;
 mod crashes;
 mod demo;
 mod hostile;
+mod isolation;
 mod loop_basics;
 mod native;
 mod processes;
