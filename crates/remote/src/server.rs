@@ -5,7 +5,7 @@
 //! |---|---|
 //! | `GET /a/TOKEN` | the question an answer link opens (404 unless it waits) |
 //! | `POST /a/TOKEN` | answers it: JSON `{"answer": "text"}`, `{"option": 2}`, `{"options": [1, 3], "answer": "note"}`, or the page's form; `{"action": "skip"}` or `{"action": "extend"}` (five more minutes; Telegram's button adds an hour) |
-//! | `GET /a/TOKEN/events` | server-sent events: `closed` (with how) or `changed` |
+//! | `GET /a/TOKEN/events` | server-sent events: `closed` (with how), `changed` (JSON: `left_ms`, `timed_out`) |
 //! | `GET /` , `GET /events` | the dashboard of every loop, for a paired device, and its stream: `loops` (the list, as HTML) at once and on every change, new loops and questions included |
 //! | `GET /pair/CODE` | pairs this browser (sets the device cookie) |
 //! | `GET /assets/page.js`, `/assets/page.css` | the page's script and style, from the binary |
@@ -292,13 +292,24 @@ fn reply(status: StatusCode, code: &str, message: &str, headers: &HeaderMap) -> 
     (status, axum::Json(body)).into_response()
 }
 
+/// A `changed` event's data: the question's time left now (`left_ms`, `null` for no deadline)
+/// and whether its deadline passed.
+fn changed_data(q: &desk::QuestionView) -> String {
+    let left_ms = q.deadline.map(|d| {
+        d.duration_since(std::time::SystemTime::now())
+            .unwrap_or_default()
+            .as_millis()
+    });
+    serde_json::json!({"left_ms": left_ms, "timed_out": q.timed_out}).to_string()
+}
+
 type Events = Sse<std::pin::Pin<Box<dyn Stream<Item = Result<Event, Infallible>> + Send>>>;
 
 async fn question_events(State(app): State<Arc<App>>, Path(token): Path<String>) -> Response {
     let Some(link) = desk::verify_link(&app.state_dir, &token) else {
         return not_found().await;
     };
-    let Some(first) = desk::pending(&link) else {
+    let Some(mut last) = desk::pending(&link) else {
         return not_found().await;
     };
     let Ok(mut changes) = desk::watch(&link.root) else {
@@ -315,14 +326,23 @@ async fn question_events(State(app): State<Arc<App>>, Path(token): Path<String>)
             })
             .await
             .ok();
-            let event = match now {
-                Some((Some(q), _)) if q == first => continue,
-                Some((Some(_), _)) => Event::default().event("changed").data("changed"),
-                Some((None, how)) => Event::default().event("closed").data(how),
+            match now {
+                Some((Some(q), _)) if q == last => continue,
+                // The same question, changed (a deadline moved): the page updates it in place
+                // and keeps what the user typed, so the stream goes on.
+                Some((Some(q), _)) => {
+                    let event = Event::default().event("changed").data(changed_data(&q));
+                    last = q;
+                    if tx.send(event).await.is_err() {
+                        return;
+                    }
+                }
+                Some((None, how)) => {
+                    let _ = tx.send(Event::default().event("closed").data(how)).await;
+                    return;
+                }
                 None => return,
-            };
-            let _ = tx.send(event).await;
-            return;
+            }
         }
     });
     sse(stream)
