@@ -236,6 +236,10 @@ pub struct RunArgs {
     /// Plain lines instead of the terminal UI (automatic when stdout is not a terminal).
     #[arg(long)]
     pub no_tui: bool,
+    /// Run a task that is already done again (without it, a task that ended with DONE verified
+    /// and has not changed since is not run: there is nothing to do).
+    #[arg(long)]
+    pub again: bool,
 }
 
 #[derive(Debug, Args)]

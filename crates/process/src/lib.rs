@@ -21,6 +21,7 @@ mod adopt;
 pub mod command_line;
 pub mod guard;
 pub mod orphans;
+pub mod reader;
 pub mod supervisor;
 pub mod sys;
 pub mod watch;

@@ -194,6 +194,26 @@ pub struct State {
     /// that found `answer.md` free learns whether the loop took its answer or an earlier one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub closed_questions: Vec<ClosedQuestion>,
+    /// The task file's [`task_digest`] when the loop ended with DONE verified: the same task,
+    /// run again unchanged, has nothing left to do.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub done_task: Option<String>,
+}
+
+/// A task file's fingerprint (SHA-256 of its bytes, in hex), recorded as [`State::done_task`].
+pub fn task_digest(task_file: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(task_file)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+impl State {
+    /// Whether this loop ended with DONE verified on exactly this task file.
+    pub fn done_with(&self, task_file: &[u8]) -> bool {
+        self.status == Status::Done && self.done_task.as_deref() == Some(&task_digest(task_file))
+    }
 }
 
 /// How a run's agent was chosen: a preset by name, or a command line and how to read it.
@@ -269,6 +289,7 @@ impl State {
             reason: None,
             closed_questions: Vec::new(),
             total_cost_usd: None,
+            done_task: None,
         }
     }
 

@@ -379,6 +379,10 @@ impl Runner {
     async fn finish(&mut self, outcome: Outcome, reason: &str) -> Result<Outcome, RunError> {
         self.state.status = outcome.status();
         self.state.reason = Some(reason.to_string());
+        if outcome == Outcome::Done {
+            let task = std::fs::read(&self.cfg.task_path).ok();
+            self.state.done_task = task.map(|bytes| crate::state::task_digest(&bytes));
+        }
         self.group_ended();
         self.save_state().await?;
         self.log(

@@ -101,6 +101,7 @@ impl Runner {
                 .as_ref()
                 .map(|p| p.closed_questions.clone())
                 .unwrap_or_default(),
+            done_task: None,
         };
         Ok(Runner {
             cfg,
