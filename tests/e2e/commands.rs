@@ -16,14 +16,14 @@ fn init_writes_a_valid_task_file_and_refuses_to_overwrite_it() {
     p.write("RALPH_TASK.md", "edited");
     p.exec(&["init", "--force"]).expect_code(0);
     assert_ne!(p.read("RALPH_TASK.md"), "edited");
-    // The file it writes is one `ralph run` accepts, once its task is described.
-    let example = p.read("RALPH_TASK.md");
+    // The file it writes is one `ralph run` accepts, once its task and criteria are described.
+    let example = p.read("RALPH_TASK.md").replace(
+        "Add a --json flag to `todo list` so scripts can read the task list",
+        "Add a --json flag to our own tool",
+    );
     p.write(
         "RALPH_TASK.md",
-        &example.replace(
-            "Add a --json flag to `todo list` so scripts can read the task list",
-            "Add a --json flag to our own tool",
-        ),
+        &with_own_criteria(&example, "`tool --json` prints JSON"),
     );
     let agent = p.agent("[iteration *]\nprint ok\n");
     p.run(&agent, &["--max-iterations", "1"]).expect_code(3);

@@ -188,6 +188,18 @@ impl Project {
     }
 }
 
+/// `ralph init`'s example task file with each of its checkboxes replaced by `criterion`: what
+/// a user who described their own criteria has.
+pub fn with_own_criteria(example: &str, criterion: &str) -> String {
+    example
+        .lines()
+        .map(|l| match l.strip_prefix("- [ ] ") {
+            Some(_) => format!("- [ ] {criterion}\n"),
+            None => format!("{l}\n"),
+        })
+        .collect()
+}
+
 /// Starts `cmd` with piped output; the process is killed if the test ends (or fails) first.
 pub fn spawn(mut cmd: Command) -> Guarded {
     Guarded(

@@ -31,12 +31,8 @@ pub fn run(args: &RunArgs) -> CmdResult {
     let root = crate::locate::run_root(&args.dir.dir)?;
     let task_path = root.join(&args.task);
     let mut task = TaskFile::load(&task_path).map_err(Failure::usage)?;
-    if crate::cmd_init::is_example(&task) {
-        return Err(Failure::usage(anyhow::anyhow!(
-            "{} is still the example: describe your task. Write what the agent should do in `task:` and its criteria as the checkboxes below it (in {}), then run again",
-            args.task.display(),
-            task_path.display()
-        )));
+    if let Some(left) = crate::cmd_init::example_left(&task, &task_path) {
+        return Err(Failure::usage(anyhow::anyhow!(left)));
     }
     if !args.again
         && let Some(done) = already_done(&root, &task_path)
