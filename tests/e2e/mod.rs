@@ -6,6 +6,7 @@ mod commands;
 mod conventions;
 mod crashes;
 mod demo;
+mod hints;
 mod hostile;
 mod isolation;
 mod loop_basics;
