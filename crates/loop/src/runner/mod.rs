@@ -57,6 +57,7 @@ mod delivery;
 mod groups;
 pub mod logs;
 mod questions;
+mod rate_limit;
 mod recovery;
 mod save;
 mod start;
@@ -68,6 +69,7 @@ pub use config::{
 };
 use controls::Controls;
 use delivery::Delivery;
+use rate_limit::RateLimit;
 use groups::marks;
 use questions::{NativeAsk, OpenQuestion, Step};
 use recovery::{KilledRun, reap_orphaned_agent};
@@ -268,16 +270,13 @@ impl Runner {
             if run.interrupted {
                 return self.finish(Outcome::Interrupted, "interrupted").await;
             }
-            if let Some((retry_after, message)) = run.rate_limited.clone()
+            if let Some(limit) = run.rate_limited.clone()
                 && run.signals.is_empty()
             {
                 // Not the agent's failure and not an iteration's worth of work: wait, then run
-                // the same iteration again. The wait doubles while the limit lasts.
-                let wait = retry_after
-                    .unwrap_or_else(|| {
-                        BACKOFF_START * 2u32.saturating_pow(rate_limit_streak.min(8))
-                    })
-                    .min(BACKOFF_MAX);
+                // the same iteration again (see `rate_limit`).
+                let (wait, message) =
+                    limit.wait(rate_limit_streak, SystemTime::now(), rate_limit::jitter());
                 rate_limit_streak += 1;
                 // The retry writes its own log files.
                 self.log_attempt.1 += 1;
