@@ -342,3 +342,24 @@ fn a_task_already_done_is_not_run_again_unless_changed_or_asked() {
     assert!(p.read("ran.txt").contains("say goodbye"));
 }
 
+
+/// Issue 34, item 13: while `test_command` ran, plain mode said nothing for as long as it
+/// took. It says how long the tests have run, with their last line, every 10 s.
+#[test]
+fn a_long_test_command_shows_its_time_and_last_line() {
+    let p = Project::with_task(
+        "task: Slow tests\nmax_iterations: 1\ntest_command: echo compiling; sleep 1; echo 'running 3 tests'; sleep 10",
+        "- [ ] x\n",
+    );
+    let agent = p.agent("[iteration 1]\ncheck-all\nsignal DONE\n");
+    let run = p.run(&agent, &[]);
+    run.expect_code(0);
+    assert!(
+        run.stdout
+            .contains("ralph: the tests have run 10s · running 3 tests\n"),
+        "{}",
+        run.stdout
+    );
+    let progress = run.stdout.find("the tests have run").unwrap();
+    assert!(progress < run.stdout.find("DONE accepted").unwrap());
+}

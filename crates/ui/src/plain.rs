@@ -235,6 +235,15 @@ fn show(out: &mut impl Write, ev: LoopEvent, open: &mut Option<Open>, opts: &Opt
         LoopEvent::TestsStarted { command } => {
             writeln!(out, "ralph: {}", words::tests_started(&command))
         }
+        // Every 10 s: a line a second would bury the agent's output.
+        LoopEvent::TestsProgress { elapsed, last_line } if elapsed.as_secs() % 10 == 0 => {
+            writeln!(
+                out,
+                "ralph: {}",
+                words::tests_running(elapsed, last_line.as_deref())
+            )
+        }
+        LoopEvent::TestsProgress { .. } => Ok(()),
         LoopEvent::Verdict { accepted, reason } => {
             let _ = writeln!(out, "ralph: {}", words::verdict(accepted, &reason));
             if !accepted {
