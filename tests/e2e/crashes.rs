@@ -628,6 +628,7 @@ fn the_next_run_started_from_a_process_of_the_killed_run_spares_itself_its_guard
         .args(["run", "--no-tui", "--agent-cmd", &agent])
         .current_dir(p.root())
         .env_remove("RALPH_DIR")
+        .envs(p.user_env())
         .env("RALPH_RUN", &run)
         .env("NO_COLOR", "1")
         .stdin(std::process::Stdio::null())

@@ -125,6 +125,8 @@ function live(main) {
     if (!main.classList.contains("closed")) close(main, "This question closed: " + ev.data + ".");
   });
   source.addEventListener("changed", (ev) => changed(main, ev.data));
+  // Marked for whoever waits on the page (a test): from now on, news reaches it.
+  source.addEventListener("open", () => { main.dataset.live = "open"; });
 }
 
 // The dashboard's stream sends the whole list of loops (HTML the broker made and escaped, as
