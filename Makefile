@@ -27,7 +27,7 @@ fmt:
 ## A whole loop with the built-in demo agent in a fresh temporary directory.
 demo:
 	@echo "make demo: building ralph first (cargo build; a few minutes the first time, seconds after)"
-	@$(CARGO) build --bin ralph
+	@CARGO_TERM_PROGRESS_WHEN=never $(CARGO) build --bin ralph
 	@./target/debug/ralph demo
 
 .PHONY: e2e e2e-latest man

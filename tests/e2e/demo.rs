@@ -140,7 +140,12 @@ fn the_commands_the_demo_prints_work_where_ralph_is_not_on_path() {
         .unwrap_or_else(|| panic!("{hint}\n{}", run.stdout));
     let asked = run.stdout.find("Which language").unwrap();
     assert!(asked < shown, "{}", run.stdout);
-    assert_eq!(run.stdout.matches(" answer -C ").count(), 1, "{}", run.stdout);
+    assert_eq!(
+        run.stdout.matches(" answer -C ").count(),
+        1,
+        "{}",
+        run.stdout
+    );
     assert!(
         run.stdout.contains("The human answered: \"Français\""),
         "{}",

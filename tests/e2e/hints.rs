@@ -31,7 +31,11 @@ fn with_no_agent_installed_doctor_passes_and_neither_recommends_agent_demo() {
     doctor.expect_code(0);
     assert!(doctor.stdout.contains("--agent-cmd"), "{}", doctor.stdout);
     assert!(doctor.stdout.contains("`ralph demo`"), "{}", doctor.stdout);
-    assert!(doctor.stdout.ends_with("No problems found.\n"), "{}", doctor.stdout);
+    assert!(
+        doctor.stdout.ends_with("No problems found.\n"),
+        "{}",
+        doctor.stdout
+    );
     let agents = without_agents(&p, &["agents"]);
     agents.expect_code(0);
     assert!(agents.stdout.contains("`ralph demo`"), "{}", agents.stdout);
@@ -39,7 +43,10 @@ fn with_no_agent_installed_doctor_passes_and_neither_recommends_agent_demo() {
         assert!(!out.contains("--agent demo"), "{out}");
     }
     // An `agent:` that is not installed is still a problem.
-    p.write("RALPH_TASK.md", "---\ntask: X\nagent: gemini\n---\n- [ ] x\n");
+    p.write(
+        "RALPH_TASK.md",
+        "---\ntask: X\nagent: gemini\n---\n- [ ] x\n",
+    );
     let doctor = without_agents(&p, &["doctor"]);
     doctor.expect_code(1);
     assert!(doctor.stdout.contains("1 problem:"), "{}", doctor.stdout);
@@ -95,9 +102,17 @@ fn the_hints_for_a_missing_or_wrong_task_file_name_no_file_the_user_lacks() {
         p.write(file, text);
         let bad = p.exec(&["run", "--no-tui", "--agent-cmd", "true", "--task", file]);
         bad.expect_code(2);
-        assert!(!bad.stderr.contains("RALPH_TASK.md.example"), "{}", bad.stderr);
+        assert!(
+            !bad.stderr.contains("RALPH_TASK.md.example"),
+            "{}",
+            bad.stderr
+        );
     }
-    assert!(!none.stderr.contains("RALPH_TASK.md.example"), "{}", none.stderr);
+    assert!(
+        !none.stderr.contains("RALPH_TASK.md.example"),
+        "{}",
+        none.stderr
+    );
 }
 
 /// A demo stopped with Ctrl-C could not be resumed: `ralph run` in its directory found no
@@ -119,11 +134,17 @@ fn a_stopped_demo_resumes_with_its_own_agent() {
     let resumed = p.exec(&["run", "--no-tui", "--question-timeout", "0"]);
     resumed.expect_code(0);
     assert!(
-        resumed.stderr.contains("resuming with demo, the agent this loop started with"),
+        resumed
+            .stderr
+            .contains("resuming with demo, the agent this loop started with"),
         "{}",
         resumed.stderr
     );
-    assert!(resumed.stdout.contains("DONE accepted"), "{}", resumed.stdout);
+    assert!(
+        resumed.stdout.contains("DONE accepted"),
+        "{}",
+        resumed.stdout
+    );
 }
 
 /// `ralph serve pair telegram` without a token printed `[telegram]\ntoken = "..."` with a
@@ -142,7 +163,8 @@ fn pair_telegram_without_a_token_shows_the_two_lines_to_write() {
     assert_ne!(out.code, Some(0));
     assert!(!out.stderr.contains("\\n"), "{}", out.stderr);
     assert!(
-        out.stderr.contains("\n    [telegram]\n    token = \"...\"\n"),
+        out.stderr
+            .contains("\n    [telegram]\n    token = \"...\"\n"),
         "{}",
         out.stderr
     );

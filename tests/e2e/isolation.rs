@@ -64,7 +64,9 @@ fn make_test_runs_the_suite_under_untouched_home() {
         .and_then(|rest| rest.lines().nth(1))
         .unwrap();
     assert!(
-        recipe.trim_start().starts_with("tests/untouched-home.sh $(CARGO) test"),
+        recipe
+            .trim_start()
+            .starts_with("tests/untouched-home.sh $(CARGO) test"),
         "{recipe}"
     );
 }

@@ -323,7 +323,11 @@ fn a_task_already_done_is_not_run_again_unless_changed_or_asked() {
     let busy = agent("busy-script.txt", "[iteration 1]\nsave-prompt ran.txt\n");
     let again = p.run(&busy, &[]);
     again.expect_code(0);
-    assert!(again.stdout.contains("RALPH_TASK.md is already done"), "{}", again.stdout);
+    assert!(
+        again.stdout.contains("RALPH_TASK.md is already done"),
+        "{}",
+        again.stdout
+    );
     let command = format!("run --again -C {}", p.root().display());
     assert!(again.stdout.contains(&command), "{}", again.stdout);
     assert!(!p.exists("ran.txt"), "the agent was started");
@@ -341,7 +345,6 @@ fn a_task_already_done_is_not_run_again_unless_changed_or_asked() {
     p.run(&busy, &[]).expect_code(3);
     assert!(p.read("ran.txt").contains("say goodbye"));
 }
-
 
 /// Issue 34, item 13: while `test_command` ran, plain mode said nothing for as long as it
 /// took. It says how long the tests have run, with their last line, every 10 s.

@@ -221,7 +221,10 @@ fn a_rate_limit_with_a_stated_reset_waits_until_then_and_says_when_in_local_time
 "#
         ),
     );
-    p.write("agent-script.txt", "[iteration *]\nstream-json limited.jsonl\nexit 1\n");
+    p.write(
+        "agent-script.txt",
+        "[iteration *]\nstream-json limited.jsonl\nexit 1\n",
+    );
     let agent = format!(
         "'{}' --script '{}'",
         fake_agent_bin().display(),
@@ -270,5 +273,9 @@ fn a_rate_limit_with_a_stated_reset_waits_until_then_and_says_when_in_local_time
     .unwrap();
     let run = Run::finish(child, Duration::from_secs(30));
     run.expect_code(130);
-    assert!(run.stdout.contains(&format!("resets at {kolkata}")), "{}", run.stdout);
+    assert!(
+        run.stdout.contains(&format!("resets at {kolkata}")),
+        "{}",
+        run.stdout
+    );
 }

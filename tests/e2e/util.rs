@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 #[path = "../support/common.rs"]
 mod support;
-pub use support::read_to_end_in_background;
 use support::built;
+pub use support::read_to_end_in_background;
 
 /// The `ralph` binary under test.
 pub fn ralph_bin() -> PathBuf {

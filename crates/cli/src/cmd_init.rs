@@ -102,7 +102,10 @@ mod tests {
         let path = std::path::Path::new("RALPH_TASK.md");
         let example = TaskFile::parse(path, EXAMPLE.as_bytes()).unwrap();
         let left = example_left(&example, path).unwrap();
-        assert!(left.starts_with("RALPH_TASK.md is still the example"), "{left}");
+        assert!(
+            left.starts_with("RALPH_TASK.md is still the example"),
+            "{left}"
+        );
     }
 
     /// Issue 34, item 5: with only `task:` edited, the example's five checkboxes became the

@@ -69,9 +69,9 @@ pub use config::{
 };
 use controls::Controls;
 use delivery::Delivery;
-use rate_limit::RateLimit;
 use groups::marks;
 use questions::{NativeAsk, OpenQuestion, Step};
+use rate_limit::RateLimit;
 use recovery::{KilledRun, reap_orphaned_agent};
 
 /// Runs the loop; see the module docs.

@@ -52,7 +52,12 @@ impl RateLimit {
     /// The wait before the next attempt, at `now`, after `streak` rate-limited attempts in a
     /// row, with `jitter` (up to [`JITTER_MAX`]) added after a stated reset; and the line that
     /// tells the user, the reset in local time ("resets at 14:05, in 3h 12m").
-    pub(super) fn wait(&self, streak: u32, now: SystemTime, jitter: Duration) -> (Duration, String) {
+    pub(super) fn wait(
+        &self,
+        streak: u32,
+        now: SystemTime,
+        jitter: Duration,
+    ) -> (Duration, String) {
         if let Some(at) = self.resets_at {
             let reset = SystemTime::UNIX_EPOCH + Duration::from_secs(at);
             let until_reset = reset.duration_since(now).unwrap_or_default();
@@ -135,7 +140,8 @@ mod tests {
     /// reset was shown as "Unix time 1795889551".
     #[test]
     fn a_stated_reset_is_waited_out_with_jitter_and_shown_in_local_time() {
-        let (wait, line) = limit(Some(1_795_889_551), None).wait(0, at(NOW), Duration::from_secs(7));
+        let (wait, line) =
+            limit(Some(1_795_889_551), None).wait(0, at(NOW), Duration::from_secs(7));
         assert_eq!(wait, Duration::from_secs(3 * 3600 + 12 * 60 + 7));
         let local = jiff::Timestamp::from_second(1_795_889_551)
             .unwrap()
@@ -154,7 +160,10 @@ mod tests {
         let reset = NOW + 3 * 86400;
         let (wait, line) = limit(Some(reset), None).wait(0, at(NOW), Duration::from_secs(7));
         assert_eq!(wait, RESET_WAIT_MAX);
-        assert!(line.contains(", in 3d 0h; ralph looks again in 6h 00m"), "{line}");
+        assert!(
+            line.contains(", in 3d 0h; ralph looks again in 6h 00m"),
+            "{line}"
+        );
         let day = jiff::Timestamp::from_second(reset as i64)
             .unwrap()
             .to_zoned(jiff::tz::TimeZone::system())
@@ -176,7 +185,8 @@ mod tests {
             .map(|streak| none.wait(streak, at(NOW), Duration::ZERO).0.as_secs())
             .collect();
         assert_eq!(waits, [30, 60, 120, 240, 480, 900, 900, 900]);
-        let (wait, line) = limit(None, Some(Duration::from_secs(20))).wait(5, at(NOW), Duration::ZERO);
+        let (wait, line) =
+            limit(None, Some(Duration::from_secs(20))).wait(5, at(NOW), Duration::ZERO);
         assert_eq!(wait, Duration::from_secs(20));
         assert_eq!(line, "the usage limit is reached (five_hour)");
     }
@@ -185,7 +195,12 @@ mod tests {
     fn merged_reports_keep_the_longest_wait_and_latest_reset() {
         let first = RateLimit::merged(None, Some(Duration::from_secs(9)), None, "a".into());
         let second = RateLimit::merged(Some(&first), None, Some(100), "b".into());
-        let third = RateLimit::merged(Some(&second), Some(Duration::from_secs(3)), Some(50), "c".into());
+        let third = RateLimit::merged(
+            Some(&second),
+            Some(Duration::from_secs(3)),
+            Some(50),
+            "c".into(),
+        );
         assert_eq!(
             third,
             RateLimit {

@@ -166,10 +166,15 @@ fn after_a_signal() {
     snapshot!("status_tests_progress", app, t0 + secs(112));
     let screen = format!("{:?}", draw(&app, 100, t0 + secs(112)).buffer());
     assert!(
-        screen.contains("running the tests (12s): cargo test --workspace · test cache::expiry ... ok"),
+        screen.contains(
+            "running the tests (12s): cargo test --workspace · test cache::expiry ... ok"
+        ),
         "{screen}"
     );
-    assert!(screen.contains("1m 52s"), "the iteration's clock stopped: {screen}");
+    assert!(
+        screen.contains("1m 52s"),
+        "the iteration's clock stopped: {screen}"
+    );
 }
 
 #[test]

@@ -275,7 +275,8 @@ impl App {
                     elapsed,
                     last_line,
                 } => {
-                    let mut text = format!("running the tests ({}): {command}", format_span(*elapsed));
+                    let mut text =
+                        format!("running the tests ({}): {command}", format_span(*elapsed));
                     if let Some(last) = last_line {
                         text.push_str(&format!(" · {last}"));
                     }
