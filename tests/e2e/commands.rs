@@ -239,13 +239,13 @@ fn ralph_config_toml_sets_notifications_and_a_bad_one_is_refused_before_anything
     p.write(".ralph/config.toml", "notify_comand = \"touch notified\"\n");
     let warned = p.run(&agent, &[]);
     warned.expect_code(3);
-    // Shown where the task file's warnings are: in the loop's output.
+    // Shown where the task file's warnings are: on stderr, as the loop's warnings are.
     assert!(
-        warned.stdout.contains(
+        warned.stderr.contains(
             "config.toml:1:1: unknown key 'notify_comand': did you mean 'notify_command'?"
         ),
         "{}",
-        warned.stdout
+        warned.stderr
     );
     assert!(!p.exists("notified"));
     std::fs::remove_dir_all(p.path(".ralph/logs")).unwrap();

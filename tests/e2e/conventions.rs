@@ -409,10 +409,10 @@ fn the_user_config_sits_under_the_task_file_and_ralph_config_over_it() {
         run.stdout
     );
     assert!(
-        run.stdout
+        run.stderr
             .contains("ralph/config.toml:2:1: unknown key 'bel': did you mean 'bell'?"),
         "{}",
-        run.stdout
+        run.stderr
     );
 
     std::fs::remove_dir_all(p.path(".ralph")).unwrap();
@@ -612,6 +612,26 @@ fn the_webhook_trusts_the_certificate_authorities_of_the_system_store() {
     });
     assert!(body.starts_with("POST /hook"), "{body}");
     drop(server);
+}
+
+/// Issue 34, item 17: the loop's warnings went to stdout with its output; as git and cargo
+/// warn, they go to stderr, so `ralph run > log` still shows them.
+#[test]
+fn the_loop_s_warnings_go_to_stderr() {
+    let p = Project::with_task(
+        "task: Warned\nmax_iterations: 1\nmax_iteration: 3",
+        "- [ ] x\n",
+    );
+    let agent = p.agent("[iteration 1]\nprint working\n");
+    let run = p.run(&agent, &[]);
+    run.expect_code(3);
+    assert!(
+        run.stderr.contains("ralph: warning: ") && run.stderr.contains("max_iteration"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stdout.contains("warning"), "{}", run.stdout);
+    assert!(run.stdout.contains("working"), "{}", run.stdout);
 }
 
 /// Issue 34, item 17: `make demo` in a terminal left cargo's progress bar on the first screen

@@ -90,9 +90,9 @@ fn a_failed_resume_falls_back_to_a_fresh_iteration_that_carries_the_answer() {
     let run = run_and_answer(&p, &base, &resume);
     run.expect_code(3);
     assert!(
-        run.stdout.contains("resuming session sess-42 failed"),
+        run.stderr.contains("resuming session sess-42 failed"),
         "{}",
-        run.stdout
+        run.stderr
     );
     let prompt = p.read("fresh-prompt.txt");
     assert!(prompt.contains("Your question was answered"), "{prompt}");

@@ -443,9 +443,9 @@ fn a_hostile_agent_cannot_redirect_ralphs_writes_through_links() {
         "nothing written through the link"
     );
     assert!(
-        run.stdout.contains("events.jsonl: has 2 hard links"),
+        run.stderr.contains("events.jsonl: has 2 hard links"),
         "the refusal is said:\n{}",
-        run.stdout
+        run.stderr
     );
     run.expect_code(1);
     assert!(
