@@ -34,6 +34,7 @@ if [ -n "$leaks" ]; then
     echo "RALPH_STATE_DIR or XDG_* directories (tests/e2e/util.rs: user_dirs_env). Found:"
     echo "$leaks" | sed 's/^/  /'
   } >&2
+  rm -rf -- "$sentinel"
   exit 1
 fi
 rm -rf -- "$sentinel"
