@@ -10,9 +10,11 @@ all: build
 build:
 	$(CARGO) build --workspace --bins
 
-## Every test: unit, snapshot, and end to end with the scripted fake agent.
+## Every test: unit, snapshot, and end to end with the scripted fake agent. Run with a HOME
+## and XDG directories of their own, which must stay free of ralph's files: no test touches the
+## developer's registry of loops or their config (tests/untouched-home.sh).
 test: build
-	$(CARGO) test --workspace --no-fail-fast
+	tests/untouched-home.sh $(CARGO) test --workspace --no-fail-fast
 
 ## Formatting and clippy, warnings denied.
 lint:
@@ -25,7 +27,7 @@ fmt:
 ## A whole loop with the built-in demo agent in a fresh temporary directory.
 demo:
 	@echo "make demo: building ralph first (cargo build; a few minutes the first time, seconds after)"
-	@$(CARGO) build --bin ralph
+	@CARGO_TERM_PROGRESS_WHEN=never $(CARGO) build --bin ralph
 	@./target/debug/ralph demo
 
 .PHONY: test-portable portable-tree

@@ -12,7 +12,7 @@ use std::time::Duration;
 use fantoccini::{ClientBuilder, Locator};
 use serde_json::json;
 
-use super::remote::{Broker, pairing_link, waiting_loop};
+use super::remote::{Broker, pairing_link, post, waiting_loop};
 use super::util::*;
 
 const CHROMIUM: &str = "/usr/bin/chromium";
@@ -405,4 +405,106 @@ fn an_open_dashboard_in_chromium_shows_a_new_question_without_a_reload() {
         assert_eq!(same, json!(true), "the page was reloaded");
         c.close().await.unwrap();
     });
+}
+
+/// Issue 34, item 1: "+5 min" reloaded the page (its `changed` event did), and the note typed
+/// and the option picked were gone; so did a deadline moved from elsewhere (Ctrl+E in the
+/// terminal, Telegram's "+1 hour"). The countdown moves in place and the page says so.
+#[test]
+fn more_time_keeps_what_the_user_typed_and_moves_the_countdown_in_place() {
+    if !have_chromium() {
+        return;
+    }
+    let broker = Broker::start();
+    // Ten minutes: under load the page may take a while to open, and a deadline passed takes
+    // no more time.
+    let p = Project::with_task(
+        "task: Cache\nmax_iterations: 2\nquestion_timeout: 10m",
+        "- [ ] cache\n",
+    );
+    let agent = p.agent(
+        "[iteration 1]\nquestion \"Redis or Memcached?\" --option Redis --option Memcached\nsignal QUESTION\n[iteration 2]\n",
+    );
+    let mut cmd = broker.ralph(&p);
+    cmd.args(["run", "--no-tui", "--agent-cmd", &agent]);
+    let _child = spawn(cmd);
+    p.wait_for_status("waiting_input", Duration::from_secs(30));
+    let url = broker.answer_url(&p);
+    let (_driver, driver_url) = driver();
+    tokio_rt().block_on(async {
+        let profile = tempfile::tempdir().unwrap();
+        let c = session(&driver_url, profile.path(), (390, 844)).await;
+        c.goto(&url).await.unwrap();
+        c.execute("window.sameDocument = true;", vec![])
+            .await
+            .unwrap();
+        wait_for_text(&c, "countdown", |t| t.ends_with("s left")).await;
+        // The page's event stream is connected: a change from now on reaches it.
+        for _ in 0..300 {
+            let live = c
+                .execute(
+                    "return document.querySelector('main').dataset.live || '';",
+                    vec![],
+                )
+                .await
+                .unwrap();
+            if live == json!("open") {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        c.find(Locator::Css("input[name=option][value='2']"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        c.find(Locator::Id("text"))
+            .await
+            .unwrap()
+            .send_keys("half of my answer")
+            .await
+            .unwrap();
+        c.find(Locator::Css("button[value=extend]"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        let said = wait_for_text(&c, "result", |t| t.starts_with("5 more minutes: ")).await;
+        assert!(said.ends_with(" left"), "{said}");
+        let countdown = wait_for_text(&c, "countdown", |t| {
+            t.starts_with("14m") || t.starts_with("15m")
+        })
+        .await;
+        assert!(countdown.ends_with(" left"), "{countdown}");
+
+        // A deadline moved elsewhere (here by another device) reaches the open page the same way.
+        let extended = post(&url, Some(broker.origin()), r#"{"action": "extend"}"#);
+        assert_eq!(extended.status, 202, "{}", extended.body);
+        wait_for_text(&c, "countdown", |t| {
+            t.starts_with("19m") || t.starts_with("20m")
+        })
+        .await;
+
+        let kept = c
+            .execute(
+                "return [window.sameDocument === true, document.getElementById('text').value, \
+                 document.querySelector('input[name=option]:checked').value];",
+                vec![],
+            )
+            .await
+            .unwrap();
+        assert_eq!(kept, json!([true, "half of my answer", "2"]));
+
+        c.find(Locator::Css("button.send"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        wait_for_text(&c, "result", |t| t.starts_with("Answered.")).await;
+        c.close().await.unwrap();
+    });
+    assert_eq!(p.events_of("answer")[0]["by"], "web");
 }

@@ -16,14 +16,14 @@ fn init_writes_a_valid_task_file_and_refuses_to_overwrite_it() {
     p.write("RALPH_TASK.md", "edited");
     p.exec(&["init", "--force"]).expect_code(0);
     assert_ne!(p.read("RALPH_TASK.md"), "edited");
-    // The file it writes is one `ralph run` accepts, once its task is described.
-    let example = p.read("RALPH_TASK.md");
+    // The file it writes is one `ralph run` accepts, once its task and criteria are described.
+    let example = p.read("RALPH_TASK.md").replace(
+        "Add a --json flag to `todo list` so scripts can read the task list",
+        "Add a --json flag to our own tool",
+    );
     p.write(
         "RALPH_TASK.md",
-        &example.replace(
-            "Add a --json flag to `todo list` so scripts can read the task list",
-            "Add a --json flag to our own tool",
-        ),
+        &with_own_criteria(&example, "`tool --json` prints JSON"),
     );
     let agent = p.agent("[iteration *]\nprint ok\n");
     p.run(&agent, &["--max-iterations", "1"]).expect_code(3);
@@ -239,13 +239,13 @@ fn ralph_config_toml_sets_notifications_and_a_bad_one_is_refused_before_anything
     p.write(".ralph/config.toml", "notify_comand = \"touch notified\"\n");
     let warned = p.run(&agent, &[]);
     warned.expect_code(3);
-    // Shown where the task file's warnings are: in the loop's output.
+    // Shown where the task file's warnings are: on stderr, as the loop's warnings are.
     assert!(
-        warned.stdout.contains(
+        warned.stderr.contains(
             "config.toml:1:1: unknown key 'notify_comand': did you mean 'notify_command'?"
         ),
         "{}",
-        warned.stdout
+        warned.stderr
     );
     assert!(!p.exists("notified"));
     std::fs::remove_dir_all(p.path(".ralph/logs")).unwrap();

@@ -628,6 +628,7 @@ fn the_next_run_started_from_a_process_of_the_killed_run_spares_itself_its_guard
         .args(["run", "--no-tui", "--agent-cmd", &agent])
         .current_dir(p.root())
         .env_remove("RALPH_DIR")
+        .envs(p.user_env())
         .env("RALPH_RUN", &run)
         .env("NO_COLOR", "1")
         .stdin(std::process::Stdio::null())
@@ -765,4 +766,35 @@ fn after_sigkill_of_ralph_its_notify_command_is_stopped_by_the_guard_or_the_next
             "notify_command outlived the killed run (guard killed too: {guard_too})"
         );
     }
+}
+
+/// Issue 34, item 10: `ralph run | head` went on for minutes after `head` had its lines and
+/// left, the agent working for nobody. A closed standard output stops the loop as Ctrl-C
+/// would, even while the agent prints nothing: exit 130, the agent stopped, the state saved.
+#[test]
+fn a_closed_stdout_stops_the_run_as_ctrl_c_would() {
+    use std::io::BufRead;
+    let p = Project::with_task("task: Piped\nmax_iterations: 3", "- [ ] x\n");
+    let agent = p.agent("[iteration 1]\nprint \"line 1\"\nprint \"line 2\"\nhang\n");
+    let mut child = p.start(&agent, &[]);
+    let err = read_to_end_in_background(child.stderr.take().unwrap());
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("line 2") {
+        line.clear();
+        assert!(out.read_line(&mut line).unwrap() > 0, "no line 2");
+    }
+    let closed = Instant::now();
+    drop(out);
+    let status = wait_until(Duration::from_secs(30), "ralph to stop", || {
+        child.try_wait().unwrap()
+    });
+    let stderr = err.join().unwrap();
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(closed.elapsed() < Duration::from_secs(20));
+    assert!(stderr.contains("nobody reads the output"), "{stderr}");
+    let state = p.state();
+    assert_eq!(state["status"], "stopped", "{state}");
+    assert!(state["agent_pgid"].is_null(), "{state}");
+    assert_no_agent_processes(&p, Duration::from_secs(5));
 }

@@ -123,6 +123,7 @@ fn the_commands_the_demo_prints_work_where_ralph_is_not_on_path() {
             std::process::Command::new("sh")
                 .args(["-c", line])
                 .current_dir("/")
+                .envs(p.user_env())
                 .env("PATH", path)
                 .output()
                 .unwrap(),
@@ -131,10 +132,18 @@ fn the_commands_the_demo_prints_work_where_ralph_is_not_on_path() {
     sh(&answer).expect_code(0);
     let run = Run::finish(child, Duration::from_secs(60));
     run.expect_code(0);
-    // The demo printed that same command, and the answer (option 2) reached its agent.
-    assert!(
-        run.stdout.contains(&format!("\n    {answer}\n")),
-        "{answer}\n{}",
+    // The demo printed that same command, with the question (issue 34, item 9: not before
+    // it, when it could only fail), and the answer (option 2) reached its agent.
+    let shown = run
+        .stdout
+        .find(&format!("\n    {hint}\n"))
+        .unwrap_or_else(|| panic!("{hint}\n{}", run.stdout));
+    let asked = run.stdout.find("Which language").unwrap();
+    assert!(asked < shown, "{}", run.stdout);
+    assert_eq!(
+        run.stdout.matches(" answer -C ").count(),
+        1,
+        "{}",
         run.stdout
     );
     assert!(

@@ -754,9 +754,11 @@ fn a_question_file_symlinked_outside_is_refused_never_shown() {
     run.out.assert_clean();
     let out = run.stdout();
     assert!(!out.contains(SECRET), "{out}");
+    assert!(!run.stderr.contains(SECRET), "{}", run.stderr);
     assert!(
-        out.contains("question.md") && out.contains("symlink"),
-        "it says what it refused: {out}"
+        run.stderr.contains("question.md") && run.stderr.contains("symlink"),
+        "it says what it refused: {}",
+        run.stderr
     );
     assert_eq!(std::fs::read_to_string(&s.path).unwrap(), SECRET);
     let prompt = p.read("prompt-2.txt");
@@ -829,7 +831,7 @@ fn a_symlinked_answer_file_planted_by_the_agent_stopped_the_loop() {
     ] {
         assert!(!text.contains(SECRET), "{what} shows the secret:\n{text}");
     }
-    let out = run.stdout();
+    let out = &run.stderr;
     assert!(
         out.contains("answer.md was a symlink") && out.contains("removed the link unread"),
         "it says what it refused:\n{out}"
@@ -916,9 +918,10 @@ fn a_50_mb_question_is_shown_cut_with_a_note_in_bounded_memory() {
     let out = run.stdout();
     assert!(out.contains("Which of these?"), "{}", tail_of(&out, 2000));
     assert!(
-        out.contains("question cut: the file is 50000016 bytes"),
+        run.stderr
+            .contains("question cut: the file is 50000016 bytes"),
         "the note gives the size: {}",
-        tail_of(&out, 2000)
+        tail_of(&run.stderr, 2000)
     );
     assert!(
         run.out.total < 2 * 1024 * 1024,

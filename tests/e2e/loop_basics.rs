@@ -302,3 +302,67 @@ fn a_second_run_keeps_the_first_runs_logs() {
     );
     assert!(p.exists(".ralph/logs/run-0002-iter-0001.prompt.md"));
 }
+
+/// Issue 34, item 4: running a task that was already done started again at iteration 1, and an
+/// agent that did not say DONE burned every iteration. Done and unchanged, it is not run; a
+/// changed task file is a new run, and `--again` runs it anyway.
+#[test]
+fn a_task_already_done_is_not_run_again_unless_changed_or_asked() {
+    let p = Project::with_task("task: Greet\nmax_iterations: 1", "- [ ] greet\n");
+    let agent = |name: &str, script: &str| {
+        p.write(name, script);
+        format!(
+            "'{}' --script '{}'",
+            fake_agent_bin().display(),
+            p.path(name).display()
+        )
+    };
+    let done = agent("done-script.txt", "[iteration 1]\ncheck-all\nsignal DONE\n");
+    p.run(&done, &[]).expect_code(0);
+
+    let busy = agent("busy-script.txt", "[iteration 1]\nsave-prompt ran.txt\n");
+    let again = p.run(&busy, &[]);
+    again.expect_code(0);
+    assert!(
+        again.stdout.contains("RALPH_TASK.md is already done"),
+        "{}",
+        again.stdout
+    );
+    let command = format!("run --again -C {}", p.root().display());
+    assert!(again.stdout.contains(&command), "{}", again.stdout);
+    assert!(!p.exists("ran.txt"), "the agent was started");
+    assert_eq!(p.state()["status"], "done");
+
+    // --again: the agent runs (and, saying nothing, uses up its one iteration).
+    p.run(&busy, &["--again"]).expect_code(3);
+    assert!(p.exists("ran.txt"));
+    std::fs::remove_file(p.path("ran.txt")).unwrap();
+
+    // Done again, then the task changes: a new run, from iteration 1.
+    p.run(&done, &[]).expect_code(0);
+    let task = p.read("RALPH_TASK.md");
+    p.write("RALPH_TASK.md", &format!("{task}- [ ] and say goodbye\n"));
+    p.run(&busy, &[]).expect_code(3);
+    assert!(p.read("ran.txt").contains("say goodbye"));
+}
+
+/// Issue 34, item 13: while `test_command` ran, plain mode said nothing for as long as it
+/// took. It says how long the tests have run, with their last line, every 10 s.
+#[test]
+fn a_long_test_command_shows_its_time_and_last_line() {
+    let p = Project::with_task(
+        "task: Slow tests\nmax_iterations: 1\ntest_command: echo compiling; sleep 1; echo 'running 3 tests'; sleep 10",
+        "- [ ] x\n",
+    );
+    let agent = p.agent("[iteration 1]\ncheck-all\nsignal DONE\n");
+    let run = p.run(&agent, &[]);
+    run.expect_code(0);
+    assert!(
+        run.stdout
+            .contains("ralph: the tests have run 10s · running 3 tests\n"),
+        "{}",
+        run.stdout
+    );
+    let progress = run.stdout.find("the tests have run").unwrap();
+    assert!(progress < run.stdout.find("DONE accepted").unwrap());
+}

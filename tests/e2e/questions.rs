@@ -231,9 +231,9 @@ fn a_question_signal_without_a_question_file_is_reported_and_the_next_prompt_say
     let run = p.run(&agent, &[]);
     run.expect_code(3);
     assert!(
-        run.stdout.contains("wrote no .ralph/question.md"),
+        run.stderr.contains("wrote no .ralph/question.md"),
         "{}",
-        run.stdout
+        run.stderr
     );
     assert!(p.read("prompt-2.txt").contains("Your question was lost"));
 }

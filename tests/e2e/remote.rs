@@ -32,12 +32,12 @@ impl Broker {
             .prefix("ralph-state-")
             .tempdir()
             .unwrap();
-        let mut cmd = Command::new(ralph_bin());
+        let mut cmd = ralph_in(state.path());
         cmd.arg("serve");
         if !args.contains(&"--bind") {
             cmd.args(["--bind", "127.0.0.1:0"]);
         }
-        cmd.args(args).env("RALPH_STATE_DIR", state.path());
+        cmd.args(args);
         cmd.envs(env.iter().copied());
         let child = spawn(cmd);
         let lock = state.path().join("serve.lock");
@@ -395,9 +395,8 @@ fn notify_command_and_webhook_get_the_answer_link() {
 #[test]
 fn one_broker_per_machine_and_loopback_unless_told() {
     let broker = Broker::start();
-    let second = Command::new(ralph_bin())
+    let second = ralph_in(broker.state.path())
         .args(["serve", "--bind", "127.0.0.1:0"])
-        .env("RALPH_STATE_DIR", broker.state.path())
         .output()
         .unwrap();
     assert_eq!(second.status.code(), Some(1));
@@ -406,9 +405,8 @@ fn one_broker_per_machine_and_loopback_unless_told() {
     assert!(err.contains(&broker.url), "{err}");
 
     let state = tempfile::tempdir().unwrap();
-    let open = Command::new(ralph_bin())
+    let open = ralph_in(state.path())
         .args(["serve", "--bind", "0.0.0.0:0"])
-        .env("RALPH_STATE_DIR", state.path())
         .output()
         .unwrap();
     assert_eq!(open.status.code(), Some(2));
@@ -477,9 +475,8 @@ fn no_redirects() -> ureq::Agent {
 
 /// The one-time link `ralph serve pair web` prints for `broker`, and all it printed.
 pub fn pairing_link(broker: &Broker) -> (String, String) {
-    let out = Command::new(ralph_bin())
+    let out = ralph_in(broker.state.path())
         .args(["serve", "pair", "web"])
-        .env("RALPH_STATE_DIR", broker.state.path())
         .output()
         .unwrap();
     assert!(out.status.success());

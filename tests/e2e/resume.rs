@@ -90,9 +90,9 @@ fn a_failed_resume_falls_back_to_a_fresh_iteration_that_carries_the_answer() {
     let run = run_and_answer(&p, &base, &resume);
     run.expect_code(3);
     assert!(
-        run.stdout.contains("resuming session sess-42 failed"),
+        run.stderr.contains("resuming session sess-42 failed"),
         "{}",
-        run.stdout
+        run.stderr
     );
     let prompt = p.read("fresh-prompt.txt");
     assert!(prompt.contains("Your question was answered"), "{prompt}");
@@ -199,4 +199,83 @@ fn a_rate_limited_run_backs_off_and_retries_the_same_iteration_without_counting_
     let retry = p.read(".ralph/logs/run-0001-iter-0001-2.out");
     assert!(retry.contains("DONE") && !retry.contains("429"), "{retry}");
     assert!(p.exists(".ralph/logs/run-0001-iter-0001-2.prompt.md"));
+}
+
+/// Issue 34, item 7: Claude's `rate_limit_event` says when the limit resets; ralph retried
+/// every ~30 s regardless and printed "it resets at Unix time 1795889551". It waits until the
+/// reset (plus a little jitter) and says when that is, in local time.
+#[test]
+fn a_rate_limit_with_a_stated_reset_waits_until_then_and_says_when_in_local_time() {
+    let p = Project::with_task("task: Limited\nmax_iterations: 1", "- [x] done\n");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let reset = now + 2 * 3600 + 5 * 60 + 30;
+    p.write(
+        "limited.jsonl",
+        &format!(
+            r#"{{"type":"system","subtype":"init","session_id":"r1"}}
+{{"type":"rate_limit_event","rate_limit_info":{{"status":"rejected","resetsAt":{reset},"rateLimitType":"five_hour"}},"session_id":"r1"}}
+{{"type":"result","subtype":"success","is_error":true,"api_error_status":429,"result":"API Error: 429 rate limited","session_id":"r1","total_cost_usd":0}}
+"#
+        ),
+    );
+    p.write(
+        "agent-script.txt",
+        "[iteration *]\nstream-json limited.jsonl\nexit 1\n",
+    );
+    let agent = format!(
+        "'{}' --script '{}'",
+        fake_agent_bin().display(),
+        p.path("agent-script.txt").display(),
+    );
+    let mut cmd = p.ralph();
+    // The local time shown is the TZ's.
+    cmd.env("TZ", "Asia/Kolkata").args([
+        "run",
+        "--no-tui",
+        "--agent-cmd",
+        &agent,
+        "--agent-format",
+        "claude",
+    ]);
+    let child = spawn(cmd);
+    let backoff = wait_until(Duration::from_secs(30), "the backoff", || {
+        p.exists(".ralph/events.jsonl")
+            .then(|| p.events_of("backoff").into_iter().next())
+            .flatten()
+    });
+    let seconds = backoff["seconds"].as_f64().unwrap();
+    // The reset is 2h 05m 30s away (less the seconds this test took), plus up to 30 s.
+    assert!(
+        (2.0 * 3600.0 + 5.0 * 60.0..=2.0 * 3600.0 + 6.0 * 60.0 + 30.0).contains(&seconds),
+        "{backoff}"
+    );
+    let zone = jiff::tz::TimeZone::get("Asia/Kolkata").unwrap();
+    let at = jiff::Timestamp::from_second(reset as i64)
+        .unwrap()
+        .to_zoned(zone.clone());
+    let today = jiff::Timestamp::now().to_zoned(zone).date() == at.date();
+    let kolkata = at
+        .strftime(if today { "%H:%M" } else { "%a %-d %b %H:%M" })
+        .to_string();
+    let reason = backoff["reason"].as_str().unwrap();
+    assert!(
+        reason.contains(&format!("it resets at {kolkata}, in 2h 0")),
+        "{reason}"
+    );
+    assert!(!reason.contains("Unix time"), "{reason}");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let run = Run::finish(child, Duration::from_secs(30));
+    run.expect_code(130);
+    assert!(
+        run.stdout.contains(&format!("resets at {kolkata}")),
+        "{}",
+        run.stdout
+    );
 }

@@ -46,13 +46,28 @@ fn an_untouched_template_is_refused_and_a_run_says_what_its_agent_may_do() {
     );
     assert!(!p.exists(".ralph/state.json"), "nothing ran");
 
+    // Issue 34, item 5: only `task:` edited, the example's checkboxes stayed and became the
+    // agent's criteria. Refused while any of them is left, naming its line.
     let example = p.read("RALPH_TASK.md");
+    let half = example.replace(
+        "Add a --json flag to `todo list` so scripts can read the task list",
+        "Tidy the README",
+    );
+    p.write("RALPH_TASK.md", &half);
+    let refused = run_claude();
+    refused.expect_code(2);
+    let line = half.lines().position(|l| l.starts_with("- [ ] ")).unwrap() + 1;
+    assert!(
+        refused.stderr.contains(&format!(
+            "RALPH_TASK.md:{line}: still the example's criterion \"todo list --json prints a JSON array of all items\" and 4 more"
+        )),
+        "{}",
+        refused.stderr
+    );
+    assert!(!p.exists(".ralph/state.json"), "nothing ran");
     p.write(
         "RALPH_TASK.md",
-        &example.replace(
-            "Add a --json flag to `todo list` so scripts can read the task list",
-            "Tidy the README",
-        ),
+        &with_own_criteria(&half, "the README says how to install"),
     );
     let ran = run_claude();
     ran.expect_code(3);
@@ -430,9 +445,9 @@ fn a_hostile_agent_cannot_redirect_ralphs_writes_through_links() {
         "nothing written through the link"
     );
     assert!(
-        run.stdout.contains("events.jsonl: has 2 hard links"),
+        run.stderr.contains("events.jsonl: has 2 hard links"),
         "the refusal is said:\n{}",
-        run.stdout
+        run.stderr
     );
     run.expect_code(1);
     assert!(

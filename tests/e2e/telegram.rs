@@ -4,7 +4,6 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 use ralph_mock_api::telegram::{BOT_USERNAME, Call, TelegramMock};
@@ -52,9 +51,8 @@ impl Bot {
 
     /// The code in the link `ralph serve pair telegram` prints.
     fn pairing_code(&self) -> String {
-        let out = Command::new(ralph_bin())
+        let out = ralph_in(self.broker.state.path())
             .args(["serve", "pair", "telegram"])
-            .env("RALPH_STATE_DIR", self.broker.state.path())
             .env("XDG_CONFIG_HOME", self.config.path())
             .output()
             .unwrap();
@@ -200,9 +198,8 @@ fn a_remote_toml_others_can_read_is_refused() {
     let config = tempfile::tempdir().unwrap();
     write_config(config.path(), "[telegram]\ntoken = \"123:SECRET\"\n", 0o644);
     let state = tempfile::tempdir().unwrap();
-    let out = Command::new(ralph_bin())
+    let out = ralph_in(state.path())
         .args(["serve", "--bind", "127.0.0.1:0"])
-        .env("RALPH_STATE_DIR", state.path())
         .env("XDG_CONFIG_HOME", config.path())
         .output()
         .unwrap();

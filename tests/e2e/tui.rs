@@ -3,7 +3,6 @@
 //!
 //! tmux is required (CI installs it); without it these tests fail and say so rather than skip.
 
-use std::path::Path;
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -27,11 +26,14 @@ struct Tmux {
     socket: String,
     /// The socket file, removed after the server (tmux leaves it behind).
     socket_path: Option<String>,
+    /// Given to the server when the first command starts it.
+    env: Vec<(&'static str, std::path::PathBuf)>,
 }
 
 impl Tmux {
-    /// Starts a detached 100x30 session running `sh` in `dir`.
-    fn start(dir: &Path) -> Tmux {
+    /// Starts a detached 100x30 session running `sh` in `p`'s directory, with `p`'s own
+    /// state and XDG directories (the server's environment is its sessions').
+    fn start(p: &Project) -> Tmux {
         static N: AtomicUsize = AtomicUsize::new(0);
         let socket = format!(
             "ralph-e2e-{}-{}",
@@ -41,6 +43,7 @@ impl Tmux {
         let mut tmux = Tmux {
             socket,
             socket_path: None,
+            env: p.user_env(),
         };
         let out = tmux.try_cmd(&[
             "new-session",
@@ -50,7 +53,7 @@ impl Tmux {
             "-y",
             "30",
             "-c",
-            &dir.display().to_string(),
+            &p.root().display().to_string(),
             "sh",
         ]);
         let out = match out {
@@ -77,6 +80,8 @@ impl Tmux {
             .args(["-L", &self.socket, "-f", "/dev/null"])
             .args(args)
             .env_remove("TMUX")
+            .env_remove("RALPH_DIR")
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .env("TERM", "xterm-256color")
             .output()
     }
@@ -174,7 +179,7 @@ fn asked_in_the_terminal_view(timeout: &str) -> (Project, Tmux, String) {
         "- [ ] cache\n",
     );
     let agent = p.agent(ASK_THEN_SAVE);
-    let tmux = Tmux::start(p.root());
+    let tmux = Tmux::start(&p);
     run_ralph(&tmux, &p, &agent);
     let screen = tmux.wait_for("The agent asks", Duration::from_secs(30));
     (p, tmux, screen)
@@ -246,7 +251,7 @@ fn an_answer_typed_in_plain_mode_is_logged_as_the_terminal_s() {
         "- [ ] cache\n",
     );
     let agent = p.agent(ASK_THEN_SAVE);
-    let tmux = Tmux::start(p.root());
+    let tmux = Tmux::start(&p);
     p.write(
         "run.sh",
         &format!(
@@ -400,7 +405,7 @@ fn esc_on_a_ralph_ask_question_tells_the_waiting_agent_it_was_skipped() {
     let agent = p.agent(
         "[iteration 1]\nrun-capture ask-out.txt ralph ask \"Which database?\" --option Postgres --default Postgres\n",
     );
-    let tmux = Tmux::start(p.root());
+    let tmux = Tmux::start(&p);
     run_ralph(&tmux, &p, &agent);
     tmux.wait_for("Which database?", Duration::from_secs(30));
     tmux.key("Escape");
@@ -429,9 +434,9 @@ fn in_tmux_the_questions_desktop_notification_reaches_the_terminal_tmux_runs_in(
         "- [ ] cache\n",
     );
     let agent = p.agent(ASK_THEN_SAVE);
-    let inner = Tmux::start(p.root());
+    let inner = Tmux::start(&p);
     inner.cmd(&["set", "-g", "allow-passthrough", "on"]);
-    let outer = Tmux::start(p.root());
+    let outer = Tmux::start(&p);
     outer.type_text(&format!(
         "script -q -f -c 'env -u TMUX tmux -L {} -f /dev/null attach' raw.log",
         inner.socket

@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 
 #[path = "../support/common.rs"]
 mod support;
-use support::{built, read_to_end_in_background};
+use support::built;
+pub use support::read_to_end_in_background;
 
 /// The `ralph` binary under test.
 pub fn ralph_bin() -> PathBuf {
@@ -32,8 +33,31 @@ pub fn fake_agent_bin() -> PathBuf {
 pub struct Project {
     dir: tempfile::TempDir,
     /// `RALPH_STATE_DIR` for every `ralph` run here: the machine's registry of running loops,
-    /// kept apart from other tests' loops (and the user's), or shared on purpose.
+    /// kept apart from other tests' loops (and the user's), or shared on purpose. Its `xdg/`
+    /// holds the XDG base directories of these runs.
     state: std::sync::Arc<tempfile::TempDir>,
+}
+
+/// The per-user directories of every process a test starts (ralph, a shell in tmux, a
+/// broker): `RALPH_STATE_DIR` is `state`, and each XDG base directory is under `state/xdg`, so
+/// no test reads the developer's config or adds a loop to their registry. `make test` checks
+/// it (tests/untouched-home.sh).
+pub fn user_dirs_env(state: &Path) -> Vec<(&'static str, PathBuf)> {
+    let xdg = state.join("xdg");
+    vec![
+        ("RALPH_STATE_DIR", state.to_path_buf()),
+        ("XDG_CONFIG_HOME", xdg.join("config")),
+        ("XDG_STATE_HOME", xdg.join("state")),
+        ("XDG_DATA_HOME", xdg.join("data")),
+        ("XDG_CACHE_HOME", xdg.join("cache")),
+    ]
+}
+
+/// `ralph`, with [`user_dirs_env`] of `state` (set other variables after this to override).
+pub fn ralph_in(state: &Path) -> Command {
+    let mut cmd = Command::new(ralph_bin());
+    cmd.env_remove("RALPH_DIR").envs(user_dirs_env(state));
+    cmd
 }
 
 impl Project {
@@ -71,6 +95,11 @@ impl Project {
         self.dir.path()
     }
 
+    /// The environment of every process started for this project: [`user_dirs_env`].
+    pub fn user_env(&self) -> Vec<(&'static str, PathBuf)> {
+        user_dirs_env(self.state.path())
+    }
+
     pub fn path(&self, rel: &str) -> PathBuf {
         self.dir.path().join(rel)
     }
@@ -101,16 +130,9 @@ impl Project {
 
     /// `ralph ARGS -C ROOT`-style command, with a clean environment for reproducible output.
     pub fn ralph(&self) -> Command {
-        let mut cmd = Command::new(ralph_bin());
-        // XDG_CONFIG_HOME: the developer's own ~/.config/ralph/config.toml stays out.
+        let mut cmd = ralph_in(self.state.path());
         cmd.current_dir(self.root())
-            .env_remove("RALPH_DIR")
-            .env("RALPH_STATE_DIR", self.state.path())
-            .env("XDG_CONFIG_HOME", self.path(".no-user-config"))
-            // Nor the developer's own loops in worktrees (`ralph status --all` lists them).
-            .env("XDG_DATA_HOME", self.path(".no-user-data"))
-            .env("NO_COLOR", "1")
-            .stdin(Stdio::null());
+            .env("NO_COLOR", "1")    .stdin(Stdio::null());
         cmd
     }
 
@@ -163,6 +185,18 @@ impl Project {
             (v["status"] == status).then_some(v)
         })
     }
+}
+
+/// `ralph init`'s example task file with each of its checkboxes replaced by `criterion`: what
+/// a user who described their own criteria has.
+pub fn with_own_criteria(example: &str, criterion: &str) -> String {
+    example
+        .lines()
+        .map(|l| match l.strip_prefix("- [ ] ") {
+            Some(_) => format!("- [ ] {criterion}\n"),
+            None => format!("{l}\n"),
+        })
+        .collect()
 }
 
 /// Starts `cmd` with piped output; the process is killed if the test ends (or fails) first.

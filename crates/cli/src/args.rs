@@ -259,9 +259,9 @@ pub struct RunArgs {
     /// The task file, relative to DIR.
     #[arg(long, value_name = "FILE", default_value = "RALPH_TASK.md")]
     pub task: PathBuf,
-    /// An agent preset: claude, claude-sdk, codex, cursor, gemini, opencode, amp, or demo (built
-    /// in). Overrides `agent:` in the task file.
-    #[arg(long, value_name = "NAME", conflicts_with = "agent_cmd")]
+    /// An agent preset: claude, claude-sdk, codex, cursor, gemini, opencode or amp (`ralph
+    /// agents` lists them). Overrides `agent:` in the task file.
+    #[arg(long, value_name = "NAME", conflicts_with = "agent_cmd", value_parser = PresetName)]
     pub agent: Option<String>,
     /// Any agent: a shell command that reads the prompt on stdin.
     #[arg(long, value_name = "CMD")]
@@ -301,6 +301,10 @@ pub struct RunArgs {
     /// With --worktree: the branch the work lands on (default: the one checked out now).
     #[arg(long, value_name = "BRANCH")]
     pub onto: Option<String>,
+    /// Run a task that is already done again (without it, a task that ended with DONE verified
+    /// and has not changed since is not run: there is nothing to do).
+    #[arg(long)]
+    pub again: bool,
 }
 
 #[derive(Debug, Args)]
@@ -574,4 +578,34 @@ pub enum PairWhat {
     Web,
     /// A Telegram user, through the bot in remote.toml: questions arrive as messages.
     Telegram,
+}
+
+/// `--agent`'s value: any name (ralph's own error, with its "did you mean", refuses one that
+/// is no preset), with the presets offered to shell completion (`--agent <TAB>`) and help. The
+/// demo's is left out: it runs only in `ralph demo`.
+#[derive(Debug, Clone, Copy)]
+struct PresetName;
+
+impl clap::builder::TypedValueParser for PresetName {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        clap::builder::StringValueParser::new().parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            ralph_loop::agents::presets()
+                .iter()
+                .filter(|p| p.program != ralph_loop::agents::Program::Ralph)
+                .map(|p| clap::builder::PossibleValue::new(p.name)),
+        ))
+    }
 }

@@ -180,7 +180,7 @@ pub fn run() -> CmdResult {
             "With no --agent (and no agent: in the task file or config), ralph runs {name}, the first installed."
         ),
         None => outln!(
-            "None is installed: install one, or give any agent with --agent-cmd \"my-agent --flags\". `ralph run --agent demo` needs nothing."
+            "None is installed: install one, or give any agent with --agent-cmd \"my-agent --flags\". To try ralph first, `ralph demo` needs nothing."
         ),
     }
     Ok(0)

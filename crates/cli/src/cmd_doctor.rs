@@ -269,13 +269,20 @@ fn agents_section(report: &mut Report, task: &TaskFile) {
                 resolved.spec.name
             ));
         }
+        // No preset installed and none asked for: a machine that runs its agent with
+        // --agent-cmd has nothing to fix.
+        Err(_) if from_task.is_none() => {
+            report.item(
+                "`ralph run` with no --agent runs: nothing, none is installed; give the agent with --agent-cmd \"my-agent --flags\", or install one above (`ralph demo` tries ralph with none)",
+            );
+        }
         Err(e) => {
             report.item("`ralph run` with no --agent runs: nothing (see the problems)");
             // The message's first sentence says what is wrong; the rest, how to fix it.
             let what = e.split(". ").next().unwrap_or(&e);
             report.problem(
                 sanitize(what),
-                "install one of the agents above, or give any agent with --agent-cmd \"my-agent --flags\"; `--agent demo` needs nothing",
+                "install that agent, or give any agent with --agent-cmd \"my-agent --flags\"",
             );
         }
     }

@@ -14,10 +14,37 @@ pub const EXAMPLE: &str = include_str!("../../../RALPH_TASK.md.example");
 /// The `task:` of [`EXAMPLE`]: a task file that still says it was never edited.
 const EXAMPLE_TASK: &str = "Add a --json flag to `todo list` so scripts can read the task list";
 
-/// Whether `task` is still the example `ralph init` wrote: its made-up task, which no agent
-/// should be let loose on in a real repository.
-pub fn is_example(task: &TaskFile) -> bool {
-    task.task == EXAMPLE_TASK
+/// What is still the example `ralph init` wrote in `task` (at `shown`, the path as the user
+/// gave it), which no agent should be let loose on in a real repository: its made-up `task:`,
+/// or any of its checkboxes, left behind when only `task:` was edited. The error that says
+/// which and where, or `None` when the task is the user's own.
+pub fn example_left(task: &TaskFile, shown: &std::path::Path) -> Option<String> {
+    if task.task == EXAMPLE_TASK {
+        return Some(format!(
+            "{} is still the example: describe your task. Write what the agent should do in `task:` and its criteria as the checkboxes below it, then run again",
+            shown.display()
+        ));
+    }
+    let example = TaskFile::parse(std::path::Path::new("RALPH_TASK.md"), EXAMPLE.as_bytes())
+        .map(|t| t.criteria)
+        .unwrap_or_default();
+    let left: Vec<_> = task
+        .criteria
+        .iter()
+        .filter(|c| example.iter().any(|e| e.text == c.text))
+        .collect();
+    let first = left.first()?;
+    let more = match left.len() - 1 {
+        0 => String::new(),
+        1 => " and 1 more".into(),
+        n => format!(" and {n} more"),
+    };
+    Some(format!(
+        "{}:{}: still the example's criterion \"{}\"{more}: these are `ralph init`'s made-up task, and the agent would work on them. Replace the example's checkboxes with your own criteria, then run again",
+        shown.display(),
+        first.line,
+        first.text
+    ))
 }
 
 /// Writes the task file (unless one exists and `--force` is not given) and `.ralph/`.
@@ -74,10 +101,45 @@ mod tests {
     fn the_example_is_recognised_by_its_task() {
         let path = std::path::Path::new("RALPH_TASK.md");
         let example = TaskFile::parse(path, EXAMPLE.as_bytes()).unwrap();
-        assert!(is_example(&example));
+        let left = example_left(&example, path).unwrap();
+        assert!(
+            left.starts_with("RALPH_TASK.md is still the example"),
+            "{left}"
+        );
+    }
+
+    /// Issue 34, item 5: with only `task:` edited, the example's five checkboxes became the
+    /// criteria, and the agent got them.
+    #[test]
+    fn the_example_s_criteria_left_behind_are_refused_by_line() {
+        let path = std::path::Path::new("RALPH_TASK.md");
         let edited = EXAMPLE.replace(EXAMPLE_TASK, "Fix the flaky login test");
-        assert!(!is_example(
-            &TaskFile::parse(path, edited.as_bytes()).unwrap()
-        ));
+        let task = TaskFile::parse(path, edited.as_bytes()).unwrap();
+        let line = edited
+            .lines()
+            .position(|l| l.starts_with("- [ ] "))
+            .unwrap()
+            + 1;
+        let left = example_left(&task, path).unwrap();
+        assert!(
+            left.starts_with(&format!(
+                "RALPH_TASK.md:{line}: still the example's criterion \"todo list --json prints a JSON array of all items\" and 4 more"
+            )),
+            "{left}"
+        );
+
+        // One left is one too many; none left, and the task is the user's.
+        let mut own = edited.clone();
+        for l in edited.lines().filter(|l| l.starts_with("- [ ] ")).skip(1) {
+            own = own.replace(l, "- [ ] the login test passes 100 times in a row");
+        }
+        let one = example_left(&TaskFile::parse(path, own.as_bytes()).unwrap(), path).unwrap();
+        assert!(one.contains("all items\": these are"), "{one}");
+        let first = edited.lines().find(|l| l.starts_with("- [ ] ")).unwrap();
+        let own = own.replace(first, "- [ ] no sleep() in the test");
+        assert_eq!(
+            example_left(&TaskFile::parse(path, own.as_bytes()).unwrap(), path),
+            None
+        );
     }
 }

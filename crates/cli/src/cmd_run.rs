@@ -71,12 +71,20 @@ fn run_with(args: &RunArgs, may_land: bool) -> CmdResult {
 }
 
 fn run_here(args: &RunArgs, root: &Path, task_path: PathBuf, mut task: TaskFile) -> CmdResult {
-    if crate::cmd_init::is_example(&task) {
-        return Err(Failure::usage(anyhow::anyhow!(
-            "{} is still the example: describe your task. Write what the agent should do in `task:` and its criteria as the checkboxes below it (in {}), then run again",
+    if let Some(left) = crate::cmd_init::example_left(&task, &task_path) {
+        return Err(Failure::usage(anyhow::anyhow!(left)));
+    }
+    if !args.again
+        && let Some(done) = already_done(&root, &task_path)
+    {
+        println!(
+            "ralph: {} is already done: DONE was verified at iteration {} ({}), and the file has not changed since. Nothing to do; the agent was not started.\nralph: change the task for a new run, or run it again as it is: {}",
             args.task.display(),
-            task_path.display()
-        )));
+            done.iteration,
+            done.updated_at,
+            again_command(&root, &args.task),
+        );
+        return Ok(0);
     }
     let log_budget = config::apply_all(&Workspace::new(root), &mut task, Default::default())
         .map_err(Failure::usage)?;
@@ -279,6 +287,28 @@ fn sandbox(
     })
 }
 
+/// `ralph run --again -C ROOT [--task FILE]`, as the user can paste it from anywhere.
+fn again_command(root: &Path, task: &Path) -> String {
+    let mut command = format!(
+        "{} run --again -C {}",
+        crate::program(),
+        agents::shell_quote(&root.display().to_string())
+    );
+    if task != Path::new("RALPH_TASK.md") {
+        command.push_str(" --task ");
+        command.push_str(&agents::shell_quote(&task.display().to_string()));
+    }
+    command
+}
+
+/// The state of the last run here when it ended with DONE verified on the task file as it is
+/// now: running it again would start an agent with nothing to do.
+fn already_done(root: &Path, task_path: &Path) -> Option<State> {
+    let state = State::load(&Workspace::new(root)).ok()??;
+    let task = std::fs::read(task_path).ok()?;
+    state.done_with(&task).then_some(state)
+}
+
 /// The agent a plain `ralph run` resumes with: the one a stopped or killed loop recorded.
 /// A `state.json` that cannot be read is the runner's to report, naming it.
 fn recorded_choice(root: &Path) -> Option<AgentChoice> {
@@ -388,6 +418,7 @@ pub fn run_loop(cfg: RunConfig, sandbox: Option<Sandbox>, tui: bool) -> CmdResul
         let terminal = tui && std::io::stdin().is_terminal();
         start_guard(&mut runner, terminal);
         let signals = tokio::spawn(forward_signals(control_tx.clone()));
+        stop_when_output_is_unread(control_tx.clone());
         // The terminal view when there is a terminal for it; plain lines otherwise.
         let view = tui.then(|| {
             let mut opts = TuiOptions::new(answer_command.clone(), bell);
@@ -432,6 +463,23 @@ pub fn run_loop(cfg: RunConfig, sandbox: Option<Sandbox>, tui: bool) -> CmdResul
         })?;
         Ok(outcome.exit_code() as u8)
     })
+}
+
+/// A closed standard output (`ralph run | head`, once `head` has its lines) stops the loop as
+/// Ctrl-C would: the state is saved and the next `ralph run` goes on from it.
+fn stop_when_output_is_unread(controls: mpsc::UnboundedSender<Control>) {
+    let watch = move || {
+        if ralph_process::reader::wait_until_reader_gone(std::io::stdout()) {
+            eprintln!(
+                "ralph: nobody reads the output any more (its pipe closed); stopping as Ctrl-C would, with the state saved"
+            );
+            let _ = controls.send(Control::Stop);
+        }
+    };
+    // Without the thread, only the next write finds the pipe closed, when the agent prints.
+    let _ = std::thread::Builder::new()
+        .name("stdout-reader".into())
+        .spawn(watch);
 }
 
 /// SIGINT, SIGTERM and SIGHUP stop the loop gracefully; a second one kills the agent now.

@@ -84,7 +84,12 @@ pub fn run(args: &StatusArgs) -> CmdResult {
         outln!("{}: {}{facts}", root.display(), describe(state.status));
     }
     if let Some(q) = &state.pending_question {
-        print_question(q, answer_waiting(&ws, q).as_ref(), live, &hint);
+        print_question(
+            q,
+            answer_waiting(&ws, q).as_ref(),
+            live,
+            &crate::answer_command(&root),
+        );
     }
     if !state.task.is_empty() {
         outln!("  task:  {}", clean(&state.task));
@@ -188,9 +193,9 @@ fn all(json_out: bool) -> CmdResult {
         if let Some(q) = &st.pending_question
             && st.status == Status::WaitingInput
         {
-            let hint = format!("{} \"your answer\"", crate::answer_command(root));
             let ws = Workspace::new(root);
-            print_question(q, answer_waiting(&ws, q).as_ref(), true, &hint);
+            let command = crate::answer_command(root);
+            print_question(q, answer_waiting(&ws, q).as_ref(), true, &command);
         }
     }
     Ok(0)
@@ -217,7 +222,9 @@ fn answer_waiting(ws: &Workspace, q: &PendingQuestion) -> Option<Answer> {
 
 /// The question, and how to answer it, or the answer already given when one waits to be
 /// delivered (`live`: by the running loop; otherwise by the next `ralph run`).
-fn print_question(q: &PendingQuestion, answered: Option<&Answer>, live: bool, hint: &str) {
+/// `command` answers it (`ralph answer -C DIR`, without the answer).
+fn print_question(q: &PendingQuestion, answered: Option<&Answer>, live: bool, command: &str) {
+    let hint = format!("{command} \"your answer\"");
     let now = SystemTime::now();
     let waited = q
         .asked_at_time()
@@ -290,10 +297,7 @@ fn print_question(q: &PendingQuestion, answered: Option<&Answer>, live: bool, hi
         outln!("\n  An answer reaches the agent when `ralph run` runs again:\n    {hint}");
     }
     if !q.options.is_empty() {
-        outln!(
-            "    (or pick an option by number: {} answer -C ... 1)",
-            crate::program()
-        );
+        outln!("    (or pick an option by number: {command} 1)");
     }
     outln!();
 }

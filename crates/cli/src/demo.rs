@@ -14,6 +14,7 @@ use anyhow::{Context as _, anyhow};
 use ralph_loop::answer::Answer;
 use ralph_loop::question::{Question, QuestionOption};
 use ralph_loop::runner::{RunConfig, Settings};
+use ralph_loop::state::AgentChoice;
 use ralph_loop::task::{TaskFile, parse_wait};
 use ralph_loop::workspace::{self, Workspace};
 
@@ -85,10 +86,8 @@ pub fn run(args: &DemoArgs) -> CmdResult {
     let quoted = agents::shell_quote(&dir.display().to_string());
     outln!(
         "ralph demo: a scripted agent works on a small task in {quoted}.\n\
-         It will ask you a question. Answer it here, or from another terminal with\n\
-         \x20   {} 2\n\
-         or let the {} run out and watch it go on with its default.\n",
-        crate::answer_command(&dir),
+         It will ask you a question. Answer it here, or from another terminal with the command\n\
+         shown with the question, or let the {} run out and watch it go on with its default.\n",
         args.question_timeout
     );
     eprintln!("ralph: {}", resolved.allows);
@@ -97,7 +96,10 @@ pub fn run(args: &DemoArgs) -> CmdResult {
         task_path,
         task,
         agent: resolved.spec,
-        agent_choice: None,
+        // Recorded, so that `ralph run` in the demo's directory resumes a stopped demo with it.
+        agent_choice: Some(AgentChoice::Preset {
+            name: "demo".into(),
+        }),
         settings,
     };
     let code = cmd_run::run_loop(cfg, None, cmd_run::wants_tui(args.no_tui))?;

@@ -28,6 +28,7 @@ pub mod command_line;
 pub mod guard;
 pub mod orphans;
 pub mod sandbox;
+pub mod reader;
 pub mod supervisor;
 pub mod sys;
 pub mod watch;

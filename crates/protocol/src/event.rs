@@ -118,6 +118,13 @@ pub enum LoopEvent {
         /// The command.
         command: String,
     },
+    /// The test command still runs (sent every second while it does).
+    TestsProgress {
+        /// How long it has run, in whole seconds.
+        elapsed: Duration,
+        /// The last line it printed, sanitized, if any.
+        last_line: Option<String>,
+    },
     /// DONE was judged.
     Verdict {
         /// Whether DONE was accepted.

@@ -198,6 +198,26 @@ pub struct State {
     /// project is a git repository and checkpoints are on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoint: Option<String>,
+    /// The task file's [`task_digest`] when the loop ended with DONE verified: the same task,
+    /// run again unchanged, has nothing left to do.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub done_task: Option<String>,
+}
+
+/// A task file's fingerprint (SHA-256 of its bytes, in hex), recorded as [`State::done_task`].
+pub fn task_digest(task_file: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(task_file)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+impl State {
+    /// Whether this loop ended with DONE verified on exactly this task file.
+    pub fn done_with(&self, task_file: &[u8]) -> bool {
+        self.status == Status::Done && self.done_task.as_deref() == Some(&task_digest(task_file))
+    }
 }
 
 /// How a run's agent was chosen: a preset by name, or a command line and how to read it.
@@ -274,6 +294,7 @@ impl State {
             closed_questions: Vec::new(),
             checkpoint: None,
             total_cost_usd: None,
+            done_task: None,
         }
     }
 

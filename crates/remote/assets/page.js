@@ -1,4 +1,5 @@
-// The question page and the dashboard: a countdown, answering without a reload, live updates.
+// The question page and the dashboard: a countdown, answering without a reload, live updates
+// (a moved deadline updates the countdown in place, keeping what the user typed).
 // Served from the binary as a file of its own: the page's Content-Security-Policy allows no
 // inline script.
 "use strict";
@@ -10,18 +11,62 @@ function fmt(ms) {
   return Math.floor(s / 3600) + "h " + String(Math.floor((s % 3600) / 60)).padStart(2, "0") + "m";
 }
 
+// When the question's wait ends (ms since the epoch, by this page's clock); null for none.
+let deadline = null;
+let ticking = null;
+// When the page last heard that the deadline moved.
+let movedAt = 0;
+
+const TIMED_OUT = "deadline passed: the agent goes on with its best guess; a late answer still reaches it";
+
 function countdown(main) {
   const el = document.getElementById("countdown");
-  if (!el || !main.dataset.leftMs) return;
-  const end = Date.now() + Number(main.dataset.leftMs);
+  clearTimeout(ticking);
+  if (!el || deadline === null) return;
   const tick = () => {
     if (main.classList.contains("closed")) return;
-    const left = end - Date.now();
-    el.textContent = left > 0 ? fmt(left) + " left" : "deadline passed: the agent goes on with its best guess; a late answer still reaches it";
+    const left = deadline - Date.now();
+    el.textContent = left > 0 ? fmt(left) + " left" : TIMED_OUT;
     el.classList.toggle("urgent", left < 60000);
-    if (left > 0) setTimeout(tick, 1000 - (left % 1000) || 1000);
+    if (left > 0) ticking = setTimeout(tick, 1000 - (left % 1000) || 1000);
   };
   tick();
+}
+
+// "5 more minutes", "1 more hour": how far the deadline moved, in the words the buttons use.
+function moved(ms) {
+  const min = Math.round(ms / 60000);
+  if (min >= 60 && min % 60 === 0) return min / 60 + (min === 60 ? " more hour" : " more hours");
+  if (min >= 1) return min + (min === 1 ? " more minute" : " more minutes");
+  return "The deadline moved";
+}
+
+// The question changed while the page is open (its deadline moved: "+5 min" here, Ctrl+E in
+// the terminal, "+1 hour" in Telegram). Updated in place: what the user typed and picked stays.
+function changed(main, data) {
+  let now;
+  try { now = JSON.parse(data); } catch (e) { return; }
+  if (main.classList.contains("closed")) return;
+  const el = document.getElementById("countdown");
+  if (now.timed_out) {
+    clearTimeout(ticking);
+    deadline = null;
+    if (el) el.textContent = TIMED_OUT;
+    return;
+  }
+  if (now.left_ms === null) {
+    clearTimeout(ticking);
+    deadline = null;
+    if (el) { el.textContent = "no deadline"; el.classList.remove("urgent"); }
+    show("No deadline now: take your time.", false);
+    return;
+  }
+  const before = deadline;
+  movedAt = Date.now();
+  deadline = movedAt + Number(now.left_ms);
+  countdown(main);
+  const left = fmt(deadline - Date.now()) + " left";
+  show(before === null ? "The deadline moved: " + left : moved(deadline - before) + ": " + left, false);
 }
 
 function show(text, error) {
@@ -48,6 +93,7 @@ function answerForm(main) {
     let body = picked.length ? { options: picked, answer: note } : { answer: note };
     if (button.name === "action") body = { action: button.value };
     button.disabled = true;
+    const sent = Date.now();
     try {
       const res = await fetch(main.dataset.post, {
         method: "POST",
@@ -56,7 +102,8 @@ function answerForm(main) {
         credentials: "same-origin",
       });
       const reply = await res.json().catch(() => ({ message: "The broker answered HTTP " + res.status + "." }));
-      if (res.status === 202) show(reply.message, false);
+      // The stream's news of the moved deadline says more than the reply; it may come first.
+      if (res.status === 202 && !(movedAt >= sent)) show(reply.message, false);
       else if (res.ok) close(main, reply.message);
       else show(reply.message, true);
       if (res.status === 409) main.classList.add("closed");
@@ -77,7 +124,9 @@ function live(main) {
     source.close();
     if (!main.classList.contains("closed")) close(main, "This question closed: " + ev.data + ".");
   });
-  source.addEventListener("changed", () => { source.close(); location.reload(); });
+  source.addEventListener("changed", (ev) => changed(main, ev.data));
+  // Marked for whoever waits on the page (a test): from now on, news reaches it.
+  source.addEventListener("open", () => { main.dataset.live = "open"; });
 }
 
 // The dashboard's stream sends the whole list of loops (HTML the broker made and escaped, as
@@ -95,6 +144,7 @@ document.addEventListener("DOMContentLoaded", () => {
     liveDashboard(main);
     return;
   }
+  if (main.dataset.leftMs) deadline = Date.now() + Number(main.dataset.leftMs);
   countdown(main);
   answerForm(main);
   live(main);

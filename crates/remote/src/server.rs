@@ -5,7 +5,7 @@
 //! |---|---|
 //! | `GET /a/TOKEN` | the question an answer link opens (404 unless it waits) |
 //! | `POST /a/TOKEN` | answers it: JSON `{"answer": "text"}`, `{"option": 2}`, `{"options": [1, 3], "answer": "note"}`, or the page's form; `{"action": "skip"}` or `{"action": "extend"}` (five more minutes; Telegram's button adds an hour) |
-//! | `GET /a/TOKEN/events` | server-sent events: `closed` (with how) or `changed` |
+//! | `GET /a/TOKEN/events` | server-sent events: `closed` (with how), `changed` (JSON: `left_ms`, `timed_out`) |
 //! | `GET /` , `GET /events` | the dashboard of every loop, for a paired device, and its stream: `loops` (the list, as HTML) at once and on every change, new loops and questions included |
 //! | `GET /pair/CODE` | pairs this browser (sets the device cookie) |
 //! | `GET /assets/page.js`, `/assets/page.css` | the page's script and style, from the binary |
@@ -349,6 +349,17 @@ fn reply(status: StatusCode, code: &str, message: &str, headers: &HeaderMap) -> 
     (status, axum::Json(body)).into_response()
 }
 
+/// A `changed` event's data: the question's time left now (`left_ms`, `null` for no deadline)
+/// and whether its deadline passed.
+fn changed_data(q: &desk::QuestionView) -> String {
+    let left_ms = q.deadline.map(|d| {
+        d.duration_since(std::time::SystemTime::now())
+            .unwrap_or_default()
+            .as_millis()
+    });
+    serde_json::json!({"left_ms": left_ms, "timed_out": q.timed_out}).to_string()
+}
+
 type Events = Sse<std::pin::Pin<Box<dyn Stream<Item = Result<Event, Infallible>> + Send>>>;
 
 /// The answer to a stream asked for beyond [`streams::MAX_STREAMS`] or
@@ -378,10 +389,10 @@ async fn question_events(State(app): State<Arc<App>>, Path(token): Path<String>)
         return too_many_streams();
     };
     // Polled by the connection itself (no task of its own): a client that goes drops it.
-    let stream = futures_util::stream::unfold(Some(changes), move |changes| {
-        let (link, first) = (link.clone(), first.clone());
+    let stream = futures_util::stream::unfold(Some((changes, first)), move |state| {
+        let link = link.clone();
         async move {
-            let mut changes = changes?;
+            let (mut changes, mut last) = state?;
             loop {
                 changes.next().await?;
                 let link = link.clone();
@@ -390,13 +401,20 @@ async fn question_events(State(app): State<Arc<App>>, Path(token): Path<String>)
                 })
                 .await
                 .ok()?;
-                let event = match now {
-                    (Some(q), _) if q == first => continue,
-                    (Some(_), _) => Event::default().event("changed").data("changed"),
-                    (None, how) => Event::default().event("closed").data(how),
-                };
-                // One event and the stream ends: the page reloads or shows how it closed.
-                return Some((Ok(event), None));
+                match now {
+                    (Some(q), _) if q == last => continue,
+                    // The same question, changed (a deadline moved): the page updates it in
+                    // place and keeps what the user typed, so the stream goes on.
+                    (Some(q), _) => {
+                        let event = Event::default().event("changed").data(changed_data(&q));
+                        last = q;
+                        return Some((Ok(event), Some((changes, last))));
+                    }
+                    // The question closed: one last event and the stream ends.
+                    (None, how) => {
+                        return Some((Ok(Event::default().event("closed").data(how)), None));
+                    }
+                }
             }
         }
     });

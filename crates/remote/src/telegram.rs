@@ -238,7 +238,7 @@ fn store_paired(state_dir: &Path, p: &Paired) -> std::io::Result<()> {
 pub fn pairing_link(state_dir: &Path) -> Result<String, String> {
     let s = settings()?.ok_or_else(|| {
         format!(
-            "no [telegram] token in {}: create a bot with @BotFather, put `[telegram]\\ntoken = \"...\"` there (chmod 600), restart `ralph serve`, then pair",
+            "no [telegram] token in {}: create a bot with @BotFather, put these two lines there (chmod 600):\n\n    [telegram]\n    token = \"...\"\n\nthen restart `ralph serve` and pair again",
             config_path().map_or_else(|| "remote.toml".into(), |p| p.display().to_string())
         )
     })?;

@@ -317,6 +317,7 @@ impl Claude {
                         .retry_delay_ms
                         .and_then(Raw::u64)
                         .map(Duration::from_millis),
+                    resets_at: None,
                     message,
                 });
             }
@@ -338,6 +339,7 @@ impl Claude {
             if kind == "rate_limit" || rate_limit::mentions_rate_limit(&error) {
                 out.push(AgentEvent::RateLimited {
                     retry_after: rate_limit::retry_after_in(&error),
+                    resets_at: None,
                     message: first_line(&error),
                 });
                 self.rate_limited = true;
@@ -432,6 +434,7 @@ impl Claude {
             {
                 out.push(AgentEvent::RateLimited {
                     retry_after: rate_limit::retry_after_in(&message),
+                    resets_at: None,
                     message: message.clone(),
                 });
             }
@@ -481,11 +484,9 @@ fn rate_limit_event(fields: &Fields<'_>, line: &[u8], out: &mut Vec<AgentEvent>)
             if let Some(kind) = kind {
                 message.push_str(&format!(" ({})", clean_id(&kind)));
             }
-            if let Some(at) = resets_at {
-                message.push_str(&format!("; it resets at Unix time {at}"));
-            }
             out.push(AgentEvent::RateLimited {
                 retry_after: None,
+                resets_at,
                 message,
             });
         }

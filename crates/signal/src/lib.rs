@@ -180,6 +180,9 @@ pub enum AgentEvent {
     RateLimited {
         /// How long the agent or its API said to wait, when it said.
         retry_after: Option<std::time::Duration>,
+        /// When the limit resets (Unix seconds), when the agent said (Claude's
+        /// `rate_limit_event` `resetsAt`): the wait, which needs the clock, is the loop's.
+        resets_at: Option<u64>,
         /// What was said, as one sanitized line.
         message: String,
     },

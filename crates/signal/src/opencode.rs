@@ -149,6 +149,7 @@ fn error(obj: &Obj<'_>, out: &mut Vec<AgentEvent>) {
             .or_else(|| rate_limit::retry_after_in(&message));
         out.push(AgentEvent::RateLimited {
             retry_after,
+            resets_at: None,
             message: message.clone(),
         });
     } else if let Some(event) = rate_limit::from_message(&message) {

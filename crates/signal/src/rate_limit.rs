@@ -87,6 +87,7 @@ fn duration_at(text: &str) -> Option<Duration> {
 pub(crate) fn from_message(message: &str) -> Option<AgentEvent> {
     mentions_rate_limit(message).then(|| AgentEvent::RateLimited {
         retry_after: retry_after_in(message),
+        resets_at: None,
         message: first_line(message),
     })
 }

@@ -235,6 +235,15 @@ fn show(out: &mut impl Write, ev: LoopEvent, open: &mut Option<Open>, opts: &Opt
         LoopEvent::TestsStarted { command } => {
             writeln!(out, "ralph: {}", words::tests_started(&command))
         }
+        // Every 10 s: a line a second would bury the agent's output.
+        LoopEvent::TestsProgress { elapsed, last_line } if elapsed.as_secs() % 10 == 0 => {
+            writeln!(
+                out,
+                "ralph: {}",
+                words::tests_running(elapsed, last_line.as_deref())
+            )
+        }
+        LoopEvent::TestsProgress { .. } => Ok(()),
         LoopEvent::Verdict { accepted, reason } => {
             let _ = writeln!(out, "ralph: {}", words::verdict(accepted, &reason));
             if !accepted {
@@ -344,7 +353,12 @@ fn show(out: &mut impl Write, ev: LoopEvent, open: &mut Option<Open>, opts: &Opt
             Ok(())
         }
         LoopEvent::AnswerRefused { reason } => writeln!(out, "ralph: {}", clean(&reason)),
-        LoopEvent::Warning(w) => writeln!(out, "ralph: {}", words::warning(&w)),
+        // On stderr, as git and cargo warn: `ralph run > log` keeps them on the screen. What
+        // came before goes out first, so the order on a terminal stays.
+        LoopEvent::Warning(w) => {
+            let _ = out.flush();
+            writeln!(std::io::stderr(), "ralph: {}", words::warning(&w))
+        }
         LoopEvent::Note(n) => writeln!(out, "ralph: {}", clean(&n)),
         LoopEvent::Backoff { until, reason } => writeln!(
             out,

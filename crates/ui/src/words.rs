@@ -100,6 +100,15 @@ pub(crate) fn tests_started(command: &str) -> String {
     format!("DONE signalled; running the tests: {}", clean(command))
 }
 
+/// The test command still runs: for how long, and the last line it printed.
+pub(crate) fn tests_running(elapsed: Duration, last_line: Option<&str>) -> String {
+    let mut line = format!("the tests have run {}", format_span(elapsed));
+    if let Some(last) = last_line {
+        line.push_str(&format!(" · {}", clean(last)));
+    }
+    line
+}
+
 /// The verdict's first line; a rejection's reason follows on lines of its own.
 pub(crate) fn verdict(accepted: bool, reason: &str) -> String {
     if accepted {

@@ -439,21 +439,22 @@ impl Runner {
                 AgentEvent::ControlRequest(line) => run.requests.push(line),
                 AgentEvent::RateLimited {
                     retry_after,
+                    resets_at,
                     message,
                 } => {
                     self.log(
                         "rate_limited",
-                        json!({"iteration": self.state.iteration, "message": message, "retry_after_seconds": retry_after.map(|d| d.as_secs_f64())}),
+                        json!({"iteration": self.state.iteration, "message": message, "retry_after_seconds": retry_after.map(|d| d.as_secs_f64()), "resets_at": resets_at}),
                     );
-                    // Keep the longest wait any report suggested; a later report may not say.
-                    let known = run.rate_limited.as_ref().and_then(|(after, _)| *after);
-                    let after = match (known, retry_after) {
-                        (Some(a), Some(b)) => Some(a.max(b)),
-                        (a, b) => a.or(b),
-                    };
-                    run.rate_limited = Some((after, message.clone()));
+                    run.rate_limited = Some(RateLimit::merged(
+                        run.rate_limited.as_ref(),
+                        retry_after,
+                        resets_at,
+                        message.clone(),
+                    ));
                     batch.push(AgentEvent::RateLimited {
                         retry_after,
+                        resets_at,
                         message,
                     });
                 }
@@ -782,8 +783,9 @@ pub(super) struct AgentRun {
     pub(super) requests: Vec<String>,
     /// The agent said its turn is over.
     pub(super) turn_ended: bool,
-    /// The agent reported a rate limit (how long it suggests waiting, and its words).
-    pub(super) rate_limited: Option<(Option<Duration>, String)>,
+    /// The agent reported a rate limit (how long it suggests waiting, or when it resets, and
+    /// its words).
+    pub(super) rate_limited: Option<RateLimit>,
 }
 
 impl AgentRun {

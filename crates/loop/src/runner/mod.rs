@@ -58,6 +58,7 @@ mod git;
 mod groups;
 pub mod logs;
 mod questions;
+mod rate_limit;
 mod recovery;
 mod save;
 mod start;
@@ -71,6 +72,7 @@ use controls::Controls;
 use delivery::Delivery;
 use groups::marks;
 use questions::{NativeAsk, OpenQuestion, Step};
+use rate_limit::RateLimit;
 use recovery::{KilledRun, reap_orphaned_agent};
 
 /// Runs the loop; see the module docs.
@@ -279,16 +281,13 @@ impl Runner {
             if run.interrupted {
                 return self.finish(Outcome::Interrupted, "interrupted").await;
             }
-            if let Some((retry_after, message)) = run.rate_limited.clone()
+            if let Some(limit) = run.rate_limited.clone()
                 && run.signals.is_empty()
             {
                 // Not the agent's failure and not an iteration's worth of work: wait, then run
-                // the same iteration again. The wait doubles while the limit lasts.
-                let wait = retry_after
-                    .unwrap_or_else(|| {
-                        BACKOFF_START * 2u32.saturating_pow(rate_limit_streak.min(8))
-                    })
-                    .min(BACKOFF_MAX);
+                // the same iteration again (see `rate_limit`).
+                let (wait, message) =
+                    limit.wait(rate_limit_streak, SystemTime::now(), rate_limit::jitter());
                 rate_limit_streak += 1;
                 // The retry writes its own log files.
                 self.log_attempt.1 += 1;
@@ -390,6 +389,10 @@ impl Runner {
     async fn finish(&mut self, outcome: Outcome, reason: &str) -> Result<Outcome, RunError> {
         self.state.status = outcome.status();
         self.state.reason = Some(reason.to_string());
+        if outcome == Outcome::Done {
+            let task = std::fs::read(&self.cfg.task_path).ok();
+            self.state.done_task = task.map(|bytes| crate::state::task_digest(&bytes));
+        }
         self.group_ended();
         self.save_state().await?;
         self.log(

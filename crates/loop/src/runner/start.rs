@@ -102,6 +102,7 @@ impl Runner {
                 .map(|p| p.closed_questions.clone())
                 .unwrap_or_default(),
             checkpoint: previous.as_ref().and_then(|p| p.checkpoint.clone()),
+            done_task: None,
         };
         Ok(Runner {
             cfg,

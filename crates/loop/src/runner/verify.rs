@@ -73,6 +73,7 @@ impl Runner {
                     self.controls.stop_requested(),
                     &mark,
                     &mut early,
+                    &self.events,
                 )
                 .await;
                 self.group_ended();
@@ -128,8 +129,8 @@ enum TestError {
 }
 
 /// Runs `test_command` in its own process group with stderr merged into stdout; keeps the
-/// tail. What it stops outside that group (the processes marked `mark`, see `orphans`) is
-/// added to `early`.
+/// tail, and tells `progress` every second how long it has run and its last line. What it
+/// stops outside that group (the processes marked `mark`, see `orphans`) is added to `early`.
 async fn run_tests(
     spawned: supervisor::Spawned,
     timeout: Duration,
@@ -137,6 +138,7 @@ async fn run_tests(
     stop: impl std::future::Future<Output = ()>,
     mark: &[u8],
     early: &mut orphans::Swept,
+    progress: &mpsc::Sender<LoopEvent>,
 ) -> Result<(ExitStatus, String), TestError> {
     let supervisor::Spawned {
         mut child,
@@ -150,6 +152,11 @@ async fn run_tests(
     let mut status = None;
     let mut open = true;
     let mut interrupted = false;
+    let mut seconds = 0u64;
+    let mut ticks = tokio::time::interval_at(
+        Instant::now() + Duration::from_secs(1),
+        Duration::from_secs(1),
+    );
     tokio::pin!(stop);
     let timed_out = loop {
         if status.is_some() && !open {
@@ -169,6 +176,15 @@ async fn run_tests(
                     let swept = orphans::sweep(mark, pgid, kill_grace, std::future::pending()).await;
                     *early = std::mem::take(early).and(swept);
                 }
+            },
+            _ = ticks.tick(), if status.is_none() => {
+                seconds += 1;
+                // Never blocks the tests on a slow screen: a tick the view misses, the next
+                // one repeats.
+                let _ = progress.try_send(LoopEvent::TestsProgress {
+                    elapsed: Duration::from_secs(seconds),
+                    last_line: tail.last_line(),
+                });
             },
             () = tokio::time::sleep_until(deadline) => break true,
             () = &mut stop => {
@@ -212,6 +228,13 @@ impl Tail {
         let overflow = (self.buf.len() + bytes.len()).saturating_sub(self.cap);
         self.buf.drain(..overflow);
         self.buf.extend(bytes);
+    }
+
+    /// The last line with something on it, sanitized.
+    fn last_line(&self) -> Option<String> {
+        let text = self.text();
+        let line = text.lines().rev().find(|l| !l.trim().is_empty())?;
+        Some(line.trim().chars().take(200).collect())
     }
 
     fn text(&self) -> String {

@@ -24,8 +24,8 @@ const LAYOUT: &str =
 pub enum TaskError {
     /// There is no file at the path.
     #[error(
-        "{}: no task file here. Create one with `ralph init` (it writes a commented template), \
-         or copy RALPH_TASK.md.example to RALPH_TASK.md and edit it",
+        "{}: no task file here. Create one with `ralph init` (it writes a commented template \
+         that explains every key), then edit it",
         path.display()
     )]
     NotFound {
@@ -262,7 +262,9 @@ impl Problem {
                 "Write the task into it ({LAYOUT}), or run `ralph init` to write a template"
             ),
             Problem::NoFrontmatter => {
-                "See RALPH_TASK.md.example, or run `ralph init` to write a template".to_owned()
+                "Start the file with the settings between two '---' lines (`task:` at least); \
+                 `ralph init` in an empty directory writes a commented template"
+                    .to_owned()
             }
             Problem::MissingOpeningDelimiter => {
                 "Add a line '---' above the first key, as the first line of the file".to_owned()
@@ -271,7 +273,7 @@ impl Problem {
                 "Delete the blank lines so that '---' is the very first line".to_owned()
             }
             Problem::TomlFrontmatter => "Write the keys as YAML between '---' lines, like \
-                                         'task: Add a cache' (see RALPH_TASK.md.example)"
+                                         'task: Add a cache'"
                 .to_owned(),
             Problem::UnterminatedFrontmatter => {
                 "Add a line '---' after the last key; the markdown body goes below it".to_owned()

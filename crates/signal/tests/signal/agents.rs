@@ -53,6 +53,7 @@ fn rate_limits(events: &[AgentEvent]) -> Vec<(Option<Duration>, &str)> {
             AgentEvent::RateLimited {
                 retry_after,
                 message,
+                ..
             } => Some((*retry_after, message.as_str())),
             _ => None,
         })

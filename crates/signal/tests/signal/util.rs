@@ -92,8 +92,17 @@ pub fn render(events: &[AgentEvent]) -> String {
             AgentEvent::TurnEnd { result } => writeln!(out, "TurnEnd {result:?}"),
             AgentEvent::RateLimited {
                 retry_after,
+                resets_at: None,
                 message,
             } => writeln!(out, "RateLimited retry_after={retry_after:?} {message:?}"),
+            AgentEvent::RateLimited {
+                retry_after,
+                resets_at: Some(at),
+                message,
+            } => writeln!(
+                out,
+                "RateLimited retry_after={retry_after:?} resets_at={at} {message:?}"
+            ),
             AgentEvent::Unknown(u) => writeln!(out, "Unknown {u:?}"),
             AgentEvent::ControlRequest(c) => writeln!(out, "ControlRequest {c:?}"),
         };

@@ -102,8 +102,12 @@ pub(crate) enum Activity {
     Starting,
     /// The agent runs; its last tool call, if any.
     Working { tool: Option<String> },
-    /// The test command runs.
-    Testing { command: String },
+    /// The test command runs: for how long, and the last line it printed.
+    Testing {
+        command: String,
+        elapsed: Duration,
+        last_line: Option<String>,
+    },
     /// An iteration ended.
     Ended {
         iteration: u32,
@@ -292,9 +296,34 @@ impl App {
                 self.note(self.theme.text, words::tests_started(&command));
                 self.status.activity = Activity::Testing {
                     command: clean(&command),
+                    elapsed: Duration::ZERO,
+                    last_line: None,
                 };
+                // The iteration is not over until DONE is judged: its clock runs on.
+                if let Some(it) = self.status.iteration.as_mut() {
+                    it.ended = None;
+                }
+            }
+            LoopEvent::TestsProgress {
+                elapsed: now_at,
+                last_line: last,
+            } => {
+                if let Activity::Testing {
+                    elapsed, last_line, ..
+                } = &mut self.status.activity
+                {
+                    *elapsed = now_at;
+                    *last_line = last.map(|l| clean(&l));
+                }
             }
             LoopEvent::Verdict { accepted, reason } => {
+                // The clock that ran on through the tests stops with their verdict.
+                if let Some(it) = self.status.iteration.as_mut()
+                    && it.ended.is_none()
+                    && matches!(self.status.activity, Activity::Testing { .. })
+                {
+                    it.ended = Some(now.saturating_duration_since(it.started));
+                }
                 let style = if accepted {
                     self.theme.closed
                 } else {

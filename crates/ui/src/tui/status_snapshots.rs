@@ -153,6 +153,28 @@ fn after_a_signal() {
         t0,
     );
     snapshot!("status_running_tests", app, t0 + secs(100));
+
+    // Issue 34, item 13: the tests' time and last line, and the iteration's clock running on
+    // (it stopped at the agent's exit).
+    app.on_event(
+        LoopEvent::TestsProgress {
+            elapsed: secs(12),
+            last_line: Some("test cache::expiry ... ok".into()),
+        },
+        t0 + secs(112),
+    );
+    snapshot!("status_tests_progress", app, t0 + secs(112));
+    let screen = format!("{:?}", draw(&app, 100, t0 + secs(112)).buffer());
+    assert!(
+        screen.contains(
+            "running the tests (12s): cargo test --workspace · test cache::expiry ... ok"
+        ),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("1m 52s"),
+        "the iteration's clock stopped: {screen}"
+    );
 }
 
 #[test]

@@ -270,8 +270,17 @@ impl App {
                 Activity::Starting => ("starting…".to_owned(), theme.dim),
                 Activity::Working { tool: None } => ("the agent is working…".into(), theme.dim),
                 Activity::Working { tool: Some(tool) } => (format!("▸ {tool}"), theme.dim),
-                Activity::Testing { command } => {
-                    (format!("running the tests: {command}"), theme.text)
+                Activity::Testing {
+                    command,
+                    elapsed,
+                    last_line,
+                } => {
+                    let mut text =
+                        format!("running the tests ({}): {command}", format_span(*elapsed));
+                    if let Some(last) = last_line {
+                        text.push_str(&format!(" · {last}"));
+                    }
+                    (text, theme.text)
                 }
                 Activity::Ended {
                     iteration,
