@@ -18,3 +18,4 @@ mod resume;
 mod safety;
 mod telegram;
 mod tui;
+mod watch_stop;

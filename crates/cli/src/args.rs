@@ -46,6 +46,14 @@ pub enum Command {
         after_help = "Examples:\n  ralph status\n  ralph status --json | jq .pending_question\n  ralph status --all"
     )]
     Status(StatusArgs),
+    /// Show the running iteration's output: what the agent printed so far, then, with -f, as it comes.
+    #[command(
+        after_help = "Examples:\n  ralph logs\n  ralph logs -f\n  ralph logs -C ~/src/myproject -f"
+    )]
+    Logs(LogsArgs),
+    /// Stop the loop running in this project, as Ctrl-C in its terminal would (state saved).
+    #[command(after_long_help = STOP_HELP)]
+    Stop(StopArgs),
     /// Answer the question the loop is waiting on, from any terminal.
     #[command(after_long_help = ANSWER_HELP)]
     Answer(AnswerArgs),
@@ -131,6 +139,18 @@ Exit codes:
   2    usage or configuration error (bad flag, bad RALPH_TASK.md); nothing was written
   3    max_iterations reached
   130  interrupted (Ctrl-C, SIGTERM, SIGHUP, SIGQUIT); state is saved and the next `ralph run` resumes";
+
+const STOP_HELP: &str = "\
+Examples:
+  ralph stop
+  ralph stop -C ~/src/myproject
+
+The agent is stopped gracefully, the state saved, a waiting question kept; `ralph run`
+resumes. Waits until the loop has ended.
+
+Exit codes:
+  0  the loop stopped
+  1  no loop is running there, or it did not stop within two minutes";
 
 const ANSWER_HELP: &str = "\
 Examples:
@@ -248,6 +268,21 @@ pub struct StatusArgs {
     /// Every loop running on this machine, waiting ones first.
     #[arg(long, conflicts_with = "dir")]
     pub all: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct LogsArgs {
+    #[command(flatten)]
+    pub dir: DirArg,
+    /// Keep showing the output as it comes, iteration after iteration, until the loop ends.
+    #[arg(short = 'f', long)]
+    pub follow: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct StopArgs {
+    #[command(flatten)]
+    pub dir: DirArg,
 }
 
 #[derive(Debug, Args)]

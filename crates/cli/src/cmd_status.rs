@@ -84,6 +84,11 @@ pub fn run(args: &StatusArgs) -> CmdResult {
         outln!("  task:  {}", clean(&state.task));
     }
     outln!("  agent: {}", state.agent);
+    if live {
+        for line in running_lines(&ws, &state) {
+            outln!("  {line}");
+        }
+    }
     if let Some(sig) = &state.last_signal {
         outln!("  last signal: {sig}");
     }
@@ -96,6 +101,21 @@ pub fn run(args: &StatusArgs) -> CmdResult {
         outln!("  why: {}", clean(reason));
     }
     Ok(0)
+}
+
+/// While the loop runs: how long it has run, and the agent's last line.
+fn running_lines(ws: &Workspace, state: &State) -> Vec<String> {
+    let mut lines = Vec::new();
+    if let Some(started) = ralph_loop::state::parse_timestamp(&state.started_at)
+        && let Ok(elapsed) = SystemTime::now().duration_since(started)
+    {
+        lines.push(format!("elapsed: {}", fmt_duration(elapsed)));
+    }
+    let format = crate::cmd_logs::agent_format(Some(state));
+    if let Some(last) = crate::cmd_logs::last_line(ws, format) {
+        lines.push(format!("last line: {last}"));
+    }
+    lines
 }
 
 /// `--all`: every registered loop on this machine, waiting ones first.
@@ -262,6 +282,14 @@ fn to_json(ws: &Workspace, state: Option<&State>, live: bool, hint: &str) -> ser
     };
     let mut v = serde_json::to_value(state).unwrap_or_default();
     v["running"] = json!(live);
+    if live {
+        let elapsed = ralph_loop::state::parse_timestamp(&state.started_at)
+            .and_then(|t| SystemTime::now().duration_since(t).ok())
+            .map(|d| d.as_secs());
+        v["elapsed_seconds"] = json!(elapsed);
+        let format = crate::cmd_logs::agent_format(Some(state));
+        v["last_line"] = json!(crate::cmd_logs::last_line(ws, format));
+    }
     if let Some(q) = &state.pending_question {
         let now = SystemTime::now();
         let waited = q

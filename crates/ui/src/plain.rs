@@ -194,22 +194,7 @@ fn show(out: &mut impl Write, ev: LoopEvent, open: &mut Option<Open>, opts: &Opt
             "ralph: {}",
             words::iteration_banner(iteration, max_iterations, timeout)
         ),
-        LoopEvent::Agent(AgentEvent::Text(line)) => writeln!(out, "{line}"),
-        LoopEvent::Agent(AgentEvent::ToolCall { name, summary }) => {
-            writeln!(out, "  {}", words::tool_call(&name, &summary))
-        }
-        LoopEvent::Agent(AgentEvent::ToolResult {
-            summary,
-            is_error: true,
-        }) => writeln!(out, "    {}", words::tool_failed(&summary)),
-        LoopEvent::Agent(AgentEvent::Usage(u)) => match words::usage(&u) {
-            Some(usage) => writeln!(out, "ralph: {usage}"),
-            None => Ok(()),
-        },
-        LoopEvent::Agent(AgentEvent::Error(e)) => {
-            writeln!(out, "ralph: {}", words::agent_error(&e))
-        }
-        LoopEvent::Agent(_) => Ok(()),
+        LoopEvent::Agent(event) => agent_event(out, &event),
         LoopEvent::AgentBatch(events) => {
             for event in events {
                 show(out, LoopEvent::Agent(event), open, opts, tty);
@@ -358,6 +343,43 @@ fn show(out: &mut impl Write, ev: LoopEvent, open: &mut Option<Open>, opts: &Opt
             writeln!(out, "ralph: {}", words::finished(&outcome, &reason))
         }
     };
+}
+
+/// Writes what the agent did as plain lines: its words as they are, a tool call or a failed
+/// tool indented, usage and errors as ralph's own lines; the rest (session ids, turn ends)
+/// shows nothing. The loop's plain view and `ralph logs` both show the agent this way.
+pub fn agent_event(out: &mut impl Write, event: &AgentEvent) -> std::io::Result<()> {
+    match event {
+        AgentEvent::Text(line) => writeln!(out, "{line}"),
+        AgentEvent::ToolCall { name, summary } => {
+            writeln!(out, "  {}", words::tool_call(name, summary))
+        }
+        AgentEvent::ToolResult {
+            summary,
+            is_error: true,
+        } => writeln!(out, "    {}", words::tool_failed(summary)),
+        AgentEvent::Usage(u) => match words::usage(u) {
+            Some(usage) => writeln!(out, "ralph: {usage}"),
+            None => Ok(()),
+        },
+        AgentEvent::Error(e) => writeln!(out, "ralph: {}", words::agent_error(e)),
+        _ => Ok(()),
+    }
+}
+
+/// The agent's last line worth showing in a one-line summary (`ralph status`): the last line
+/// of its words, or its last tool call, among `events`.
+pub fn last_line(events: &[AgentEvent]) -> Option<String> {
+    events.iter().rev().find_map(|e| match e {
+        AgentEvent::Text(text) => text
+            .lines()
+            .rev()
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .map(clean),
+        AgentEvent::ToolCall { name, summary } => Some(words::tool_call(name, summary)),
+        _ => None,
+    })
 }
 
 pub use crate::words::label;
