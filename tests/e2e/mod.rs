@@ -14,6 +14,7 @@ mod question_races;
 mod questions;
 mod races;
 mod remote;
+mod remote_stop;
 mod resume;
 mod safety;
 mod telegram;

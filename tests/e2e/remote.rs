@@ -471,7 +471,7 @@ fn pairing_a_browser_opens_the_dashboard_once_and_wrong_codes_are_limited() {
     );
 }
 
-fn no_redirects() -> ureq::Agent {
+pub fn no_redirects() -> ureq::Agent {
     ureq::Agent::config_builder()
         .http_status_as_error(false)
         .max_redirects(0)
@@ -498,7 +498,7 @@ pub fn pairing_link(broker: &Broker) -> (String, String) {
 
 /// Pairs a browser with `broker` as a person would: `ralph serve pair web`, then its link.
 /// The link, what the command printed, and the `Set-Cookie` the link answered with.
-fn pair_browser(broker: &Broker) -> (String, String, String) {
+pub fn pair_browser(broker: &Broker) -> (String, String, String) {
     let (link, stdout) = pairing_link(broker);
     let mut paired = no_redirects().get(&link).call().unwrap();
     assert_eq!(paired.status().as_u16(), 303);

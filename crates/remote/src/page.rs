@@ -291,6 +291,13 @@ pub fn dashboard_body(loops: &[(LoopView, Option<String>)], now: SystemTime) -> 
                 esc(first)
             );
         }
+        if l.running {
+            let _ = write!(
+                b,
+                "<form class=\"stop\" method=\"post\" action=\"/stop\"><input type=\"hidden\" name=\"root\" value=\"{}\"><button type=\"submit\">Stop this loop</button></form>",
+                esc(&l.root.display().to_string())
+            );
+        }
         b.push_str("</article>");
     }
     b

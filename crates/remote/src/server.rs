@@ -7,6 +7,7 @@
 //! | `POST /a/TOKEN` | answers it: JSON `{"answer": "text"}`, `{"option": 2}`, `{"options": [1, 3], "answer": "note"}`, or the page's form; `{"action": "skip"}` or `{"action": "extend"}` (five more minutes; Telegram's button adds an hour) |
 //! | `GET /a/TOKEN/events` | server-sent events: `closed` (with how) or `changed` |
 //! | `GET /` , `GET /events` | the dashboard of every loop, for a paired device, and its stream: `loops` (the list, as HTML) at once and on every change, new loops and questions included |
+//! | `POST /stop` | stops a loop (form or JSON `root`: its directory), for a paired device, as `ralph stop` does |
 //! | `GET /pair/CODE` | pairs this browser (sets the device cookie) |
 //! | `GET /assets/page.js`, `/assets/page.css` | the page's script and style, from the binary |
 //!
@@ -74,6 +75,7 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/events", get(dashboard_events))
         .route("/a/{token}", get(question_page).post(answer))
         .route("/a/{token}/events", get(question_events))
+        .route("/stop", axum::routing::post(stop))
         .route("/pair/{code}", get(pair))
         .route("/assets/page.js", get(js))
         .route("/assets/page.css", get(css))
@@ -438,6 +440,54 @@ async fn dashboard(State(app): State<Arc<App>>, headers: HeaderMap) -> Response 
             .await
             .unwrap_or_default();
     Html(page::dashboard(&loops, SystemTime::now())).into_response()
+}
+
+/// The body of `POST /stop`: the loop's directory, as the dashboard's form sends it.
+#[derive(Debug, Deserialize)]
+struct StopBody {
+    root: PathBuf,
+}
+
+/// Stops a loop, for a paired device only (anyone else gets the stranger's 404).
+async fn stop(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) -> Response {
+    if foreign(&headers, app.public_origin.as_deref()) {
+        return reply(
+            StatusCode::FORBIDDEN,
+            "foreign_origin",
+            "Refused: this was sent from another site's page.",
+            &headers,
+        );
+    }
+    if devices::device(&app.state_dir, &headers).is_none() {
+        return not_found().await;
+    }
+    let json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    let root = match json {
+        true => serde_json::from_slice::<StopBody>(&body)
+            .ok()
+            .map(|b| b.root),
+        false => form_urlencoded::parse(&body)
+            .find(|(k, _)| k == "root")
+            .map(|(_, v)| PathBuf::from(v.into_owned())),
+    };
+    let Some(root) = root else {
+        return reply(
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            "Say which loop: {\"root\": \"/its/directory\"}.",
+            &headers,
+        );
+    };
+    let done = tokio::task::spawn_blocking(move || desk::stop_loop(&root, desk::StopBy::Web))
+        .await
+        .unwrap_or_else(|e| Err(e.to_string()));
+    match done {
+        Ok(m) => reply(StatusCode::ACCEPTED, "stopping", &m, &headers),
+        Err(m) => reply(StatusCode::CONFLICT, "not_running", &m, &headers),
+    }
 }
 
 async fn pair(State(app): State<Arc<App>>, Path(code): Path<String>) -> Response {
