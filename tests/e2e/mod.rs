@@ -1,5 +1,6 @@
 mod util;
 
+mod answer_link;
 mod bad_tasks;
 mod browser;
 mod commands;

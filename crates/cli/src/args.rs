@@ -121,9 +121,10 @@ Examples:
   tailscale serve --bg 127.0.0.1:7707   # reach it from your phone over your tailnet
   ralph serve --bind 0.0.0.0:7707 --tls-cert cert.pem --tls-key key.pem
 
-While it runs, `ralph status --json` gives a waiting question's `answer_url`,
-notify_command gets RALPH_ANSWER_URL and the webhook body `answer_url`: a link that opens
-that one question and nothing else. Off unless started; one per machine.";
+While it runs, the loop's terminal view and plain lines and `ralph status` show a waiting
+question's link (`answer_url` in `ralph status --json`), notify_command gets
+RALPH_ANSWER_URL and the webhook body `answer_url`: a link that opens that one question and
+nothing else. Off unless started; one per machine.";
 
 const RUN_HELP: &str = "\
 Examples:

@@ -78,7 +78,7 @@ pub fn run(args: &StatusArgs) -> CmdResult {
         outln!("{}: {}{facts}", root.display(), describe(state.status));
     }
     if let Some(q) = &state.pending_question {
-        print_question(q, answer_waiting(&ws, q).as_ref(), live, &hint);
+        print_question(&root, q, answer_waiting(&ws, q).as_ref(), live, &hint);
     }
     if !state.task.is_empty() {
         outln!("  task:  {}", clean(&state.task));
@@ -167,7 +167,7 @@ fn all(json_out: bool) -> CmdResult {
         {
             let hint = format!("{} \"your answer\"", crate::answer_command(root));
             let ws = Workspace::new(root);
-            print_question(q, answer_waiting(&ws, q).as_ref(), true, &hint);
+            print_question(root, q, answer_waiting(&ws, q).as_ref(), true, &hint);
         }
     }
     Ok(0)
@@ -194,7 +194,13 @@ fn answer_waiting(ws: &Workspace, q: &PendingQuestion) -> Option<Answer> {
 
 /// The question, and how to answer it, or the answer already given when one waits to be
 /// delivered (`live`: by the running loop; otherwise by the next `ralph run`).
-fn print_question(q: &PendingQuestion, answered: Option<&Answer>, live: bool, hint: &str) {
+fn print_question(
+    root: &std::path::Path,
+    q: &PendingQuestion,
+    answered: Option<&Answer>,
+    live: bool,
+    hint: &str,
+) {
     let now = SystemTime::now();
     let waited = q
         .asked_at_time()
@@ -263,6 +269,10 @@ fn print_question(q: &PendingQuestion, answered: Option<&Answer>, live: bool, hi
     }
     if live {
         outln!("\n  Answer it with:\n    {hint}");
+        // The link `--json` gives too: one way to make it.
+        if let Some(url) = broker::answer_url(root, &q.asked_at) {
+            outln!("  {}", plain::answer_link(&url));
+        }
     } else {
         outln!("\n  An answer reaches the agent when `ralph run` runs again:\n    {hint}");
     }

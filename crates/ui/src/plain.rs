@@ -309,6 +309,7 @@ fn show(out: &mut impl Write, ev: LoopEvent, open: &mut Option<Open>, opts: &Opt
             });
             Ok(())
         }
+        LoopEvent::AnswerLink(url) => writeln!(out, "  {}", words::answer_link(&url)),
         LoopEvent::Countdown(c) => {
             let line = words::countdown_now(c.remaining(Instant::now()));
             if let Some(o) = open.as_mut() {
@@ -382,7 +383,7 @@ pub fn last_line(events: &[AgentEvent]) -> Option<String> {
     })
 }
 
-pub use crate::words::label;
+pub use crate::words::{answer_link, label};
 
 /// `4m 12s`, `1h 05m`, `9s`: what a person reads at a glance, as the terminal view shows it.
 pub fn fmt_duration(d: Duration) -> String {

@@ -351,6 +351,9 @@ impl App {
                 });
                 self.bell = self.bell_enabled;
             }
+            LoopEvent::AnswerLink(url) => {
+                self.note(self.theme.dim, words::answer_link(&url));
+            }
             LoopEvent::Countdown(countdown) => {
                 // The one countdown, the loop's: it answers our Typing and Extend, and the
                 // extensions asked from elsewhere (`ralph serve`'s page).

@@ -1,0 +1,79 @@
+//! The answer link where you look (issue 34, item 11): while `ralph serve` runs, plain lines
+//! and plain `ralph status` show the waiting question's link, as the terminal view does
+//! (tests/e2e/tui.rs); before, only `ralph status --json` and notifications had it.
+
+use std::time::Duration;
+
+use super::remote::{Broker, get};
+use super::util::*;
+
+/// The first `http…/a/TOKEN` link in `text` after `Or answer on its page: `.
+fn link_in(text: &str) -> Option<String> {
+    let rest = text.split("Or answer on its page: ").nth(1)?;
+    Some(rest.split_whitespace().next()?.to_string())
+}
+
+/// Regression (issue 34, item 11): plain lines and `ralph status` said how to answer from a
+/// terminal but not the page that answers from a phone.
+#[test]
+fn plain_lines_and_status_show_the_questions_link_while_serve_runs() {
+    let broker = Broker::start();
+    let p = Project::with_task(
+        "task: Cache\nmax_iterations: 2\nquestion_timeout: 1m",
+        "- [ ] cache\n",
+    );
+    let agent = p.agent(
+        "[iteration 1]\nquestion \"Redis or Memcached?\" --option Redis --option Memcached\nsignal QUESTION\n[iteration 2]\nprint done\n",
+    );
+    let mut cmd = broker.ralph(&p);
+    cmd.args(["run", "--no-tui", "--agent-cmd", &agent]);
+    let mut child = spawn(cmd);
+    p.wait_for_status("waiting_input", Duration::from_secs(20));
+
+    let status = broker.ralph(&p).arg("status").output().unwrap();
+    let status = String::from_utf8_lossy(&status.stdout).into_owned();
+    let from_status = link_in(&status).unwrap_or_else(|| panic!("no link in:\n{status}"));
+    assert!(
+        from_status.starts_with(&format!("{}/a/", broker.url)),
+        "{status}"
+    );
+    let page = get(&from_status);
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("Redis or Memcached?"), "{}", page.body);
+
+    // The loop's own lines: read until the link shows, then answer on the page it names.
+    use std::io::{BufRead, BufReader};
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    let from_run = loop {
+        let line = lines.next().expect("the run ended").unwrap();
+        if let Some(link) = link_in(&line) {
+            break link;
+        }
+        seen.push(line);
+    };
+    assert!(
+        seen.iter().any(|l| l.contains("Redis or Memcached?")),
+        "{seen:?}"
+    );
+    let answered = super::remote::post(&from_run, Some(broker.origin()), r#"{"option": 2}"#);
+    assert_eq!(answered.status, 200, "{}", answered.body);
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let _ = wait_until(Duration::from_secs(30), "the run to end", || {
+        child.try_wait().unwrap()
+    });
+    assert!(rest.iter().any(|l| l.contains("Memcached")), "{rest:?}");
+
+    // Without a broker no link is promised.
+    let alone = Project::with_task(
+        "task: Cache\nmax_iterations: 1\nquestion_timeout: 0",
+        "- [ ] cache\n",
+    );
+    let agent = alone.agent("[iteration 1]\nquestion \"Alone?\"\nsignal QUESTION\n");
+    let run = alone.run(&agent, &[]);
+    assert!(
+        !run.stdout.contains("Or answer on its page"),
+        "{}",
+        run.stdout
+    );
+}
