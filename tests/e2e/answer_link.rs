@@ -77,3 +77,91 @@ fn plain_lines_and_status_show_the_questions_link_while_serve_runs() {
         run.stdout
     );
 }
+
+/// `ralph serve` started with `args` on a free loopback port: what it printed on stdout up to
+/// its banner's end, and on stderr, once stopped.
+fn serve_banner(args: &[&str]) -> (String, String) {
+    use std::io::{BufRead, BufReader, Read};
+    let state = tempfile::tempdir().unwrap();
+    let config = tempfile::tempdir().unwrap();
+    let mut cmd = std::process::Command::new(ralph_bin());
+    cmd.args(["serve", "--bind", "127.0.0.1:0"])
+        .args(args)
+        .env("RALPH_STATE_DIR", state.path())
+        .env("XDG_CONFIG_HOME", config.path());
+    let mut child = spawn(cmd);
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut stdout = String::new();
+    while !stdout.contains("Ctrl-C stops.") {
+        assert!(out.read_line(&mut stdout).unwrap() > 0, "{stdout}");
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    (stdout, stderr)
+}
+
+/// Regression (issue 34, item 8): with --public-url the banner said it listened on the public
+/// URL, and a loopback broker drew QR codes of links no phone can open, without a word.
+#[test]
+fn serve_says_where_it_listens_and_where_links_point_and_warns_of_loopback_links() {
+    let (stdout, stderr) = serve_banner(&[]);
+    assert!(
+        stdout.starts_with("ralph serve: listening on http://127.0.0.1:"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("links start with"), "{stdout}");
+    assert!(
+        stderr.contains("warning: its links point at 127.0.0.1:")
+            && stderr.contains("tailscale serve --bg 127.0.0.1:"),
+        "{stderr}"
+    );
+
+    let (stdout, stderr) = serve_banner(&["--public-url", "https://box.tailnet.ts.net"]);
+    assert!(
+        stdout.starts_with("ralph serve: listening on http://127.0.0.1:"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("links start with https://box.tailnet.ts.net (--public-url)"),
+        "{stdout}"
+    );
+    assert!(!stderr.contains("warning"), "{stderr}");
+
+    // Pairing: the loopback broker's link is warned of; the public one's is not.
+    let loopback = Broker::start();
+    let pair = |broker: &Broker| {
+        let out = std::process::Command::new(ralph_bin())
+            .args(["serve", "pair", "web"])
+            .env("RALPH_STATE_DIR", broker.state.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (stdout, stderr) = pair(&loopback);
+    assert!(
+        stdout.contains(&format!("{}/pair/", loopback.url)),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("ralph: warning: this link and its QR code point at 127.0.0.1:"),
+        "{stderr}"
+    );
+    let public = Broker::start_with(&["--public-url", "https://box.tailnet.ts.net"]);
+    let (stdout, stderr) = pair(&public);
+    assert!(
+        stdout.contains("https://box.tailnet.ts.net/pair/"),
+        "{stdout}"
+    );
+    assert!(!stderr.contains("warning"), "{stderr}");
+}

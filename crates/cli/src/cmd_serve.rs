@@ -18,6 +18,12 @@ pub fn run(args: &ServeArgs) -> CmdResult {
             ralph_remote::pairing_link(kind).map_err(|e| Failure::failed(anyhow!(e)))?;
         outln!("{qr}");
         outln!("Open this link on the device to pair (once, within 10 minutes):\n\n  {link}\n");
+        if matches!(what, PairWhat::Web) && ralph_remote::loopback_only(&link) {
+            eprintln!(
+                "ralph: warning: {}",
+                loopback_warning("this link and its QR code", &link)
+            );
+        }
         return Ok(0);
     }
     let opts = ServeOptions {
@@ -33,10 +39,17 @@ pub fn run(args: &ServeArgs) -> CmdResult {
         .build()?;
     let result = rt.block_on(ralph_remote::serve(
         opts,
-        |url| {
+        |listening, links| {
+            outln!("ralph serve: listening on {listening}");
+            if links != listening {
+                outln!("  links start with {links} (--public-url)");
+            }
             outln!(
-                "ralph serve: listening on {url}\n  `ralph status --json` now gives each waiting question's answer_url;\n  `ralph serve pair web` pairs a browser for the dashboard. Ctrl-C stops."
+                "  `ralph status` now shows each waiting question's link;\n  `ralph serve pair web` pairs a browser for the dashboard. Ctrl-C stops."
             );
+            if ralph_remote::loopback_only(links) {
+                eprintln!("ralph serve: warning: {}", loopback_warning("its links", links));
+            }
             if telegram {
                 outln!(
                     "  Telegram: questions go to the bot in remote.toml; `ralph serve pair telegram` pairs you with it."
@@ -52,6 +65,15 @@ pub fn run(args: &ServeArgs) -> CmdResult {
         }
         Err(e) => Err(Failure::failed(anyhow!(e))),
     }
+}
+
+/// Why a loopback link (`url`) does not open on a phone, and what does.
+fn loopback_warning(what: &str, url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = rest.split('/').next().unwrap_or(rest);
+    format!(
+        "{what} point at {authority}, this machine's loopback address: they open only in a browser on this machine (or through `ssh -L`). For a phone, reach the broker over your tailnet with `tailscale serve --bg {authority}` and restart `ralph serve` with --public-url set to the https address tailscale prints; or serve https on your network (--bind, --tls-cert, --tls-key). See docs/elsewhere.md"
+    )
 }
 
 /// Completes on Ctrl-C or SIGTERM.
