@@ -17,6 +17,7 @@ mod races;
 mod remote;
 mod remote_stop;
 mod resume;
+mod revoke;
 mod safety;
 mod telegram;
 mod tui;

@@ -118,6 +118,8 @@ Examples:
   ralph serve                       # http://127.0.0.1:7707, this machine only
   ralph serve pair web              # a one-time link (and QR code) that pairs a browser
   ralph serve pair telegram         # a one-time t.me link that pairs you with the bot in remote.toml
+  ralph serve devices               # the paired browsers and Telegram user
+  ralph serve revoke 3f9a1c         # unpair one (a lost phone); `revoke telegram` for the bot's user
   tailscale serve --bg 127.0.0.1:7707   # reach it from your phone over your tailnet
   ralph serve --bind 0.0.0.0:7707 --tls-cert cert.pem --tls-key key.pem
 
@@ -422,7 +424,8 @@ mod tests {
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// Pair a device instead of serving (the broker must be running).
+    /// Pair a device (the broker must be running), list or revoke paired ones, instead of
+    /// serving.
     #[command(subcommand)]
     pub pair: Option<ServeCommand>,
     /// The address to listen on. Anything but loopback needs --tls-cert/--tls-key, or
@@ -446,6 +449,21 @@ pub struct ServeArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum ServeCommand {
+    /// List the paired browsers and the paired Telegram user.
+    Devices,
+    /// Unpair a browser (by the id `ralph serve devices` shows) or the Telegram user
+    /// (`telegram`), as for a lost phone: it gets nothing from the broker any more.
+    #[command(
+        after_help = "Examples:\n  ralph serve devices\n  ralph serve revoke 3f9a1c\n  ralph serve revoke telegram\n  ralph serve revoke --all"
+    )]
+    Revoke {
+        /// A browser's id (from `ralph serve devices`), or `telegram`.
+        #[arg(value_name = "ID", required_unless_present = "all")]
+        which: Option<String>,
+        /// Every paired browser and the Telegram user.
+        #[arg(long, conflicts_with = "which")]
+        all: bool,
+    },
     /// Print a one-time link (and QR code) that pairs a device with the running broker.
     Pair {
         /// What to pair: `web` (a browser: the dashboard of every loop) or `telegram` (a

@@ -9,6 +9,11 @@ use crate::{CmdResult, Failure};
 
 /// Serves until Ctrl-C or SIGTERM, or prints a pairing link.
 pub fn run(args: &ServeArgs) -> CmdResult {
+    match &args.pair {
+        Some(ServeCommand::Devices) => return devices(),
+        Some(ServeCommand::Revoke { which, all }) => return revoke(which.as_deref(), *all),
+        _ => {}
+    }
     if let Some(ServeCommand::Pair { what }) = &args.pair {
         let kind = match what {
             PairWhat::Web => "web",
@@ -65,6 +70,96 @@ pub fn run(args: &ServeArgs) -> CmdResult {
         }
         Err(e) => Err(Failure::failed(anyhow!(e))),
     }
+}
+
+fn state_dir() -> Result<std::path::PathBuf, Failure> {
+    ralph_remote::desk::state_dir().ok_or_else(|| {
+        Failure::failed(anyhow!(
+            "no home directory to keep ralph's state in; set RALPH_STATE_DIR"
+        ))
+    })
+}
+
+/// `ralph serve devices`: every paired browser and the Telegram user.
+fn devices() -> CmdResult {
+    let dir = state_dir()?;
+    let browsers = ralph_remote::devices::browsers(&dir);
+    let telegram = ralph_remote::telegram::paired_user(&dir);
+    if browsers.is_empty() && telegram.is_none() {
+        outln!(
+            "Nothing is paired with ralph serve on this machine (`ralph serve pair web` pairs a browser)."
+        );
+        return Ok(0);
+    }
+    outln!("Paired with ralph serve on this machine:");
+    for b in &browsers {
+        let agent = b
+            .user_agent
+            .as_deref()
+            .map(|ua| format!(": {}", ralph_protocol::text::clean(ua)))
+            .unwrap_or_default();
+        outln!("  {}  browser, paired {}{agent}", b.id, when(&b.paired_at));
+    }
+    if let Some((user, at)) = telegram {
+        outln!("  telegram  Telegram user {user}, paired {}", when(&at));
+    }
+    outln!("Revoke one with `{} serve revoke ID`.", crate::program());
+    Ok(0)
+}
+
+/// `2026-11-28 20:51 UTC` from an RFC 3339 time.
+fn when(at: &str) -> String {
+    match at.get(..16) {
+        Some(t) => format!("{} UTC", t.replace('T', " ")),
+        None => ralph_protocol::text::clean(at),
+    }
+}
+
+/// `ralph serve revoke`: unpairs a browser, the Telegram user, or everything.
+fn revoke(which: Option<&str>, all: bool) -> CmdResult {
+    let dir = state_dir()?;
+    let unpair_telegram = || {
+        ralph_remote::telegram::unpair(&dir)
+            .map_err(|e| Failure::failed(anyhow!("could not forget the Telegram user: {e}")))
+    };
+    if all {
+        let mut n = 0;
+        for b in ralph_remote::devices::browsers(&dir) {
+            ralph_remote::devices::revoke_browser(&dir, &b.id)
+                .map_err(|e| Failure::failed(anyhow!(e)))?;
+            n += 1;
+        }
+        let telegram = unpair_telegram()?;
+        outln!(
+            "Revoked {n} browser{}{}.",
+            if n == 1 { "" } else { "s" },
+            if telegram {
+                " and the Telegram user"
+            } else {
+                ""
+            }
+        );
+        return Ok(0);
+    }
+    match which.unwrap_or_default() {
+        "telegram" => {
+            if !unpair_telegram()? {
+                return Err(Failure::failed(anyhow!("no Telegram user is paired")));
+            }
+            outln!(
+                "Revoked the Telegram user: their taps and messages are ignored from now on; `ralph serve pair telegram` pairs someone again."
+            );
+        }
+        id => {
+            let b = ralph_remote::devices::revoke_browser(&dir, id)
+                .map_err(|e| Failure::failed(anyhow!("{e}; `ralph serve devices` lists them")))?;
+            outln!(
+                "Revoked browser {}: it gets nothing from ralph serve any more; `ralph serve pair web` pairs it again.",
+                b.id
+            );
+        }
+    }
+    Ok(0)
 }
 
 /// Why a loopback link (`url`) does not open on a phone, and what does.

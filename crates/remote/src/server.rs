@@ -344,6 +344,10 @@ async fn dashboard_events(State(app): State<Arc<App>>, headers: HeaderMap) -> Re
         let mut links = Links::new();
         let mut shown: Option<Vec<desk::LoopView>> = None;
         while changes.next().await.is_some() {
+            if devices::device(&dir, &headers).is_none() {
+                // Revoked while its page was open (`ralph serve revoke`).
+                return;
+            }
             let dir = dir.clone();
             let looked = tokio::task::spawn_blocking(move || {
                 let loops = with_links(&dir, desk::loops(), &mut links);
@@ -490,7 +494,11 @@ async fn stop(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) -> R
     }
 }
 
-async fn pair(State(app): State<Arc<App>>, Path(code): Path<String>) -> Response {
+async fn pair(
+    State(app): State<Arc<App>>,
+    Path(code): Path<String>,
+    headers: HeaderMap,
+) -> Response {
     if !app.pairing.allow(SystemTime::now()) {
         return (
             StatusCode::TOO_MANY_REQUESTS,
@@ -501,7 +509,10 @@ async fn pair(State(app): State<Arc<App>>, Path(code): Path<String>) -> Response
         )
             .into_response();
     }
-    let Some(cookie) = devices::pair_web(&app.state_dir, &code) else {
+    let agent = headers
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok());
+    let Some(cookie) = devices::pair_browser(&app.state_dir, &code, agent) else {
         app.pairing.failed(SystemTime::now());
         return not_found().await;
     };

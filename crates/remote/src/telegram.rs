@@ -207,6 +207,22 @@ fn paired(state_dir: &Path) -> Option<Paired> {
     serde_json::from_slice(&raw).ok()
 }
 
+/// The paired Telegram user, as `ralph serve devices` lists it: their id and when they
+/// paired.
+pub fn paired_user(state_dir: &Path) -> Option<(i64, String)> {
+    paired(state_dir).map(|p| (p.user_id, p.paired_at))
+}
+
+/// Forgets the paired Telegram user: from now on their taps and messages are dropped as a
+/// stranger's, and no question is sent to them. Whether one was paired.
+pub fn unpair(state_dir: &Path) -> std::io::Result<bool> {
+    match std::fs::remove_file(state_dir.join(PAIRED_FILE)) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
 fn store_paired(state_dir: &Path, p: &Paired) -> std::io::Result<()> {
     let path = state_dir.join(PAIRED_FILE);
     let tmp = state_dir.join(".telegram.json.tmp");
