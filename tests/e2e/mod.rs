@@ -9,6 +9,7 @@ mod crashes;
 mod demo;
 mod hostile;
 mod loop_basics;
+mod markdown_text;
 mod native;
 mod processes;
 mod question_races;

@@ -477,6 +477,11 @@ fn with_serve_running_the_terminal_view_shows_the_questions_link() {
     tmux.type_text("sh run.sh");
     tmux.key("Enter");
     let screen = tmux.wait_for("Or answer on its page: http", Duration::from_secs(30));
+    // The scrollback's echo of the question is rendered too (issue 34, item 14).
+    assert!(
+        screen.contains("asks (iteration 1): Should the session cache use Redis or Memcached?"),
+        "{screen}"
+    );
     let link = screen
         .split("Or answer on its page: ")
         .nth(1)

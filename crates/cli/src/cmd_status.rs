@@ -230,14 +230,14 @@ fn print_question(
         n => format!(" from iteration {n}"),
     };
     outln!("\n  Question{from} (waiting {waited}; {left}):\n");
-    // The agent wrote all of this: no control sequence of its may reach the terminal.
-    for line in clean(&q.text).lines() {
+    // The agent wrote all of this: rendered from its markdown with no control sequence left.
+    for line in plain::markdown_lines(&q.text, plain::TEXT_WIDTH) {
         outln!("    {line}");
     }
     if let Some(c) = &q.context {
         // Every line indented, so none passes for one of ralph's own.
-        let lines: Vec<&str> = c.lines().collect();
-        outln!("    ({})", clean(&lines.join("\n     ")));
+        let lines = plain::markdown_lines(c, plain::TEXT_WIDTH);
+        outln!("    ({})", lines.join("\n     "));
     }
     if !q.options.is_empty() {
         outln!();

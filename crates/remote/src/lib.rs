@@ -175,31 +175,6 @@ fn origin_of(url: &str) -> String {
     format!("{scheme}://{host}")
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn loopback_links_are_told_apart_from_reachable_ones() {
-        for url in [
-            "http://127.0.0.1:7707",
-            "http://127.0.0.1:7707/pair/x",
-            "http://[::1]:7707",
-            "http://localhost:7707",
-            "https://LOCALHOST",
-            "http://127.8.9.10",
-        ] {
-            assert!(super::loopback_only(url), "{url}");
-        }
-        for url in [
-            "https://box.tailnet.ts.net",
-            "http://192.168.1.20:7707",
-            "http://[fe80::1]:7707",
-            "https://localhost.example.com",
-        ] {
-            assert!(!super::loopback_only(url), "{url}");
-        }
-    }
-}
-
 /// A one-time pairing link of `kind` for the running broker: `(link, QR code for a terminal)`.
 pub fn pairing_link(kind: &str) -> Result<(String, String), String> {
     let dir = desk::state_dir()
@@ -227,5 +202,30 @@ pub fn qr(text: &str) -> String {
             .quiet_zone(true)
             .build(),
         Err(_) => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn loopback_links_are_told_apart_from_reachable_ones() {
+        for url in [
+            "http://127.0.0.1:7707",
+            "http://127.0.0.1:7707/pair/x",
+            "http://[::1]:7707",
+            "http://localhost:7707",
+            "https://LOCALHOST",
+            "http://127.8.9.10",
+        ] {
+            assert!(super::loopback_only(url), "{url}");
+        }
+        for url in [
+            "https://box.tailnet.ts.net",
+            "http://192.168.1.20:7707",
+            "http://[fe80::1]:7707",
+            "https://localhost.example.com",
+        ] {
+            assert!(!super::loopback_only(url), "{url}");
+        }
     }
 }

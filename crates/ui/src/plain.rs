@@ -243,24 +243,24 @@ fn show(out: &mut impl Write, ev: LoopEvent, open: &mut Option<Open>, opts: &Opt
                 let _ = write!(out, "\x07");
             }
             if opts.desktop && tty {
-                let first = question.text.lines().next().unwrap_or("");
+                let first = markdown_first_line(&question.text);
                 let _ = write!(
                     out,
                     "{}",
                     crate::terminal_notification::terminal_notification(
                         "ralph: the agent asks",
-                        first
+                        &first
                     )
                 );
             }
             let _ = writeln!(out, "ralph: ──── {} ────", words::asks(iteration));
-            for l in clean(&question.text).lines() {
+            for l in markdown_lines(&question.text, TEXT_WIDTH) {
                 let _ = writeln!(out, "  {l}");
             }
             if let Some(c) = &question.context {
                 // Every line indented, so none passes for one of ralph's own.
-                let lines: Vec<&str> = c.lines().collect();
-                let _ = writeln!(out, "  ({})", clean(&lines.join("\n   ")));
+                let lines = markdown_lines(c, TEXT_WIDTH);
+                let _ = writeln!(out, "  ({})", lines.join("\n   "));
             }
             for (i, o) in question.options.iter().enumerate() {
                 let default = if question.default.as_deref() == Some(o.label.as_str()) {
@@ -384,6 +384,25 @@ pub fn last_line(events: &[AgentEvent]) -> Option<String> {
 }
 
 pub use crate::words::{answer_link, label};
+
+/// How wide plain renderings of a question's markdown are (the indent comes on top).
+pub const TEXT_WIDTH: u16 = 96;
+
+/// A question's markdown (the agent's question, its context) as plain lines `width` wide:
+/// rendered, not shown raw (`**Redis**` is `Redis`), control characters stripped.
+pub fn markdown_lines(markdown: &str, width: u16) -> Vec<String> {
+    crate::markdown::plain_lines(&clean(markdown), width)
+}
+
+/// The first line of a question's markdown, rendered, for a one-line mention (the
+/// scrollback's, a notification's).
+pub fn markdown_first_line(markdown: &str) -> String {
+    markdown_lines(markdown, u16::MAX)
+        .into_iter()
+        .find(|l| !l.trim().is_empty())
+        .map(|l| l.trim().to_owned())
+        .unwrap_or_default()
+}
 
 /// `4m 12s`, `1h 05m`, `9s`: what a person reads at a glance, as the terminal view shows it.
 pub fn fmt_duration(d: Duration) -> String {

@@ -325,7 +325,7 @@ impl App {
                 iteration,
                 raised_by,
             } => {
-                let first = clean(question.text.lines().next().unwrap_or_default());
+                let first = crate::plain::markdown_first_line(&question.text);
                 self.note(
                     self.theme.title,
                     format!("{}: {first}", words::asks(iteration)),
@@ -338,7 +338,7 @@ impl App {
                     ),
                 );
                 if self.desktop_notifications {
-                    self.notice = Some(question.text.lines().next().unwrap_or("").to_string());
+                    self.notice = Some(first);
                 }
                 let panel = QuestionPanel::new(question, countdown, asked_at, now)
                     .with_theme(self.theme.clone());
