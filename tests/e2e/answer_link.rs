@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use super::remote::{Broker, get};
+use super::remote::{Broker, get, waiting_loop_asking};
 use super::util::*;
 
 /// The first `http…/a/TOKEN` link in `text` after `Or answer on its page: `.
@@ -18,17 +18,10 @@ fn link_in(text: &str) -> Option<String> {
 #[test]
 fn plain_lines_and_status_show_the_questions_link_while_serve_runs() {
     let broker = Broker::start();
-    let p = Project::with_task(
-        "task: Cache\nmax_iterations: 2\nquestion_timeout: 1m",
-        "- [ ] cache\n",
-    );
-    let agent = p.agent(
+    let (p, mut child) = waiting_loop_asking(
+        &broker,
         "[iteration 1]\nquestion \"Redis or Memcached?\" --option Redis --option Memcached\nsignal QUESTION\n[iteration 2]\nprint done\n",
     );
-    let mut cmd = broker.ralph(&p);
-    cmd.args(["run", "--no-tui", "--agent-cmd", &agent]);
-    let mut child = spawn(cmd);
-    p.wait_for_status("waiting_input", Duration::from_secs(20));
 
     let status = broker.ralph(&p).arg("status").output().unwrap();
     let status = String::from_utf8_lossy(&status.stdout).into_owned();

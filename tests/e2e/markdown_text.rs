@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use super::remote::{Broker, no_redirects, pair_browser};
+use super::remote::{Broker, dashboard, pair_browser, waiting_loop_asking};
 use super::util::*;
 
 const ASK: &str = "[iteration 1]\nquestion \"Should we use **Redis** or *Memcached*? See [the docs](https://redis.io).\" --option Redis --option Memcached --context \"Both are in `Cargo.toml`; **latency** matters.\"\nsignal QUESTION\n[iteration 2]\nprint done\n";
@@ -14,15 +14,7 @@ const ASK: &str = "[iteration 1]\nquestion \"Should we use **Redis** or *Memcach
 #[test]
 fn plain_lines_status_and_the_dashboard_show_the_question_rendered() {
     let broker = Broker::start();
-    let p = Project::with_task(
-        "task: Cache\nmax_iterations: 2\nquestion_timeout: 1m",
-        "- [ ] cache\n",
-    );
-    let agent = p.agent(ASK);
-    let mut cmd = broker.ralph(&p);
-    cmd.args(["run", "--no-tui", "--agent-cmd", &agent]);
-    let child = spawn(cmd);
-    p.wait_for_status("waiting_input", Duration::from_secs(20));
+    let (p, child) = waiting_loop_asking(&broker, ASK);
     let rendered = "Should we use Redis or Memcached? See the docs <https://redis.io>.";
     let context = "(Both are in Cargo.toml; latency matters.)";
 
@@ -34,12 +26,7 @@ fn plain_lines_status_and_the_dashboard_show_the_question_rendered() {
 
     let (_, _, cookie) = pair_browser(&broker);
     let cookie = cookie.split(';').next().unwrap().to_string();
-    let mut dash = no_redirects()
-        .get(format!("{}/", broker.url))
-        .header("cookie", &cookie)
-        .call()
-        .unwrap();
-    let body = dash.body_mut().read_to_string().unwrap();
+    let (_, body) = dashboard(&broker, Some(&cookie));
     assert!(
         body.contains("Answer: Should we use Redis or Memcached? See the docs.</a>"),
         "{body}"

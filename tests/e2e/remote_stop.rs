@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::remote::{Broker, no_redirects, pair_browser, waiting_loop};
+use super::remote::{Broker, dashboard, no_redirects, pair_browser, waiting_loop};
 use super::telegram::{Bot, OWNER};
 use super::util::*;
 
@@ -30,12 +30,7 @@ fn a_paired_browser_stops_a_loop_and_a_stranger_cannot() {
     let (p, child) = waiting_loop(&broker);
     let (_, _, cookie) = pair_browser(&broker);
     let cookie = cookie.split(';').next().unwrap().to_string();
-    let mut dash = no_redirects()
-        .get(format!("{}/", broker.url))
-        .header("cookie", &cookie)
-        .call()
-        .unwrap();
-    let body = dash.body_mut().read_to_string().unwrap();
+    let (_, body) = dashboard(&broker, Some(&cookie));
     assert!(body.contains("Stop this loop"), "{body}");
     // The form names the loop by its directory, as the registry has it.
     let root = body

@@ -2,7 +2,7 @@
 //! the Telegram user, `ralph serve revoke` unpairs one, and what was revoked is treated as a
 //! stranger from then on.
 
-use super::remote::{Broker, get, no_redirects, pair_browser, waiting_loop};
+use super::remote::{Broker, dashboard, get, no_redirects, pair_browser, waiting_loop};
 use super::telegram::{Bot, OWNER};
 use super::util::*;
 
@@ -12,18 +12,6 @@ fn serve(broker: &Broker, args: &[&str]) -> Run {
         .args(args)
         .env("RALPH_STATE_DIR", broker.state.path());
     Run::from_output(cmd.output().unwrap())
-}
-
-fn dashboard(broker: &Broker, cookie: Option<&str>) -> (u16, String) {
-    let mut req = no_redirects().get(format!("{}/", broker.url));
-    if let Some(c) = cookie {
-        req = req.header("cookie", c);
-    }
-    let mut resp = req.call().unwrap();
-    (
-        resp.status().as_u16(),
-        resp.body_mut().read_to_string().unwrap(),
-    )
 }
 
 /// Regression (issue 34, item 15): a lost phone stayed paired; nothing listed or revoked it.
