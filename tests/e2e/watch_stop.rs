@@ -100,6 +100,29 @@ fn logs_follow_the_running_iteration_and_stop_ends_the_loop_with_its_state_saved
     );
 }
 
+/// Looking at a project where no loop ever ran says so and leaves nothing behind.
+#[test]
+fn logs_and_stop_where_no_loop_ran_change_nothing() {
+    let p = Project::with_task(TASK, BODY);
+    for args in [&["logs"][..], &["logs", "-f"]] {
+        let logs = p.exec(args);
+        logs.expect_code(0);
+        assert!(
+            logs.stdout.contains("no agent output in"),
+            "{}",
+            logs.stdout
+        );
+    }
+    let stop = p.exec(&["stop"]);
+    stop.expect_code(1);
+    assert!(
+        stop.stderr.contains("no loop is running in"),
+        "{}",
+        stop.stderr
+    );
+    assert!(!p.exists(".ralph"), "nothing was created");
+}
+
 /// A stop request left from before a run (its loop ended first) must not stop the next one.
 #[test]
 fn a_stale_stop_request_does_not_stop_the_next_run() {

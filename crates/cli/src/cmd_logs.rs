@@ -27,10 +27,18 @@ pub fn run(args: &LogsArgs) -> CmdResult {
     let state = State::load(&ws).map_err(Failure::failed)?;
     let format = agent_format(state.as_ref());
     let (tx, rx) = std::sync::mpsc::channel();
-    if args.follow {
+    // Only a running loop is followed (else what is there is all there is), so `.ralph/`
+    // exists: nothing is created in a project where no loop runs.
+    if args.follow && ws.is_locked() {
         // Both: the logs for output, `.ralph/` for the loop's end (its last `state.json`).
-        ws.ensure().map_err(Failure::failed)?;
-        std::fs::create_dir_all(ws.logs()).map_err(Failure::failed)?;
+        if let Err(e) = std::fs::create_dir(ws.logs())
+            && e.kind() != std::io::ErrorKind::AlreadyExists
+        {
+            return Err(Failure::failed(anyhow::anyhow!(
+                "cannot make {}: {e}",
+                ws.logs().display()
+            )));
+        }
         for dir in [ws.logs(), ws.dir().to_path_buf()] {
             ralph_loop::watch::watch_blocking(&dir, tx.clone()).map_err(|e| {
                 Failure::failed(anyhow::anyhow!("cannot watch {}: {e}", dir.display()))
