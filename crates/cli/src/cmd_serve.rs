@@ -49,12 +49,12 @@ pub fn run(args: &ServeArgs) -> CmdResult {
             if links != listening {
                 outln!("  links start with {links} (--public-url)");
             }
-            outln!(
-                "  `ralph status` now shows each waiting question's link;\n  `ralph serve pair web` pairs a browser for the dashboard. Ctrl-C stops."
-            );
             if ralph_remote::loopback_only(links) {
                 eprintln!("ralph serve: warning: {}", loopback_warning("its links", links));
             }
+            outln!(
+                "  `ralph status` now shows each waiting question's link;\n  `ralph serve pair web` pairs a browser for the dashboard. Ctrl-C stops."
+            );
             if telegram {
                 outln!(
                     "  Telegram: questions go to the bot in remote.toml; `ralph serve pair telegram` pairs you with it."
@@ -166,8 +166,9 @@ fn revoke(which: Option<&str>, all: bool) -> CmdResult {
 fn loopback_warning(what: &str, url: &str) -> String {
     let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
     let authority = rest.split('/').next().unwrap_or(rest);
+    let port = authority.rsplit_once(':').map_or("7707", |(_, p)| p);
     format!(
-        "{what} point at {authority}, this machine's loopback address: they open only in a browser on this machine (or through `ssh -L`). For a phone, reach the broker over your tailnet with `tailscale serve --bg {authority}` and restart `ralph serve` with --public-url set to the https address tailscale prints; or serve https on your network (--bind, --tls-cert, --tls-key). See docs/elsewhere.md"
+        "{what} point at {authority}, an address only this machine can open (a phone cannot, except through `ssh -L`). For a phone, reach the broker over your tailnet with `tailscale serve --bg {port}` and restart `ralph serve` with --public-url set to the https address tailscale prints; or give --public-url with the address your phone reaches this machine by. See docs/elsewhere.md"
     )
 }
 

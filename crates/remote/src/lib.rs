@@ -154,7 +154,8 @@ pub async fn serve(
 }
 
 /// Whether links starting with `url` open only on this machine: its host is a loopback
-/// address (`127.0.0.1`, `[::1]`) or `localhost`.
+/// address (`127.0.0.1`, `[::1]`), `localhost`, or the unspecified address a `--bind
+/// 0.0.0.0` broker's own URL has (a phone cannot go to `0.0.0.0`).
 pub fn loopback_only(url: &str) -> bool {
     let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
     let authority = rest.split(['/', '?', '#']).next().unwrap_or(rest);
@@ -165,7 +166,7 @@ pub fn loopback_only(url: &str) -> bool {
     host.eq_ignore_ascii_case("localhost")
         || host
             .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
+            .is_ok_and(|ip| ip.is_loopback() || ip.is_unspecified())
 }
 
 /// `scheme://host[:port]` of `url`.
@@ -216,6 +217,8 @@ mod tests {
             "http://localhost:7707",
             "https://LOCALHOST",
             "http://127.8.9.10",
+            "https://0.0.0.0:7707",
+            "https://[::]:7707",
         ] {
             assert!(super::loopback_only(url), "{url}");
         }
