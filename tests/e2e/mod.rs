@@ -1,5 +1,6 @@
 mod util;
 
+mod answer_link;
 mod bad_tasks;
 mod browser;
 mod checkpoints;
@@ -12,6 +13,7 @@ mod hostile;
 mod landing;
 mod isolation;
 mod loop_basics;
+mod markdown_text;
 mod native;
 mod processes;
 mod question_races;
@@ -19,8 +21,11 @@ mod questions;
 mod races;
 mod remote;
 mod remote_attacks;
+mod remote_stop;
 mod resume;
+mod revoke;
 mod safety;
 mod sandbox;
 mod telegram;
 mod tui;
+mod watch_stop;

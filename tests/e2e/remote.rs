@@ -118,11 +118,16 @@ save-prompt prompt-2.txt
 
 /// A loop (seeing `broker`) whose agent asked [`ASK`]'s question, with a minute to answer.
 pub fn waiting_loop(broker: &Broker) -> (Project, Guarded) {
+    waiting_loop_asking(broker, ASK)
+}
+
+/// [`waiting_loop`] with another fake-agent script, whose first iteration asks.
+pub fn waiting_loop_asking(broker: &Broker, script: &str) -> (Project, Guarded) {
     let p = Project::with_task(
         "task: Cache\nmax_iterations: 2\nquestion_timeout: 1m",
         "- [ ] cache\n",
     );
-    let agent = p.agent(ASK);
+    let agent = p.agent(script);
     let mut cmd = broker.ralph(&p);
     cmd.args(["run", "--no-tui", "--agent-cmd", &agent]);
     let child = spawn(cmd);
@@ -465,12 +470,25 @@ fn pairing_a_browser_opens_the_dashboard_once_and_wrong_codes_are_limited() {
     );
 }
 
-fn no_redirects() -> ureq::Agent {
+pub fn no_redirects() -> ureq::Agent {
     ureq::Agent::config_builder()
         .http_status_as_error(false)
         .max_redirects(0)
         .build()
         .new_agent()
+}
+
+/// The dashboard as the browser with `cookie` (none: a stranger) gets it: status and body.
+pub fn dashboard(broker: &Broker, cookie: Option<&str>) -> (u16, String) {
+    let mut req = no_redirects().get(format!("{}/", broker.url));
+    if let Some(c) = cookie {
+        req = req.header("cookie", c);
+    }
+    let mut resp = req.call().unwrap();
+    (
+        resp.status().as_u16(),
+        resp.body_mut().read_to_string().unwrap(),
+    )
 }
 
 /// The one-time link `ralph serve pair web` prints for `broker`, and all it printed.
@@ -491,7 +509,7 @@ pub fn pairing_link(broker: &Broker) -> (String, String) {
 
 /// Pairs a browser with `broker` as a person would: `ralph serve pair web`, then its link.
 /// The link, what the command printed, and the `Set-Cookie` the link answered with.
-fn pair_browser(broker: &Broker) -> (String, String, String) {
+pub fn pair_browser(broker: &Broker) -> (String, String, String) {
     let (link, stdout) = pairing_link(broker);
     let mut paired = no_redirects().get(&link).call().unwrap();
     assert_eq!(paired.status().as_u16(), 303);

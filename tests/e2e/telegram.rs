@@ -18,8 +18,8 @@ const WAIT: Duration = Duration::from_secs(20);
 /// A broker whose Telegram bot talks to a mock Bot API.
 pub struct Bot {
     pub mock: TelegramMock,
-    config: tempfile::TempDir,
-    broker: Broker,
+    pub config: tempfile::TempDir,
+    pub broker: Broker,
 }
 
 fn write_config(dir: &Path, body: &str, mode: u32) {

@@ -458,3 +458,44 @@ fn in_tmux_the_questions_desktop_notification_reaches_the_terminal_tmux_runs_in(
     // Nothing of it shows in the pane itself.
     assert!(!inner.screen().contains("9;ralph"), "{}", inner.screen());
 }
+
+/// Regression (issue 34, item 11): with `ralph serve` running, the terminal view told how to
+/// answer from another terminal but not the page that answers from a phone.
+#[test]
+fn with_serve_running_the_terminal_view_shows_the_questions_link() {
+    let broker = super::remote::Broker::start();
+    let p = Project::with_task(
+        "task: Cache\nmax_iterations: 2\nquestion_timeout: 1m",
+        "- [ ] cache\n",
+    );
+    let agent = p.agent(ASK_THEN_SAVE);
+    let tmux = Tmux::start(p.root());
+    p.write(
+        "run.sh",
+        &format!(
+            "RALPH_STATE_DIR='{}' XDG_CONFIG_HOME='{}' '{}' run --agent-cmd \"{agent}\"\necho \"ralph exited: $?\"\n",
+            broker.state.path().display(),
+            p.path(".no-user-config").display(),
+            ralph_bin().display()
+        ),
+    );
+    tmux.type_text("sh run.sh");
+    tmux.key("Enter");
+    let screen = tmux.wait_for("Or answer on its page: http", Duration::from_secs(30));
+    // The scrollback's echo of the question is rendered too (issue 34, item 14).
+    assert!(
+        screen.contains("asks (iteration 1): Should the session cache use Redis or Memcached?"),
+        "{screen}"
+    );
+    let link = screen
+        .split("Or answer on its page: ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap()
+        .to_string();
+    let page = super::remote::get(&link);
+    assert_eq!(page.status, 200, "{screen}");
+    assert!(page.body.contains("Redis"), "{}", page.body);
+    tmux.key("Escape");
+    tmux.wait_for("ralph exited: 0", Duration::from_secs(30));
+}

@@ -46,6 +46,14 @@ pub enum Command {
         after_help = "Examples:\n  ralph status\n  ralph status --json | jq .pending_question\n  ralph status --all"
     )]
     Status(StatusArgs),
+    /// Show the running iteration's output: what the agent printed so far, then, with -f, as it comes.
+    #[command(
+        after_help = "Examples:\n  ralph logs\n  ralph logs -f\n  ralph logs -C ~/src/myproject -f"
+    )]
+    Logs(LogsArgs),
+    /// Stop the loop running in this project, as Ctrl-C in its terminal would (state saved).
+    #[command(after_long_help = STOP_HELP)]
+    Stop(StopArgs),
     /// Answer the question the loop is waiting on, from any terminal.
     #[command(after_long_help = ANSWER_HELP)]
     Answer(AnswerArgs),
@@ -135,12 +143,15 @@ Examples:
   ralph serve                       # http://127.0.0.1:7707, this machine only
   ralph serve pair web              # a one-time link (and QR code) that pairs a browser
   ralph serve pair telegram         # a one-time t.me link that pairs you with the bot in remote.toml
+  ralph serve devices               # the paired browsers and Telegram user
+  ralph serve revoke 3f9a1c         # unpair one (a lost phone); `revoke telegram` for the bot's user
   tailscale serve --bg 127.0.0.1:7707   # reach it from your phone over your tailnet
   ralph serve --bind 0.0.0.0:7707 --tls-cert cert.pem --tls-key key.pem
 
-While it runs, `ralph status --json` gives a waiting question's `answer_url`,
-notify_command gets RALPH_ANSWER_URL and the webhook body `answer_url`: a link that opens
-that one question and nothing else. Off unless started; one per machine.";
+While it runs, the loop's terminal view and plain lines and `ralph status` show a waiting
+question's link (`answer_url` in `ralph status --json`), notify_command gets
+RALPH_ANSWER_URL and the webhook body `answer_url`: a link that opens that one question and
+nothing else. Off unless started; one per machine.";
 
 const RUN_HELP: &str = "\
 Examples:
@@ -156,6 +167,18 @@ Exit codes:
   2    usage or configuration error (bad flag, bad RALPH_TASK.md); nothing was written
   3    max_iterations reached
   130  interrupted (Ctrl-C, SIGTERM, SIGHUP, SIGQUIT); state is saved and the next `ralph run` resumes";
+
+const STOP_HELP: &str = "\
+Examples:
+  ralph stop
+  ralph stop -C ~/src/myproject
+
+The agent is stopped gracefully, the state saved, a waiting question kept; `ralph run`
+resumes. Waits until the loop has ended.
+
+Exit codes:
+  0  the loop stopped
+  1  no loop is running there, or it did not stop within two minutes";
 
 const ANSWER_HELP: &str = "\
 Examples:
@@ -317,6 +340,21 @@ pub struct StatusArgs {
     /// Every loop running on this machine, waiting ones first.
     #[arg(long, conflicts_with = "dir")]
     pub all: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct LogsArgs {
+    #[command(flatten)]
+    pub dir: DirArg,
+    /// Keep showing the output as it comes, iteration after iteration, until the loop ends.
+    #[arg(short = 'f', long)]
+    pub follow: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct StopArgs {
+    #[command(flatten)]
+    pub dir: DirArg,
 }
 
 #[derive(Debug, Args)]
@@ -539,7 +577,8 @@ mod tests {
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// Pair a device instead of serving (the broker must be running).
+    /// Pair a device (the broker must be running), list or revoke paired ones, instead of
+    /// serving.
     #[command(subcommand)]
     pub pair: Option<ServeCommand>,
     /// The address to listen on. Anything but loopback needs --tls-cert/--tls-key, or
@@ -563,6 +602,21 @@ pub struct ServeArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum ServeCommand {
+    /// List the paired browsers and the paired Telegram user.
+    Devices,
+    /// Unpair a browser (by the id `ralph serve devices` shows) or the Telegram user
+    /// (`telegram`), as for a lost phone: it gets nothing from the broker any more.
+    #[command(
+        after_help = "Examples:\n  ralph serve devices\n  ralph serve revoke 3f9a1c\n  ralph serve revoke telegram\n  ralph serve revoke --all"
+    )]
+    Revoke {
+        /// A browser's id (from `ralph serve devices`), or `telegram`.
+        #[arg(value_name = "ID", required_unless_present = "all")]
+        which: Option<String>,
+        /// Every paired browser and the Telegram user.
+        #[arg(long, conflicts_with = "which")]
+        all: bool,
+    },
     /// Print a one-time link (and QR code) that pairs a device with the running broker.
     Pair {
         /// What to pair: `web` (a browser: the dashboard of every loop) or `telegram` (a

@@ -404,16 +404,27 @@ pub fn run_loop(cfg: RunConfig, sandbox: Option<Sandbox>, tui: bool) -> CmdResul
         .build()
         .context("could not start the async runtime")?;
     let answer_command = crate::answer_command(cfg.workspace.root());
+    let workspace = cfg.workspace.clone();
     rt.block_on(async move {
         // Each message can hold a whole 64 KiB read of agent output: a short queue keeps
         // memory flat when the terminal is slower than the agent (1024 of them once let a
         // slow tmux pane push ralph to 115 MiB); the agent is simply slowed to the screen.
         let (event_tx, event_rx) = mpsc::channel::<LoopEvent>(16);
         let (control_tx, control_rx) = mpsc::unbounded_channel::<Control>();
+        let stop_events = event_tx.clone();
         let mut runner = Runner::new(cfg, event_tx, control_rx).map_err(Failure::failed)?;
         if let Some(sandbox) = sandbox {
             runner.set_sandbox(sandbox);
         }
+        // `ralph stop`, the page and the bot stop the loop as Ctrl-C does.
+        let stop_requests =
+            ralph_loop::runner::forward_stop_requests(&workspace, control_tx.clone(), stop_events)
+                .map_err(|e| {
+                    eprintln!(
+                        "ralph: warning: cannot watch .ralph/ for `ralph stop` ({e}); Ctrl-C still stops the loop"
+                    )
+                })
+                .ok();
         // Before the view: the guard saves the terminal's settings as they are now.
         let terminal = tui && std::io::stdin().is_terminal();
         start_guard(&mut runner, terminal);
@@ -454,6 +465,7 @@ pub fn run_loop(cfg: RunConfig, sandbox: Option<Sandbox>, tui: bool) -> CmdResul
             Err(e) => std::panic::resume_unwind(e.into_panic()),
         };
         signals.abort();
+        drop(stop_requests);
         let _ = front.await;
         // An agent command that cannot be started at all is a usage error (exit 2), as is one
         // that `sh` could not find or run: the fix is in the command line, not the task.

@@ -9,6 +9,11 @@ use crate::{CmdResult, Failure};
 
 /// Serves until Ctrl-C or SIGTERM, or prints a pairing link.
 pub fn run(args: &ServeArgs) -> CmdResult {
+    match &args.pair {
+        Some(ServeCommand::Devices) => return devices(),
+        Some(ServeCommand::Revoke { which, all }) => return revoke(which.as_deref(), *all),
+        _ => {}
+    }
     if let Some(ServeCommand::Pair { what }) = &args.pair {
         let kind = match what {
             PairWhat::Web => "web",
@@ -18,6 +23,12 @@ pub fn run(args: &ServeArgs) -> CmdResult {
             ralph_remote::pairing_link(kind).map_err(|e| Failure::failed(anyhow!(e)))?;
         outln!("{qr}");
         outln!("Open this link on the device to pair (once, within 10 minutes):\n\n  {link}\n");
+        if matches!(what, PairWhat::Web) && ralph_remote::loopback_only(&link) {
+            eprintln!(
+                "ralph: warning: {}",
+                loopback_warning("this link and its QR code", &link)
+            );
+        }
         return Ok(0);
     }
     let opts = ServeOptions {
@@ -33,9 +44,16 @@ pub fn run(args: &ServeArgs) -> CmdResult {
         .build()?;
     let result = rt.block_on(ralph_remote::serve(
         opts,
-        |url| {
+        |listening, links| {
+            outln!("ralph serve: listening on {listening}");
+            if links != listening {
+                outln!("  links start with {links} (--public-url)");
+            }
+            if ralph_remote::loopback_only(links) {
+                eprintln!("ralph serve: warning: {}", loopback_warning("its links", links));
+            }
             outln!(
-                "ralph serve: listening on {url}\n  `ralph status --json` now gives each waiting question's answer_url;\n  `ralph serve pair web` pairs a browser for the dashboard. Ctrl-C stops."
+                "  `ralph status` now shows each waiting question's link;\n  `ralph serve pair web` pairs a browser for the dashboard. Ctrl-C stops."
             );
             if telegram {
                 outln!(
@@ -52,6 +70,106 @@ pub fn run(args: &ServeArgs) -> CmdResult {
         }
         Err(e) => Err(Failure::failed(anyhow!(e))),
     }
+}
+
+fn state_dir() -> Result<std::path::PathBuf, Failure> {
+    ralph_remote::desk::state_dir().ok_or_else(|| {
+        Failure::failed(anyhow!(
+            "no home directory to keep ralph's state in; set RALPH_STATE_DIR"
+        ))
+    })
+}
+
+/// `ralph serve devices`: every paired browser and the Telegram user.
+fn devices() -> CmdResult {
+    let dir = state_dir()?;
+    let browsers = ralph_remote::devices::browsers(&dir);
+    let telegram = ralph_remote::telegram::paired_user(&dir);
+    if browsers.is_empty() && telegram.is_none() {
+        outln!(
+            "Nothing is paired with ralph serve on this machine (`ralph serve pair web` pairs a browser)."
+        );
+        return Ok(0);
+    }
+    outln!("Paired with ralph serve on this machine:");
+    for b in &browsers {
+        let agent = b
+            .user_agent
+            .as_deref()
+            .map(|ua| format!(": {}", ralph_protocol::text::clean(ua)))
+            .unwrap_or_default();
+        outln!("  {}  browser, paired {}{agent}", b.id, when(&b.paired_at));
+    }
+    if let Some((user, at)) = telegram {
+        outln!("  telegram  Telegram user {user}, paired {}", when(&at));
+    }
+    outln!("Revoke one with `{} serve revoke ID`.", crate::program());
+    Ok(0)
+}
+
+/// `2026-11-28 20:51 UTC` from an RFC 3339 time.
+fn when(at: &str) -> String {
+    match at.get(..16) {
+        Some(t) => format!("{} UTC", t.replace('T', " ")),
+        None => ralph_protocol::text::clean(at),
+    }
+}
+
+/// `ralph serve revoke`: unpairs a browser, the Telegram user, or everything.
+fn revoke(which: Option<&str>, all: bool) -> CmdResult {
+    let dir = state_dir()?;
+    let unpair_telegram = || {
+        ralph_remote::telegram::unpair(&dir)
+            .map_err(|e| Failure::failed(anyhow!("could not forget the Telegram user: {e}")))
+    };
+    if all {
+        let mut n = 0;
+        for b in ralph_remote::devices::browsers(&dir) {
+            ralph_remote::devices::revoke_browser(&dir, &b.id)
+                .map_err(|e| Failure::failed(anyhow!(e)))?;
+            n += 1;
+        }
+        let telegram = unpair_telegram()?;
+        outln!(
+            "Revoked {n} browser{}{}.",
+            if n == 1 { "" } else { "s" },
+            if telegram {
+                " and the Telegram user"
+            } else {
+                ""
+            }
+        );
+        return Ok(0);
+    }
+    match which.unwrap_or_default() {
+        "telegram" => {
+            if !unpair_telegram()? {
+                return Err(Failure::failed(anyhow!("no Telegram user is paired")));
+            }
+            outln!(
+                "Revoked the Telegram user: their taps and messages are ignored from now on; `ralph serve pair telegram` pairs someone again."
+            );
+        }
+        id => {
+            let b = ralph_remote::devices::revoke_browser(&dir, id)
+                .map_err(|e| Failure::failed(anyhow!("{e}; `ralph serve devices` lists them")))?;
+            outln!(
+                "Revoked browser {}: it gets nothing from ralph serve any more; `ralph serve pair web` pairs it again.",
+                b.id
+            );
+        }
+    }
+    Ok(0)
+}
+
+/// Why a loopback link (`url`) does not open on a phone, and what does.
+fn loopback_warning(what: &str, url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = rest.split('/').next().unwrap_or(rest);
+    let port = authority.rsplit_once(':').map_or("7707", |(_, p)| p);
+    format!(
+        "{what} point at {authority}, an address only this machine can open (a phone cannot, except through `ssh -L`). For a phone, reach the broker over your tailnet with `tailscale serve --bg {port}` and restart `ralph serve` with --public-url set to the https address tailscale prints; or give --public-url with the address your phone reaches this machine by. See docs/elsewhere.md"
+    )
 }
 
 /// Completes on Ctrl-C or SIGTERM.

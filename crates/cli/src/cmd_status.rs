@@ -84,8 +84,7 @@ pub fn run(args: &StatusArgs) -> CmdResult {
         outln!("{}: {}{facts}", root.display(), describe(state.status));
     }
     if let Some(q) = &state.pending_question {
-        print_question(
-            q,
+        print_question(&root, q,
             answer_waiting(&ws, q).as_ref(),
             live,
             &crate::answer_command(&root),
@@ -95,6 +94,11 @@ pub fn run(args: &StatusArgs) -> CmdResult {
         outln!("  task:  {}", clean(&state.task));
     }
     outln!("  agent: {}", state.agent);
+    if live {
+        for line in running_lines(&ws, &state) {
+            outln!("  {line}");
+        }
+    }
     if let Some(sig) = &state.last_signal {
         outln!("  last signal: {sig}");
     }
@@ -121,6 +125,20 @@ pub fn status_word(status: Status) -> &'static str {
         Status::Failed | Status::MaxIterations => "failed",
         Status::Stopped => "stopped",
     }
+}
+/// While the loop runs: how long it has run, and the agent's last line.
+fn running_lines(ws: &Workspace, state: &State) -> Vec<String> {
+    let mut lines = Vec::new();
+    if let Some(started) = ralph_loop::state::parse_timestamp(&state.started_at)
+        && let Ok(elapsed) = SystemTime::now().duration_since(started)
+    {
+        lines.push(format!("elapsed: {}", fmt_duration(elapsed)));
+    }
+    let format = crate::cmd_logs::agent_format(Some(state));
+    if let Some(last) = crate::cmd_logs::last_line(ws, format) {
+        lines.push(format!("last line: {last}"));
+    }
+    lines
 }
 
 /// `--all`: every registered loop on this machine, waiting ones first.
@@ -195,7 +213,7 @@ fn all(json_out: bool) -> CmdResult {
         {
             let ws = Workspace::new(root);
             let command = crate::answer_command(root);
-            print_question(q, answer_waiting(&ws, q).as_ref(), true, &command);
+            print_question(root, q, answer_waiting(&ws, q).as_ref(), true, &command);
         }
     }
     Ok(0)
@@ -223,7 +241,13 @@ fn answer_waiting(ws: &Workspace, q: &PendingQuestion) -> Option<Answer> {
 /// The question, and how to answer it, or the answer already given when one waits to be
 /// delivered (`live`: by the running loop; otherwise by the next `ralph run`).
 /// `command` answers it (`ralph answer -C DIR`, without the answer).
-fn print_question(q: &PendingQuestion, answered: Option<&Answer>, live: bool, command: &str) {
+fn print_question(
+    root: &std::path::Path,
+    q: &PendingQuestion,
+    answered: Option<&Answer>,
+    live: bool,
+    command: &str,
+) {
     let hint = format!("{command} \"your answer\"");
     let now = SystemTime::now();
     let waited = q
@@ -254,14 +278,14 @@ fn print_question(q: &PendingQuestion, answered: Option<&Answer>, live: bool, co
         n => format!(" from iteration {n}"),
     };
     outln!("\n  Question{from} (waiting {waited}; {left}):\n");
-    // The agent wrote all of this: no control sequence of its may reach the terminal.
-    for line in clean(&q.text).lines() {
+    // The agent wrote all of this: rendered from its markdown with no control sequence left.
+    for line in plain::markdown_lines(&q.text, plain::TEXT_WIDTH) {
         outln!("    {line}");
     }
     if let Some(c) = &q.context {
         // Every line indented, so none passes for one of ralph's own.
-        let lines: Vec<&str> = c.lines().collect();
-        outln!("    ({})", clean(&lines.join("\n     ")));
+        let lines = plain::markdown_lines(c, plain::TEXT_WIDTH);
+        outln!("    ({})", lines.join("\n     "));
     }
     if !q.options.is_empty() {
         outln!();
@@ -293,6 +317,10 @@ fn print_question(q: &PendingQuestion, answered: Option<&Answer>, live: bool, co
     }
     if live {
         outln!("\n  Answer it with:\n    {hint}");
+        // The link `--json` gives too: one way to make it.
+        if let Some(url) = broker::answer_url(root, &q.asked_at) {
+            outln!("  {}", plain::answer_link(&url));
+        }
     } else {
         outln!("\n  An answer reaches the agent when `ralph run` runs again:\n    {hint}");
     }
@@ -316,31 +344,39 @@ fn to_json(ws: &Workspace, state: Option<&State>, live: bool, hint: &str) -> ser
         v["state"] = w["state"].clone();
         v["worktree"] = w;
     }
-    if let Some(q) = &state.pending_question {
-        let now = SystemTime::now();
-        let waited = q
-            .asked_at_time()
-            .and_then(|t| now.duration_since(t).ok())
+    if live {
+        let elapsed = ralph_loop::state::parse_timestamp(&state.started_at)
+            .and_then(|t| SystemTime::now().duration_since(t).ok())
             .map(|d| d.as_secs());
-        // No countdown runs without a loop.
-        let left = q
-            .deadline_time()
-            .filter(|_| live)
-            .map(|d| d.duration_since(now).map(|l| l.as_secs()).unwrap_or(0));
-        v["pending_question"]["waited_seconds"] = json!(waited);
-        v["pending_question"]["seconds_left"] = json!(left);
-        v["pending_question"]["answer_command"] = json!(hint);
-        let waiting = answer_waiting(ws, q);
-        // A link only while the question can still be answered (one is minted per call).
-        let url = waiting
-            .is_none()
-            .then(|| broker::answer_url(root, &q.asked_at, broker::Channel::Status))
-            .flatten();
-        v["pending_question"]["answer_url"] = json!(url);
-        v["pending_question"]["answer_waiting"] = match waiting {
-            Some(a) => json!({"text": a.text, "by": a.source()}),
-            None => serde_json::Value::Null,
-        };
+        v["elapsed_seconds"] = json!(elapsed);
+        let format = crate::cmd_logs::agent_format(Some(state));
+        v["last_line"] = json!(crate::cmd_logs::last_line(ws, format));
     }
+    if let Some(q) = &state.pending_question {
+    let now = SystemTime::now();
+    let waited = q
+        .asked_at_time()
+        .and_then(|t| now.duration_since(t).ok())
+        .map(|d| d.as_secs());
+    // No countdown runs without a loop.
+    let left = q
+        .deadline_time()
+        .filter(|_| live)
+        .map(|d| d.duration_since(now).map(|l| l.as_secs()).unwrap_or(0));
+    v["pending_question"]["waited_seconds"] = json!(waited);
+    v["pending_question"]["seconds_left"] = json!(left);
+    v["pending_question"]["answer_command"] = json!(hint);
+    let waiting = answer_waiting(ws, q);
+    // A link only while the question can still be answered (one is minted per call).
+    let url = waiting
+        .is_none()
+        .then(|| broker::answer_url(root, &q.asked_at, broker::Channel::Status))
+        .flatten();
+    v["pending_question"]["answer_url"] = json!(url);
+    v["pending_question"]["answer_waiting"] = match waiting {
+        Some(a) => json!({"text": a.text, "by": a.source()}),
+        None => serde_json::Value::Null,
+    };
+}
     v
 }

@@ -27,10 +27,12 @@ mod cmd_doctor;
 mod cmd_history;
 mod cmd_init;
 mod cmd_land;
+mod cmd_logs;
 mod cmd_run;
 mod cmd_serve;
 mod cmd_status;
 mod cmd_worktree;
+mod cmd_stop;
 mod demo;
 mod locate;
 
@@ -131,6 +133,8 @@ fn run(cli: Cli) -> CmdResult {
         Command::Init(a) => cmd_init::run(&a),
         Command::Run(a) => cmd_run::run(&a),
         Command::Status(a) => cmd_status::run(&a),
+        Command::Logs(a) => cmd_logs::run(&a),
+        Command::Stop(a) => cmd_stop::run(&a),
         Command::Answer(a) => cmd_answer::run(&a),
         Command::Ask(a) => cmd_ask::run(&a),
         Command::Serve(a) => cmd_serve::run(&a),
@@ -209,4 +213,13 @@ pub fn program() -> String {
 /// The command that answers the loop in `root`, without the answer: `ralph answer -C /dir`.
 pub fn answer_command(root: &std::path::Path) -> String {
     ralph_protocol::desk::answer_command(&program(), root)
+}
+
+/// The command that runs (and resumes) the loop in `root`: `ralph run -C /dir`.
+pub fn run_command(root: &std::path::Path) -> String {
+    format!(
+        "{} run -C {}",
+        program(),
+        agents::shell_quote(&root.display().to_string())
+    )
 }

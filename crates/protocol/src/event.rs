@@ -152,6 +152,10 @@ pub enum LoopEvent {
         /// The iteration that asked.
         iteration: u32,
     },
+    /// The waiting question's answer link, when `ralph serve` runs: the page that answers it
+    /// from a phone. Sent after [`LoopEvent::QuestionAsked`]; the same link the notifications
+    /// carry.
+    AnswerLink(String),
     /// The question's countdown changed (extended, or paused while the human types): the
     /// loop's, the one a front end shows. Sent after every [`Control::Typing`] and
     /// [`Control::Extend`], and for an extension asked from elsewhere.

@@ -21,6 +21,8 @@
 //!   [`user_dirs`] says where a person's config and ralph's state live outside any project.
 //! - [`broker`] is `ralph serve`'s share of the state directory: its lock, the answer links
 //!   (hashes only) and the requests (skip, more time) it leaves in a loop's `.ralph/`.
+//! - [`stop`] is `.ralph/stop`: another process (`ralph stop`, the broker) asks the loop to
+//!   stop as Ctrl-C would.
 //! - [`event`] is the vocabulary between a loop and its front end: events out, controls in.
 //! - [`time`] is how the files write time (RFC 3339, UTC, milliseconds).
 //! - [`text`] makes untrusted text safe to show on one line; [`frontmatter`] splits a file's
@@ -41,6 +43,7 @@ pub mod frontmatter;
 pub mod question;
 pub mod registry;
 pub mod state;
+pub mod stop;
 pub mod text;
 pub mod time;
 pub mod user_dirs;

@@ -152,6 +152,11 @@ impl Workspace {
         self.dir.join("logs")
     }
 
+    /// `.ralph/stop`: another process asks the running loop to stop (see [`crate::stop`]).
+    pub fn stop_request(&self) -> PathBuf {
+        self.dir.join(crate::stop::FILE_NAME)
+    }
+
     /// `.ralph/lock`: held by the running loop.
     pub fn lock_path(&self) -> PathBuf {
         self.dir.join("lock")

@@ -49,6 +49,9 @@ struct Device {
     hash: String,
     name: String,
     paired_at: String,
+    /// The browser's `User-Agent` when it paired, to tell devices apart when revoking one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    user_agent: Option<String>,
 }
 
 /// Makes a one-time pairing code of `kind` (`web`, `telegram`).
@@ -88,6 +91,11 @@ pub fn take_pairing_code(state_dir: &Path, kind: &str, code: &str, now: SystemTi
 
 /// Pairs a browser with the web pairing `code`: the new device cookie's value.
 pub fn pair_web(state_dir: &Path, code: &str) -> Option<String> {
+    pair_browser(state_dir, code, None)
+}
+
+/// [`pair_web`], recording the browser's `User-Agent` for `ralph serve devices`.
+pub fn pair_browser(state_dir: &Path, code: &str, user_agent: Option<&str>) -> Option<String> {
     let now = SystemTime::now();
     if !take_pairing_code(state_dir, "web", code, now) {
         return None;
@@ -96,8 +104,66 @@ pub fn pair_web(state_dir: &Path, code: &str) -> Option<String> {
         name: format!("browser {}", &hash[..6]),
         hash,
         paired_at: desk::timestamp(now),
+        user_agent: user_agent.map(|ua| ralph_signal::sanitize(ua).chars().take(200).collect()),
     })
     .ok()
+}
+
+/// A paired browser, as `ralph serve devices` lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PairedBrowser {
+    /// What names it for `ralph serve revoke`: the start of its secret's hash (`3f9a1c`).
+    pub id: String,
+    /// When it paired (RFC 3339).
+    pub paired_at: String,
+    /// Its `User-Agent` when it paired, if it sent one.
+    pub user_agent: Option<String>,
+    path: std::path::PathBuf,
+}
+
+/// Every paired browser, oldest first.
+pub fn browsers(state_dir: &Path) -> Vec<PairedBrowser> {
+    let Ok(entries) = std::fs::read_dir(state_dir.join(DEVICES)) else {
+        return Vec::new();
+    };
+    let mut all: Vec<PairedBrowser> = entries
+        .flatten()
+        .filter(|e| e.file_name().to_str().is_some_and(|n| n.ends_with(".json")))
+        .filter_map(|e| {
+            let raw = std::fs::read(e.path()).ok()?;
+            let d: Device = serde_json::from_slice(&raw).ok()?;
+            Some(PairedBrowser {
+                id: d.hash.get(..6)?.to_string(),
+                paired_at: d.paired_at,
+                user_agent: d.user_agent,
+                path: e.path(),
+            })
+        })
+        .collect();
+    all.sort_by(|a, b| (&a.paired_at, &a.id).cmp(&(&b.paired_at, &b.id)));
+    all
+}
+
+/// Revokes the paired browser `id` names (its id, or any start of it that names one alone):
+/// its cookie opens nothing from now on. The browser revoked, or why none was.
+pub fn revoke_browser(state_dir: &Path, id: &str) -> Result<PairedBrowser, String> {
+    let id = id.trim().to_ascii_lowercase();
+    let matching: Vec<PairedBrowser> = browsers(state_dir)
+        .into_iter()
+        .filter(|b| !id.is_empty() && b.id.starts_with(&id))
+        .collect();
+    match matching.as_slice() {
+        [one] => {
+            std::fs::remove_file(&one.path)
+                .map_err(|e| format!("could not remove {}: {e}", one.path.display()))?;
+            Ok(one.clone())
+        }
+        [] => Err(format!("no paired browser is {id}")),
+        _ => Err(format!(
+            "{id} names {} paired browsers: give more of the id",
+            matching.len()
+        )),
+    }
 }
 
 /// The paired device a request's cookie names (its name), if any.

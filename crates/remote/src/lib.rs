@@ -94,10 +94,11 @@ fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> ServeError {
     move |source| ServeError::Io { what, source }
 }
 
-/// Runs the broker until `shutdown` completes; `started` gets the URL once it listens.
+/// Runs the broker until `shutdown` completes; `started` gets, once it listens, the URL of
+/// where it listens and the URL its links start with (the same, unless `--public-url`).
 pub async fn serve(
     opts: ServeOptions,
-    started: impl FnOnce(&str),
+    started: impl FnOnce(&str, &str),
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
     if !opts.bind.ip().is_loopback() && opts.tls.is_none() && !opts.insecure_http {
@@ -136,10 +137,8 @@ pub async fn serve(
         .local_addr()
         .map_err(io("could not read the bound address"))?;
     let scheme = if opts.tls.is_some() { "https" } else { "http" };
-    let url = opts
-        .public_url
-        .clone()
-        .unwrap_or_else(|| format!("{scheme}://{local}"));
+    let listening = format!("{scheme}://{local}");
+    let url = opts.public_url.clone().unwrap_or_else(|| listening.clone());
     lock.publish(&url)
         .map_err(io(format!("could not write {}", lock.path().display())))?;
     if let Some(settings) = &telegram {
@@ -156,7 +155,7 @@ pub async fn serve(
         public_origin: opts.public_url.as_deref().map(origin_of),
         streams,
     });
-    started(&url);
+    started(&listening, &url);
     let handle = axum_server::Handle::new();
     let stopper = handle.clone();
     let streams_of = Arc::clone(&app);
@@ -187,6 +186,22 @@ pub async fn serve(
     .map_err(io("the server failed"));
     drop(lock);
     result
+}
+
+/// Whether links starting with `url` open only on this machine: its host is a loopback
+/// address (`127.0.0.1`, `[::1]`), `localhost`, or the unspecified address a `--bind
+/// 0.0.0.0` broker's own URL has (a phone cannot go to `0.0.0.0`).
+pub fn loopback_only(url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or(rest);
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(v6),
+        None => authority.rsplit_once(':').map_or(authority, |(h, _)| h),
+    };
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback() || ip.is_unspecified())
 }
 
 /// `scheme://host[:port]` of `url`.
@@ -223,5 +238,32 @@ pub fn qr(text: &str) -> String {
             .quiet_zone(true)
             .build(),
         Err(_) => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn loopback_links_are_told_apart_from_reachable_ones() {
+        for url in [
+            "http://127.0.0.1:7707",
+            "http://127.0.0.1:7707/pair/x",
+            "http://[::1]:7707",
+            "http://localhost:7707",
+            "https://LOCALHOST",
+            "http://127.8.9.10",
+            "https://0.0.0.0:7707",
+            "https://[::]:7707",
+        ] {
+            assert!(super::loopback_only(url), "{url}");
+        }
+        for url in [
+            "https://box.tailnet.ts.net",
+            "http://192.168.1.20:7707",
+            "http://[fe80::1]:7707",
+            "https://localhost.example.com",
+        ] {
+            assert!(!super::loopback_only(url), "{url}");
+        }
     }
 }

@@ -34,6 +34,31 @@ pub fn esc(s: &str) -> String {
     out
 }
 
+/// The text of the first block of agent-written markdown, without its markup (`**Redis**` is
+/// `Redis`, a link its text), for a one-line mention such as the dashboard's link; to be
+/// escaped like any text.
+pub fn first_line_text(md: &str) -> String {
+    use pulldown_cmark::{Event, Parser, TagEnd};
+    let mut out = String::new();
+    for event in Parser::new(md) {
+        match event {
+            Event::Text(t) | Event::Code(t) | Event::InlineHtml(t) | Event::Html(t) => {
+                out.push_str(&t)
+            }
+            Event::SoftBreak | Event::HardBreak => out.push(' '),
+            Event::End(
+                TagEnd::Paragraph
+                | TagEnd::Heading(_)
+                | TagEnd::Item
+                | TagEnd::CodeBlock
+                | TagEnd::TableCell,
+            ) if !out.trim().is_empty() => break,
+            _ => {}
+        }
+    }
+    out.trim().to_string()
+}
+
 /// Renders agent-written markdown with no HTML of its own and only harmless links.
 pub fn markdown(md: &str) -> String {
     let md = clean(md);
@@ -285,12 +310,19 @@ pub fn dashboard_body(loops: &[(LoopView, Option<String>)], now: SystemTime) -> 
         }
         b.push_str("</dl>");
         if let (Some(q), Some(link)) = (&l.question, link) {
-            let first = q.text.lines().next().unwrap_or("");
+            let first = first_line_text(&q.text);
             let _ = write!(
                 b,
                 "<p class=\"ask\"><a href=\"{}\">Answer: {}</a></p>",
                 esc(link),
-                esc(first)
+                esc(&first)
+            );
+        }
+        if l.running {
+            let _ = write!(
+                b,
+                "<form class=\"stop\" method=\"post\" action=\"/stop\"><input type=\"hidden\" name=\"root\" value=\"{}\"><button type=\"submit\">Stop this loop</button></form>",
+                esc(&l.root.display().to_string())
             );
         }
         b.push_str("</article>");
@@ -321,6 +353,17 @@ mod tests {
             html.contains("<a href=\"http://evil/x.png\">i</a>"),
             "{html}"
         );
+    }
+
+    #[test]
+    fn the_dashboard_mentions_a_question_by_its_text_not_its_markup() {
+        assert_eq!(
+            first_line_text("Should we use **Redis** or `memcached`?\nMore here.\n\nLater."),
+            "Should we use Redis or memcached? More here."
+        );
+        assert_eq!(first_line_text("# Cache\n\nbody"), "Cache");
+        assert_eq!(first_line_text("- one\n- two"), "one");
+        assert_eq!(first_line_text("[<b>](javascript:x)"), "<b>");
     }
 
     #[test]

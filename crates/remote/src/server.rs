@@ -7,6 +7,7 @@
 //! | `POST /a/TOKEN` | answers it: JSON `{"answer": "text"}`, `{"option": 2}`, `{"options": [1, 3], "answer": "note"}`, or the page's form; `{"action": "skip"}` or `{"action": "extend"}` (five more minutes; Telegram's button adds an hour) |
 //! | `GET /a/TOKEN/events` | server-sent events: `closed` (with how), `changed` (JSON: `left_ms`, `timed_out`) |
 //! | `GET /` , `GET /events` | the dashboard of every loop, for a paired device, and its stream: `loops` (the list, as HTML) at once and on every change, new loops and questions included |
+//! | `POST /stop` | stops a loop (form or JSON `root`: its directory), for a paired device, as `ralph stop` does |
 //! | `GET /pair/CODE` | pairs this browser (sets the device cookie) |
 //! | `GET /assets/page.js`, `/assets/page.css` | the page's script and style, from the binary |
 //!
@@ -77,6 +78,7 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/events", get(dashboard_events))
         .route("/a/{token}", get(question_page).post(answer))
         .route("/a/{token}/events", get(question_events))
+        .route("/stop", axum::routing::post(stop))
         .route("/pair/{code}", get(pair))
         .route("/assets/page.js", get(js))
         .route("/assets/page.css", get(css))
@@ -427,6 +429,8 @@ struct Dashboard {
     dir: PathBuf,
     links: Links,
     shown: Option<Vec<desk::LoopView>>,
+    /// The request's headers, for its device cookie: a revoked device's stream ends.
+    headers: HeaderMap,
 }
 
 /// The dashboard's stream: a `loops` event with the whole list (what the page's `<main>`
@@ -444,18 +448,22 @@ async fn dashboard_events(State(app): State<Arc<App>>, headers: HeaderMap) -> Re
         dir: app.state_dir.clone(),
         links: Links::new(),
         shown: None,
+        headers: headers.clone(),
     };
-    let stream = futures_util::stream::unfold(start, |mut d| async move {
+    let stream = futures_util::stream::unfold(start,  |mut d| async move {
         loop {
             d.changes.next().await?;
             let dir = d.dir.clone();
+            let headers = d.headers.clone();
             let mut links = std::mem::take(&mut d.links);
             let (loops, kept) = tokio::task::spawn_blocking(move || {
+                // Revoked while its page was open (`ralph serve revoke`): the stream ends.
+                devices::device(&dir, &headers)?;
                 let loops = with_links(&dir, desk::loops(), &mut links);
-                (loops, links)
+                Some((loops, links))
             })
             .await
-            .ok()?;
+            .ok()??;
             d.links = kept;
             let views: Vec<desk::LoopView> = loops.iter().map(|(l, _)| l.clone()).collect();
             if d.shown.as_ref() == Some(&views) {
@@ -534,7 +542,59 @@ async fn dashboard(State(app): State<Arc<App>>, headers: HeaderMap) -> Response 
     Html(page::dashboard(&loops, SystemTime::now())).into_response()
 }
 
-async fn pair(State(app): State<Arc<App>>, Path(code): Path<String>) -> Response {
+/// The body of `POST /stop`: the loop's directory, as the dashboard's form sends it.
+#[derive(Debug, Deserialize)]
+struct StopBody {
+    root: PathBuf,
+}
+
+/// Stops a loop, for a paired device only (anyone else gets the stranger's 404).
+async fn stop(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) -> Response {
+    if foreign(&headers, app.public_origin.as_deref()) {
+        return reply(
+            StatusCode::FORBIDDEN,
+            "foreign_origin",
+            "Refused: this was sent from another site's page.",
+            &headers,
+        );
+    }
+    if devices::device(&app.state_dir, &headers).is_none() {
+        return not_found().await;
+    }
+    let json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    let root = match json {
+        true => serde_json::from_slice::<StopBody>(&body)
+            .ok()
+            .map(|b| b.root),
+        false => form_urlencoded::parse(&body)
+            .find(|(k, _)| k == "root")
+            .map(|(_, v)| PathBuf::from(v.into_owned())),
+    };
+    let Some(root) = root else {
+        return reply(
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            "Say which loop: {\"root\": \"/its/directory\"}.",
+            &headers,
+        );
+    };
+    let done = tokio::task::spawn_blocking(move || desk::stop_loop(&root, desk::StopBy::Web))
+        .await
+        .unwrap_or_else(|e| Err(e.to_string()));
+    match done {
+        Ok(m) => reply(StatusCode::ACCEPTED, "stopping", &m, &headers),
+        Err(m) => reply(StatusCode::CONFLICT, "not_running", &m, &headers),
+    }
+}
+
+async fn pair(
+    State(app): State<Arc<App>>,
+    Path(code): Path<String>,
+    headers: HeaderMap,
+) -> Response {
     if !app.pairing.allow("web", SystemTime::now()) {
         return (
             StatusCode::TOO_MANY_REQUESTS,
@@ -546,10 +606,14 @@ async fn pair(State(app): State<Arc<App>>, Path(code): Path<String>) -> Response
             .into_response();
     }
     let dir = app.state_dir.clone();
-    let Some(cookie) = blocking(move || devices::pair_web(&dir, &code)).await else {
-        app.pairing.failed("web", SystemTime::now());
-        return not_found().await;
-    };
+    let agent = headers
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let Some(cookie) = blocking(move || devices::pair_browser(&dir, &code, agent.as_deref())).await else {
+    app.pairing.failed("web", SystemTime::now());
+    return not_found().await;
+};
     // Cookies are not kept apart by port: over plain http, every web server of this host name
     // that the browser visits gets it (docs/security.md says so). Over https it is a
     // `__Host-` cookie, `Secure`, sent over https only.

@@ -221,6 +221,22 @@ fn paired(state_dir: &Path) -> Option<Paired> {
     serde_json::from_slice(&raw).ok()
 }
 
+/// The paired Telegram user, as `ralph serve devices` lists it: their id and when they
+/// paired.
+pub fn paired_user(state_dir: &Path) -> Option<(i64, String)> {
+    paired(state_dir).map(|p| (p.user_id, p.paired_at))
+}
+
+/// Forgets the paired Telegram user: from now on their taps and messages are dropped as a
+/// stranger's, and no question is sent to them. Whether one was paired.
+pub fn unpair(state_dir: &Path) -> std::io::Result<bool> {
+    match std::fs::remove_file(state_dir.join(PAIRED_FILE)) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
 fn store_paired(state_dir: &Path, p: &Paired) -> std::io::Result<()> {
     let path = state_dir.join(PAIRED_FILE);
     let tmp = state_dir.join(".telegram.json.tmp");
@@ -253,6 +269,39 @@ pub fn pairing_link(state_dir: &Path) -> Result<String, String> {
             )
         })?;
     Ok(format!("https://t.me/{name}?start={code}"))
+}
+
+/// `/stop` from the paired user: with one loop running, it stops; with several, `/stop N`
+/// names the N-th of the list a bare `/stop` shows. The words to reply with.
+fn stop_command(which: &str) -> String {
+    let running: Vec<_> = desk::loops().into_iter().filter(|l| l.running).collect();
+    let list = || {
+        let mut s = String::from("Several loops are running; send /stop N to stop one:");
+        for (i, l) in running.iter().enumerate() {
+            let _ = write!(
+                s,
+                "\n/stop {} — {} ({})",
+                i + 1,
+                desk::project_name(&l.root),
+                l.status
+            );
+        }
+        s
+    };
+    let chosen = match (which, running.len()) {
+        (_, 0) => return "No loop is running on this machine.".into(),
+        ("", 1) => &running[0],
+        ("", _) => return list(),
+        (n, _) => match n
+            .parse::<usize>()
+            .ok()
+            .and_then(|n| running.get(n.checked_sub(1)?))
+        {
+            Some(l) => l,
+            None => return list(),
+        },
+    };
+    desk::stop_loop(&chosen.root, desk::StopBy::Telegram).unwrap_or_else(|e| e)
 }
 
 /// A question's message, as sent.
@@ -443,13 +492,21 @@ impl Bot {
                     return;
                 }
                 self.paired_now.notify_one();
-                self.send(chat, "Paired. Questions from the loops on this machine will arrive here; tap an option or reply to a question's message to answer.", None);
+                self.send(chat, "Paired. Questions from the loops on this machine will arrive here; tap an option or reply to a question's message to answer; /stop stops a loop.", None);
             } else {
                 self.pairing.failed(&from.to_string(), now);
             }
             return;
         }
         if me.as_ref().map(|p| (p.user_id, p.chat_id)) != Some((from, chat)) {
+            return;
+        }
+        if let Some(which) = text
+            .strip_prefix("/stop")
+            .filter(|w| w.is_empty() || w.starts_with(' '))
+        {
+            let answer = stop_command(which.trim());
+            self.send(chat, &answer, m["message_id"].as_i64());
             return;
         }
         let reply_to = m["reply_to_message"]["message_id"].as_i64();

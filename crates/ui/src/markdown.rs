@@ -38,6 +38,27 @@ pub(crate) fn render(markdown: &str, theme: &Theme) -> Vec<Para> {
     renderer.out
 }
 
+/// Renders `markdown` as plain text, wrapped to `width` columns: the lines a terminal shows
+/// without styles (`ralph status`, plain lines, the scrollback), with lists, quotes, rules and
+/// tables laid out as the panel lays them out, and no markup left over. Trailing blanks are
+/// trimmed; so are blank lines at either end. The input must already be sanitized.
+pub(crate) fn plain_lines(markdown: &str, width: u16) -> Vec<String> {
+    let paras = render(markdown, &Theme::monochrome());
+    let mut lines: Vec<String> = crate::wrap::wrap(&paras, width)
+        .iter()
+        .map(|l| l.to_string().trim_end().to_owned())
+        .collect();
+    while lines.last().is_some_and(String::is_empty) {
+        lines.pop();
+    }
+    let first = lines
+        .iter()
+        .position(|l| !l.is_empty())
+        .unwrap_or(lines.len());
+    lines.drain(..first);
+    lines
+}
+
 /// An open list item: its marker, until the item's first row is written, and its width,
 /// which indents the item's further rows and anything nested in it.
 struct Item {

@@ -194,22 +194,7 @@ fn show(out: &mut impl Write, ev: LoopEvent, open: &mut Option<Open>, opts: &Opt
             "ralph: {}",
             words::iteration_banner(iteration, max_iterations, timeout)
         ),
-        LoopEvent::Agent(AgentEvent::Text(line)) => writeln!(out, "{line}"),
-        LoopEvent::Agent(AgentEvent::ToolCall { name, summary }) => {
-            writeln!(out, "  {}", words::tool_call(&name, &summary))
-        }
-        LoopEvent::Agent(AgentEvent::ToolResult {
-            summary,
-            is_error: true,
-        }) => writeln!(out, "    {}", words::tool_failed(&summary)),
-        LoopEvent::Agent(AgentEvent::Usage(u)) => match words::usage(&u) {
-            Some(usage) => writeln!(out, "ralph: {usage}"),
-            None => Ok(()),
-        },
-        LoopEvent::Agent(AgentEvent::Error(e)) => {
-            writeln!(out, "ralph: {}", words::agent_error(&e))
-        }
-        LoopEvent::Agent(_) => Ok(()),
+        LoopEvent::Agent(event) => agent_event(out, &event),
         LoopEvent::AgentBatch(events) => {
             for event in events {
                 show(out, LoopEvent::Agent(event), open, opts, tty);
@@ -267,24 +252,24 @@ fn show(out: &mut impl Write, ev: LoopEvent, open: &mut Option<Open>, opts: &Opt
                 let _ = write!(out, "\x07");
             }
             if opts.desktop && tty {
-                let first = question.text.lines().next().unwrap_or("");
+                let first = markdown_first_line(&question.text);
                 let _ = write!(
                     out,
                     "{}",
                     crate::terminal_notification::terminal_notification(
                         "ralph: the agent asks",
-                        first
+                        &first
                     )
                 );
             }
             let _ = writeln!(out, "ralph: ──── {} ────", words::asks(iteration));
-            for l in clean(&question.text).lines() {
+            for l in markdown_lines(&question.text, TEXT_WIDTH) {
                 let _ = writeln!(out, "  {l}");
             }
             if let Some(c) = &question.context {
                 // Every line indented, so none passes for one of ralph's own.
-                let lines: Vec<&str> = c.lines().collect();
-                let _ = writeln!(out, "  ({})", clean(&lines.join("\n   ")));
+                let lines = markdown_lines(c, TEXT_WIDTH);
+                let _ = writeln!(out, "  ({})", lines.join("\n   "));
             }
             for (i, o) in question.options.iter().enumerate() {
                 let default = if question.default.as_deref() == Some(o.label.as_str()) {
@@ -333,6 +318,7 @@ fn show(out: &mut impl Write, ev: LoopEvent, open: &mut Option<Open>, opts: &Opt
             });
             Ok(())
         }
+        LoopEvent::AnswerLink(url) => writeln!(out, "  {}", words::answer_link(&url)),
         LoopEvent::Countdown(c) => {
             let line = words::countdown_now(c.remaining(Instant::now()));
             if let Some(o) = open.as_mut() {
@@ -374,7 +360,63 @@ fn show(out: &mut impl Write, ev: LoopEvent, open: &mut Option<Open>, opts: &Opt
     };
 }
 
-pub use crate::words::label;
+/// Writes what the agent did as plain lines: its words as they are, a tool call or a failed
+/// tool indented, usage and errors as ralph's own lines; the rest (session ids, turn ends)
+/// shows nothing. The loop's plain view and `ralph logs` both show the agent this way.
+pub fn agent_event(out: &mut impl Write, event: &AgentEvent) -> std::io::Result<()> {
+    match event {
+        AgentEvent::Text(line) => writeln!(out, "{line}"),
+        AgentEvent::ToolCall { name, summary } => {
+            writeln!(out, "  {}", words::tool_call(name, summary))
+        }
+        AgentEvent::ToolResult {
+            summary,
+            is_error: true,
+        } => writeln!(out, "    {}", words::tool_failed(summary)),
+        AgentEvent::Usage(u) => match words::usage(u) {
+            Some(usage) => writeln!(out, "ralph: {usage}"),
+            None => Ok(()),
+        },
+        AgentEvent::Error(e) => writeln!(out, "ralph: {}", words::agent_error(e)),
+        _ => Ok(()),
+    }
+}
+
+/// The agent's last line worth showing in a one-line summary (`ralph status`): the last line
+/// of its words, or its last tool call, among `events`.
+pub fn last_line(events: &[AgentEvent]) -> Option<String> {
+    events.iter().rev().find_map(|e| match e {
+        AgentEvent::Text(text) => text
+            .lines()
+            .rev()
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .map(clean),
+        AgentEvent::ToolCall { name, summary } => Some(words::tool_call(name, summary)),
+        _ => None,
+    })
+}
+
+pub use crate::words::{answer_link, label};
+
+/// How wide plain renderings of a question's markdown are (the indent comes on top).
+pub const TEXT_WIDTH: u16 = 96;
+
+/// A question's markdown (the agent's question, its context) as plain lines `width` wide:
+/// rendered, not shown raw (`**Redis**` is `Redis`), control characters stripped.
+pub fn markdown_lines(markdown: &str, width: u16) -> Vec<String> {
+    crate::markdown::plain_lines(&clean(markdown), width)
+}
+
+/// The first line of a question's markdown, rendered, for a one-line mention (the
+/// scrollback's, a notification's).
+pub fn markdown_first_line(markdown: &str) -> String {
+    markdown_lines(markdown, u16::MAX)
+        .into_iter()
+        .find(|l| !l.trim().is_empty())
+        .map(|l| l.trim().to_owned())
+        .unwrap_or_default()
+}
 
 /// `4m 12s`, `1h 05m`, `9s`: what a person reads at a glance, as the terminal view shows it.
 pub fn fmt_duration(d: Duration) -> String {

@@ -589,9 +589,12 @@ fn body_paras(question: &Question, theme: &Theme) -> Vec<Para> {
         .map(clean)
         .filter(|c| !c.trim().is_empty())
     {
-        for line in context.trim().lines() {
-            notes.push(Para::text(vec![Span::styled(line.to_owned(), theme.dim)]));
-        }
+        // Markdown, as the question is, but all of it dim: it is the question's background.
+        let dim = Theme {
+            text: theme.dim,
+            ..theme.clone()
+        };
+        notes.extend(markdown::render(context.trim(), &dim));
     }
     if let Some(default) = &question.default
         && question.default_option().is_none()
@@ -656,6 +659,26 @@ mod tests {
         for c in s.chars() {
             p.handle_key(key(KeyCode::Char(c)), now);
         }
+    }
+
+    /// Regression (issue 34, item 14): the context line showed the agent's markdown raw.
+    #[test]
+    fn the_context_line_is_markdown_rendered() {
+        let q = Question {
+            context: Some("Both **crates** are in `Cargo.toml`.".into()),
+            ..Question::plain("Which?")
+        };
+        let lines: Vec<String> = crate::wrap::wrap(&body_paras(&q, &Theme::monochrome()), 80)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.contains("Both crates are in Cargo.toml.")),
+            "{lines:?}"
+        );
+        assert!(!lines.iter().any(|l| l.contains("**")), "{lines:?}");
     }
 
     #[test]

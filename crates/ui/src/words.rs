@@ -128,6 +128,12 @@ pub(crate) fn answer_hint(answer_command: &str) -> String {
     format!("{answer_command} \"…\"")
 }
 
+/// `Or answer on its page: URL`: the waiting question's link from `ralph serve`, as the
+/// terminal view, plain lines and `ralph status` say it.
+pub fn answer_link(url: &str) -> String {
+    format!("Or answer on its page: {}", clean(url))
+}
+
 /// What the agent goes on with when nobody answers: `its default (Redis)` or `its best guess`.
 pub(crate) fn fallback(default: Option<&str>) -> String {
     match default {

@@ -246,6 +246,12 @@ impl Runner {
                     Ok(n) => {
                         out_log.write(&out_buf[..n]);
                         self.note_denials(false, &out_buf[..n]).await;
+                        if n < out_buf.len() {
+                            // Caught up with the agent: what it printed is in the log for
+                            // `ralph logs -f` now, not when 256 KiB have gathered. A flood
+                            // (full reads) is still written in big blocks.
+                            out_log.flush();
+                        }
                         decoder.feed(&out_buf[..n], &mut decoded);
                         self.forward(&mut decoded, &mut run, &mut grace_deadline, settings.signal_grace).await;
                         self.serve_agent(&mut run, &mut conversation, &mut asking, iteration).await?;
@@ -685,11 +691,15 @@ impl LogFile {
         }
     }
 
-    fn finish(&mut self) {
+    fn flush(&mut self) {
         use std::io::Write;
         if let Some(f) = self.file.as_mut() {
             let _ = f.flush();
         }
+    }
+
+    fn finish(&mut self) {
+        self.flush();
     }
 }
 

@@ -43,3 +43,56 @@ impl Controls {
         }
     }
 }
+
+/// Watches `ws`'s `.ralph/` for a stop request from another process (`ralph stop`, the
+/// broker: see [`ralph_protocol::stop`]) and turns each into the stop a first Ctrl-C sends,
+/// with a note to the front end saying who asked. A request left from before this call is
+/// dropped first: it was meant for a loop that has ended. Must be called in a Tokio runtime.
+pub fn forward_stop_requests(
+    ws: &crate::workspace::Workspace,
+    controls: mpsc::UnboundedSender<Control>,
+    events: mpsc::Sender<crate::event::LoopEvent>,
+) -> std::io::Result<StopRequests> {
+    use ralph_protocol::stop;
+    let _ = stop::take(ws);
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let watch = crate::watch::watch_async(ws.dir(), &[stop::FILE_NAME], tx)?;
+    let ws = ws.clone();
+    let task = tokio::spawn(async move {
+        while rx.recv().await.is_some() {
+            let Some(by) = stop::take(&ws) else { continue };
+            let who = by.map_or("another process", stop::StopBy::as_str);
+            let _ = crate::state::log_event(
+                &ws,
+                "stop_requested",
+                serde_json::json!({"by": by.map(stop::StopBy::as_str)}),
+            );
+            let _ = events
+                .send(crate::event::LoopEvent::Note(format!(
+                    "stopping, as asked by {who}: the agent is stopped and the state saved; `ralph run` resumes"
+                )))
+                .await;
+            if controls.send(Control::Stop).is_err() {
+                break;
+            }
+        }
+    });
+    Ok(StopRequests {
+        _watch: watch,
+        task: task.abort_handle(),
+    })
+}
+
+/// The watch for stop requests; dropped, it ends, and lets go of the front end's events (a
+/// front end that waits for its channel to close must not wait for it).
+#[derive(Debug)]
+pub struct StopRequests {
+    _watch: crate::watch::DirWatch,
+    task: tokio::task::AbortHandle,
+}
+
+impl Drop for StopRequests {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}

@@ -103,6 +103,47 @@ pub fn next_run(dir: &Path) -> u32 {
         .saturating_add(1)
 }
 
+/// One attempt's agent output file (`.out`) in `.ralph/logs/`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutputFile {
+    /// Where it is.
+    pub path: PathBuf,
+    /// The run it belongs to.
+    pub run: u32,
+    /// The iteration.
+    pub iteration: u32,
+    /// Which attempt at the iteration, from 1 (a retry after a rate limit is 2).
+    pub attempt: u32,
+}
+
+/// The attempt a log file's name gives: `run-0003-iter-0012-2.out` is the second, a name
+/// without a number after the iteration the first.
+fn parse_attempt(name: &str) -> u32 {
+    let stem = name.split('.').next().unwrap_or(name);
+    let after_iter = stem.rsplit_once("iter-").map_or("", |(_, rest)| rest);
+    after_iter
+        .split_once('-')
+        .and_then(|(_, n)| n.parse().ok())
+        .unwrap_or(1)
+}
+
+/// The newest agent output in `dir` (`.ralph/logs/`): the last attempt at the last iteration of
+/// the last run, which is what the running loop writes to now.
+pub fn latest_output(dir: &Path) -> Option<OutputFile> {
+    list(dir)
+        .into_iter()
+        .filter(|f| f.path.extension().is_some_and(|e| e == "out"))
+        .filter_map(|f| {
+            Some(OutputFile {
+                attempt: parse_attempt(f.path.file_name()?.to_str()?),
+                path: f.path,
+                run: f.run,
+                iteration: f.iteration,
+            })
+        })
+        .max_by_key(|f| (f.run, f.iteration, f.attempt))
+}
+
 /// Brings `dir` within `budget`, sparing run `current`'s files of iteration `iteration`.
 pub fn prune(dir: &Path, current: u32, iteration: u32, budget: LogBudget) -> Pruned {
     let mut files = list(dir);
@@ -146,6 +187,9 @@ mod tests {
         assert_eq!(parse_name(".tmp-abc"), None);
         assert_eq!(parse_name("notes.txt"), None);
         assert_eq!(stem(3, 12, 1), "run-0003-iter-0012");
+        assert_eq!(parse_attempt("run-0003-iter-0012-2.out"), 2);
+        assert_eq!(parse_attempt("run-0003-iter-0012.out"), 1);
+        assert_eq!(parse_attempt("iter-0012.err"), 1);
         assert_eq!(stem(3, 12, 2), "run-0003-iter-0012-2");
     }
 

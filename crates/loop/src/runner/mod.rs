@@ -69,6 +69,7 @@ pub use config::{
     AgentSpec, FreshFn, Invocation, ResumeFn, RunConfig, RunError, Settings, wait_duration,
 };
 use controls::Controls;
+pub use controls::{StopRequests, forward_stop_requests};
 use delivery::Delivery;
 use groups::marks;
 use questions::{NativeAsk, OpenQuestion, Step};

@@ -127,7 +127,13 @@ impl Runner {
             iteration,
         })
         .await;
-        self.notify_question(&question, deadline, iteration);
+        // One link for the front end and every notification.
+        let answer_url =
+            crate::broker::answer_url(self.ws.root(), &asked_at_text, crate::broker::Channel::Notify);
+        if let Some(url) = &answer_url {
+            self.emit(LoopEvent::AnswerLink(url.clone())).await;
+        }
+        self.notify_question(&question, deadline, iteration, answer_url);
         Ok(OpenQuestion {
             question,
             asked_at: asked_at_text,
@@ -155,17 +161,11 @@ impl Runner {
         question: &Question,
         deadline: Option<SystemTime>,
         iteration: u32,
+        answer_url: Option<String>,
     ) {
         let root = self.ws.root().display().to_string();
-        let asked_at = self
-            .state
-            .pending_question
-            .as_ref()
-            .map(|p| p.asked_at.clone());
         let notice = QuestionNotice {
-            answer_url: asked_at.and_then(|a| {
-                crate::broker::answer_url(self.ws.root(), &a, crate::broker::Channel::Notify)
-            }),
+            answer_url,
             answer_command: format!(
                 "{} \"your answer\"",
                 ralph_protocol::desk::answer_command("ralph", self.ws.root())

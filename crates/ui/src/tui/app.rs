@@ -354,7 +354,7 @@ impl App {
                 iteration,
                 raised_by,
             } => {
-                let first = clean(question.text.lines().next().unwrap_or_default());
+                let first = crate::plain::markdown_first_line(&question.text);
                 self.note(
                     self.theme.title,
                     format!("{}: {first}", words::asks(iteration)),
@@ -367,7 +367,7 @@ impl App {
                     ),
                 );
                 if self.desktop_notifications {
-                    self.notice = Some(question.text.lines().next().unwrap_or("").to_string());
+                    self.notice = Some(first);
                 }
                 let panel = QuestionPanel::new(question, countdown, asked_at, now)
                     .with_theme(self.theme.clone());
@@ -379,6 +379,9 @@ impl App {
                     refused: None,
                 });
                 self.bell = self.bell_enabled;
+            }
+            LoopEvent::AnswerLink(url) => {
+                self.note(self.theme.dim, words::answer_link(&url));
             }
             LoopEvent::Countdown(countdown) => {
                 // The one countdown, the loop's: it answers our Typing and Extend, and the

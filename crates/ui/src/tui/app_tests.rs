@@ -304,7 +304,8 @@ fn a_question_opens_the_panel_rings_once_and_sends_the_answer() {
     assert!(app.height(80, 40) > STATUS_ROWS);
     let out = text(&app.take_output());
     assert!(
-        out.contains(&"ralph: the agent asks (iteration 1): Should the session cache use **Redis** or *Memcached*?".to_owned()),
+        // Rendered, not raw (issue 34, item 14: the scrollback echoed `**Redis**`).
+        out.contains(&"ralph: the agent asks (iteration 1): Should the session cache use Redis or Memcached?".to_owned()),
         "{out:?}"
     );
     assert!(
