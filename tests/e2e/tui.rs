@@ -469,7 +469,7 @@ fn with_serve_running_the_terminal_view_shows_the_questions_link() {
         "- [ ] cache\n",
     );
     let agent = p.agent(ASK_THEN_SAVE);
-    let tmux = Tmux::start(p.root());
+    let tmux = Tmux::start(&p);
     p.write(
         "run.sh",
         &format!(

@@ -198,6 +198,8 @@ fn again(info: &LoopInfo, task: &std::path::Path, state: Option<&State>) -> CmdR
         no_tui: true,
         worktree: false,
         onto: None,
+        again: false,
+        no_sandbox: false,
     };
     match state.and_then(|s| s.agent_choice.clone()) {
         Some(AgentChoice::Preset { name }) => args.agent = Some(name),

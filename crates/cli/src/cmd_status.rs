@@ -318,7 +318,7 @@ fn print_question(
     if live {
         outln!("\n  Answer it with:\n    {hint}");
         // The link `--json` gives too: one way to make it.
-        if let Some(url) = broker::answer_url(root, &q.asked_at) {
+        if let Some(url) = broker::answer_url(root, &q.asked_at, broker::Channel::Status) {
             outln!("  {}", plain::answer_link(&url));
         }
     } else {

@@ -437,7 +437,8 @@ struct Dashboard {
 /// holds) at once, and again whenever a loop starts, ends, asks, is answered or moves on.
 async fn dashboard_events(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
     let dir = app.state_dir.clone();
-    let Some(device) = blocking(move || devices::device(&dir, &headers)).await else {
+    let asked = headers.clone();
+    let Some(device) = blocking(move || devices::device(&dir, &asked)).await else {
         return not_found().await;
     };
     let Some(changes) = app.streams.open(&format!("device {device}"), None) else {
