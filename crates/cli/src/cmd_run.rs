@@ -9,14 +9,16 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 use ralph_loop::agents::Program;
 use ralph_loop::config;
-use ralph_loop::event::{Control, LoopEvent};
-use ralph_loop::guard::Guard;
-use ralph_loop::state::{AgentChoice, State, Status};
+use ralph_process::guard::Guard;
+use ralph_protocol::event::{Control, LoopEvent};
+use ralph_protocol::state::{AgentChoice, State, Status};
+use ralph_protocol::text::shell_quote;
 use std::sync::Arc;
 
-use ralph_loop::runner::{AgentSpec, Invocation, RunConfig, RunError, Runner, Settings};
+use ralph_loop::agent_spec::{AgentSpec, Invocation};
+use ralph_loop::runner::{RunConfig, RunError, Runner, Settings};
 use ralph_loop::task::{TaskFile, parse_limit, parse_wait};
-use ralph_loop::workspace::Workspace;
+use ralph_protocol::workspace::Workspace;
 use ralph_signal::{StreamFormat, sanitize};
 use tokio::sync::mpsc;
 
@@ -24,7 +26,8 @@ use crate::args::RunArgs;
 use ralph_ui::plain;
 use ralph_ui::tui::{Tui, TuiOptions};
 
-use crate::{CmdResult, Failure, agents, demo};
+use crate::demo_task::is_demo_task;
+use crate::{CmdResult, Failure, agents};
 
 /// Runs the loop in `args.dir`.
 pub fn run(args: &RunArgs) -> CmdResult {
@@ -132,7 +135,7 @@ fn configure(
         )),
         _ => Failure::usage(anyhow::anyhow!(e)),
     })?;
-    if resolved.preset.is_some_and(|p| p.program == Program::Ralph) && !demo::is_demo_task(&task) {
+    if resolved.preset.is_some_and(|p| p.program == Program::Ralph) && !is_demo_task(&task) {
         return Err(Failure::usage(anyhow::anyhow!(
             "the demo agent works only on the demo's own task, in a directory of its own: it would tick this task's checkboxes and write files here. To try ralph, run `ralph demo`"
         )));
@@ -213,7 +216,7 @@ fn customize(
         }
         let template = template.to_string();
         agent.resume = Some(Arc::new(move |session, message, _| Invocation {
-            command: template.replace("{session_id}", &agents::shell_quote(session)),
+            command: template.replace("{session_id}", &shell_quote(session)),
             stdin: Some(message.as_bytes().to_vec()),
             ..Invocation::default()
         }));
@@ -222,7 +225,7 @@ fn customize(
 }
 
 /// Starts the guard that stops the agent if this process is killed outright (see
-/// `ralph_loop::guard`): this binary again, as `ralph __guard`. Run from `/proc/self/exe`,
+/// `ralph_process::guard`): this binary again, as `ralph __guard`. Run from `/proc/self/exe`,
 /// which names this binary even when its file was replaced since. Without a guard the loop
 /// still runs (the next `ralph run` stops an orphaned group), with a warning. With `terminal`
 /// (the terminal view is about to take the terminal), the guard also gives the terminal back
@@ -234,7 +237,7 @@ fn start_guard(runner: &mut Runner, terminal: bool) {
         std::ffi::OsStr::new("__guard"),
         dir.as_os_str(),
         std::ffi::OsStr::new("--run"),
-        std::ffi::OsStr::new(ralph_loop::orphans::run_id()),
+        std::ffi::OsStr::new(ralph_process::orphans::run_id()),
     ];
     match Guard::start(std::path::Path::new("/proc/self/exe"), &args, terminal) {
         Ok(guard) => runner.set_guard(guard),
@@ -249,8 +252,8 @@ pub fn run_loop(cfg: RunConfig, tui: bool) -> CmdResult {
     let bell = cfg.task.notify.bell;
     let desktop = cfg.task.notify.desktop_notification;
     // Before anything is started: what the agent starts outside its process group is then
-    // ralph's to find and stop (see `ralph_loop::orphans`).
-    if let Err(e) = ralph_loop::orphans::adopt() {
+    // ralph's to find and stop (see `ralph_process::orphans`).
+    if let Err(e) = ralph_process::orphans::adopt() {
         eprintln!(
             "ralph: warning: could not become the subreaper of the agent's processes ({e}); a process the agent starts in a session of its own may outlive its iteration"
         );

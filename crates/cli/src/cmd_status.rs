@@ -2,11 +2,11 @@
 
 use std::time::SystemTime;
 
-use ralph_loop::answer::{self, Answer};
-use ralph_loop::state::{PendingQuestion, State, Status};
-use ralph_loop::workspace::Workspace;
-use ralph_loop::{broker, registry};
+use ralph_protocol::answer::{self, Answer};
+use ralph_protocol::state::{PendingQuestion, State, Status};
 use ralph_protocol::text::clean;
+use ralph_protocol::workspace::Workspace;
+use ralph_protocol::{broker, registry};
 use serde_json::json;
 
 use crate::args::StatusArgs;

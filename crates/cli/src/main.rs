@@ -29,11 +29,13 @@ mod cmd_run;
 mod cmd_serve;
 mod cmd_status;
 mod demo;
+mod demo_task;
 mod locate;
 
 use std::process::ExitCode;
 
 use clap::Parser;
+use ralph_protocol::text::shell_quote;
 
 use crate::args::{Cli, Command, Internal, InternalCli};
 
@@ -148,7 +150,7 @@ fn run_internal(command: Internal) -> CmdResult {
             terminal,
             run,
         } => {
-            ralph_loop::guard::main(&ralph_dir, terminal, run.as_deref());
+            ralph_process::guard::main(&ralph_dir, terminal, run.as_deref());
             Ok(0)
         }
     }
@@ -191,7 +193,7 @@ pub fn program() -> String {
             });
             match on_path.and_then(|p| std::fs::canonicalize(p).ok()) {
                 Some(found) if found == me => "ralph".into(),
-                _ => agents::shell_quote(&me.display().to_string()),
+                _ => shell_quote(&me.display().to_string()),
             }
         })
         .clone()

@@ -54,8 +54,9 @@ use std::sync::Arc;
 
 use ralph_signal::StreamFormat;
 
-use crate::runner::{AgentSpec, FreshFn, Invocation, ResumeFn, shell_quote};
+use crate::agent_spec::{AgentSpec, FreshFn, Invocation, ResumeFn};
 use ralph_process::sys::is_executable;
+use ralph_protocol::text::shell_quote;
 
 /// One piece of a preset's command-line template.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

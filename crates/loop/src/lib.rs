@@ -20,18 +20,13 @@
 
 #![forbid(unsafe_code)]
 
+pub mod agent_spec;
 pub mod agents;
 pub mod asks;
 pub mod config;
+pub mod logs;
 pub mod native;
 pub mod notify;
 pub mod prompt;
 pub mod runner;
 pub mod task;
-
-// The formats and the process control the loop is built on, under the names its callers
-// have always used.
-pub use ralph_process::{guard, orphans, supervisor, watch};
-pub use ralph_protocol::{
-    answer, broker, clarifications, countdown, event, question, registry, state, workspace,
-};

@@ -53,7 +53,7 @@ use std::time::{Duration, Instant};
 
 use ralph_protocol::text::{cut, one_line};
 
-use crate::supervisor;
+use ralph_process::supervisor;
 
 /// How long the webhook gets when the configuration does not say (or says zero).
 pub const DEFAULT_WEBHOOK_TIMEOUT: Duration = Duration::from_secs(5);
@@ -362,7 +362,10 @@ fn notify_command(
         cmd.current_dir(&notice.root);
     }
     // Marked as the agent is: after a SIGKILL of ralph, the guard or the next run stops it.
-    cmd.env(crate::orphans::RUN_VAR, crate::orphans::run_id());
+    cmd.env(
+        ralph_process::orphans::RUN_VAR,
+        ralph_process::orphans::run_id(),
+    );
     if let Err(e) = run_limited(cmd, limit, groups) {
         warn(
             tx,
@@ -401,7 +404,7 @@ fn run_limited(mut cmd: Command, limit: Duration, groups: &Groups) -> Result<(),
         .stderr(writer_2)
         .process_group(0);
     let program = cmd.get_program().to_owned();
-    let spawned = crate::orphans::spawn(|| cmd.spawn(), |c| Some(c.id()));
+    let spawned = ralph_process::orphans::spawn(|| cmd.spawn(), |c| Some(c.id()));
     // `cmd` holds the pipe's write ends; until it is gone, the reader never sees end of file.
     drop(cmd);
     let mut child = spawned.map_err(|e| format!("could not run {}: {e}", program.display()))?;
@@ -918,7 +921,7 @@ mod tests {
             thread::sleep(Duration::from_millis(10));
         }
         let env = std::fs::read_to_string(dir.path().join("env.txt")).unwrap();
-        let mark = format!("RALPH_RUN={}", crate::orphans::run_id());
+        let mark = format!("RALPH_RUN={}", ralph_process::orphans::run_id());
         assert!(env.lines().any(|l| l == mark), "{env}");
 
         drop(notifier);

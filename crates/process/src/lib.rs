@@ -19,6 +19,7 @@
 
 mod adopt;
 pub mod command_line;
+pub mod group;
 pub mod guard;
 pub mod orphans;
 pub mod supervisor;

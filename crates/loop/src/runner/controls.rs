@@ -7,7 +7,7 @@
 
 use tokio::sync::mpsc;
 
-use crate::event::Control;
+use ralph_protocol::event::Control;
 
 /// The receiving end of the front ends' controls.
 #[derive(Debug)]

@@ -1,21 +1,40 @@
 //! The process groups a run starts (the agent's, `test_command`'s): recorded for the next run
 //! and the guard, marked as this loop's, and what the sweep stopped outside them reported.
 
-use super::*;
+use ralph_process::guard::Guard;
+use ralph_process::orphans;
+use ralph_protocol::event::LoopEvent;
+use serde_json::json;
+
+use super::Runner;
+use super::recovery::KilledRun;
+
+/// The process groups of a run: the guard that stops the running one should ralph be killed
+/// outright, and what the last run left when it was.
+#[derive(Debug)]
+pub(super) struct Processes {
+    /// The guard that stops the running group if ralph is killed outright, when there is one.
+    pub(super) guard: Option<Guard>,
+    /// The last run, when it was killed with a group running: that group was stopped as
+    /// this run started, and what it left outside it is stopped before anything else (see
+    /// [`Runner::stop_what_the_killed_run_left`]).
+    pub(super) killed_run: Option<KilledRun>,
+}
 
 impl Runner {
     /// A group (the agent's, or `test_command`'s) was started: recorded in `state.json` for
     /// the next run, and told to the guard.
     pub(super) fn group_started(&mut self, pgid: i32) {
         self.state.agent_pgid = Some(pgid);
-        if let Some(guard) = &mut self.guard {
+        if let Some(guard) = &mut self.processes.guard {
             guard.started(pgid, self.cfg.settings.kill_grace);
         }
     }
 
     /// The group started last is gone, or was stopped.
     pub(super) fn group_ended(&mut self) {
-        if let (Some(pgid), Some(guard)) = (self.state.agent_pgid.take(), &mut self.guard) {
+        if let (Some(pgid), Some(guard)) = (self.state.agent_pgid.take(), &mut self.processes.guard)
+        {
             guard.ended(pgid);
         }
     }

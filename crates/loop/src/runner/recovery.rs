@@ -3,7 +3,13 @@
 //! in `state.json` (the group that ran, the run's id) and stops before its first iteration,
 //! and what it says about it.
 
-use super::*;
+use ralph_process::guard::Guard;
+use ralph_process::orphans;
+use ralph_process::supervisor::{self};
+use ralph_protocol::event::LoopEvent;
+use serde_json::json;
+
+use super::Runner;
 
 impl Runner {
     /// After the last run was killed outright with a group running: stops every process still
@@ -18,7 +24,7 @@ impl Runner {
     /// only after such a crash.
     pub(super) async fn stop_what_the_killed_run_left(&self, id: &str) -> orphans::Swept {
         let mut spare = orphans::lineage_groups();
-        spare.extend(self.guard.as_ref().map(Guard::group));
+        spare.extend(self.processes.guard.as_ref().map(Guard::group));
         let mark = orphans::run_mark(id);
         orphans::stop_everywhere(&mark, &spare, self.cfg.settings.kill_grace).await
     }

@@ -7,9 +7,12 @@
 //! could hide behind equal times (the same guard `git` uses for racily clean files).
 
 use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::time::{Duration, SystemTime};
 
-use super::*;
+use super::Runner;
 use crate::task::TaskError;
+use crate::task::TaskFile;
 
 /// How recent a change must be for a parse of the file not to be reused.
 const RACY: Duration = Duration::from_secs(2);
@@ -60,7 +63,7 @@ impl Runner {
     /// The task file as it is now: parsed again only when it changed since the last parse.
     pub(super) fn load_task(&mut self) -> Result<TaskFile, TaskError> {
         let before = Stamp::of(&self.cfg.task_path);
-        if let (Some(now), Some((seen, task))) = (before, &self.task_seen)
+        if let (Some(now), Some((seen, task))) = (before, &self.record.task_seen)
             && now == *seen
         {
             return Ok(task.clone());
@@ -68,7 +71,7 @@ impl Runner {
         let read_at = SystemTime::now();
         let task = TaskFile::load(&self.cfg.task_path)?;
         // Kept only when the file did not change while it was read, and not just before.
-        self.task_seen = match (before, Stamp::of(&self.cfg.task_path)) {
+        self.record.task_seen = match (before, Stamp::of(&self.cfg.task_path)) {
             (Some(b), Some(a)) if a == b && b.settled(read_at) => Some((b, task.clone())),
             _ => None,
         };

@@ -1,21 +1,30 @@
 //! DONE, verified: every criterion checked, and the test command passing within its timeout.
 
-use super::*;
+use super::policy::Verdict;
+use std::process::ExitStatus;
+use std::time::Duration;
+
+use ralph_process::orphans;
+use ralph_process::supervisor::{self, describe_exit};
+use ralph_protocol::event::LoopEvent;
+use tokio::io::AsyncReadExt;
+use tokio::time::Instant;
+
+use super::Runner;
+use super::groups::marks;
 
 impl Runner {
     /// DONE: every criterion checked, and the test command passes within its timeout.
     ///
-    /// `None` when the human stopped the loop (Ctrl-C, SIGTERM, SIGHUP) while the tests ran.
-    pub(super) async fn verify(&mut self) -> Option<(bool, String)> {
+    /// [`Verdict::Interrupted`] when the human stopped the loop (Ctrl-C, SIGTERM, SIGHUP)
+    /// while the tests ran.
+    pub(super) async fn verify(&mut self) -> Verdict {
         let task = match self.load_task() {
             Ok(t) => t,
             Err(e) => {
-                return Some((
-                    false,
-                    format!(
-                        "{} could not be read to check the criteria: {e}",
-                        self.task_name()
-                    ),
+                return Verdict::OpenCriteria(format!(
+                    "{} could not be read to check the criteria: {e}",
+                    self.task_name()
                 ));
             }
         };
@@ -31,13 +40,10 @@ impl Runner {
             for c in &open {
                 reason.push_str(&format!("- [ ] {} (line {})\n", c.text, c.line));
             }
-            return Some((false, reason));
+            return Verdict::OpenCriteria(reason);
         }
         let Some(command) = task.test_command.clone() else {
-            return Some((
-                true,
-                "every criterion is checked (no test_command set)".into(),
-            ));
+            return Verdict::Accepted("every criterion is checked (no test_command set)".into());
         };
         self.emit(LoopEvent::TestsStarted {
             command: command.clone(),
@@ -60,7 +66,7 @@ impl Runner {
                     spawned,
                     task.test_timeout,
                     self.cfg.settings.kill_grace,
-                    self.controls.stop_requested(),
+                    self.io.controls.stop_requested(),
                     &mark,
                     &mut early,
                 )
@@ -71,7 +77,7 @@ impl Runner {
                 } else {
                     self.cfg.settings.kill_grace
                 };
-                let hurry = self.controls.stop_requested();
+                let hurry = self.io.controls.stop_requested();
                 let swept = early.and(orphans::sweep(&mark, pgid, grace, hurry).await);
                 self.report_swept(swept, self.state.iteration, "test command")
                     .await;
@@ -79,33 +85,25 @@ impl Runner {
             }
         };
         self.cfg.task = task;
-        Some(match result {
-            Ok((status, _)) if status.success() => (
-                true,
-                format!("every criterion is checked and `{command}` passed"),
-            ),
-            Ok((status, tail)) => (
-                false,
-                format!(
-                    "The test command `{command}` {}. The last lines of its output:\n\n```\n{}\n```",
-                    describe_exit(&status),
-                    tail.trim_end()
-                ),
-            ),
-            Err(TestError::TimedOut(tail)) => (
-                false,
-                format!(
-                    "The test command `{command}` ran past test_timeout ({}) and was stopped. The last lines of its output:\n\n```\n{}\n```",
-                    humantime::format_duration(self.cfg.settings.test_timeout),
-                    tail.trim_end()
-                ),
-            ),
-            Err(TestError::Spawn(e)) => (
-                false,
-                format!("The test command `{command}` could not be started: {e}"),
-            ),
-            Err(TestError::Interrupted) => return None,
-        })
+        match result {
+            Ok((status, _)) if status.success() => {
+                Verdict::Accepted(format!("every criterion is checked and `{command}` passed"))
+            }
+            Ok((status, tail)) => Verdict::TestsFailed(format!(
+                "The test command `{command}` {}. The last lines of its output:\n\n```\n{}\n```",
+                describe_exit(&status),
+                tail.trim_end()
+            )),
+            Err(TestError::TimedOut(tail)) => Verdict::TestsFailed(format!(
+                "The test command `{command}` ran past test_timeout ({}) and was stopped. The last lines of its output:\n\n```\n{}\n```",
+                humantime::format_duration(self.cfg.settings.test_timeout),
+                tail.trim_end()
+            )),
+            Err(TestError::Spawn(e)) => Verdict::TestsFailed(format!(
+                "The test command `{command}` could not be started: {e}"
+            )),
+            Err(TestError::Interrupted) => Verdict::Interrupted,
+        }
     }
 }
 

@@ -9,7 +9,7 @@ use std::fmt;
 use std::io;
 use std::path::PathBuf;
 
-use super::key::Key;
+use super::key::{CONFIG_KEYS, Key};
 use super::{FILE_SIZE_LIMIT, FRONTMATTER_SIZE_LIMIT};
 
 /// What a task file looks like, quoted by the frontmatter errors.
@@ -392,7 +392,7 @@ impl fmt::Display for TaskWarning {
                 key,
                 suggestion: None,
             } => {
-                let names: Vec<&str> = crate::config::KEYS.iter().map(|k| k.name()).collect();
+                let names: Vec<&str> = CONFIG_KEYS.iter().map(|k| k.name()).collect();
                 write!(
                     f,
                     "unknown key '{key}' is ignored. The keys this file may set are: {}",

@@ -57,7 +57,7 @@ use serde::{Deserialize, Serialize};
 
 pub use criteria::{Criterion, parse_criteria};
 pub use error::{Problem, TaskError, TaskWarning, WarningKind};
-pub use key::{Key, nearest};
+pub use key::{CONFIG_KEYS, Key, nearest};
 pub use wait::{MAX_DURATION, OnQuestionTimeout, Wait, parse_limit, parse_wait};
 
 /// The largest task file ralph reads: 16 MiB.
