@@ -1,17 +1,18 @@
-//! The loop: iterations of cleanup, prompt, agent, stream, act, record.
+//! The loop: iterations of cleanup, prompt, agent, stream, then what the policy says.
 //!
 //! [`Runner::run`] owns the `.ralph/` workspace for its whole life (it holds the lock). It talks
-//! to a front end only through channels: [`LoopEvent`]s out, [`Control`]s in. Each iteration:
+//! to a front end only through channels: `LoopEvent`s out, `Control`s in. Each iteration:
 //!
 //! 1. **Cleanup**: stray temporary files go; an answer waiting in `.ralph/answer.md` is picked
 //!    up for this iteration (never removed before it is delivered).
 //! 2. **Prompt**: built from the task file as it is now (the agent edits it), progress,
 //!    guardrails and whatever the previous iteration left ([`Carryover`]).
-//! 3. **Agent**: started in its own process group, its stdout decoded as it streams, stderr
-//!    drained alongside, both logged raw to `.ralph/logs/`.
-//! 4. **Act**: GUTTER stops; DONE is verified (every criterion checked, `test_command` passes)
-//!    and either ends the run or is rejected with the reason carried to the next prompt;
-//!    QUESTION shows `.ralph/question.md` and waits for an answer until its deadline.
+//! 3. **Agent** (`agent.rs`, `stream.rs`): started in its own process group, its stdout
+//!    decoded as it streams, stderr drained alongside, both logged raw to `.ralph/logs/`;
+//!    what it amounted to is an `AgentRun`.
+//! 4. **Decide** (`policy.rs`): `policy::decide` says what the run means, one step at a time:
+//!    record it, verify a DONE, ask the agent's QUESTION, back off, go on, or stop. `run_loop`
+//!    is a dispatcher: it does each step, logs it, and tells the policy what it found.
 //! 5. **Record**: `state.json`, `events.jsonl`, `clarifications.md` for delivered answers.
 //!
 //! Nothing here sleeps for a fixed time: every wait is on a process, a pipe, a channel, a file
