@@ -202,14 +202,7 @@ mod tests {
         assert_eq!(group.on_deadline(now + grace), Due::Killed);
         assert_eq!(group.state(), GroupState::Killed);
         let _ = s.child.wait().await;
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while group_alive(s.pgid) {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "SIGKILL did not stop it"
-            );
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        wait_gone(s.pgid, "SIGKILL").await;
         let drain = group.deadline().expect("output is read a little longer");
         assert_eq!(group.on_deadline(drain), Due::StopReading);
     }
@@ -235,13 +228,6 @@ mod tests {
         group.exited(true, true, now);
         assert!(group.stopping());
         assert_eq!(group.deadline(), Some(now + Duration::from_secs(3)));
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while group_alive(s.pgid) {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "SIGTERM did not stop it"
-            );
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        wait_gone(s.pgid, "SIGTERM").await;
     }
 }
