@@ -16,7 +16,7 @@ use ralph_protocol::text::shell_quote;
 use std::sync::Arc;
 
 use ralph_loop::agent_spec::{AgentSpec, Invocation};
-use ralph_loop::runner::{RunConfig, RunError, Runner, Settings};
+use ralph_loop::runner::{RunConfig, RunError, RunSettings, Runner};
 use ralph_loop::task::{TaskFile, parse_limit, parse_wait};
 use ralph_protocol::workspace::Workspace;
 use ralph_signal::{StreamFormat, sanitize};
@@ -72,7 +72,7 @@ fn configure(
     task_path: PathBuf,
     task: TaskFile,
 ) -> Result<(RunConfig, Vec<String>), Failure> {
-    let mut settings = Settings::from_task(&task);
+    let mut settings = RunSettings::from_task(&task);
     if let Some(n) = args.max_iterations {
         settings.max_iterations = n;
     }

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context as _, anyhow};
-use ralph_loop::runner::{RunConfig, Settings};
+use ralph_loop::runner::{RunConfig, RunSettings};
 use ralph_loop::task::{TaskFile, parse_wait};
 use ralph_protocol::answer::Answer;
 use ralph_protocol::question::{Question, QuestionOption};
@@ -54,7 +54,7 @@ pub fn run(args: &DemoArgs) -> CmdResult {
     std::fs::write(&task_path, DEMO_TASK)
         .with_context(|| format!("could not write {}", task_path.display()))?;
     let task = TaskFile::load(&task_path).map_err(Failure::failed)?;
-    let mut settings = Settings::from_task(&task);
+    let mut settings = RunSettings::from_task(&task);
     settings.question_timeout = question_timeout;
     let resolved = agents::resolve_with(Some("demo"), None, None, &[], None)
         .map_err(|e| Failure::failed(anyhow!(e)))?;

@@ -9,7 +9,7 @@ use ralph_signal::SignalKind;
 
 use super::policy::{AgentEnd, Facts, LeftQuestion, RateLimit, Signals};
 use super::questions::OpenQuestion;
-use super::settings::{Settings, wait_duration};
+use super::settings::{RunSettings, wait_duration};
 
 /// Why ralph cut an agent's run short; a human's stop outranks a timeout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,7 +68,7 @@ impl AgentRun {
         &self,
         iteration: u32,
         spent_usd: Option<f64>,
-        settings: &Settings,
+        settings: &RunSettings,
     ) -> Facts {
         Facts {
             signals: Signals {

@@ -79,7 +79,7 @@ use policy::Next;
 use question_side::QuestionSide;
 use record::Record;
 use session::Session;
-pub use settings::{RunConfig, Settings, wait_duration};
+pub use settings::{RunConfig, RunSettings, wait_duration};
 
 /// Runs the loop; see the module docs.
 #[derive(Debug)]

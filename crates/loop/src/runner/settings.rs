@@ -12,7 +12,7 @@ use crate::task::{OnQuestionTimeout, TaskFile, Wait};
 
 /// The knobs of a run: the task file's values with command-line overrides applied.
 #[derive(Debug, Clone)]
-pub struct Settings {
+pub struct RunSettings {
     /// Stop with exit 3 after this many iterations.
     pub max_iterations: u32,
     /// How long a question waits for an answer.
@@ -33,10 +33,10 @@ pub struct Settings {
     pub log_budget: LogBudget,
 }
 
-impl Settings {
+impl RunSettings {
     /// The task file's settings, with ralph's defaults for the rest.
     pub fn from_task(task: &TaskFile) -> Self {
-        Settings {
+        RunSettings {
             max_iterations: task.max_iterations,
             question_timeout: task.question_timeout,
             iteration_timeout: task.iteration_timeout,
@@ -64,7 +64,7 @@ pub struct RunConfig {
     /// How the agent was chosen, recorded in `state.json` for a later run to resume with.
     pub agent_choice: Option<AgentChoice>,
     /// The knobs.
-    pub settings: Settings,
+    pub settings: RunSettings,
 }
 
 /// The time a [`Wait`] allows, or `None` for no limit.
