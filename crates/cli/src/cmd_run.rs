@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 use ralph_loop::agents::Program;
 use ralph_loop::config;
-use ralph_process::guard::Guard;
+use ralph_process::Guard;
 use ralph_protocol::event::{Control, LoopEvent};
 use ralph_protocol::state::{AgentChoice, State, Status};
 use ralph_protocol::text::shell_quote;
@@ -23,8 +23,7 @@ use ralph_signal::{StreamFormat, sanitize};
 use tokio::sync::mpsc;
 
 use crate::args::RunArgs;
-use ralph_ui::plain;
-use ralph_ui::tui::{Tui, TuiOptions};
+use ralph_ui::{PlainOptions, Tui, TuiOptions, run_plain};
 
 use crate::demo_task::is_demo_task;
 use crate::{CmdResult, Failure, agents};
@@ -237,7 +236,7 @@ fn start_guard(runner: &mut Runner, terminal: bool) {
         std::ffi::OsStr::new("__guard"),
         dir.as_os_str(),
         std::ffi::OsStr::new("--run"),
-        std::ffi::OsStr::new(ralph_process::orphans::run_id()),
+        std::ffi::OsStr::new(ralph_process::run_id()),
     ];
     match Guard::start(std::path::Path::new("/proc/self/exe"), &args, terminal) {
         Ok(guard) => runner.set_guard(guard),
@@ -253,7 +252,7 @@ pub fn run_loop(cfg: RunConfig, tui: bool) -> CmdResult {
     let desktop = cfg.task.notify.desktop_notification;
     // Before anything is started: what the agent starts outside its process group is then
     // ralph's to find and stop (see `ralph_process::orphans`).
-    if let Err(e) = ralph_process::orphans::adopt() {
+    if let Err(e) = ralph_process::adopt() {
         eprintln!(
             "ralph: warning: could not become the subreaper of the agent's processes ({e}); a process the agent starts in a session of its own may outlive its iteration"
         );
@@ -291,10 +290,10 @@ pub fn run_loop(cfg: RunConfig, tui: bool) -> CmdResult {
                         "ralph: cannot start the terminal view ({e}); showing plain lines instead"
                     );
                 }
-                tokio::spawn(plain::run(
+                tokio::spawn(run_plain(
                     event_rx,
                     control_tx,
-                    plain::Options {
+                    PlainOptions {
                         answer_command,
                         bell,
                         desktop,

@@ -12,7 +12,7 @@ use serde_json::json;
 use crate::args::StatusArgs;
 use crate::locate::{self, Target};
 use crate::{CmdResult, Failure};
-use ralph_ui::plain::{self, fmt_duration};
+use ralph_ui::{fmt_duration, label};
 
 /// Prints the state of the loop in `-C DIR`, as text or JSON.
 pub fn run(args: &StatusArgs) -> CmdResult {
@@ -221,7 +221,7 @@ fn print_question(q: &PendingQuestion, answered: Option<&Answer>, live: bool, hi
             } else {
                 ""
             };
-            outln!("      {}. {}{default}", i + 1, plain::label(&o.label));
+            outln!("      {}. {}{default}", i + 1, label(&o.label));
         }
     }
     if let Some(a) = answered {
@@ -239,7 +239,7 @@ fn print_question(q: &PendingQuestion, answered: Option<&Answer>, live: bool, hi
         return;
     }
     if let Some(d) = &q.default {
-        outln!("\n    Default if nobody answers: {}", plain::label(d));
+        outln!("\n    Default if nobody answers: {}", label(d));
     }
     if live {
         outln!("\n  Answer it with:\n    {hint}");

@@ -150,7 +150,7 @@ fn run_internal(command: Internal) -> CmdResult {
             terminal,
             run,
         } => {
-            ralph_process::guard::main(&ralph_dir, terminal, run.as_deref());
+            ralph_process::guard_main(&ralph_dir, terminal, run.as_deref());
             Ok(0)
         }
     }

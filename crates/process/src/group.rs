@@ -36,7 +36,7 @@ pub enum GroupState {
 
 /// What [`Group::on_deadline`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Due {
+pub enum GroupDue {
     /// The grace after SIGTERM ran out: the group was sent SIGKILL.
     Killed,
     /// Output has been read long enough after the end: stop reading it.
@@ -138,17 +138,17 @@ impl Group {
 
     /// Acts on the deadline that passed by `now`: SIGKILL after the grace, else the end of
     /// reading output.
-    pub fn on_deadline(&mut self, now: Instant) -> Due {
+    pub fn on_deadline(&mut self, now: Instant) -> GroupDue {
         if let GroupState::Terminating { kill_at } = self.state
             && kill_at <= now
         {
             self.kill(now);
-            return Due::Killed;
+            return GroupDue::Killed;
         }
         if self.drain_until.is_some_and(|d| d <= now) {
-            return Due::StopReading;
+            return GroupDue::StopReading;
         }
-        Due::Nothing
+        GroupDue::Nothing
     }
 }
 
@@ -198,13 +198,13 @@ mod tests {
             Some(now + grace),
             "the grace is not restarted"
         );
-        assert_eq!(group.on_deadline(now), Due::Nothing);
-        assert_eq!(group.on_deadline(now + grace), Due::Killed);
+        assert_eq!(group.on_deadline(now), GroupDue::Nothing);
+        assert_eq!(group.on_deadline(now + grace), GroupDue::Killed);
         assert_eq!(group.state(), GroupState::Killed);
         let _ = s.child.wait().await;
         wait_gone(s.pgid, "SIGKILL").await;
         let drain = group.deadline().expect("output is read a little longer");
-        assert_eq!(group.on_deadline(drain), Due::StopReading);
+        assert_eq!(group.on_deadline(drain), GroupDue::StopReading);
     }
 
     #[tokio::test]

@@ -47,7 +47,7 @@ pub struct Guard {
 impl Guard {
     /// Starts `program` with `args` as the guard, reading its end of a new pipe.
     ///
-    /// `program` is meant to run [`main`]: `ralph __guard DIR` from the `ralph` binary. With
+    /// `program` is meant to run [`guard_main`]: `ralph __guard DIR` from the `ralph` binary. With
     /// `terminal`, it is also given `--terminal`, and this returns once the guard has read the
     /// terminal's settings ([`SavedTerminal::save`]): before ralph's view changes them.
     pub fn start(program: &Path, args: &[&std::ffi::OsStr], terminal: bool) -> io::Result<Guard> {
@@ -167,9 +167,9 @@ const GIVE_BACK: &[u8] = b"\x1b[0m\x1b[?2004l\x1b[999;1H\r\n\x1b[?25h";
 /// `ralph __guard DIR [--terminal] [--run ID]`: with `terminal`, saves the terminal's
 /// settings and says so (one byte on standard output, which [`Guard::start`] waits for);
 /// then stands guard over standard input (`stand_guard`), for the run with id `run` when given.
-pub fn main(ralph_dir: &Path, terminal: bool, run: Option<&str>) {
+pub fn guard_main(ralph_dir: &Path, terminal: bool, run: Option<&str>) {
     // Before anything else: while ralph lives it is the parent, and its group is known.
-    let run = run.map(Run::new);
+    let run = run.map(GuardedRun::new);
     let saved = terminal.then(SavedTerminal::save).flatten();
     if terminal {
         let mut out = io::stdout();
@@ -181,19 +181,19 @@ pub fn main(ralph_dir: &Path, terminal: bool, run: Option<&str>) {
 /// The processes of one `ralph run`, for the guard to stop after a crash: those whose
 /// environment holds the run's mark ([`orphans::run_mark`]).
 #[derive(Debug, Clone)]
-pub struct Run {
+pub struct GuardedRun {
     mark: Vec<u8>,
     /// The groups never signalled with them, nor any process in them: the guard's own and
     /// ralph's (the shell's job, where a pipe's other commands, `tee` say, may live on).
     spare: Vec<i32>,
 }
 
-impl Run {
+impl GuardedRun {
     /// The run with id `id`, as seen from the guard while ralph, its parent, lives.
-    pub fn new(id: &str) -> Run {
+    pub fn new(id: &str) -> GuardedRun {
         let own = getpgrp();
         let ralph = getpgid(Some(getppid())).unwrap_or(own);
-        Run {
+        GuardedRun {
             mark: orphans::run_mark(id),
             spare: vec![own.as_raw(), ralph.as_raw()],
         }
@@ -215,7 +215,7 @@ fn stand_guard(
     input: impl BufRead,
     ralph_dir: &Path,
     mut terminal: Option<SavedTerminal>,
-    run: Option<&Run>,
+    run: Option<&GuardedRun>,
 ) {
     // The group running, and the grace the last one started was given.
     let mut running: Option<i32> = None;
@@ -413,7 +413,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let dir = dir.path().join(".ralph");
         let id = format!("guard-test-{}", std::process::id());
-        let run = Run {
+        let run = GuardedRun {
             mark: orphans::run_mark(&id),
             spare: vec![getpgrp().as_raw()],
         };

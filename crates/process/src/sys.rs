@@ -26,7 +26,7 @@ pub fn is_alive(pid: u32) -> bool {
 
 /// What `/proc/PID/stat` says of a process: the fields ralph uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Stat {
+pub struct ProcStat {
     /// The state (field 3): `R`, `S`, `Z` (a zombie), `X` (dead), ...
     pub state: char,
     /// The parent's pid (field 4).
@@ -37,7 +37,7 @@ pub struct Stat {
     pub start_ticks: u64,
 }
 
-impl Stat {
+impl ProcStat {
     /// Whether the process has exited (a zombie not yet reaped, or dead).
     pub fn exited(&self) -> bool {
         matches!(self.state, 'Z' | 'X')
@@ -46,14 +46,14 @@ impl Stat {
 
 /// `/proc/PID/stat` of process `pid`; `None` where there is no such file (no such process, or
 /// no `/proc`).
-pub fn stat(pid: u32) -> Option<Stat> {
+pub fn stat(pid: u32) -> Option<ProcStat> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     parse_stat(&text)
 }
 
 /// Parses a `/proc/PID/stat` line. The command name, in parentheses, may itself hold spaces
 /// and parentheses: the fields are read after the last `)`.
-fn parse_stat(text: &str) -> Option<Stat> {
+fn parse_stat(text: &str) -> Option<ProcStat> {
     let (_, rest) = text.rsplit_once(')')?;
     let mut fields = rest.split_whitespace();
     let state = fields.next()?.chars().next()?;
@@ -61,7 +61,7 @@ fn parse_stat(text: &str) -> Option<Stat> {
     let group = fields.next()?.parse().ok()?;
     // Fields 6 to 21, then the start time.
     let start_ticks = fields.nth(16)?.parse().ok()?;
-    Some(Stat {
+    Some(ProcStat {
         state,
         parent,
         group,
@@ -159,7 +159,7 @@ mod tests {
         let line = "4242 (a (weird) name) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 123456 1000 10 18446744073709551615";
         assert_eq!(
             parse_stat(line),
-            Some(Stat {
+            Some(ProcStat {
                 state: 'S',
                 parent: 1,
                 group: 4242,

@@ -1,12 +1,13 @@
-//! `orphans`: a test binary of its own, because [`orphans::adopt`] makes the whole process a
+//! `orphans`: a test binary of its own, because [`adopt`] makes the whole process a
 //! subreaper. The tests take turns (`SERIAL`): a sweep reaps every adopted zombie it sees.
 
+use ralph_process::{adopt, spawn, terminate};
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use ralph_process::orphans::{self, Swept};
-use ralph_process::supervisor::Stopped;
+use ralph_process::Stopped;
+use ralph_process::Swept;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -21,7 +22,7 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     let guard = SERIAL
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    orphans::adopt().expect("PR_SET_CHILD_SUBREAPER");
+    adopt().expect("PR_SET_CHILD_SUBREAPER");
     sweep(Duration::ZERO);
     guard
 }
@@ -36,7 +37,7 @@ fn sweep_outside(group: i32, grace: Duration) -> Swept {
         .enable_all()
         .build()
         .unwrap()
-        .block_on(orphans::sweep(
+        .block_on(ralph_process::sweep(
             &mark(),
             group,
             grace,
@@ -44,7 +45,7 @@ fn sweep_outside(group: i32, grace: Duration) -> Swept {
         ))
 }
 
-/// Runs `script` under `sh` (marked or not) through `orphans::spawn`, waits for it, and
+/// Runs `script` under `sh` (marked or not) through `spawn`, waits for it, and
 /// returns the pids it wrote to `$PIDS`, a line each: processes it left behind, now adopted.
 fn leave_behind(script: &str, marked: bool) -> Vec<i32> {
     let dir = tempfile::tempdir().unwrap();
@@ -57,7 +58,7 @@ fn leave_behind(script: &str, marked: bool) -> Vec<i32> {
     if marked {
         cmd.env("RALPH_DIR", MARK);
     }
-    let mut child = orphans::spawn(|| cmd.spawn(), |c| Some(c.id())).unwrap();
+    let mut child = spawn(|| cmd.spawn(), |c| Some(c.id())).unwrap();
     assert!(child.wait().unwrap().success(), "{script}");
     let mut want = script.matches("$PIDS").count();
     let mut got = Vec::new();
@@ -169,12 +170,12 @@ fn an_unmarked_process_is_left_running_and_reaped_once_it_exits() {
 #[test]
 fn a_child_ralph_started_is_left_to_whoever_waits_for_it() {
     let _serial = serial();
-    let mut exited: Child = orphans::spawn(
+    let mut exited: Child = spawn(
         || Command::new("sh").args(["-c", "exit 7"]).spawn(),
         |c| Some(c.id()),
     )
     .unwrap();
-    let mut running: Child = orphans::spawn(
+    let mut running: Child = spawn(
         || {
             Command::new("sleep")
                 .arg("300")
@@ -203,7 +204,7 @@ fn terminate_signals_at_once_and_a_sweep_reaps() {
     let _serial = serial();
     let pids = leave_behind("setsid sleep 300 & echo $! >> $PIDS", true);
     wait_for_exec(pids[0], "sleep");
-    let early = orphans::terminate(&mark(), 0);
+    let early = terminate(&mark(), 0);
     assert_eq!(early.stopped.len(), 1);
     wait_for("the sleep to exit", || state(pids[0]) == Some('Z'));
     let swept = early.and(sweep(Duration::from_secs(5)));

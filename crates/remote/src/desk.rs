@@ -360,7 +360,7 @@ pub fn closed_how(link: &LinkRecord) -> String {
 /// Changes to one or more loops' `state.json` and `answer.md`, as they happen (inotify).
 #[derive(Debug)]
 pub struct Changes {
-    _watches: Vec<ralph_process::watch::DirWatch>,
+    _watches: Vec<ralph_process::DirWatch>,
     /// The task that follows the registry ([`watch_loops`]); stopped with the watch.
     follow: Option<tokio::task::AbortHandle>,
     rx: tokio::sync::mpsc::UnboundedReceiver<()>,
@@ -390,7 +390,7 @@ const WATCHED: &[&str] = &["state.json", "answer.md"];
 pub fn watch(root: &Path) -> std::io::Result<Changes> {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let ws = Workspace::new(root);
-    let watch = ralph_process::watch::watch_async(ws.dir(), WATCHED, tx)?;
+    let watch = ralph_process::watch_async(ws.dir(), WATCHED, tx)?;
     Ok(Changes {
         _watches: vec![watch],
         follow: None,
@@ -402,7 +402,7 @@ pub fn watch(root: &Path) -> std::io::Result<Changes> {
 /// watched from then on and one that ends is let go: a change is sent for every change to a
 /// loop's state or answer, for every loop that starts or ends, and once at the start (look
 /// now). Nothing is polled: an idle machine wakes nothing here. One inotify instance for all
-/// ([`ralph_process::watch::DirsWatch`]). Must be called in a Tokio runtime.
+/// ([`ralph_process::DirsWatch`]). Must be called in a Tokio runtime.
 pub fn watch_loops() -> std::io::Result<Changes> {
     let registry = ralph_protocol::registry::registry_dir().ok_or_else(|| {
         std::io::Error::new(
@@ -417,7 +417,7 @@ pub fn watch_loops() -> std::io::Result<Changes> {
         .create(&registry)?;
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let (registry_tx, mut registry_rx) = tokio::sync::mpsc::unbounded_channel();
-    let mut dirs = ralph_process::watch::DirsWatch::new()?;
+    let mut dirs = ralph_process::DirsWatch::new()?;
     dirs.add(&registry, None, registry_tx)?;
     let follow = tokio::spawn(async move {
         loop {

@@ -17,11 +17,11 @@ use ralph_protocol::text::clean;
 use ralph_signal::AgentEvent;
 use tokio::sync::mpsc;
 
-use crate::words;
+use crate::words::{self, label};
 
 /// How the plain front end behaves.
 #[derive(Debug, Clone)]
-pub struct Options {
+pub struct PlainOptions {
     /// `ralph answer -C DIR` for this loop ([`ralph_protocol::desk::answer_command`]), for the
     /// hint.
     pub answer_command: String,
@@ -38,10 +38,10 @@ struct Open {
 }
 
 /// Shows loop events as lines until the loop finishes; forwards typed answers and signals.
-pub async fn run(
+pub async fn run_plain(
     mut events: mpsc::Receiver<LoopEvent>,
     controls: mpsc::UnboundedSender<Control>,
-    opts: Options,
+    opts: PlainOptions,
 ) {
     let stdout_tty = std::io::stdout().is_terminal();
     let mut lines = stdin_lines();
@@ -171,7 +171,13 @@ fn interpret(q: &Question, line: &str) -> Typed {
     }
 }
 
-fn show(out: &mut impl Write, ev: LoopEvent, open: &mut Option<Open>, opts: &Options, tty: bool) {
+fn show(
+    out: &mut impl Write,
+    ev: LoopEvent,
+    open: &mut Option<Open>,
+    opts: &PlainOptions,
+    tty: bool,
+) {
     let _ = match ev {
         LoopEvent::Started {
             task,
@@ -360,8 +366,6 @@ fn show(out: &mut impl Write, ev: LoopEvent, open: &mut Option<Open>, opts: &Opt
     };
 }
 
-pub use crate::words::label;
-
 /// `4m 12s`, `1h 05m`, `9s`: what a person reads at a glance, as the terminal view shows it.
 pub fn fmt_duration(d: Duration) -> String {
     crate::countdown_view::format_span(d)
@@ -410,12 +414,13 @@ mod tests {
         })
         .await
         .unwrap();
-        let opts = Options {
+        let opts = PlainOptions {
             answer_command: String::new(),
             bell: false,
             desktop: false,
         };
-        let ended = tokio::time::timeout(Duration::from_secs(10), run(rx, controls, opts)).await;
+        let ended =
+            tokio::time::timeout(Duration::from_secs(10), run_plain(rx, controls, opts)).await;
         assert!(ended.is_ok(), "the view waited for the channel to close");
         drop(tx);
     }

@@ -5,7 +5,7 @@ use std::ffi::OsStr;
 use std::path::Path;
 use std::sync::Arc;
 
-use ralph_process::sys::is_executable;
+use ralph_process::is_executable;
 use ralph_protocol::text::shell_quote;
 use ralph_signal::StreamFormat;
 

@@ -1,6 +1,7 @@
 //! `notify_command`: the user's own command, the question only in its environment, stopped
 //! with its process group when it runs past its limit.
 
+use ralph_process::stop_group_blocking;
 use std::io::{self, Read};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -9,8 +10,6 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use ralph_protocol::text::one_line;
-
-use ralph_process::supervisor;
 
 use super::{ENV_VALUE_BYTES, Groups, OUTPUT_GRACE, OUTPUT_KEEP, QuestionNotice, STOP_GRACE, warn};
 
@@ -55,10 +54,7 @@ pub(super) fn notify_command(
         cmd.current_dir(&notice.root);
     }
     // Marked as the agent is: after a SIGKILL of ralph, the guard or the next run stops it.
-    cmd.env(
-        ralph_process::orphans::RUN_VAR,
-        ralph_process::orphans::run_id(),
-    );
+    cmd.env(ralph_process::RUN_VAR, ralph_process::run_id());
     if let Err(e) = run_limited(cmd, limit, groups) {
         warn(
             tx,
@@ -101,7 +97,7 @@ pub(super) fn run_limited(
         .stderr(writer_2)
         .process_group(0);
     let program = cmd.get_program().to_owned();
-    let spawned = ralph_process::orphans::spawn(|| cmd.spawn(), |c| Some(c.id()));
+    let spawned = ralph_process::spawn(|| cmd.spawn(), |c| Some(c.id()));
     // `cmd` holds the pipe's write ends; until it is gone, the reader never sees end of file.
     drop(cmd);
     let mut child = spawned.map_err(|e| format!("could not run {}: {e}", program.display()))?;
@@ -126,7 +122,7 @@ pub(super) fn run_limited(
         Ok(Some(status)) => status,
         Ok(None) => {
             // The group id is the child's pid (process_group(0)); a group already gone is fine.
-            supervisor::stop_group_blocking(pgid, STOP_GRACE);
+            stop_group_blocking(pgid, STOP_GRACE);
             let _ = child.kill();
             let _ = child.wait();
             return Err(format!(

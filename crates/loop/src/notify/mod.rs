@@ -10,7 +10,7 @@
 //! receiver only makes the threads' sends fail quietly. Every channel has a time limit, so a
 //! hung command or a dead server ends in a warning instead of piling up threads and processes:
 //! child processes get [`COMMAND_TIME_LIMIT`] (`notify-send` less) and are then stopped with
-//! their whole process group, as the agent is ([`supervisor::stop_group`]: SIGTERM, a short
+//! their whole process group, as the agent is ([`ralph_process::stop_group`]: SIGTERM, a short
 //! grace, SIGKILL); the webhook gets `webhook_timeout` for the whole exchange, connect
 //! included.
 //!
@@ -41,6 +41,7 @@
 //!
 //! The terminal's own notification (an OSC escape sequence) is the front end's: `ralph-ui`.
 
+use ralph_process::stop_group_blocking;
 use std::ffi::OsStr;
 use std::path::Path;
 use std::sync::mpsc::{self, Receiver, Sender};
@@ -48,8 +49,6 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use ralph_protocol::text::one_line;
-
-use ralph_process::supervisor;
 
 mod command;
 mod desktop;
@@ -184,7 +183,7 @@ impl Drop for StopOnDrop {
         // id cannot have been reused.
         let groups = lock();
         for &pgid in groups.iter() {
-            supervisor::stop_group_blocking(pgid, STOP_GRACE);
+            stop_group_blocking(pgid, STOP_GRACE);
         }
     }
 }

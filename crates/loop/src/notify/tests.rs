@@ -288,7 +288,7 @@ fn a_notify_command_ends_with_its_notifier_and_carries_the_run_id() {
         thread::sleep(Duration::from_millis(10));
     }
     let env = std::fs::read_to_string(dir.path().join("env.txt")).unwrap();
-    let mark = format!("RALPH_RUN={}", ralph_process::orphans::run_id());
+    let mark = format!("RALPH_RUN={}", ralph_process::run_id());
     assert!(env.lines().any(|l| l == mark), "{env}");
 
     drop(notifier);

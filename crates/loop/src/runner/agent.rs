@@ -2,7 +2,7 @@
 //! process group; then [`stream`](super::stream) reads it, and what it amounted to is an
 //! [`AgentRun`].
 
-use ralph_process::supervisor;
+use ralph_process::{spawn_shell, spawn_shell_open};
 use ralph_protocol::event::LoopEvent;
 use ralph_protocol::state::Status;
 use ralph_protocol::workspace::{self, Workspace};
@@ -123,8 +123,7 @@ impl Runner {
         };
         let (spawned, conversation) = if invocation.conversation {
             let (spawned, mut stdin) =
-                supervisor::spawn_shell_open(&invocation.command, self.ws.root(), env)
-                    .map_err(spawn_error)?;
+                spawn_shell_open(&invocation.command, self.ws.root(), env).map_err(spawn_error)?;
             if let Some(first) = &invocation.stdin {
                 // An agent that dies before reading shows up when it exits; nothing to do here.
                 let _ = stdin.write_all(first).await;
@@ -133,7 +132,7 @@ impl Runner {
             (spawned, Some(stdin))
         } else {
             let stdin = invocation.stdin.clone();
-            let spawned = supervisor::spawn_shell(&invocation.command, self.ws.root(), env, stdin)
+            let spawned = spawn_shell(&invocation.command, self.ws.root(), env, stdin)
                 .map_err(spawn_error)?;
             (spawned, None)
         };

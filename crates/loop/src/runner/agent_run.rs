@@ -4,7 +4,7 @@
 use std::process::ExitStatus;
 use std::time::Duration;
 
-use ralph_process::supervisor::describe_exit;
+use ralph_process::describe_exit;
 use ralph_signal::SignalKind;
 
 use super::policy::{AgentEnd, Facts, LeftQuestion, RateLimit, Signals};

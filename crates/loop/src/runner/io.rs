@@ -1,7 +1,7 @@
 //! [`Io`]: how the runner talks to the world while it runs: events out to the front end,
 //! controls in from it, and wake-ups from the watch on `.ralph/`.
 
-use ralph_process::watch::DirWatch;
+use ralph_process::DirWatch;
 use ralph_protocol::event::LoopEvent;
 use tokio::sync::mpsc;
 

@@ -35,7 +35,6 @@ use {
     crate::native::ToolRequest,
     crate::notify::QuestionNotice,
     crate::task::OnQuestionTimeout,
-    ralph_process::supervisor,
     ralph_protocol::answer::{self, Answer, AnsweredBy},
     ralph_protocol::clarifications,
     ralph_protocol::countdown::Countdown,
@@ -131,7 +130,7 @@ impl Runner {
     /// `ralph status` and the next `ralph run`. Best effort: the error itself may be the disk.
     async fn fail(&mut self, e: &RunError) {
         if let Some(pgid) = self.state.agent_pgid {
-            supervisor::kill_group_now(pgid);
+            ralph_process::kill_group_now(pgid);
             self.group_ended();
         }
         let reason = format!("ralph stopped on an error: {e}");

@@ -1,12 +1,13 @@
 //! Starting a run: the lock, `.ralph/`, what the previous run left, the watch on the question
 //! files.
 
+use ralph_process::run_id;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use ralph_process::guard::Guard;
-use ralph_process::orphans;
+use ralph_process::Guard;
+
 use ralph_protocol::event::{Control, LoopEvent};
 use ralph_protocol::registry;
 use ralph_protocol::state::{State, Status, timestamp};
@@ -109,7 +110,7 @@ impl Runner {
             max_iterations: cfg.settings.max_iterations,
             pid: std::process::id(),
             agent_pgid: None,
-            run_id: Some(orphans::run_id().to_string()),
+            run_id: Some(run_id().to_string()),
             root: ws.root().display().to_string(),
             task: cfg.task.task.lines().next().unwrap_or("").to_string(),
             agent: cfg.agent.name.clone(),
@@ -182,14 +183,14 @@ impl Runner {
 fn watch_dir(
     dir: &std::path::Path,
     tx: mpsc::UnboundedSender<()>,
-) -> Result<ralph_process::watch::DirWatch, RunError> {
+) -> Result<ralph_process::DirWatch, RunError> {
     const FILES: [&str; 4] = [
         "answer.md",
         "question.md",
         "ask.json",
         ralph_protocol::broker::REQUEST_FILE,
     ];
-    ralph_process::watch::watch_async(dir, &FILES, tx).map_err(|e| RunError::Watch {
+    ralph_process::watch_async(dir, &FILES, tx).map_err(|e| RunError::Watch {
         path: dir.to_path_buf(),
         message: e.to_string(),
     })

@@ -4,11 +4,12 @@
 //! The group's life (SIGTERM once, SIGKILL after the grace, how long output is still read)
 //! is [`Group`]'s, in `ralph-process`; this module decides when to ask for a stop, and reads.
 
+use ralph_process::{Stopped, Swept, kill_group_now, stop_group, sweep, terminate};
 use std::time::Duration;
 
-use ralph_process::group::{Due, Group};
-use ralph_process::orphans;
-use ralph_process::supervisor::{self, Spawned};
+use ralph_process::{Group, GroupDue};
+
+use ralph_process::Spawned;
 use ralph_protocol::event::{Control, LoopEvent};
 use ralph_signal::{AgentEvent, Decoder};
 use serde_json::json;
@@ -111,7 +112,7 @@ impl Runner {
         };
         // What was stopped outside the agent's group before the end (see `orphans`), and
         // what marks the processes to look for.
-        let mut early = orphans::Swept::default();
+        let mut early = Swept::default();
         let mark = self.mark();
         let mut asking: Option<OpenQuestion> = None;
 
@@ -152,7 +153,7 @@ impl Runner {
                     if out.open() {
                         // Something the agent started still holds its output open: in its
                         // group, or outside it (see `orphans`).
-                        early = early.and(orphans::terminate(&mark, pgid));
+                        early = early.and(terminate(&mark, pgid));
                     }
                     group.exited(run.exit.is_some(), out.open(), Instant::now());
                 },
@@ -167,10 +168,10 @@ impl Runner {
                     group.terminate(Instant::now());
                 },
                 () = sleep_until(group.deadline()) => match group.on_deadline(Instant::now()) {
-                    Due::Killed => self.log("agent_killed", json!({"iteration": iteration, "pgid": pgid})),
+                    GroupDue::Killed => self.log("agent_killed", json!({"iteration": iteration, "pgid": pgid})),
                     // The pipes are held open by something outside the group; stop reading.
-                    Due::StopReading => break,
-                    Due::Nothing => {}
+                    GroupDue::StopReading => break,
+                    GroupDue::Nothing => {}
                 },
                 Some(()) = self.io.fs_events.recv() => {
                     match asking.as_mut() {
@@ -217,7 +218,7 @@ impl Runner {
         if !group.leader_exited() {
             run.exit = child.try_wait().ok().flatten();
             if run.exit.is_none() {
-                supervisor::kill_group_now(pgid);
+                kill_group_now(pgid);
                 run.exit = child.wait().await.ok();
             }
         }
@@ -232,13 +233,13 @@ impl Runner {
             }
             .fuse();
             tokio::pin!(hurry);
-            let stopped = supervisor::stop_group(pgid, settings.kill_grace, hurry.as_mut()).await;
+            let stopped = stop_group(pgid, settings.kill_grace, hurry.as_mut()).await;
             let grace = if hurried.load(std::sync::atomic::Ordering::Relaxed) {
                 Duration::ZERO
             } else {
                 settings.kill_grace
             };
-            let swept = orphans::sweep(&mark, pgid, grace, hurry).await;
+            let swept = sweep(&mark, pgid, grace, hurry).await;
             (
                 stopped,
                 swept,
@@ -248,7 +249,7 @@ impl Runner {
         if hurried {
             run.cut = Some(Cut::Interrupted);
         }
-        if stopped != supervisor::Stopped::AlreadyGone {
+        if stopped != Stopped::AlreadyGone {
             let msg = format!("processes the agent left behind were stopped ({stopped:?})");
             self.emit(LoopEvent::Note(msg.clone())).await;
             self.log(

@@ -1,11 +1,11 @@
 //! DONE, verified: every criterion checked, and the test command passing within its timeout.
 
 use super::policy::Verdict;
+use ralph_process::{Spawned, Swept, spawn_shell, stop_group, sweep};
 use std::process::ExitStatus;
 use std::time::Duration;
 
-use ralph_process::orphans;
-use ralph_process::supervisor::{self, describe_exit};
+use ralph_process::describe_exit;
 use ralph_protocol::event::LoopEvent;
 use tokio::io::AsyncReadExt;
 use tokio::time::Instant;
@@ -54,14 +54,14 @@ impl Runner {
         // group: a run after ralph was killed outright stops them as it stops an orphaned
         // agent.
         let env = marks(self.ws.dir());
-        let result = match supervisor::spawn_shell(&script, self.ws.root(), env, None) {
+        let result = match spawn_shell(&script, self.ws.root(), env, None) {
             Err(e) => Err(TestError::Spawn(e)),
             Ok(spawned) => {
                 let pgid = spawned.pgid;
                 self.group_started(pgid);
                 let _ = self.save_state_soon().await;
                 let mark = self.mark();
-                let mut early = orphans::Swept::default();
+                let mut early = Swept::default();
                 let result = run_tests(
                     spawned,
                     task.test_timeout,
@@ -78,7 +78,7 @@ impl Runner {
                     self.cfg.settings.kill_grace
                 };
                 let hurry = self.io.controls.stop_requested();
-                let swept = early.and(orphans::sweep(&mark, pgid, grace, hurry).await);
+                let swept = early.and(sweep(&mark, pgid, grace, hurry).await);
                 self.report_swept(swept, self.state.iteration, "test command")
                     .await;
                 result
@@ -119,14 +119,14 @@ enum TestError {
 /// tail. What it stops outside that group (the processes marked `mark`, see `orphans`) is
 /// added to `early`.
 async fn run_tests(
-    spawned: supervisor::Spawned,
+    spawned: Spawned,
     timeout: Duration,
     kill_grace: Duration,
     stop: impl std::future::Future<Output = ()>,
     mark: &[u8],
-    early: &mut orphans::Swept,
+    early: &mut Swept,
 ) -> Result<(ExitStatus, String), TestError> {
-    let supervisor::Spawned {
+    let Spawned {
         mut child,
         pgid,
         mut stdout,
@@ -153,8 +153,8 @@ async fn run_tests(
                 if open {
                     // A background process still holds the output: stop the group, and what
                     // left it.
-                    supervisor::stop_group(pgid, kill_grace, std::future::pending()).await;
-                    let swept = orphans::sweep(mark, pgid, kill_grace, std::future::pending()).await;
+                    stop_group(pgid, kill_grace, std::future::pending()).await;
+                    let swept = sweep(mark, pgid, kill_grace, std::future::pending()).await;
                     *early = std::mem::take(early).and(swept);
                 }
             },
@@ -165,7 +165,7 @@ async fn run_tests(
             },
         }
     };
-    supervisor::stop_group(pgid, kill_grace, std::future::pending()).await;
+    stop_group(pgid, kill_grace, std::future::pending()).await;
     if interrupted {
         let _ = child.wait().await;
         return Err(TestError::Interrupted);
