@@ -199,11 +199,6 @@ impl Runner {
             return self.finish(stop).await;
         }
         let max = self.cfg.settings.max_iterations;
-        let limits = policy::Limits {
-            max_iterations: max,
-            max_failures: self.cfg.settings.max_consecutive_failures,
-            max_cost_usd: None,
-        };
         let mut tally = policy::Tally::default();
         let mut iteration = self.session.first_iteration;
         if iteration > max {
@@ -215,8 +210,9 @@ impl Runner {
             let mut run = self.run_iteration(iteration).await?;
             let mut facts = run.facts(iteration, self.state.total_cost_usd, &self.cfg.settings);
             let limits = policy::Limits {
+                max_iterations: max,
+                max_failures: self.cfg.settings.max_consecutive_failures,
                 max_cost_usd: self.cfg.task.max_cost_usd,
-                ..limits
             };
             loop {
                 match policy::decide(&facts, tally, &limits) {
@@ -228,33 +224,13 @@ impl Runner {
                         facts.left_question = policy::LeftQuestion::Closed(stop);
                     }
                     Next::Record { archive_answer } => {
-                        if archive_answer {
-                            self.after_delivery().await?;
-                        }
-                        // The agent checks boxes as it goes; show where it got to.
-                        let now = self.load_task();
-                        let (checked, total) =
-                            criteria_counts(now.as_ref().unwrap_or(&self.cfg.task));
-                        self.emit(LoopEvent::Criteria { checked, total }).await;
+                        self.record_iteration(archive_answer).await?;
                         facts.recorded = true;
                     }
-                    Next::Verify => {
-                        let verdict = self.verify().await;
-                        if let Some((accepted, reason)) = verdict.shown() {
-                            let reason = reason.to_string();
-                            self.log(
-                                "verification",
-                                json!({"iteration": iteration, "accepted": accepted, "reason": reason}),
-                            );
-                            self.emit(LoopEvent::Verdict { accepted, reason }).await;
-                        }
-                        facts.verdict = Some(verdict);
-                    }
+                    Next::Verify => facts.verdict = Some(self.verify_and_tell(iteration).await),
                     Next::Ask => {
                         if facts.done_set_aside() {
-                            let msg = "the agent signalled DONE and QUESTION in the same turn: the question comes first; DONE is checked when an iteration that has the answer signals it again";
-                            self.emit(LoopEvent::Note(msg.into())).await;
-                            self.log("done_set_aside", json!({"iteration": iteration}));
+                            self.tell_done_set_aside(iteration).await;
                         }
                         facts.asked = Some(self.handle_question_signal(iteration).await?);
                     }
@@ -281,6 +257,39 @@ impl Runner {
                 }
             }
         }
+    }
+
+    /// Records an iteration: its answer archived as delivered when `archive_answer`, and how
+    /// far the agent got with the criteria (it checks boxes as it goes).
+    async fn record_iteration(&mut self, archive_answer: bool) -> Result<(), RunError> {
+        if archive_answer {
+            self.after_delivery().await?;
+        }
+        let now = self.load_task();
+        let (checked, total) = criteria_counts(now.as_ref().unwrap_or(&self.cfg.task));
+        self.emit(LoopEvent::Criteria { checked, total }).await;
+        Ok(())
+    }
+
+    /// Checks a DONE and tells the front end and the event log the verdict.
+    async fn verify_and_tell(&mut self, iteration: u32) -> policy::Verdict {
+        let verdict = self.verify().await;
+        if let Some((accepted, reason)) = verdict.shown() {
+            let reason = reason.to_string();
+            self.log(
+                "verification",
+                json!({"iteration": iteration, "accepted": accepted, "reason": reason}),
+            );
+            self.emit(LoopEvent::Verdict { accepted, reason }).await;
+        }
+        verdict
+    }
+
+    /// Says that DONE and QUESTION came in one turn, and that the question goes first.
+    async fn tell_done_set_aside(&self, iteration: u32) {
+        let msg = "the agent signalled DONE and QUESTION in the same turn: the question comes first; DONE is checked when an iteration that has the answer signals it again";
+        self.emit(LoopEvent::Note(msg.into())).await;
+        self.log("done_set_aside", json!({"iteration": iteration}));
     }
 
     /// Re-reads the task file for the next iteration; the agent may have broken it, in which
