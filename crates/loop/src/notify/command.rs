@@ -11,7 +11,18 @@ use std::time::{Duration, Instant};
 
 use ralph_protocol::text::one_line;
 
-use super::{ENV_VALUE_BYTES, Groups, OUTPUT_GRACE, OUTPUT_KEEP, QuestionNotice, STOP_GRACE, warn};
+use super::notice::{Groups, QuestionNotice, STOP_GRACE, warn};
+
+/// How long to wait for a finished child's output when something it started in the
+/// background still holds the pipe open.
+const OUTPUT_GRACE: Duration = Duration::from_millis(500);
+
+/// How much of a failed child's output is kept for the warning.
+const OUTPUT_KEEP: usize = 4 * 1024;
+
+/// The longest environment variable value ralph passes. Linux refuses a single string longer
+/// than 128 KiB in `execve` (`MAX_ARG_STRLEN`), which would make the spawn fail outright.
+const ENV_VALUE_BYTES: usize = 64 * 1024;
 
 pub(super) fn notify_command(
     command: &str,

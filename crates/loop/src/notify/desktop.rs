@@ -4,11 +4,16 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::mpsc::Sender;
+use std::time::Duration;
 
 use ralph_protocol::text::one_line;
 
 use super::command::{run_limited, strip_nul};
-use super::{DESKTOP_TIME_LIMIT, Groups, QuestionNotice, TITLE, project_name, warn};
+use super::notice::{Groups, QuestionNotice, TITLE, project_name, warn};
+
+/// How long `notify-send` may run; it normally returns in milliseconds, but hangs when the
+/// session bus does.
+const DESKTOP_TIME_LIMIT: Duration = Duration::from_secs(10);
 
 /// The `notify-send` that desktop notifications go through: `None` without a desktop session
 /// (no `DISPLAY`, `WAYLAND_DISPLAY` or session bus) or without `notify-send` on `PATH`.

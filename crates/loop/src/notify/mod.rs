@@ -42,21 +42,20 @@
 //! The terminal's own notification (an OSC escape sequence) is the front end's: `ralph-ui`.
 
 use ralph_process::stop_group_blocking;
-use std::ffi::OsStr;
-use std::path::Path;
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use ralph_protocol::text::one_line;
-
 mod command;
 mod desktop;
+mod notice;
 mod webhook;
 
 use command::notify_command;
 use desktop::desktop;
 pub use desktop::desktop_notifier;
+pub use notice::QuestionNotice;
+use notice::{Groups, STOP_GRACE, warn};
 pub use webhook::redact_url;
 use webhook::{post_webhook, webhook_body};
 
@@ -68,34 +67,6 @@ pub const DEFAULT_WEBHOOK_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How long `notify_command` may run before it is stopped, with its process group.
 pub const COMMAND_TIME_LIMIT: Duration = Duration::from_secs(30);
-
-/// How long a notification command being stopped gets between SIGTERM and SIGKILL.
-const STOP_GRACE: Duration = Duration::from_secs(1);
-
-/// How long `notify-send` may run; it normally returns in milliseconds, but hangs when the
-/// session bus does.
-const DESKTOP_TIME_LIMIT: Duration = Duration::from_secs(10);
-
-/// How long to wait for a finished child's output when something it started in the
-/// background still holds the pipe open.
-const OUTPUT_GRACE: Duration = Duration::from_millis(500);
-
-/// How much of a failed child's output is kept for the warning.
-const OUTPUT_KEEP: usize = 4 * 1024;
-
-/// The longest warning line, in characters.
-const WARNING_CHARS: usize = 300;
-
-/// The longest environment variable value ralph passes. Linux refuses a single string longer
-/// than 128 KiB in `execve` (`MAX_ARG_STRLEN`), which would make the spawn fail outright.
-const ENV_VALUE_BYTES: usize = 64 * 1024;
-
-/// The longest human-readable text in the webhook body, in characters: Discord refuses
-/// `content` over 2000.
-const WEBHOOK_TEXT_CHARS: usize = 1900;
-
-/// The title every channel uses.
-const TITLE: &str = "ralph has a question";
 
 /// Which channels to use when a question is raised; all are off by default.
 #[derive(Debug, Clone)]
@@ -124,27 +95,6 @@ impl Default for NotifyConfig {
     }
 }
 
-/// What the channels are told about a question.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct QuestionNotice {
-    /// The project directory.
-    pub root: String,
-    /// The question text (markdown, agent-written).
-    pub question: String,
-    /// Suggested answers, in order.
-    pub options: Vec<String>,
-    /// The answer taken when nobody answers in time.
-    pub default: Option<String>,
-    /// When the wait ends (RFC 3339), or `None` for no deadline.
-    pub deadline: Option<String>,
-    /// The iteration that asked.
-    pub iteration: u32,
-    /// The command that answers, e.g. `ralph answer -C /path "your answer"`.
-    pub answer_command: String,
-    /// A link that opens the question in a browser, when `ralph serve` runs.
-    pub answer_url: Option<String>,
-}
-
 /// Sends question notices to the configured channels without ever blocking the caller.
 ///
 /// The commands it starts (`notify_command`, `notify-send`) end with it: when the last clone
@@ -156,9 +106,6 @@ pub struct Notifier {
     config: NotifyConfig,
     children: std::sync::Arc<StopOnDrop>,
 }
-
-/// The process groups of the commands still running; each is its leader's pid.
-type Groups = std::sync::Arc<std::sync::Mutex<Vec<i32>>>;
 
 /// Kills the groups in [`Groups`] when dropped.
 #[derive(Debug, Default)]
@@ -257,17 +204,4 @@ fn spawn_channel(
             &format!("{name}: could not start a thread to notify ({e})"),
         );
     }
-}
-
-/// Sends one warning line; a receiver that is gone is fine (the caller chose not to listen).
-fn warn(tx: &Sender<String>, line: &str) {
-    let _ = tx.send(one_line(line, WARNING_CHARS));
-}
-
-/// The last component of the project path, for titles (`/home/me/shop` -> `shop`).
-fn project_name(root: &str) -> String {
-    let name = Path::new(root)
-        .file_name()
-        .map_or_else(|| root.into(), OsStr::to_string_lossy);
-    one_line(&name, 60)
 }

@@ -2,9 +2,11 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
+use std::path::Path;
 use std::process::Command;
 
 use super::command::run_limited;
+use super::notice::TITLE;
 use super::*;
 
 fn notice(root: &Path, question: &str) -> QuestionNotice {

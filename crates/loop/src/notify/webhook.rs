@@ -5,7 +5,11 @@ use std::time::Duration;
 
 use ralph_protocol::text::{cut, one_line};
 
-use super::{QuestionNotice, TITLE, WEBHOOK_TEXT_CHARS, project_name};
+use super::notice::{QuestionNotice, TITLE, project_name};
+
+/// The longest human-readable text in the webhook body, in characters: Discord refuses
+/// `content` over 2000.
+const WEBHOOK_TEXT_CHARS: usize = 1900;
 
 /// The JSON body posted to the webhook; see the module docs for who reads which field.
 pub(super) fn webhook_body(notice: &QuestionNotice) -> String {

@@ -1,26 +1,12 @@
 //! The process groups a run starts (the agent's, `test_command`'s): recorded for the next run
 //! and the guard, marked as this loop's, and what the sweep stopped outside them reported.
 
-use ralph_process::Guard;
 use ralph_process::{RUN_VAR, Swept, mark_of, ralph_dir_value, run_id};
 
 use ralph_protocol::event::LoopEvent;
 use serde_json::json;
 
 use super::Runner;
-use super::recovery::KilledRun;
-
-/// The process groups of a run: the guard that stops the running one should ralph be killed
-/// outright, and what the last run left when it was.
-#[derive(Debug)]
-pub(super) struct Processes {
-    /// The guard that stops the running group if ralph is killed outright, when there is one.
-    pub(super) guard: Option<Guard>,
-    /// The last run, when it was killed with a group running: that group was stopped as
-    /// this run started, and what it left outside it is stopped before anything else (see
-    /// [`Runner::stop_what_the_killed_run_left`]).
-    pub(super) killed_run: Option<KilledRun>,
-}
 
 impl Runner {
     /// A group (the agent's, or `test_command`'s) was started: recorded in `state.json` for

@@ -8,7 +8,7 @@ use ralph_protocol::registry::Registration;
 use ralph_protocol::workspace::{SpareFile, WorkspaceError, WorkspaceLock};
 use tokio::task::JoinHandle;
 
-use super::task_file::Stamp;
+use super::task_stamp::Stamp;
 use crate::task::TaskFile;
 
 /// The run's bookkeeping on disk (see the module docs).

@@ -12,6 +12,7 @@ use ralph_protocol::event::LoopEvent;
 use serde_json::json;
 
 use super::Runner;
+use super::processes::KilledRun;
 
 impl Runner {
     /// After the last run was killed outright with a group running: stops every process still
@@ -67,15 +68,4 @@ pub(super) fn reap_orphaned_agent(pgid: i32, dir: &std::path::Path) -> bool {
         kill_group_now(pgid);
     }
     ours
-}
-
-/// The last run, killed with a group running ([`Runner::killed_run`]).
-#[derive(Debug)]
-pub(super) struct KilledRun {
-    /// Its id (`RALPH_RUN`), when its state recorded one.
-    pub(super) id: Option<String>,
-    /// The iteration it was at.
-    pub(super) iteration: u32,
-    /// Its group, when it was still running and this run stopped it.
-    pub(super) group: Option<i32>,
 }
