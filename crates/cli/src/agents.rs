@@ -4,10 +4,8 @@
 //! agent) are data in [`ralph_loop::agents`]. Anything else is a command line run through
 //! `sh -c` with the prompt on stdin, read as plain text.
 
+use ralph_loop::agent_spec::AgentSpec;
 use ralph_loop::agents::{self, Preset};
-use ralph_loop::runner::AgentSpec;
-
-pub use ralph_loop::runner::shell_quote;
 
 /// The agent to run, and how it was chosen when nobody said.
 #[derive(Debug)]

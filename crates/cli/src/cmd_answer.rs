@@ -9,14 +9,14 @@ use std::io::Read;
 use std::path::Path;
 
 use anyhow::{Context as _, anyhow};
-use ralph_loop::answer::{Answer, AnsweredBy};
-use ralph_loop::question::Picks;
-use ralph_loop::state::{ClosedQuestion, PendingQuestion, State};
-use ralph_loop::workspace::{self, Workspace};
+use ralph_protocol::answer::{Answer, AnsweredBy};
 use ralph_protocol::desk::{self, DeskError, Submitted};
+use ralph_protocol::question::Picks;
+use ralph_protocol::state::{ClosedQuestion, PendingQuestion, State};
 use ralph_protocol::text::clean;
+use ralph_protocol::text::shell_quote;
+use ralph_protocol::workspace::{self, Workspace};
 
-use crate::agents;
 use crate::args::AnswerArgs;
 use crate::locate::{self, Target};
 use crate::{CmdResult, Failure};
@@ -69,14 +69,14 @@ pub fn run(args: &AnswerArgs) -> CmdResult {
             Picks::OutOfRange(n) => {
                 return Err(Failure::usage(anyhow!(
                     "option {n} is out of range: the question has options 1 to {options}. To answer with the number itself: ralph answer --as-text {}",
-                    agents::shell_quote(text.trim())
+                    shell_quote(text.trim())
                 )));
             }
             Picks::NotOne(count) => {
                 return Err(Failure::usage(anyhow!(
                     "the question takes one option, and {} names {count}: pick one (ralph answer 1). To answer with these numbers as text: ralph answer --as-text {}",
-                    agents::shell_quote(text.trim()),
-                    agents::shell_quote(text.trim())
+                    shell_quote(text.trim()),
+                    shell_quote(text.trim())
                 )));
             }
         };
@@ -231,7 +231,7 @@ fn first_line(s: &str) -> &str {
 }
 
 /// Opens `$VISUAL` or `$EDITOR` on a file that shows the question; lines starting with `#` are dropped.
-fn edit(q: Option<&ralph_loop::state::PendingQuestion>) -> Result<String, Failure> {
+fn edit(q: Option<&ralph_protocol::state::PendingQuestion>) -> Result<String, Failure> {
     // Set but empty counts as unset, as in git and most shells' tools.
     let set = |name| {
         std::env::var(name)

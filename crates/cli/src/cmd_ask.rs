@@ -19,13 +19,13 @@ use std::sync::mpsc;
 use std::time::{Duration, SystemTime};
 
 use anyhow::{Context as _, anyhow};
-use ralph_loop::answer;
-use ralph_loop::clarifications;
-use ralph_loop::question::{Question, QuestionOption};
-use ralph_loop::state::{self, AskClaim, PendingQuestion, RaisedBy, State, Status};
 use ralph_loop::task::{TaskFile, Wait, parse_wait};
-use ralph_loop::workspace::{self, Workspace};
+use ralph_protocol::answer;
+use ralph_protocol::clarifications;
 use ralph_protocol::desk::Ended;
+use ralph_protocol::question::{Question, QuestionOption};
+use ralph_protocol::state::{self, AskClaim, PendingQuestion, RaisedBy, State, Status};
+use ralph_protocol::workspace::{self, Workspace};
 
 use crate::args::AskArgs;
 use crate::{CmdResult, Failure};
@@ -130,7 +130,7 @@ pub fn run(args: &AskArgs) -> CmdResult {
     // On stderr: stdout is the answer alone, for `ans=$(ralph ask …)`.
     let until = match wait {
         Wait::Never => "no deadline".to_string(),
-        Wait::For(d) => format!("up to {}", ralph_ui::plain::fmt_duration(d)),
+        Wait::For(d) => format!("up to {}", ralph_ui::fmt_duration(d)),
     };
     eprintln!(
         "ralph ask: waiting for an answer ({until}); answer from any terminal with: {} \"your answer\"",
@@ -224,7 +224,7 @@ fn take_claim(ws: &Workspace, claim: &AskClaim, root: &std::path::Path) -> Resul
 /// Waits for an answer to this claim, the deadline, or a skip (the loop removed the claim).
 fn wait_for_answer(ws: &Workspace, claim: &AskClaim, alone: bool) -> Result<Ended, Failure> {
     let (tx, rx) = mpsc::channel();
-    ralph_loop::watch::watch_blocking(ws.dir(), tx)
+    ralph_process::watch_blocking(ws.dir(), tx)
         .context("could not watch .ralph/ for the answer")?;
     let asked_at = state::parse_timestamp(&claim.asked_at).unwrap_or_else(SystemTime::now);
     let mut deadline = claim.deadline.as_deref().and_then(state::parse_timestamp);

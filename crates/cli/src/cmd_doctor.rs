@@ -7,8 +7,8 @@ use std::process::{Command, Stdio};
 
 use ralph_loop::config;
 use ralph_loop::task::TaskFile;
-use ralph_loop::workspace::Workspace;
 use ralph_protocol::user_dirs::{STATE_DIR_ENV, UserDir, user_dir};
+use ralph_protocol::workspace::Workspace;
 use ralph_signal::sanitize;
 
 use crate::args::DoctorArgs;

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use anyhow::anyhow;
 use ralph_git::checkpoint::{self, Listed};
 use ralph_git::{Checkpointer, Git};
-use ralph_loop::state::{self, State};
-use ralph_loop::workspace::Workspace;
+use ralph_protocol::state::{self, State};
+use ralph_protocol::workspace::Workspace;
 use ralph_protocol::text::clean;
 use serde_json::json;
 

@@ -2,7 +2,7 @@
 
 use anyhow::anyhow;
 use ralph_loop::task::TaskFile;
-use ralph_loop::workspace::{self, Workspace};
+use ralph_protocol::workspace::{self, Workspace};
 
 use crate::args::InitArgs;
 use crate::locate::project_root;

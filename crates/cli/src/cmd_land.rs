@@ -6,10 +6,10 @@ use anyhow::anyhow;
 use ralph_git::Git;
 use ralph_git::land::{self, Landing, Method, Options};
 use ralph_git::worktree::{LandState, LoopInfo};
-use ralph_loop::answer::{Answer, AnsweredBy};
-use ralph_loop::state::{AgentChoice, State, Status};
+use ralph_protocol::answer::{Answer, AnsweredBy};
+use ralph_protocol::state::{AgentChoice, State, Status};
 use ralph_loop::task::{LandMode, LandWith, TaskFile};
-use ralph_loop::workspace::Workspace;
+use ralph_protocol::workspace::Workspace;
 use ralph_protocol::desk;
 use ralph_protocol::text::clean;
 

@@ -10,9 +10,9 @@ use std::io::{Read as _, Seek as _, SeekFrom, Write as _};
 use std::path::Path;
 use std::time::Duration;
 
-use ralph_loop::runner::logs::{self, OutputFile};
-use ralph_loop::state::{AgentChoice, State, Status};
-use ralph_loop::workspace::Workspace;
+use ralph_loop::logs::{self, OutputFile};
+use ralph_protocol::state::{AgentChoice, State, Status};
+use ralph_protocol::workspace::Workspace;
 use ralph_signal::{AgentEvent, Decoder, StreamFormat};
 
 use crate::args::LogsArgs;
@@ -40,7 +40,7 @@ pub fn run(args: &LogsArgs) -> CmdResult {
             )));
         }
         for dir in [ws.logs(), ws.dir().to_path_buf()] {
-            ralph_loop::watch::watch_blocking(&dir, tx.clone()).map_err(|e| {
+            ralph_process::watch::watch_blocking(&dir, tx.clone()).map_err(|e| {
                 Failure::failed(anyhow::anyhow!("cannot watch {}: {e}", dir.display()))
             })?;
         }
@@ -159,7 +159,7 @@ pub fn last_line(ws: &Workspace, format: StreamFormat) -> Option<String> {
     let mut events = Vec::new();
     decoder.feed(&bytes[start..], &mut events);
     decoder.finish(&mut events);
-    ralph_ui::plain::last_line(&events)
+    ralph_ui::last_line(&events)
 }
 
 /// One output file being shown: how far it has been read, and its decoder.
@@ -198,7 +198,7 @@ impl Following {
             }
             let mut out = Vec::new();
             for e in &events {
-                let _ = ralph_ui::plain::agent_event(&mut out, e);
+                let _ = ralph_ui::agent_event(&mut out, e);
             }
             write_out(&out);
             if !more {

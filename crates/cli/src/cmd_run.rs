@@ -9,23 +9,25 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 use ralph_loop::agents::Program;
 use ralph_loop::config;
-use ralph_loop::event::{Control, LoopEvent};
-use ralph_loop::guard::Guard;
-use ralph_loop::state::{AgentChoice, State, Status};
+use ralph_process::Guard;
+use ralph_protocol::event::{Control, LoopEvent};
+use ralph_protocol::state::{AgentChoice, State, Status};
+use ralph_protocol::text::shell_quote;
 use std::sync::Arc;
 
-use ralph_loop::runner::{AgentSpec, Invocation, RunConfig, RunError, Runner, Settings};
+use ralph_loop::agent_spec::{AgentSpec, Invocation};
+use ralph_loop::runner::{RunConfig, RunError, RunSettings, Runner};
 use ralph_loop::sandbox::{self, Sandbox};
 use ralph_loop::task::{TaskFile, parse_limit, parse_wait};
-use ralph_loop::workspace::Workspace;
+use ralph_protocol::workspace::Workspace;
 use ralph_signal::{StreamFormat, sanitize};
 use tokio::sync::mpsc;
 
 use crate::args::RunArgs;
-use ralph_ui::plain;
-use ralph_ui::tui::{Tui, TuiOptions};
+use ralph_ui::{PlainOptions, Tui, TuiOptions, run_plain};
 
-use crate::{CmdResult, Failure, agents, demo};
+use crate::demo_task::is_demo_task;
+use crate::{CmdResult, Failure, agents};
 
 /// Runs the loop in `args.dir` (in a worktree of its own with `--worktree` or `worktree: true`,
 /// landed after a verified DONE under `land: auto` or `land: pr`).
@@ -117,7 +119,7 @@ fn configure(
     task_path: PathBuf,
     task: TaskFile,
 ) -> Result<(RunConfig, Option<Sandbox>, Vec<String>), Failure> {
-    let mut settings = Settings::from_task(&task);
+    let mut settings = RunSettings::from_task(&task);
     if let Some(n) = args.max_iterations {
         settings.max_iterations = n;
     }
@@ -180,7 +182,7 @@ fn configure(
         )),
         _ => Failure::usage(anyhow::anyhow!(e)),
     })?;
-    if resolved.preset.is_some_and(|p| p.program == Program::Ralph) && !demo::is_demo_task(&task) {
+    if resolved.preset.is_some_and(|p| p.program == Program::Ralph) && !is_demo_task(&task) {
         return Err(Failure::usage(anyhow::anyhow!(
             "the demo agent works only on the demo's own task, in a directory of its own: it would tick this task's checkboxes and write files here. To try ralph, run `ralph demo`"
         )));
@@ -292,11 +294,11 @@ fn again_command(root: &Path, task: &Path) -> String {
     let mut command = format!(
         "{} run --again -C {}",
         crate::program(),
-        agents::shell_quote(&root.display().to_string())
+        shell_quote(&root.display().to_string())
     );
     if task != Path::new("RALPH_TASK.md") {
         command.push_str(" --task ");
-        command.push_str(&agents::shell_quote(&task.display().to_string()));
+        command.push_str(&shell_quote(&task.display().to_string()));
     }
     command
 }
@@ -350,7 +352,7 @@ fn customize(
         }
         let template = template.to_string();
         agent.resume = Some(Arc::new(move |session, message, _| Invocation {
-            command: template.replace("{session_id}", &agents::shell_quote(session)),
+            command: template.replace("{session_id}", &shell_quote(session)),
             stdin: Some(message.as_bytes().to_vec()),
             ..Invocation::default()
         }));
@@ -359,7 +361,7 @@ fn customize(
 }
 
 /// Starts the guard that stops the agent if this process is killed outright (see
-/// `ralph_loop::guard`): this binary again, as `ralph __guard`. Run from `/proc/self/exe` on
+/// `ralph_process::guard`): this binary again, as `ralph __guard`. Run from `/proc/self/exe` on
 /// Linux, which names this binary even when its file was replaced since (elsewhere, from the
 /// path the system gives for it). Without a guard the loop
 /// still runs (the next `ralph run` stops an orphaned group), with a warning. With `terminal`
@@ -372,7 +374,7 @@ fn start_guard(runner: &mut Runner, terminal: bool) {
         std::ffi::OsStr::new("__guard"),
         dir.as_os_str(),
         std::ffi::OsStr::new("--run"),
-        std::ffi::OsStr::new(ralph_loop::orphans::run_id()),
+        std::ffi::OsStr::new(ralph_process::run_id()),
     ];
     let program = if cfg!(target_os = "linux") {
         std::path::PathBuf::from("/proc/self/exe")
@@ -392,8 +394,8 @@ pub fn run_loop(cfg: RunConfig, sandbox: Option<Sandbox>, tui: bool) -> CmdResul
     let bell = cfg.task.notify.bell;
     let desktop = cfg.task.notify.desktop_notification;
     // Before anything is started: what the agent starts outside its process group is then
-    // ralph's to find and stop (see `ralph_loop::orphans`).
-    if let Err(e) = ralph_loop::orphans::adopt() {
+    // ralph's to find and stop (see `ralph_process::orphans`).
+    if let Err(e) = ralph_process::adopt() {
         eprintln!(
             "ralph: warning: could not become the subreaper of the agent's processes ({e}); a process the agent starts in a session of its own may outlive its iteration"
         );
@@ -446,10 +448,10 @@ pub fn run_loop(cfg: RunConfig, sandbox: Option<Sandbox>, tui: bool) -> CmdResul
                         "ralph: cannot start the terminal view ({e}); showing plain lines instead"
                     );
                 }
-                tokio::spawn(plain::run(
+                tokio::spawn(run_plain(
                     event_rx,
                     control_tx,
-                    plain::Options {
+                    PlainOptions {
                         answer_command,
                         bell,
                         desktop,

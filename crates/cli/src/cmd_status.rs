@@ -2,17 +2,17 @@
 
 use std::time::SystemTime;
 
-use ralph_loop::answer::{self, Answer};
-use ralph_loop::state::{PendingQuestion, State, Status};
-use ralph_loop::workspace::Workspace;
-use ralph_loop::{broker, registry};
+use ralph_protocol::answer::{self, Answer};
+use ralph_protocol::state::{PendingQuestion, State, Status};
 use ralph_protocol::text::clean;
+use ralph_protocol::workspace::Workspace;
+use ralph_protocol::{broker, registry};
 use serde_json::json;
 
 use crate::args::StatusArgs;
 use crate::locate::{self, Target};
 use crate::{CmdResult, Failure};
-use ralph_ui::plain::{self, fmt_duration};
+use ralph_ui::{fmt_duration, label};
 
 /// Prints the state of the loop in `-C DIR`, as text or JSON.
 pub fn run(args: &StatusArgs) -> CmdResult {
@@ -129,7 +129,7 @@ pub fn status_word(status: Status) -> &'static str {
 /// While the loop runs: how long it has run, and the agent's last line.
 fn running_lines(ws: &Workspace, state: &State) -> Vec<String> {
     let mut lines = Vec::new();
-    if let Some(started) = ralph_loop::state::parse_timestamp(&state.started_at)
+    if let Some(started) = ralph_protocol::state::parse_timestamp(&state.started_at)
         && let Ok(elapsed) = SystemTime::now().duration_since(started)
     {
         lines.push(format!("elapsed: {}", fmt_duration(elapsed)));
@@ -279,12 +279,12 @@ fn print_question(
     };
     outln!("\n  Question{from} (waiting {waited}; {left}):\n");
     // The agent wrote all of this: rendered from its markdown with no control sequence left.
-    for line in plain::markdown_lines(&q.text, plain::TEXT_WIDTH) {
+    for line in ralph_ui::markdown_lines(&q.text, ralph_ui::TEXT_WIDTH) {
         outln!("    {line}");
     }
     if let Some(c) = &q.context {
         // Every line indented, so none passes for one of ralph's own.
-        let lines = plain::markdown_lines(c, plain::TEXT_WIDTH);
+        let lines = ralph_ui::markdown_lines(c, ralph_ui::TEXT_WIDTH);
         outln!("    ({})", lines.join("\n     "));
     }
     if !q.options.is_empty() {
@@ -295,7 +295,7 @@ fn print_question(
             } else {
                 ""
             };
-            outln!("      {}. {}{default}", i + 1, plain::label(&o.label));
+            outln!("      {}. {}{default}", i + 1, label(&o.label));
         }
     }
     if let Some(a) = answered {
@@ -313,13 +313,13 @@ fn print_question(
         return;
     }
     if let Some(d) = &q.default {
-        outln!("\n    Default if nobody answers: {}", plain::label(d));
+        outln!("\n    Default if nobody answers: {}", label(d));
     }
     if live {
         outln!("\n  Answer it with:\n    {hint}");
         // The link `--json` gives too: one way to make it.
         if let Some(url) = broker::answer_url(root, &q.asked_at, broker::Channel::Status) {
-            outln!("  {}", plain::answer_link(&url));
+            outln!("  {}", ralph_ui::answer_link(&url));
         }
     } else {
         outln!("\n  An answer reaches the agent when `ralph run` runs again:\n    {hint}");
@@ -345,7 +345,7 @@ fn to_json(ws: &Workspace, state: Option<&State>, live: bool, hint: &str) -> ser
         v["worktree"] = w;
     }
     if live {
-        let elapsed = ralph_loop::state::parse_timestamp(&state.started_at)
+        let elapsed = ralph_protocol::state::parse_timestamp(&state.started_at)
             .and_then(|t| SystemTime::now().duration_since(t).ok())
             .map(|d| d.as_secs());
         v["elapsed_seconds"] = json!(elapsed);

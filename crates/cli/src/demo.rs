@@ -11,41 +11,17 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context as _, anyhow};
-use ralph_loop::answer::Answer;
-use ralph_loop::question::{Question, QuestionOption};
-use ralph_loop::runner::{RunConfig, Settings};
-use ralph_loop::state::AgentChoice;
+use ralph_loop::runner::{RunConfig, RunSettings};
+use ralph_protocol::state::AgentChoice;
 use ralph_loop::task::{TaskFile, parse_wait};
-use ralph_loop::workspace::{self, Workspace};
+use ralph_protocol::answer::Answer;
+use ralph_protocol::question::{Question, QuestionOption};
+use ralph_protocol::text::shell_quote;
+use ralph_protocol::workspace::{self, Workspace};
 
 use crate::args::DemoArgs;
+use crate::demo_task::{DEMO_TASK, is_demo_task};
 use crate::{CmdResult, Failure, agents, cmd_run};
-
-const DEMO_TASK: &str = r#"---
-# The demo's task file. `ralph init` writes a fully commented one for your own projects.
-task: Write a greeting for a new teammate into greeting.txt, in the language the human picks
-max_iterations: 5
-test_command: test -s greeting.txt && grep -q "ralph" NOTES.md
-question_timeout: 20s
-iteration_timeout: 2m
----
-# Demo: a greeting for a new teammate
-
-The loop ends when every box below is checked and `test_command` passes.
-
-- [ ] greeting.txt greets the new teammate in the language the human picked
-- [ ] NOTES.md says what was done and why
-"#;
-
-/// The `task:` of [`DEMO_TASK`].
-const DEMO_TASK_SUMMARY: &str =
-    "Write a greeting for a new teammate into greeting.txt, in the language the human picks";
-
-/// Whether `task` is the demo's own: the only task the demo agent works on. Anywhere else it
-/// would tick a real project's checkboxes, write its files there and report DONE.
-pub fn is_demo_task(task: &TaskFile) -> bool {
-    task.task == DEMO_TASK_SUMMARY
-}
 
 /// Runs a loop with the demo agent in a fresh directory.
 pub fn run(args: &DemoArgs) -> CmdResult {
@@ -79,11 +55,11 @@ pub fn run(args: &DemoArgs) -> CmdResult {
     std::fs::write(&task_path, DEMO_TASK)
         .with_context(|| format!("could not write {}", task_path.display()))?;
     let task = TaskFile::load(&task_path).map_err(Failure::failed)?;
-    let mut settings = Settings::from_task(&task);
+    let mut settings = RunSettings::from_task(&task);
     settings.question_timeout = question_timeout;
     let resolved = agents::resolve_with(Some("demo"), None, None, &[], None)
         .map_err(|e| Failure::failed(anyhow!(e)))?;
-    let quoted = agents::shell_quote(&dir.display().to_string());
+    let quoted = shell_quote(&dir.display().to_string());
     outln!(
         "ralph demo: a scripted agent works on a small task in {quoted}.\n\
          It will ask you a question. Answer it here, or from another terminal with the command\n\

@@ -6,18 +6,18 @@
 //! and `ralph answer` look for one in their directory (`-C DIR`, or the current one) and then
 //! in each parent, so they work from anywhere inside the project. Outside any project,
 //! `ralph status` and `ralph answer` fall back to the machine's registry of running loops
-//! (`ralph_loop::registry`): with exactly one waiting for an answer they act on it and say
+//! (`ralph_protocol::registry`): with exactly one waiting for an answer they act on it and say
 //! which; with several they list them, each with the command that answers it.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::anyhow;
-use ralph_loop::registry;
-use ralph_loop::state::{State, Status};
-use ralph_loop::workspace::{DIR_NAME, Workspace};
+use ralph_protocol::registry;
+use ralph_protocol::state::{State, Status};
+use ralph_protocol::workspace::{DIR_NAME, Workspace};
 
 use crate::Failure;
-use crate::agents::shell_quote;
+use ralph_protocol::text::shell_quote;
 
 /// The project `dir` is in: `dir` or its nearest ancestor holding `.ralph/` or
 /// `RALPH_TASK.md`; `None` outside any project. `dir` must exist (a usage error otherwise).

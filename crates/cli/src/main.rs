@@ -34,11 +34,13 @@ mod cmd_status;
 mod cmd_worktree;
 mod cmd_stop;
 mod demo;
+mod demo_task;
 mod locate;
 
 use std::process::ExitCode;
 
 use clap::Parser;
+use ralph_protocol::text::shell_quote;
 
 use crate::args::{Cli, Command, Internal, InternalCli};
 
@@ -160,7 +162,7 @@ fn run_internal(command: Internal) -> CmdResult {
             terminal,
             run,
         } => {
-            ralph_loop::guard::main(&ralph_dir, terminal, run.as_deref());
+            ralph_process::guard_main(&ralph_dir, terminal, run.as_deref());
             Ok(0)
         }
         Internal::Sandbox => Ok(u8::try_from(ralph_process::sandbox::main()).unwrap_or(1)),
@@ -204,7 +206,7 @@ pub fn program() -> String {
             });
             match on_path.and_then(|p| std::fs::canonicalize(p).ok()) {
                 Some(found) if found == me => "ralph".into(),
-                _ => agents::shell_quote(&me.display().to_string()),
+                _ => shell_quote(&me.display().to_string()),
             }
         })
         .clone()
@@ -220,6 +222,6 @@ pub fn run_command(root: &std::path::Path) -> String {
     format!(
         "{} run -C {}",
         program(),
-        agents::shell_quote(&root.display().to_string())
+        shell_quote(&root.display().to_string())
     )
 }

@@ -8,7 +8,7 @@ use ralph_protocol::state::{AskClaim, parse_timestamp};
 /// was written, its pid reused.
 pub fn claim_is_stale(claim: &AskClaim) -> bool {
     match parse_timestamp(&claim.asked_at) {
-        Some(asked) => ralph_process::sys::gone_since(claim.pid, asked),
-        None => !ralph_process::sys::is_alive(claim.pid),
+        Some(asked) => ralph_process::gone_since(claim.pid, asked),
+        None => !ralph_process::is_alive(claim.pid),
     }
 }

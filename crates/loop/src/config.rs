@@ -19,18 +19,9 @@ use std::path::{Path, PathBuf};
 use ralph_protocol::user_dirs::{UserDir, user_dir};
 use serde::Deserialize;
 
-use crate::runner::logs::LogBudget;
-use crate::task::{Key, TaskFile, TaskWarning, WarningKind};
-use crate::workspace::{self, Workspace};
-
-/// The keys a config file may set, all of them task-file keys.
-pub const KEYS: [Key; 5] = [
-    Key::Agent,
-    Key::Bell,
-    Key::DesktopNotification,
-    Key::NotifyCommand,
-    Key::WebhookUrl,
-];
+use crate::logs::LogBudget;
+use crate::task::{CONFIG_KEYS, Key, TaskFile, TaskWarning, WarningKind};
+use ralph_protocol::workspace::{self, Workspace};
 
 /// What a config file may set.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -258,7 +249,7 @@ pub fn apply_all(
 
 /// The config key an unknown one was most likely meant to be, if any is close.
 fn suggest(unknown: &str) -> Option<Key> {
-    let names = KEYS.map(Key::name);
+    let names = CONFIG_KEYS.map(Key::name);
     crate::task::nearest(unknown, &names).and_then(Key::from_name)
 }
 

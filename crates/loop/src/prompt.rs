@@ -10,8 +10,8 @@
 
 use std::fmt::Write as _;
 
-use crate::question::Question;
 use crate::task::TaskFile;
+use ralph_protocol::question::Question;
 
 /// Something the previous iteration (or a human) left for the next prompt.
 #[derive(Debug, Clone, PartialEq)]

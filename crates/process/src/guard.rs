@@ -19,7 +19,7 @@
 //! is one `write` of a few bytes per group started or ended.
 //!
 //! The guard also gives the terminal back when ralph dies with its terminal view up
-//! ([`Terminal`]): a killed ralph leaves the terminal in raw mode with the cursor hidden, and a
+//! ([`SavedTerminal`]): a killed ralph leaves the terminal in raw mode with the cursor hidden, and a
 //! shell that does not restore the settings itself (`sh`, or any shell when ralph ran under
 //! `make` or a script) is left with no echo and no line editing. ralph says goodbye (`.`) on
 //! every exit it lives through, after which the terminal is its own business.
@@ -47,9 +47,9 @@ pub struct Guard {
 impl Guard {
     /// Starts `program` with `args` as the guard, reading its end of a new pipe.
     ///
-    /// `program` is meant to run [`main`]: `ralph __guard DIR` from the `ralph` binary. With
+    /// `program` is meant to run [`guard_main`]: `ralph __guard DIR` from the `ralph` binary. With
     /// `terminal`, it is also given `--terminal`, and this returns once the guard has read the
-    /// terminal's settings ([`Terminal::save`]): before ralph's view changes them.
+    /// terminal's settings ([`SavedTerminal::save`]): before ralph's view changes them.
     pub fn start(program: &Path, args: &[&std::ffi::OsStr], terminal: bool) -> io::Result<Guard> {
         use std::os::unix::process::CommandExt;
         let mut cmd = Command::new(program);
@@ -117,21 +117,21 @@ impl Drop for Guard {
 /// The terminal ralph's view takes over, as it was before: what the guard needs to give it
 /// back if ralph is killed with the view up.
 #[derive(Debug)]
-pub struct Terminal {
+pub struct SavedTerminal {
     tty: File,
     saved: Termios,
 }
 
-impl Terminal {
+impl SavedTerminal {
     /// The controlling terminal (`/dev/tty`) and its settings now; `None` without one.
-    pub fn save() -> Option<Terminal> {
+    pub fn save() -> Option<SavedTerminal> {
         let tty = File::options()
             .read(true)
             .write(true)
             .open("/dev/tty")
             .ok()?;
         let saved = termios::tcgetattr(&tty).ok()?;
-        Some(Terminal { tty, saved })
+        Some(SavedTerminal { tty, saved })
     }
 
     /// Gives the terminal back after ralph died without doing so.
@@ -166,34 +166,34 @@ const GIVE_BACK: &[u8] = b"\x1b[0m\x1b[?2004l\x1b[999;1H\r\n\x1b[?25h";
 
 /// `ralph __guard DIR [--terminal] [--run ID]`: with `terminal`, saves the terminal's
 /// settings and says so (one byte on standard output, which [`Guard::start`] waits for);
-/// then [`serve`]s standard input, for the run with id `run` when given.
-pub fn main(ralph_dir: &Path, terminal: bool, run: Option<&str>) {
+/// then stands guard over standard input (`stand_guard`), for the run with id `run` when given.
+pub fn guard_main(ralph_dir: &Path, terminal: bool, run: Option<&str>) {
     // Before anything else: while ralph lives it is the parent, and its group is known.
-    let run = run.map(Run::new);
-    let saved = terminal.then(Terminal::save).flatten();
+    let run = run.map(GuardedRun::new);
+    let saved = terminal.then(SavedTerminal::save).flatten();
     if terminal {
         let mut out = io::stdout();
         let _ = out.write_all(b".").and_then(|()| out.flush());
     }
-    serve(io::stdin().lock(), ralph_dir, saved, run.as_ref());
+    stand_guard(io::stdin().lock(), ralph_dir, saved, run.as_ref());
 }
 
 /// The processes of one `ralph run`, for the guard to stop after a crash: those whose
 /// environment holds the run's mark ([`orphans::run_mark`]).
 #[derive(Debug, Clone)]
-pub struct Run {
+pub struct GuardedRun {
     mark: Vec<u8>,
     /// The groups never signalled with them, nor any process in them: the guard's own and
     /// ralph's (the shell's job, where a pipe's other commands, `tee` say, may live on).
     spare: Vec<i32>,
 }
 
-impl Run {
+impl GuardedRun {
     /// The run with id `id`, as seen from the guard while ralph, its parent, lives.
-    pub fn new(id: &str) -> Run {
+    pub fn new(id: &str) -> GuardedRun {
         let own = getpgrp();
         let ralph = getpgid(Some(getppid())).unwrap_or(own);
-        Run {
+        GuardedRun {
             mark: orphans::run_mark(id),
             spare: vec![own.as_raw(), ralph.as_raw()],
         }
@@ -211,11 +211,11 @@ const DEFAULT_GRACE: Duration = Duration::from_secs(3);
 /// say goodbye, stops every process of `run` still alive wherever it is
 /// ([`orphans::stop_everywhere`]): one that had left the agent's group, which ralph, killed
 /// before it could, had adopted or not yet found.
-pub fn serve(
+fn stand_guard(
     input: impl BufRead,
     ralph_dir: &Path,
-    mut terminal: Option<Terminal>,
-    run: Option<&Run>,
+    mut terminal: Option<SavedTerminal>,
+    run: Option<&GuardedRun>,
 ) {
     // The group running, and the grace the last one started was given.
     let mut running: Option<i32> = None;
@@ -308,13 +308,13 @@ mod tests {
         let mut running = group(&dir, true);
         let (e, f, r) = (ended.id(), foreign.id(), running.id());
         // The group ralph said had ended is left alone.
-        serve(format!("+{e} 2000\n-{e}\n").as_bytes(), &dir, None, None);
+        stand_guard(format!("+{e} 2000\n-{e}\n").as_bytes(), &dir, None, None);
         // So is one that is not the loop's.
-        serve(format!("+{f} 2000\n").as_bytes(), &dir, None, None);
+        stand_guard(format!("+{f} 2000\n").as_bytes(), &dir, None, None);
         // The last one started, still running: stopped, whatever came after it that is not
         // a message, or ends another group.
         let input = format!("+{e} 2000\n+{r} 2000\nnot a message\n+{r}\n-{e}\n");
-        serve(input.as_bytes(), &dir, None, None);
+        stand_guard(input.as_bytes(), &dir, None, None);
         let _ = running.wait();
         assert!(gone(&mut running), "the group still listed was not stopped");
         assert!(
@@ -333,17 +333,17 @@ mod tests {
 
     /// A pseudo-terminal put in raw mode as ralph's view puts it, with the settings from
     /// before saved as the guard saves them; and the side a terminal emulator reads.
-    fn raw_terminal() -> (Terminal, File) {
+    fn raw_terminal() -> (SavedTerminal, File) {
         let pty = nix::pty::openpty(None, None).unwrap();
         let tty = File::from(pty.slave);
         let saved = termios::tcgetattr(&tty).unwrap();
         let mut raw = saved.clone();
         termios::cfmakeraw(&mut raw);
         termios::tcsetattr(&tty, SetArg::TCSANOW, &raw).unwrap();
-        (Terminal { tty, saved }, File::from(pty.master))
+        (SavedTerminal { tty, saved }, File::from(pty.master))
     }
 
-    fn settings(terminal: &Terminal) -> Termios {
+    fn settings(terminal: &SavedTerminal) -> Termios {
         termios::tcgetattr(&terminal.tty).unwrap()
     }
 
@@ -369,14 +369,14 @@ mod tests {
         let (terminal, mut master) = raw_terminal();
         let raw = settings(&terminal);
         let tty = terminal.tty.try_clone().unwrap();
-        serve(".\n".as_bytes(), &dir, Some(terminal), None);
+        stand_guard(".\n".as_bytes(), &dir, Some(terminal), None);
         assert_eq!(termios::tcgetattr(&tty).unwrap(), raw);
         assert_eq!(sent(&mut master, &tty), b"");
 
         // ralph died with the terminal in raw mode: settings back, cursor below and shown.
         let (terminal, mut master) = raw_terminal();
         let (saved, tty) = (terminal.saved.clone(), terminal.tty.try_clone().unwrap());
-        serve("+1 10\n-1\n".as_bytes(), &dir, Some(terminal), None);
+        stand_guard("+1 10\n-1\n".as_bytes(), &dir, Some(terminal), None);
         assert_eq!(termios::tcgetattr(&tty).unwrap(), saved);
         // Written after the settings came back: the line discipline turns `\n` into `\r\n`.
         let expected = String::from_utf8_lossy(GIVE_BACK).replace('\n', "\r\n");
@@ -391,7 +391,7 @@ mod tests {
             .remove(termios::LocalFlags::ICANON | termios::LocalFlags::ECHO);
         termios::tcsetattr(&terminal.tty, SetArg::TCSANOW, &shell).unwrap();
         let tty = terminal.tty.try_clone().unwrap();
-        serve("".as_bytes(), &dir, Some(terminal), None);
+        stand_guard("".as_bytes(), &dir, Some(terminal), None);
         assert_eq!(termios::tcgetattr(&tty).unwrap(), shell);
         assert_eq!(sent(&mut master, &tty), SHOW_CURSOR);
     }
@@ -413,7 +413,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let dir = dir.path().join(".ralph");
         let id = format!("guard-test-{}", std::process::id());
-        let run = Run {
+        let run = GuardedRun {
             mark: orphans::run_mark(&id),
             spare: vec![getpgrp().as_raw()],
         };
@@ -421,12 +421,12 @@ mod tests {
         let mut other_run = sleeper(&[("RALPH_RUN", &format!("{id}-2"))]);
         let mut unmarked = sleeper(&[]);
         // ralph said goodbye: it stopped what it started itself.
-        serve(".\n".as_bytes(), &dir, None, Some(&run));
+        stand_guard(".\n".as_bytes(), &dir, None, Some(&run));
         std::thread::sleep(Duration::from_millis(100));
         let after_goodbye = exited(&mut ours);
         // ralph was killed: no group was running, but a process of the run lives on. The
         // guard returns once it is gone.
-        serve("+1 300\n-1\n".as_bytes(), &dir, None, Some(&run));
+        stand_guard("+1 300\n-1\n".as_bytes(), &dir, None, Some(&run));
         let after_crash = exited(&mut ours);
         let spared = [exited(&mut other_run), exited(&mut unmarked)];
         for child in [&mut ours, &mut other_run, &mut unmarked] {
@@ -456,7 +456,7 @@ mod tests {
             std::thread::sleep(Duration::from_millis(5));
         }
         let start = Instant::now();
-        serve(format!("+{pgid} 300\n").as_bytes(), &dir, None, None);
+        stand_guard(format!("+{pgid} 300\n").as_bytes(), &dir, None, None);
         let _ = stubborn.wait();
         assert!(!supervisor::group_alive(pgid), "it survived the guard");
         assert!(

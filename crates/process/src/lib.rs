@@ -4,12 +4,12 @@
 //! # Theory of operation
 //!
 //! An agent (or a test command) is a shell command that may start anything. ralph starts it
-//! as the leader of a new process group ([`supervisor`]), so one signal reaches its whole tree,
+//! as the leader of a new process group ([`spawn_shell`], [`stop_group`]; [`Group`] for an owner that reads the group's output while it stops), so one signal reaches its whole tree,
 //! and stops it with one sequence: SIGTERM to the group, a grace period, SIGKILL, and rounds
 //! for escapees. What leaves the group (`setsid`, a shell with job control) is found by the
-//! [`orphans`] sweep: every process ralph starts carries a mark in its environment, and on
-//! Linux ralph is also the subreaper of everything it starts. Should ralph itself be killed
-//! outright, the [`guard`], a second small process, stops what is left.
+//! [`sweep`]: every process ralph starts carries a mark in its environment, and on Linux
+//! ralph is also the subreaper of everything it starts. Should ralph itself be killed
+//! outright, the [`Guard`], a second small process, stops what is left.
 //!
 //! # Backends
 //!
@@ -22,13 +22,30 @@
 //! built.
 
 #![forbid(unsafe_code)]
+#![warn(missing_docs, unreachable_pub)]
 
 mod adopt;
 pub mod command_line;
+mod group;
 pub mod guard;
 pub mod orphans;
-pub mod sandbox;
 pub mod reader;
+pub mod sandbox;
 pub mod supervisor;
 pub mod sys;
 pub mod watch;
+
+pub use adopt::{adopt, adopting, spawn};
+pub use command_line::{command, direct_words};
+pub use group::{Group, GroupDue, GroupState};
+pub use guard::{Guard, GuardedRun, SavedTerminal, guard_main};
+pub use orphans::{
+    RUN_VAR, Swept, group_is_ours, lineage_groups, mark_of, ralph_dir_value, run_id, run_mark,
+    stop_everywhere, sweep, terminate,
+};
+pub use supervisor::{
+    Spawned, Stopped, describe_exit, group_alive, kill_group_now, live_members, spawn_shell,
+    spawn_shell_open, stop_group, stop_group_blocking,
+};
+pub use sys::{ProcStat, gone_since, is_alive, is_executable, processes, started_at, stat};
+pub use watch::{DirWatch, DirsWatch, watch_async, watch_blocking};

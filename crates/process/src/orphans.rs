@@ -40,8 +40,8 @@ use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::{Pid, getpgrp, getpid};
 use tokio::time::Instant;
 
-use crate::adopt::started;
-pub use crate::adopt::{adopt, adopting, spawn};
+use crate::adopt::{adopting, started};
+
 use crate::supervisor::{self, Stopped};
 use crate::sys;
 
@@ -180,7 +180,7 @@ pub fn lineage_groups() -> Vec<i32> {
     // One read of each process's stat gives its group and its parent. Bounded: a parent read
     // after its child's pid was reused could point anywhere.
     for _ in 0..64 {
-        let Some(sys::Stat { parent, group, .. }) = stat_of(pid) else {
+        let Some(sys::ProcStat { parent, group, .. }) = stat_of(pid) else {
             break;
         };
         if !groups.contains(&group) {
@@ -393,7 +393,7 @@ fn all_gone(escapees: &[Escapee]) -> bool {
 }
 
 /// What the system says of process `pid`.
-fn stat_of(pid: i32) -> Option<sys::Stat> {
+fn stat_of(pid: i32) -> Option<sys::ProcStat> {
     sys::stat(u32::try_from(pid).ok()?)
 }
 

@@ -183,6 +183,15 @@ pub fn kill_group_now(pgid: i32) {
     }
 }
 
+/// The first step of every graceful stop: SIGTERM to the whole group, and SIGCONT, since a
+/// stopped process cannot act on SIGTERM.
+pub(crate) fn terminate_group(pgid: i32) {
+    if pgid > 1 {
+        let _ = killpg(Pid::from_raw(pgid), Sig::SIGTERM);
+        let _ = killpg(Pid::from_raw(pgid), Sig::SIGCONT);
+    }
+}
+
 /// Stops every process in group `pgid`: SIGTERM, up to `grace` to exit, then SIGKILL.
 ///
 /// `hurry` resolves when the caller wants to skip the rest of the grace (a second Ctrl-C).
@@ -193,9 +202,7 @@ where
     if !group_alive(pgid) {
         return Stopped::AlreadyGone;
     }
-    let _ = killpg(Pid::from_raw(pgid), Sig::SIGTERM);
-    // SIGCONT too: a stopped process cannot act on SIGTERM.
-    let _ = killpg(Pid::from_raw(pgid), Sig::SIGCONT);
+    terminate_group(pgid);
     tokio::pin!(hurry);
     let deadline = Instant::now() + grace;
     let mut hurried = false;

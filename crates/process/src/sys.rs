@@ -52,7 +52,7 @@ pub fn is_alive(pid: u32) -> bool {
 
 /// What the system says of a process: the fields ralph uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Stat {
+pub struct ProcStat {
     /// The state, as `/proc` letters it: `R`, `S`, `Z` (a zombie), `X` (dead), ...
     pub state: char,
     /// The parent's pid (0 when unknown).
@@ -61,7 +61,7 @@ pub struct Stat {
     pub group: i32,
 }
 
-impl Stat {
+impl ProcStat {
     /// Whether the process has exited (a zombie not yet reaped, or dead).
     pub fn exited(&self) -> bool {
         matches!(self.state, 'Z' | 'X')
@@ -70,12 +70,12 @@ impl Stat {
 
 /// What the system says of process `pid`; `None` where it has no such process (or cannot
 /// say).
-pub fn stat(pid: u32) -> Option<Stat> {
+pub fn stat(pid: u32) -> Option<ProcStat> {
     backend::stat(pid)
 }
 
-/// Every process there is, with its [`Stat`]; `None` where the table cannot be read.
-pub fn processes() -> Option<Vec<(i32, Stat)>> {
+/// Every process there is, with its [`ProcStat`]; `None` where the table cannot be read.
+pub fn processes() -> Option<Vec<(i32, ProcStat)>> {
     backend::processes()
 }
 
@@ -90,14 +90,14 @@ pub(crate) fn environ_holds(pid: i32, mark: &[u8]) -> bool {
 }
 
 /// The processes, other than `except`, whose environment holds every one of `marks` as a
-/// whole entry, with their [`Stat`]s.
-pub(crate) fn marked(marks: &[&[u8]], except: i32) -> Vec<(i32, Stat)> {
+/// whole entry, with their [`ProcStat`]s.
+pub(crate) fn marked(marks: &[&[u8]], except: i32) -> Vec<(i32, ProcStat)> {
     backend::marked(marks, except)
 }
 
 /// [`marked`], among the processes that started at `since` or later (where the backend can
 /// tell cheaply: the portable one reads only their environments).
-pub(crate) fn marked_since(marks: &[&[u8]], except: i32, since: SystemTime) -> Vec<(i32, Stat)> {
+pub(crate) fn marked_since(marks: &[&[u8]], except: i32, since: SystemTime) -> Vec<(i32, ProcStat)> {
     backend::marked_since(marks, except, since)
 }
 

@@ -1,4 +1,4 @@
-//! `orphans`: a test binary of its own, because [`orphans::adopt`] makes the whole process a
+//! `orphans`: a test binary of its own, because [`adopt`] makes the whole process a
 //! subreaper. The tests take turns (`SERIAL`): a sweep reaps every adopted zombie it sees.
 //!
 //! The same tests run against both backends (`--features portable`): with the Linux one the
@@ -6,12 +6,13 @@
 //! with the portable one they go to init, are found in the process table by their marks
 //! (`RALPH_DIR`, and `RALPH_RUN` as the loop sets it) and are reaped by init.
 
+use ralph_process::{adopt, spawn, terminate};
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use ralph_process::orphans::{self, Swept};
-use ralph_process::supervisor::Stopped;
+use ralph_process::Stopped;
+use ralph_process::Swept;
 use ralph_process::sys;
 
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -27,7 +28,7 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     let guard = SERIAL
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    orphans::adopt().expect("PR_SET_CHILD_SUBREAPER");
+    adopt().expect("PR_SET_CHILD_SUBREAPER");
     sweep(Duration::ZERO);
     guard
 }
@@ -42,7 +43,7 @@ fn sweep_outside(group: i32, grace: Duration) -> Swept {
         .enable_all()
         .build()
         .unwrap()
-        .block_on(orphans::sweep(
+        .block_on(ralph_process::sweep(
             &mark(),
             group,
             grace,
@@ -50,7 +51,7 @@ fn sweep_outside(group: i32, grace: Duration) -> Swept {
         ))
 }
 
-/// Runs `script` under `sh` (marked or not) through `orphans::spawn`, waits for it, and
+/// Runs `script` under `sh` (marked or not) through `spawn`, waits for it, and
 /// returns the pids it wrote to `$PIDS`, a line each: processes it left behind, now adopted.
 fn leave_behind(script: &str, marked: bool) -> Vec<i32> {
     let dir = tempfile::tempdir().unwrap();
@@ -62,9 +63,9 @@ fn leave_behind(script: &str, marked: bool) -> Vec<i32> {
         .stdout(Stdio::null());
     if marked {
         cmd.env("RALPH_DIR", MARK)
-            .env(orphans::RUN_VAR, orphans::run_id());
+            .env(ralph_process::RUN_VAR, ralph_process::run_id());
     }
-    let mut child = orphans::spawn(|| cmd.spawn(), |c| Some(c.id())).unwrap();
+    let mut child = spawn(|| cmd.spawn(), |c| Some(c.id())).unwrap();
     assert!(child.wait().unwrap().success(), "{script}");
     let got = read_pids(&pids, script.matches("$PIDS").count());
     assert!(!got.is_empty());
@@ -206,12 +207,12 @@ fn an_unmarked_process_is_left_running_and_reaped_once_it_exits() {
 #[test]
 fn a_child_ralph_started_is_left_to_whoever_waits_for_it() {
     let _serial = serial();
-    let mut exited: Child = orphans::spawn(
+    let mut exited: Child = spawn(
         || Command::new("sh").args(["-c", "exit 7"]).spawn(),
         |c| Some(c.id()),
     )
     .unwrap();
-    let mut running: Child = orphans::spawn(
+    let mut running: Child = spawn(
         || {
             Command::new("sleep")
                 .arg("300")
@@ -240,7 +241,7 @@ fn terminate_signals_at_once_and_a_sweep_reaps() {
     let _serial = serial();
     let pids = leave_behind("setsid sleep 300 & echo $! >> $PIDS", true);
     wait_for_exec(pids[0], "sleep");
-    let early = orphans::terminate(&mark(), 0);
+    let early = terminate(&mark(), 0);
     assert_eq!(early.stopped.len(), 1);
     wait_for("the sleep to exit", || exited(pids[0]));
     let swept = early.and(sweep(Duration::from_secs(5)));
@@ -278,7 +279,7 @@ fn start_with(script: &str, env: &[(&str, &str)], want: usize) -> (Child, Vec<i3
         .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::null());
-    let child = orphans::spawn(|| cmd.spawn(), |c| Some(c.id())).unwrap();
+    let child = ralph_process::spawn(|| cmd.spawn(), |c| Some(c.id())).unwrap();
     (child, read_pids(&pids, want))
 }
 
@@ -309,11 +310,11 @@ fn without_a_subreaper_a_process_of_another_run_is_left_alone() {
     }
     let _serial = serial();
     // The same `.ralph/`, another run's id, and init's now: not this run's to stop.
-    let other = format!("{}-other", orphans::run_id());
+    let other = format!("{}-other", ralph_process::run_id());
     let pids = {
         let (mut shell, pids) = start_with(
             "setsid sleep 300 & echo $! >> $PIDS",
-            &[("RALPH_DIR", MARK), (orphans::RUN_VAR, &other)],
+            &[("RALPH_DIR", MARK), (ralph_process::RUN_VAR, &other)],
             1,
         );
         let _ = shell.wait();

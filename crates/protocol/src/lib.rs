@@ -32,6 +32,7 @@
 //! crate and `ralph-signal`, not on the runner.
 
 #![forbid(unsafe_code)]
+#![warn(missing_docs, unreachable_pub)]
 
 pub mod answer;
 pub mod broker;

@@ -160,7 +160,7 @@ pub struct State {
     #[serde(default)]
     pub agent_pgid: Option<i32>,
     /// This run's id (`RALPH_RUN` in the environment of every agent and test command it
-    /// starts, see `ralph_process::orphans::run_id`), so that a later run can also stop what they
+    /// starts, see `ralph_process::run_id`), so that a later run can also stop what they
     /// started outside that group, should ralph and its guard both be killed outright. `None`
     /// in files from before it was recorded, and when no loop wrote the file.
     #[serde(default)]

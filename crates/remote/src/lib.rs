@@ -18,6 +18,7 @@
 //! carries: [`server`].
 
 #![forbid(unsafe_code)]
+#![warn(missing_docs, unreachable_pub)]
 
 pub mod conn;
 pub mod desk;

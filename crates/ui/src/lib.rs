@@ -5,40 +5,45 @@
 //! A front end takes the loop's [`LoopEvent`](ralph_protocol::event::LoopEvent)s from a channel and
 //! sends back [`Control`](ralph_protocol::event::Control)s; it shares no state with the loop.
 //!
-//! - [`tui`]: the loop view, an inline viewport under the agent's scrolling output.
-//! - [`plain`]: plain lines, for pipes, CI, dumb terminals and `--no-tui`.
+//! - [`Tui`]: the loop view, an inline viewport under the agent's scrolling output.
+//! - [`run_plain`]: plain lines, for pipes, CI, dumb terminals and `--no-tui`.
 //!
 //! Components keep state, update and drawing apart. A component is a plain struct that takes
 //! events (`handle_key` with the current [`Instant`](std::time::Instant), `handle_paste`) and
 //! answers with an action for its owner; drawing takes `&self` and a `now`, so every state
 //! can be rendered into a test buffer and snapshotted without a terminal or a clock.
 //!
-//! - [`question_panel`]: [`QuestionPanel`], the agent's question with options, an answer
+//! - [`QuestionPanel`], the agent's question with options, an answer
 //!   editor and the loop's countdown, which the loop pauses while the person types.
-//! - [`theme`]: [`Theme`], colours or, under `NO_COLOR`, bold/reverse/dim instead.
+//! - [`Theme`], colours or, under `NO_COLOR`, bold/reverse/dim instead.
 //!
 //! Everything the agent wrote is stripped of terminal control sequences
 //! ([`ralph_signal::sanitize`]) before it is drawn.
 
 #![forbid(unsafe_code)]
+#![warn(missing_docs, unreachable_pub)]
 
 mod countdown_view;
 mod markdown;
-pub mod plain;
-pub mod question_panel;
+mod plain;
+mod question_panel;
 mod question_view;
 mod terminal_notification;
-pub mod theme;
-pub mod tui;
+mod theme;
+mod tui;
 mod words;
 mod wrap;
 
 #[cfg(test)]
 mod question_snapshots;
 
+pub use plain::{PlainOptions, fmt_duration, run_plain};
 pub use question_panel::{PanelAction, QuestionPanel};
 pub use question_view::PanelView;
 pub use theme::Theme;
+pub use tui::{Tui, TuiOptions};
+pub use plain::{TEXT_WIDTH, agent_event, last_line, markdown_first_line, markdown_lines};
+pub use words::{answer_link, label};
 
 /// "up to 1 iteration", "up to 10 iterations": the loop's bound, as its status lines say it.
 pub(crate) fn up_to_iterations(max: u32) -> String {

@@ -17,11 +17,11 @@ use ralph_protocol::text::clean;
 use ralph_signal::AgentEvent;
 use tokio::sync::mpsc;
 
-use crate::words;
+use crate::words::{self, label};
 
 /// How the plain front end behaves.
 #[derive(Debug, Clone)]
-pub struct Options {
+pub struct PlainOptions {
     /// `ralph answer -C DIR` for this loop ([`ralph_protocol::desk::answer_command`]), for the
     /// hint.
     pub answer_command: String,
@@ -38,10 +38,10 @@ struct Open {
 }
 
 /// Shows loop events as lines until the loop finishes; forwards typed answers and signals.
-pub async fn run(
+pub async fn run_plain(
     mut events: mpsc::Receiver<LoopEvent>,
     controls: mpsc::UnboundedSender<Control>,
-    opts: Options,
+    opts: PlainOptions,
 ) {
     let stdout_tty = std::io::stdout().is_terminal();
     let mut lines = stdin_lines();
@@ -171,7 +171,13 @@ fn interpret(q: &Question, line: &str) -> Typed {
     }
 }
 
-fn show(out: &mut impl Write, ev: LoopEvent, open: &mut Option<Open>, opts: &Options, tty: bool) {
+fn show(
+    out: &mut impl Write,
+    ev: LoopEvent,
+    open: &mut Option<Open>,
+    opts: &PlainOptions,
+    tty: bool,
+) {
     let _ = match ev {
         LoopEvent::Started {
             task,
@@ -397,7 +403,6 @@ pub fn last_line(events: &[AgentEvent]) -> Option<String> {
     })
 }
 
-pub use crate::words::{answer_link, label};
 
 /// How wide plain renderings of a question's markdown are (the indent comes on top).
 pub const TEXT_WIDTH: u16 = 96;
@@ -466,12 +471,13 @@ mod tests {
         })
         .await
         .unwrap();
-        let opts = Options {
+        let opts = PlainOptions {
             answer_command: String::new(),
             bell: false,
             desktop: false,
         };
-        let ended = tokio::time::timeout(Duration::from_secs(10), run(rx, controls, opts)).await;
+        let ended =
+            tokio::time::timeout(Duration::from_secs(10), run_plain(rx, controls, opts)).await;
         assert!(ended.is_ok(), "the view waited for the channel to close");
         drop(tx);
     }

@@ -20,7 +20,7 @@ const TERMINAL_TITLE_CHARS: usize = 60;
 /// Inside tmux (`TMUX` is set) the sequence goes in tmux's passthrough ([`tmux_passthrough`]):
 /// tmux swallows OSC 9 and 777 itself, so a loop watched in tmux, the usual way over ssh,
 /// never reached the desktop.
-pub fn terminal_notification(title: &str, body: &str) -> String {
+pub(crate) fn terminal_notification(title: &str, body: &str) -> String {
     let term = std::env::var("TERM").unwrap_or_default();
     let seq = osc_notification(title, body, TerminalKind::from_term(&term));
     if std::env::var_os("TMUX").is_some_and(|v| !v.is_empty()) {

@@ -64,7 +64,7 @@ impl Table {
 
 impl Para {
     /// A line of text with no prefix.
-    pub fn text(spans: Vec<Span<'static>>) -> Self {
+    pub(crate) fn text(spans: Vec<Span<'static>>) -> Self {
         Self {
             spans,
             ..Self::default()
@@ -72,12 +72,12 @@ impl Para {
     }
 
     /// An empty line.
-    pub fn blank() -> Self {
+    pub(crate) fn blank() -> Self {
         Self::default()
     }
 
     /// `first` before the first row, and as many spaces before the others.
-    pub fn hanging(first: Vec<Span<'static>>, spans: Vec<Span<'static>>) -> Self {
+    pub(crate) fn hanging(first: Vec<Span<'static>>, spans: Vec<Span<'static>>) -> Self {
         let indent = spans_width(&first);
         Self {
             first,

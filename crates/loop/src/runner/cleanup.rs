@@ -1,6 +1,14 @@
 //! Step 1 of every iteration: clear what a crash may have left, and pick up a waiting answer.
 
-use super::*;
+use std::time::Duration;
+
+use ralph_protocol::state::AskClaim;
+use ralph_protocol::workspace::{self};
+use serde_json::json;
+
+use super::Runner;
+use super::error::RunError;
+use crate::logs;
 
 impl Runner {
     /// Step 1: clear what a crash may have left, and pick up an answer that is waiting.
@@ -8,16 +16,17 @@ impl Runner {
         // Only files older than ten minutes go, so looking once a minute removes the same ones
         // barely later, without listing `.ralph/` (and waking its watcher) every iteration.
         let sweep = self
+            .record
             .last_sweep
             .is_none_or(|at| at.elapsed() >= Duration::from_secs(60));
         // `logs/` only once, before this run made any: a temporary file there is a prompt file
         // made ahead of time (`workspace::SpareFile`), and only a crashed run leaves one.
-        let logs_too = self.last_sweep.is_none();
+        let logs_too = self.record.last_sweep.is_none();
         if sweep && let Ok(entries) = std::fs::read_dir(self.ws.dir()) {
-            self.last_sweep = Some(std::time::Instant::now());
+            self.record.last_sweep = Some(std::time::Instant::now());
             let pruned = logs::prune(
                 &self.ws.logs(),
-                self.log_run,
+                self.record.log_run,
                 self.state.iteration,
                 self.cfg.settings.log_budget,
             );
@@ -50,7 +59,7 @@ impl Runner {
             }
         }
         // Drain file-watch wake-ups that arrived while the agent ran; we look at the files now.
-        while self.fs_events.try_recv().is_ok() {}
+        while self.io.fs_events.try_recv().is_ok() {}
         self.pick_up_answer().await
     }
 }

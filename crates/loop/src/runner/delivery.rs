@@ -21,7 +21,7 @@ impl Runner {
     /// refuses a second answer to a question already closed; clears a question file nobody
     /// signalled for.
     pub(super) async fn pick_up_answer(&mut self) -> Result<(), RunError> {
-        if self.delivering.is_none()
+        if self.questions.delivering.is_none()
             && let Some(ans) = self.read_answer().await?
         {
             let pending = self.state.pending_question.clone();
@@ -85,13 +85,13 @@ impl Runner {
                 },
             };
             match &question {
-                Some(q) => self.carryover.push(Carryover::Answer {
+                Some(q) => self.session.carryover.push(Carryover::Answer {
                     question: q.clone(),
                     answer: ans.text.clone(),
                     by: ans.source(),
                     late,
                 }),
-                None => self.carryover.push(Carryover::Guidance {
+                None => self.session.carryover.push(Carryover::Guidance {
                     text: ans.text.clone(),
                 }),
             }
@@ -110,7 +110,7 @@ impl Runner {
                 Some(a) => self.state.close_question(a, Some(&ans)),
                 None => self.state.pending_question = None,
             }
-            self.delivering = Some(Delivery {
+            self.questions.delivering = Some(Delivery {
                 question,
                 question_raw,
                 asked_at,
@@ -118,7 +118,7 @@ impl Runner {
                 late,
                 for_next: false,
             });
-        } else if self.delivering.is_none()
+        } else if self.questions.delivering.is_none()
             && self
                 .state
                 .pending_question
@@ -186,12 +186,12 @@ impl Runner {
 
     /// After the iteration that received an answer: archive it, then remove the files.
     pub(super) async fn after_delivery(&mut self) -> Result<(), RunError> {
-        let Some(mut d) = self.delivering.take() else {
+        let Some(mut d) = self.questions.delivering.take() else {
             return Ok(());
         };
         if std::mem::take(&mut d.for_next) {
             // Not this iteration's: the next one has it, and it is archived after that one.
-            self.delivering = Some(d);
+            self.questions.delivering = Some(d);
             return Ok(());
         }
         // `state.json` must say no question is waiting before the answer file goes: a

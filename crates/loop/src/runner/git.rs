@@ -2,17 +2,22 @@
 //! work tree before the first iteration and after each, and, for a loop in a worktree, the
 //! check that the agent left the user's own checkout alone.
 
-use super::*;
+use serde_json::json;
+
+use ralph_protocol::event::{LoopEvent, Outcome};
+
+use super::Runner;
+use super::policy::Stop;
 
 impl Runner {
     /// Checkpoints the work tree as it is after `iteration` (at the `start` of a run: before
-    /// the first) and, in a worktree, checks the user's checkout. `Some(reason)` when the loop
+    /// the first) and, in a worktree, checks the user's checkout. `Some(stop)` when the loop
     /// must stop.
     pub(super) async fn checkpoint_and_check(
         &mut self,
         iteration: u32,
         start: bool,
-    ) -> Option<String> {
+    ) -> Option<Stop> {
         let root = self.ws.root().to_path_buf();
         let dir = self.ws.dir().to_path_buf();
         let run = self.state.run_id.clone().unwrap_or_default();
@@ -54,6 +59,9 @@ impl Runner {
             "the user's checkout changed while the agent ran in its worktree: {touched}. The loop stopped so that nothing more happens there; look at the checkout, then `ralph run` in the worktree to go on"
         );
         self.emit(LoopEvent::Warning(reason.clone())).await;
-        Some(reason)
+        Some(Stop {
+            outcome: Outcome::CheckoutTouched,
+            reason,
+        })
     }
 }

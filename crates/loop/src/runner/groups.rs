@@ -1,21 +1,27 @@
 //! The process groups a run starts (the agent's, `test_command`'s): recorded for the next run
 //! and the guard, marked as this loop's, and what the sweep stopped outside them reported.
 
-use super::*;
+use ralph_process::{RUN_VAR, Swept, mark_of, ralph_dir_value, run_id};
+
+use ralph_protocol::event::LoopEvent;
+use serde_json::json;
+
+use super::Runner;
 
 impl Runner {
     /// A group (the agent's, or `test_command`'s) was started: recorded in `state.json` for
     /// the next run, and told to the guard.
     pub(super) fn group_started(&mut self, pgid: i32) {
         self.state.agent_pgid = Some(pgid);
-        if let Some(guard) = &mut self.guard {
+        if let Some(guard) = &mut self.processes.guard {
             guard.started(pgid, self.cfg.settings.kill_grace);
         }
     }
 
     /// The group started last is gone, or was stopped.
     pub(super) fn group_ended(&mut self) {
-        if let (Some(pgid), Some(guard)) = (self.state.agent_pgid.take(), &mut self.guard) {
+        if let (Some(pgid), Some(guard)) = (self.state.agent_pgid.take(), &mut self.processes.guard)
+        {
             guard.ended(pgid);
         }
     }
@@ -23,12 +29,12 @@ impl Runner {
     /// This loop's mark (`RALPH_DIR=...`), as it stands in the environment of every agent and
     /// test command it starts, and of all they start.
     pub(super) fn mark(&self) -> Vec<u8> {
-        orphans::mark_of(self.ws.dir())
+        mark_of(self.ws.dir())
     }
 
-    /// Tells what a [`orphans::sweep`] after the `what` (agent or tests) of `iteration` did,
+    /// Tells what a [`ralph_process::sweep`] after the `what` (agent or tests) of `iteration` did,
     /// when it stopped anything.
-    pub(super) async fn report_swept(&self, swept: orphans::Swept, iteration: u32, what: &str) {
+    pub(super) async fn report_swept(&self, swept: Swept, iteration: u32, what: &str) {
         // After every agent run and test run: nothing to say, nothing to format.
         if swept.how.is_none() {
             return;
@@ -42,7 +48,7 @@ impl Runner {
     /// `iteration` (or the last run).
     pub(super) async fn report_stopped(
         &self,
-        swept: orphans::Swept,
+        swept: Swept,
         iteration: u32,
         from: &str,
         whose: &str,
@@ -68,7 +74,7 @@ impl Runner {
 /// (`RALPH_DIR`: the next run's check, the sweep) and this run's (`RALPH_RUN`: the guard).
 pub(super) fn marks(dir: &std::path::Path) -> [(&'static str, String); 2] {
     [
-        ("RALPH_DIR", orphans::ralph_dir_value(dir)),
-        (orphans::RUN_VAR, orphans::run_id().to_string()),
+        ("RALPH_DIR", ralph_dir_value(dir)),
+        (RUN_VAR, run_id().to_string()),
     ]
 }

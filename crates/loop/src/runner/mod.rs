@@ -1,139 +1,121 @@
-//! The loop: iterations of cleanup, prompt, agent, stream, act, record.
+//! The loop: iterations of cleanup, prompt, agent, stream, then what the policy says.
 //!
 //! [`Runner::run`] owns the `.ralph/` workspace for its whole life (it holds the lock). It talks
-//! to a front end only through channels: [`LoopEvent`]s out, [`Control`]s in. Each iteration:
+//! to a front end only through channels: `LoopEvent`s out, `Control`s in. Each iteration:
 //!
 //! 1. **Cleanup**: stray temporary files go; an answer waiting in `.ralph/answer.md` is picked
 //!    up for this iteration (never removed before it is delivered).
 //! 2. **Prompt**: built from the task file as it is now (the agent edits it), progress,
 //!    guardrails and whatever the previous iteration left ([`Carryover`]).
-//! 3. **Agent**: started in its own process group, its stdout decoded as it streams, stderr
-//!    drained alongside, both logged raw to `.ralph/logs/`.
-//! 4. **Act**: GUTTER stops; DONE is verified (every criterion checked, `test_command` passes)
-//!    and either ends the run or is rejected with the reason carried to the next prompt;
-//!    QUESTION shows `.ralph/question.md` and waits for an answer until its deadline.
+//! 3. **Agent** (`agent.rs`, `stream.rs`): started in its own process group, its stdout
+//!    decoded as it streams, stderr drained alongside, both logged raw to `.ralph/logs/`;
+//!    what it amounted to is an `AgentRun`.
+//! 4. **Decide** (`policy.rs`): `policy::decide` says what the run means, one step at a time:
+//!    record it, verify a DONE, ask the agent's QUESTION, back off, go on, or stop. `run_loop`
+//!    is a dispatcher: it does each step, logs it, and tells the policy what it found.
 //! 5. **Record**: `state.json`, `events.jsonl`, `clarifications.md` for delivered answers.
 //!
 //! Nothing here sleeps for a fixed time: every wait is on a process, a pipe, a channel, a file
 //! watch or an exact deadline.
 
-use std::path::{Path, PathBuf};
-use std::process::ExitStatus;
-use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
-use ralph_signal::{AgentEvent, Decoder, SignalKind, StreamFormat};
+use ralph_protocol::event::{LoopEvent, Outcome};
+use ralph_protocol::state::{State, Status, log_event};
+use ralph_protocol::workspace::Workspace;
 use serde_json::json;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::process::ChildStdin;
-use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use crate::answer::{self, Answer, AnsweredBy};
-use crate::clarifications;
-use crate::countdown::Countdown;
-use crate::event::{Control, LoopEvent, Outcome};
-use crate::guard::Guard;
-use crate::native::{self, ToolRequest};
-use crate::notify::{Notifier, NotifyConfig, QuestionNotice};
-use crate::orphans;
-use crate::prompt::{self, Carryover, PromptInputs};
-use crate::question::{MAX_QUESTION_BYTES, Question};
-use crate::registry;
-use crate::state::{
-    self, AgentChoice, AskClaim, PendingQuestion, RaisedBy, State, Status, log_event, timestamp,
+use crate::prompt::Carryover;
+use crate::task::TaskFile;
+
+// What `questions.rs` and `delivery.rs` still take through `use super::*`.
+#[allow(unused_imports)]
+use {
+    crate::native::ToolRequest,
+    crate::notify::QuestionNotice,
+    crate::task::OnQuestionTimeout,
+    ralph_protocol::answer::{self, Answer, AnsweredBy},
+    ralph_protocol::clarifications,
+    ralph_protocol::countdown::Countdown,
+    ralph_protocol::desk::{Ended, Submitted},
+    ralph_protocol::event::Control,
+    ralph_protocol::question::{MAX_QUESTION_BYTES, Question},
+    ralph_protocol::state::{self, AskClaim, PendingQuestion, RaisedBy, timestamp},
+    ralph_protocol::workspace::{self, WorkspaceError},
+    std::time::SystemTime,
 };
-use crate::supervisor::{self, describe_exit};
-use crate::task::{OnQuestionTimeout, TaskFile, Wait};
-use crate::workspace::{self, Workspace, WorkspaceError, WorkspaceLock};
-use ralph_protocol::desk::Ended;
-use ralph_protocol::desk::Submitted;
 
 mod agent;
+mod agent_run;
 mod cleanup;
-mod config;
 mod controls;
+mod conversation;
 mod delivery;
+mod error;
 mod git;
 mod groups;
-pub mod logs;
+mod io;
+mod policy;
+mod processes;
+mod question_side;
 mod questions;
 mod rate_limit;
+mod raw_log;
+mod record;
 mod recovery;
 mod save;
+mod session;
+mod settings;
 mod start;
+mod stderr_lines;
+mod stream;
 mod task_file;
+mod task_stamp;
 mod verify;
 
-pub use config::{
-    AgentSpec, FreshFn, Invocation, ResumeFn, RunConfig, RunError, Settings, wait_duration,
-};
-use controls::Controls;
 pub use controls::{StopRequests, forward_stop_requests};
 use delivery::Delivery;
-use groups::marks;
-use questions::{NativeAsk, OpenQuestion, Step};
-use rate_limit::RateLimit;
-use recovery::{KilledRun, reap_orphaned_agent};
+pub use error::RunError;
+use io::Io;
+use policy::Next;
+use processes::Processes;
+use question_side::QuestionSide;
+use record::Record;
+use session::Session;
+pub use settings::{RunConfig, RunSettings, wait_duration};
 
 /// Runs the loop; see the module docs.
 #[derive(Debug)]
 pub struct Runner {
+    /// What the run was given.
     cfg: RunConfig,
+    /// The project and its `.ralph/`.
     ws: Workspace,
+    /// `state.json`, as the run keeps it.
     state: State,
-    events: mpsc::Sender<LoopEvent>,
-    controls: Controls,
-    fs_events: mpsc::UnboundedReceiver<()>,
-    _watcher: crate::watch::DirWatch,
-    /// Shared with a save in flight, which keeps the workspace locked until it is written.
-    lock: Arc<WorkspaceLock>,
-    /// The save of `state.json` still in flight, if any (see `save.rs`).
-    state_saving: Option<tokio::task::JoinHandle<Result<(), WorkspaceError>>>,
-    /// This run's number in `.ralph/logs/` names (see [`logs`]).
-    log_run: u32,
-    /// The iteration whose files `.ralph/logs/` names now, and which attempt at it (from 1).
-    log_attempt: (u32, u32),
-    /// The next prompt file, being made while the agent runs (see [`workspace::SpareFile`]).
-    prompt_spare: Option<tokio::task::JoinHandle<Result<workspace::SpareFile, WorkspaceError>>>,
-    /// The last parse of the task file, and the version of the file it came from.
-    task_seen: Option<(task_file::Stamp, TaskFile)>,
-    /// When `.ralph/` was last swept of stale temporary files.
-    last_sweep: Option<std::time::Instant>,
-    carryover: Vec<Carryover>,
-    delivering: Option<Delivery>,
-    first_iteration: u32,
-    resume_question: Option<PendingQuestion>,
-    notifier: Notifier,
-    _registration: Option<registry::Registration>,
-    /// The last session the agent reported, for resuming it with an answer.
-    session_id: Option<String>,
-    /// The next iteration resumes that session with the carried answer instead of starting fresh.
-    resume_next: bool,
-    /// The last iteration was a resume that failed: not the agent's fault, not a failure.
-    resume_failed: bool,
-    /// `ralph ask` claims already shown (by `asked_at`), so each is asked once.
-    asks_seen: std::collections::HashSet<String>,
-    /// The guard that stops the running group if ralph is killed outright, when there is one.
-    guard: Option<Guard>,
-    /// The sandbox every agent of this run starts in, when there is one.
-    sandbox: Option<crate::sandbox::Sandbox>,
-    /// The last run, when it was killed with a group running: that group was stopped as
-    /// this run started, and what it left outside it is stopped before anything else (see
-    /// [`Runner::stop_what_the_killed_run_left`]).
-    killed_run: Option<KilledRun>,
+    /// Events out, controls in, wake-ups from `.ralph/`.
+    io: Io,
+    /// The lock, saves in flight, logs, the task file's last parse.
+    record: Record,
+    /// What carries from one iteration to the next.
+    session: Session,
+    /// The runner's side of a question's life.
+    questions: QuestionSide,
+    /// The process groups the run starts, and what a killed run left.
+    processes: Processes,
 }
 
 impl Runner {
     async fn emit(&self, event: LoopEvent) {
         // A front end that has gone away must not stop the loop.
-        let _ = self.events.send(event).await;
+        let _ = self.io.events.send(event).await;
     }
 
     fn log(&self, kind: &str, fields: serde_json::Value) {
         if let Err(e) = log_event(&self.ws, kind, fields) {
             // The event log is a record, not a dependency: say so and carry on.
-            let _ = self.events.try_send(LoopEvent::Warning(format!(
+            let _ = self.io.events.try_send(LoopEvent::Warning(format!(
                 "could not write the event log: {e}"
             )));
         }
@@ -153,7 +135,7 @@ impl Runner {
     /// `ralph status` and the next `ralph run`. Best effort: the error itself may be the disk.
     async fn fail(&mut self, e: &RunError) {
         if let Some(pgid) = self.state.agent_pgid {
-            supervisor::kill_group_now(pgid);
+            ralph_process::kill_group_now(pgid);
             self.group_ended();
         }
         let reason = format!("ralph stopped on an error: {e}");
@@ -163,11 +145,12 @@ impl Runner {
         self.log("run_end", json!({"outcome": "failed", "reason": reason}));
     }
 
-    async fn run_loop(&mut self) -> Result<Outcome, RunError> {
-        let max = self.cfg.settings.max_iterations;
+    /// The run's start: what a killed run left is stopped, the run is recorded and announced,
+    /// and a question the last run left waiting is shown first; `Some` when that ends the run.
+    async fn begin(&mut self) -> Result<Option<policy::Stop>, RunError> {
         // Before the first save, which forgets the killed run: should this one be killed
         // before it is done, the next still knows whose processes to look for.
-        let killed = self.killed_run.take();
+        let killed = self.processes.killed_run.take();
         let swept = match killed.as_ref().and_then(|k| k.id.as_deref()) {
             Some(id) => Some(self.stop_what_the_killed_run_left(id).await),
             None => None,
@@ -177,21 +160,21 @@ impl Runner {
         self.emit(LoopEvent::Started {
             task: self.state.task.clone(),
             agent: self.cfg.agent.name.clone(),
-            max_iterations: max,
+            max_iterations: self.cfg.settings.max_iterations,
             criteria: counts,
         })
         .await;
         self.log(
             "run_start",
-            json!({"pid": self.state.pid, "agent": self.cfg.agent.name, "max_iterations": max, "first_iteration": self.first_iteration}),
+            json!({"pid": self.state.pid, "agent": self.cfg.agent.name, "max_iterations": self.cfg.settings.max_iterations, "first_iteration": self.session.first_iteration}),
         );
         if let Some(killed) = killed {
             self.report_killed_run(&killed, swept).await;
         }
         // The work tree as the run found it: `ralph diff` compares against it.
-        let start = self.first_iteration.saturating_sub(1);
-        if let Some(reason) = self.checkpoint_and_check(start, true).await {
-            return self.finish(Outcome::CheckoutTouched, &reason).await;
+        let start = self.session.first_iteration.saturating_sub(1);
+        if let Some(stop) = self.checkpoint_and_check(start, true).await {
+            return Ok(Some(stop));
         }
         for w in &self.cfg.task.warnings {
             let text = w.to_string();
@@ -199,7 +182,7 @@ impl Runner {
             self.log("warning", json!({"message": text}));
         }
 
-        if let Some(pending) = self.resume_question.take() {
+        if let Some(pending) = self.questions.from_last_run.take() {
             let asked_at = pending.asked_at_time().unwrap_or_else(SystemTime::now);
             let waited = SystemTime::now()
                 .duration_since(asked_at)
@@ -214,185 +197,158 @@ impl Runner {
                 .present_question(question, asked_at, pending.iteration, pending.raised_by)
                 .await?
             {
-                return self
-                    .finish(outcome, "stopped while a question was waiting")
-                    .await;
+                return Ok(Some(policy::question_stop(outcome)));
             }
         }
-
-        let mut failures = 0u32;
-        let mut first_run = true;
-        let mut rate_limit_streak = 0u32;
-        let mut iteration = self.first_iteration;
-        while iteration <= max {
-            self.cleanup_before_iteration().await?;
-            let task = match self.load_task() {
-                Ok(t) => t,
-                Err(e) => {
-                    // The agent may have broken the task file; run on the last good copy and
-                    // tell it, rather than stopping an unattended loop.
-                    let msg =
-                        format!("the task file no longer parses, using the last good copy: {e}");
-                    self.emit(LoopEvent::Warning(msg.clone())).await;
-                    self.log("warning", json!({"message": msg}));
-                    self.carryover.push(Carryover::Rejected {
-                        reason: format!("{} no longer parses. Repair it:\n\n{e}", self.task_name()),
-                    });
-                    self.cfg.task.clone()
-                }
-            };
-            self.cfg.task = task;
-
-            let mut run = self.run_iteration(iteration).await?;
-            if let Some(reason) = self.checkpoint_and_check(iteration, false).await {
-                return self.finish(Outcome::CheckoutTouched, &reason).await;
-            }
-            if let Some(mut open) = run.asking.take() {
-                if run.interrupted {
-                    // Kept pending in state.json: the next `ralph run` shows it again.
-                    return self
-                        .finish(
-                            Outcome::Interrupted,
-                            "interrupted while a question was waiting",
-                        )
-                        .await;
-                }
-                // The agent that asked is gone; its question still deserves an answer, which
-                // the next iteration gets.
-                open.carry = true;
-                open.for_next = true;
-                if let Some(outcome) = self.wait_and_close(open).await? {
-                    return self
-                        .finish(outcome, "stopped while a question was waiting")
-                        .await;
-                }
-            }
-            if !self.resume_failed && !run.interrupted {
-                // A failed resume did not really deliver: the fallback iteration needs the file.
-                // Nor did an iteration stopped by Ctrl-C: its agent may have had no time to act
-                // on the answer, and the next run's prompt would not have it. The answer stays,
-                // recorded as the one that closed its question, and the next run delivers it.
-                self.after_delivery().await?;
-            }
-            // The agent checks boxes as it goes; show where it got to.
-            let now = self.load_task();
-            let (checked, total) = criteria_counts(now.as_ref().unwrap_or(&self.cfg.task));
-            self.emit(LoopEvent::Criteria { checked, total }).await;
-
-            if run.interrupted {
-                return self.finish(Outcome::Interrupted, "interrupted").await;
-            }
-            if let Some(limit) = run.rate_limited.clone()
-                && run.signals.is_empty()
-            {
-                // Not the agent's failure and not an iteration's worth of work: wait, then run
-                // the same iteration again (see `rate_limit`).
-                let (wait, message) =
-                    limit.wait(rate_limit_streak, SystemTime::now(), rate_limit::jitter());
-                rate_limit_streak += 1;
-                // The retry writes its own log files.
-                self.log_attempt.1 += 1;
-                if self.back_off(wait, &message).await {
-                    return self
-                        .finish(Outcome::Interrupted, "interrupted while backing off")
-                        .await;
-                }
-                continue;
-            }
-            rate_limit_streak = 0;
-            if run.saw(SignalKind::Gutter) {
-                return self
-                    .finish(
-                        Outcome::Gutter,
-                        "the agent signalled GUTTER: it is stuck and asked to stop",
-                    )
-                    .await;
-            }
-            // QUESTION wins over DONE in the same turn: an agent that still asks is not sure
-            // it is done, and checking DONE first would end the run with the question unseen.
-            // The answer goes to the next iteration, which signals DONE again if it still is.
-            let done = run.saw(SignalKind::Done) && !run.saw(SignalKind::Question);
-            if run.saw(SignalKind::Done) && !done {
-                let msg = "the agent signalled DONE and QUESTION in the same turn: the question comes first; DONE is checked when an iteration that has the answer signals it again";
-                self.emit(LoopEvent::Note(msg.into())).await;
-                self.log("done_set_aside", json!({"iteration": iteration}));
-            }
-            if done {
-                let Some((accepted, reason)) = self.verify().await else {
-                    return self
-                        .finish(Outcome::Interrupted, "interrupted while the tests ran")
-                        .await;
-                };
-                self.emit(LoopEvent::Verdict {
-                    accepted,
-                    reason: reason.clone(),
-                })
-                .await;
-                self.log(
-                    "verification",
-                    json!({"iteration": iteration, "accepted": accepted, "reason": reason}),
-                );
-                if accepted {
-                    return self.finish(Outcome::Done, "DONE verified").await;
-                }
-                self.carryover.push(Carryover::Rejected { reason });
-            }
-            if run.saw(SignalKind::Question)
-                && let Some(outcome) = self.handle_question_signal(iteration).await?
-            {
-                let reason = match outcome {
-                    Outcome::QuestionTimeoutStop => {
-                        "a question timed out and on_question_timeout is `stop`; it is kept for the next run"
-                    }
-                    _ => "stopped while a question was waiting",
-                };
-                return self.finish(outcome, reason).await;
-            }
-            if std::mem::take(&mut first_run)
-                && let Some(reason) = run.not_runnable()
-            {
-                return self.finish(Outcome::AgentNotRunnable, &reason).await;
-            }
-            if std::mem::take(&mut self.resume_failed) {
-                // Not counted: the fallback iteration is what matters.
-            } else if run.failed() {
-                failures += 1;
-                self.carryover.push(Carryover::AgentFailed {
-                    how: format!(
-                        "It {}",
-                        run.describe(wait_duration(self.cfg.settings.iteration_timeout))
-                    ),
-                });
-                if failures >= self.cfg.settings.max_consecutive_failures {
-                    let reason = format!(
-                        "the agent failed {failures} times in a row (max_consecutive_failures); last: it {}",
-                        run.describe(wait_duration(self.cfg.settings.iteration_timeout))
-                    );
-                    return self.finish(Outcome::TooManyFailures, &reason).await;
-                }
-            } else {
-                failures = 0;
-            }
-            if let (Some(limit), Some(spent)) =
-                (self.cfg.task.max_cost_usd, self.state.total_cost_usd)
-                && spent > limit
-            {
-                let reason =
-                    format!("the agent has cost ${spent:.2}, past max_cost_usd (${limit:.2})");
-                return self.finish(Outcome::CostLimit, &reason).await;
-            }
-            iteration += 1;
-        }
-        let reason = format!("max_iterations ({max}) reached without a verified DONE");
-        self.finish(Outcome::MaxIterations, &reason).await
+        Ok(None)
     }
 
-    async fn finish(&mut self, outcome: Outcome, reason: &str) -> Result<Outcome, RunError> {
+    /// The iterations, each run then acted on as [`policy::decide`] says.
+    async fn run_loop(&mut self) -> Result<Outcome, RunError> {
+        if let Some(stop) = self.begin().await? {
+            return self.finish(stop).await;
+        }
+        let max = self.cfg.settings.max_iterations;
+        let mut tally = policy::Tally::default();
+        let mut iteration = self.session.first_iteration;
+        if iteration > max {
+            return self.finish(policy::out_of_iterations(max)).await;
+        }
+        loop {
+            self.cleanup_before_iteration().await?;
+            self.reload_task().await;
+            let mut run = self.run_iteration(iteration).await?;
+            if let Some(stop) = self.checkpoint_and_check(iteration, false).await {
+                return self.finish(stop).await;
+            }
+            let mut facts = run.facts(iteration, self.state.total_cost_usd, &self.cfg.settings);
+            let limits = policy::Limits {
+                max_iterations: max,
+                max_failures: self.cfg.settings.max_consecutive_failures,
+                max_cost_usd: self.cfg.task.max_cost_usd,
+            };
+            loop {
+                match policy::decide(&facts, tally, &limits) {
+                    Next::AwaitLeftQuestion => {
+                        let mut open = run.asking.take().expect("the policy saw it open");
+                        open.carry = true;
+                        open.for_next = true;
+                        let stop = self.wait_and_close(open).await?;
+                        facts.left_question = policy::LeftQuestion::Closed(stop);
+                    }
+                    Next::Record { archive_answer } => {
+                        self.record_iteration(archive_answer).await?;
+                        facts.recorded = true;
+                    }
+                    Next::Verify => facts.verdict = Some(self.verify_and_tell(iteration).await),
+                    Next::Ask => {
+                        if facts.done_set_aside() {
+                            self.tell_done_set_aside(iteration).await;
+                        }
+                        facts.asked = Some(self.handle_question_signal(iteration).await?);
+                    }
+                    Next::BackOff {
+                        wait,
+                        message,
+                        tally: next,
+                    } => {
+                        tally = next;
+                        // The retry writes its own log files.
+                        self.record.log_attempt.1 += 1;
+                        if self.back_off(wait, &message).await {
+                            return self.finish(policy::interrupted_backing_off()).await;
+                        }
+                        break;
+                    }
+                    Next::Continue { carry, tally: next } => {
+                        tally = next;
+                        self.session.carryover.extend(carry);
+                        iteration += 1;
+                        break;
+                    }
+                    Next::Stop(stop) => return self.finish(stop).await,
+                }
+            }
+        }
+    }
+
+    /// Records an iteration: its answer archived as delivered when `archive_answer`, and how
+    /// far the agent got with the criteria (it checks boxes as it goes).
+    async fn record_iteration(&mut self, archive_answer: bool) -> Result<(), RunError> {
+        if archive_answer {
+            self.after_delivery().await?;
+        }
+        let now = self.load_task();
+        let (checked, total) = criteria_counts(now.as_ref().unwrap_or(&self.cfg.task));
+        self.emit(LoopEvent::Criteria { checked, total }).await;
+        Ok(())
+    }
+
+    /// Checks a DONE and tells the front end and the event log the verdict.
+    async fn verify_and_tell(&mut self, iteration: u32) -> policy::Verdict {
+        let verdict = self.verify().await;
+        if let Some((accepted, reason)) = verdict.shown() {
+            let reason = reason.to_string();
+            self.log(
+                "verification",
+                json!({"iteration": iteration, "accepted": accepted, "reason": reason}),
+            );
+            self.emit(LoopEvent::Verdict { accepted, reason }).await;
+        }
+        verdict
+    }
+
+    /// Says that DONE and QUESTION came in one turn, and that the question goes first.
+    async fn tell_done_set_aside(&self, iteration: u32) {
+        let msg = "the agent signalled DONE and QUESTION in the same turn: the question comes first; DONE is checked when an iteration that has the answer signals it again";
+        self.emit(LoopEvent::Note(msg.into())).await;
+        self.log("done_set_aside", json!({"iteration": iteration}));
+    }
+
+    /// Re-reads the task file for the next iteration; the agent may have broken it, in which
+    /// case the run goes on with the last good copy and the agent is told to repair it, rather
+    /// than stopping an unattended loop.
+    async fn reload_task(&mut self) {
+        match self.load_task() {
+            Ok(task) => self.cfg.task = task,
+            Err(e) => {
+                let msg = format!("the task file no longer parses, using the last good copy: {e}");
+                self.emit(LoopEvent::Warning(msg.clone())).await;
+                self.log("warning", json!({"message": msg}));
+                self.session.carryover.push(Carryover::Rejected {
+                    reason: format!("{} no longer parses. Repair it:\n\n{e}", self.task_name()),
+                });
+            }
+        }
+    }
+
+    /// Waits out a rate limit; `true` if the human stopped the loop meanwhile.
+    async fn back_off(&mut self, wait: Duration, reason: &str) -> bool {
+        let until = Instant::now() + wait;
+        self.log(
+            "backoff",
+            json!({"iteration": self.state.iteration, "seconds": wait.as_secs_f64(), "reason": reason}),
+        );
+        self.emit(LoopEvent::Backoff {
+            until: until.into_std(),
+            reason: reason.to_string(),
+        })
+        .await;
+        tokio::select! {
+            () = tokio::time::sleep_until(until) => false,
+            () = self.io.controls.stop_requested() => true,
+        }
+    }
+
+    /// Ends the run: how and why in `state.json`, the event log and the front end.
+    async fn finish(&mut self, stop: policy::Stop) -> Result<Outcome, RunError> {
+        let policy::Stop { outcome, reason } = stop;
+        let reason = reason.as_str();
         self.state.status = outcome.status();
         self.state.reason = Some(reason.to_string());
         if outcome == Outcome::Done {
             let task = std::fs::read(&self.cfg.task_path).ok();
-            self.state.done_task = task.map(|bytes| crate::state::task_digest(&bytes));
+            self.state.done_task = task.map(|bytes| ralph_protocol::state::task_digest(&bytes));
         }
         self.group_ended();
         self.save_state().await?;
@@ -409,16 +365,9 @@ impl Runner {
     }
 }
 
-/// The first wait after a rate limit that does not say how long to wait.
-const BACKOFF_START: Duration = Duration::from_secs(30);
-/// The longest wait between retries after rate limits.
-const BACKOFF_MAX: Duration = Duration::from_secs(15 * 60);
-
 /// Criteria checked and total, from the task body (or the frontmatter list when the body has none).
 fn criteria_counts(task: &TaskFile) -> (usize, usize) {
     let total = task.criteria.len();
     let open = task.unchecked().count();
     (total - open, total)
 }
-
-pub use ralph_protocol::text::shell_quote;

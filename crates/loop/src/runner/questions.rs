@@ -21,7 +21,7 @@ impl Runner {
                     "question_lost",
                     json!({"iteration": iteration, "message": msg}),
                 );
-                self.carryover.push(Carryover::QuestionLost);
+                self.session.carryover.push(Carryover::QuestionLost);
                 return Ok(None);
             }
             Err(e) => {
@@ -31,7 +31,7 @@ impl Runner {
                     "question_lost",
                     json!({"iteration": iteration, "message": msg}),
                 );
-                self.carryover.push(Carryover::QuestionLost);
+                self.session.carryover.push(Carryover::QuestionLost);
                 return Ok(None);
             }
         };
@@ -84,8 +84,8 @@ impl Runner {
             let wake = open.wake();
             step = tokio::select! {
                 () = tokio::time::sleep_until(wake) => Step::Wake,
-                Some(()) = self.fs_events.recv() => Step::Files,
-                c = self.controls.next() => Step::Control(c),
+                Some(()) = self.io.fs_events.recv() => Step::Files,
+                c = self.io.controls.next() => Step::Control(c),
             };
         };
         self.close_question(open, end).await
@@ -129,7 +129,7 @@ impl Runner {
         .await;
         // One link for the front end and every notification.
         let answer_url =
-            crate::broker::answer_url(self.ws.root(), &asked_at_text, crate::broker::Channel::Notify);
+            ralph_protocol::broker::answer_url(self.ws.root(), &asked_at_text, ralph_protocol::broker::Channel::Notify);
         if let Some(url) = &answer_url {
             self.emit(LoopEvent::AnswerLink(url.clone())).await;
         }
@@ -177,10 +177,10 @@ impl Runner {
             deadline: deadline.map(timestamp),
             iteration,
         };
-        let warnings = self.notifier.question_raised(&notice);
+        let warnings = self.questions.notifier.question_raised(&notice);
         // Weak: a front end reads until every sender is gone, and a dead webhook must not keep
         // it (and ralph's exit) waiting after the loop has ended.
-        let events = self.events.downgrade();
+        let events = self.io.events.downgrade();
         let ws = self.ws.clone();
         // Failures arrive later (a webhook timing out); pass them on without holding the loop.
         // A plain thread, not `spawn_blocking`: the runtime waits for those when it shuts down,
@@ -209,14 +209,14 @@ impl Runner {
         // panel; the time is the request's own (Telegram's "+1 h").
         let mut remote_extend = None;
         let step = match step {
-            Step::Files => match crate::broker::take_request(&self.ws) {
+            Step::Files => match ralph_protocol::broker::take_request(&self.ws) {
                 Some(r) if r.asked_at == open.asked_at => match r.extend_by() {
                     None => Step::Control(Control::Skip),
                     Some(by) => {
                         remote_extend = Some(by);
                         self.emit(LoopEvent::Note(format!(
                             "{} more to answer, asked from `ralph serve`",
-                            crate::broker::describe_span(by)
+                            ralph_protocol::broker::describe_span(by)
                         )))
                         .await;
                         Step::Control(Control::Extend)
@@ -333,16 +333,16 @@ impl Runner {
                     json!({"iteration": iteration, "by": ans.by, "who": ans.who, "text": ans.text, "raised_by": raised_by}),
                 );
                 if carry {
-                    self.carryover.push(Carryover::Answer {
+                    self.session.carryover.push(Carryover::Answer {
                         question: question.clone(),
                         answer: ans.text.clone(),
                         by: ans.source(),
                         late: false,
                     });
-                    self.resume_next = true;
+                    self.session.resume_next = true;
                 }
                 self.state.close_question(&asked_at, Some(&ans));
-                self.delivering = Some(Delivery {
+                self.questions.delivering = Some(Delivery {
                     question: Some(question),
                     question_raw,
                     asked_at: Some(asked_at),
@@ -374,7 +374,9 @@ impl Runner {
                 self.archive_question(&question, &asked_at, &Ended::TimedOut)
                     .await;
                 if carry {
-                    self.carryover.push(Carryover::Unanswered { question });
+                    self.session
+                        .carryover
+                        .push(Carryover::Unanswered { question });
                 }
                 // Keep the question open for a late answer, which a later iteration will get.
                 if let Some(p) = self.state.pending_question.as_mut() {
@@ -390,7 +392,7 @@ impl Runner {
                 self.archive_question(&question, &asked_at, &Ended::Skipped)
                     .await;
                 if carry {
-                    self.carryover.push(Carryover::Skipped { question });
+                    self.session.carryover.push(Carryover::Skipped { question });
                 }
                 self.state.close_question(&asked_at, None);
                 workspace::remove(&self.ws.question())?;
@@ -431,7 +433,7 @@ impl Runner {
         // before `ralph ask` read it, and both would then wait forever (regression test:
         // `ralph_ask_inside_a_running_loop_is_shown_and_answered_while_the_agent_waits`, which
         // hung under load).
-        if self.asks_seen.contains(&claim.asked_at)
+        if self.questions.asks_seen.contains(&claim.asked_at)
             || self
                 .state
                 .pending_question
@@ -449,7 +451,7 @@ impl Runner {
                 _ => return Ok(None),
             },
         };
-        self.asks_seen.insert(claim.asked_at.clone());
+        self.questions.asks_seen.insert(claim.asked_at.clone());
         // The agent has had the answer this iteration started with; archive it now, so that
         // `.ralph/answer.md` is free for the new question's answer.
         self.after_delivery().await?;

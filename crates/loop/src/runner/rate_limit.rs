@@ -3,8 +3,8 @@
 //! A limit that says when it resets (Claude's `rate_limit_event` `resetsAt`) is waited out to
 //! that moment, plus a little jitter so that loops limited together do not all retry in the
 //! same second, and never longer than [`RESET_WAIT_MAX`] at a time. A limit that says how long
-//! to wait is waited that long; one that says neither backs off from [`super::BACKOFF_START`],
-//! doubling while it lasts, up to [`super::BACKOFF_MAX`].
+//! to wait is waited that long; one that says neither backs off from [`super::policy::BACKOFF_START`],
+//! doubling while it lasts, up to [`super::policy::BACKOFF_MAX`].
 
 use std::time::{Duration, SystemTime};
 
@@ -17,7 +17,7 @@ const JITTER_MAX: Duration = Duration::from_secs(30);
 
 /// What the agent reported about a rate limit in one run.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct RateLimit {
+pub(crate) struct RateLimit {
     /// How long it said to wait, the longest of its reports.
     pub retry_after: Option<Duration>,
     /// When it said the limit resets (Unix seconds), the latest of its reports.
@@ -29,7 +29,7 @@ pub(super) struct RateLimit {
 impl RateLimit {
     /// This report, merged with what the same run reported before: the longest wait and the
     /// latest reset any report suggested (a later report may not say), and the newest words.
-    pub(super) fn merged(
+    pub(crate) fn merged(
         before: Option<&RateLimit>,
         retry_after: Option<Duration>,
         resets_at: Option<u64>,
@@ -52,7 +52,7 @@ impl RateLimit {
     /// The wait before the next attempt, at `now`, after `streak` rate-limited attempts in a
     /// row, with `jitter` (up to [`JITTER_MAX`]) added after a stated reset; and the line that
     /// tells the user, the reset in local time ("resets at 14:05, in 3h 12m").
-    pub(super) fn wait(
+    pub(crate) fn wait(
         &self,
         streak: u32,
         now: SystemTime,
@@ -75,8 +75,8 @@ impl RateLimit {
         }
         let wait = self
             .retry_after
-            .unwrap_or_else(|| super::BACKOFF_START * 2u32.saturating_pow(streak.min(8)))
-            .min(super::BACKOFF_MAX);
+            .unwrap_or_else(|| super::policy::BACKOFF_START * 2u32.saturating_pow(streak.min(8)))
+            .min(super::policy::BACKOFF_MAX);
         (wait, self.message.clone())
     }
 }

@@ -3,33 +3,38 @@
 //! in `state.json` (the group that ran, the run's id) and stops before its first iteration,
 //! and what it says about it.
 
-use super::*;
+use ralph_process::Guard;
+use ralph_process::{
+    Swept, group_is_ours, kill_group_now, lineage_groups, run_mark, stop_everywhere,
+};
+
+use ralph_protocol::event::LoopEvent;
+use serde_json::json;
+
+use super::Runner;
+use super::processes::KilledRun;
 
 impl Runner {
     /// After the last run was killed outright with a group running: stops every process still
     /// alive that carries that run's id (`RALPH_RUN`), wherever it is now, as its guard does
-    /// ([`orphans::stop_everywhere`]); should the guard have been killed too (`pkill -9 ralph`
+    /// ([`stop_everywhere`]); should the guard have been killed too (`pkill -9 ralph`
     /// hits both), nothing else would. The group itself was killed when this run started
     /// ([`reap_orphaned_agent`]); what its agent or tests started outside it (in a session of
     /// its own, as Claude Code's Bash tool starts every command) has init for its parent now.
     /// Never signals this process, its ancestors or their groups
-    /// ([`orphans::lineage_groups`]), nor this run's guard: they carry the id too when this run
+    /// ([`lineage_groups`]), nor this run's guard: they carry the id too when this run
     /// was started from a process of that one. Reads every process's environment, once, and
     /// only after such a crash.
-    pub(super) async fn stop_what_the_killed_run_left(&self, id: &str) -> orphans::Swept {
-        let mut spare = orphans::lineage_groups();
-        spare.extend(self.guard.as_ref().map(Guard::group));
-        let mark = orphans::run_mark(id);
-        orphans::stop_everywhere(&mark, &spare, self.cfg.settings.kill_grace).await
+    pub(super) async fn stop_what_the_killed_run_left(&self, id: &str) -> Swept {
+        let mut spare = lineage_groups();
+        spare.extend(self.processes.guard.as_ref().map(Guard::group));
+        let mark = run_mark(id);
+        stop_everywhere(&mark, &spare, self.cfg.settings.kill_grace).await
     }
 
     /// Says what was stopped of the killed run: its group, when it was still running, and
     /// what its id found elsewhere (`swept`).
-    pub(super) async fn report_killed_run(
-        &self,
-        killed: &KilledRun,
-        swept: Option<orphans::Swept>,
-    ) {
+    pub(super) async fn report_killed_run(&self, killed: &KilledRun, swept: Option<Swept>) {
         if let Some(pgid) = killed.group {
             let msg = format!(
                 "the last run was killed while its agent or tests ran (iteration {}); \
@@ -58,20 +63,9 @@ impl Runner {
 /// `an_orphaned_grandchild_whose_agent_had_exited_survived_the_next_run`). Whether it stopped
 /// one.
 pub(super) fn reap_orphaned_agent(pgid: i32, dir: &std::path::Path) -> bool {
-    let ours = orphans::group_is_ours(pgid, dir);
+    let ours = group_is_ours(pgid, dir);
     if ours {
-        supervisor::kill_group_now(pgid);
+        kill_group_now(pgid);
     }
     ours
-}
-
-/// The last run, killed with a group running ([`Runner::killed_run`]).
-#[derive(Debug)]
-pub(super) struct KilledRun {
-    /// Its id (`RALPH_RUN`), when its state recorded one.
-    pub(super) id: Option<String>,
-    /// The iteration it was at.
-    pub(super) iteration: u32,
-    /// Its group, when it was still running and this run stopped it.
-    pub(super) group: Option<i32>,
 }

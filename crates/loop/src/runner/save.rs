@@ -12,7 +12,12 @@
 //! The save after an agent ends is made only when something follows that takes time (a
 //! verification, a question, a back-off): see `AgentRun::leads_straight_on`.
 
-use super::*;
+use std::sync::Arc;
+
+use ralph_protocol::workspace::{self, WorkspaceError};
+
+use super::Runner;
+use super::error::RunError;
 
 impl Runner {
     /// Saves `state.json` durably now, after the save still in flight, if any.
@@ -30,8 +35,8 @@ impl Runner {
         let path = self.ws.state();
         // The workspace stays locked until the write is done, even if the runner is dropped
         // first (an error return): no other loop can write `state.json` under it.
-        let lock = Arc::clone(&self.lock);
-        self.state_saving = Some(tokio::task::spawn_blocking(move || {
+        let lock = Arc::clone(&self.record.lock);
+        self.record.state_saving = Some(tokio::task::spawn_blocking(move || {
             let written = workspace::write_atomic(&path, &json);
             drop(lock);
             written
@@ -41,7 +46,7 @@ impl Runner {
 
     /// Waits for the save in flight, if any, and reports how it went.
     pub(super) async fn settle_state(&mut self) -> Result<(), RunError> {
-        let Some(saving) = self.state_saving.take() else {
+        let Some(saving) = self.record.state_saving.take() else {
             return Ok(());
         };
         match saving.await {

@@ -1,7 +1,32 @@
 //! Starting a run: the lock, `.ralph/`, what the previous run left, the watch on the question
 //! files.
 
-use super::*;
+use ralph_process::run_id;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use ralph_process::Guard;
+use serde_json::json;
+
+use ralph_protocol::event::{Control, LoopEvent};
+use ralph_protocol::registry;
+use ralph_protocol::state::{State, Status, timestamp};
+use ralph_protocol::workspace::{self};
+use tokio::sync::mpsc;
+
+use super::Runner;
+use super::controls::Controls;
+use super::error::RunError;
+use super::io::Io;
+use super::processes::{KilledRun, Processes};
+use super::question_side::QuestionSide;
+use super::record::Record;
+use super::recovery::reap_orphaned_agent;
+use super::session::Session;
+use super::settings::RunConfig;
+use crate::logs;
+use crate::notify::{Notifier, NotifyConfig};
 
 impl Runner {
     /// Prepares a run: takes the lock, creates `.ralph/`, and reads what a previous run left.
@@ -86,7 +111,7 @@ impl Runner {
             max_iterations: cfg.settings.max_iterations,
             pid: std::process::id(),
             agent_pgid: None,
-            run_id: Some(orphans::run_id().to_string()),
+            run_id: Some(run_id().to_string()),
             root: ws.root().display().to_string(),
             task: cfg.task.task.lines().next().unwrap_or("").to_string(),
             agent: cfg.agent.name.clone(),
@@ -108,49 +133,58 @@ impl Runner {
             cfg,
             ws,
             state,
-            events,
-            controls: Controls::new(controls),
-            fs_events,
-            _watcher: watcher,
-            lock: Arc::new(lock),
-            state_saving: None,
-            prompt_spare: None,
-            log_run,
-            log_attempt: (0, 0),
-            task_seen: None,
-            last_sweep: None,
-            carryover: Vec::new(),
-            delivering: None,
-            first_iteration,
-            resume_question,
-            notifier,
-            _registration: registration,
-            session_id: None,
-            resume_next: false,
-            resume_failed: false,
-            asks_seen: std::collections::HashSet::new(),
-            guard: None,
-            sandbox: None,
-            killed_run,
+            io: Io {
+                events,
+                controls: Controls::new(controls),
+                fs_events,
+                _watcher: watcher,
+            },
+            record: Record {
+                lock: Arc::new(lock),
+                state_saving: None,
+                log_run,
+                log_attempt: (0, 0),
+                prompt_spare: None,
+                task_seen: None,
+                last_sweep: None,
+                _registration: registration,
+            },
+            session: Session {
+                first_iteration,
+                carryover: Vec::new(),
+                id: None,
+                resume_next: false,
+            },
+            questions: QuestionSide {
+                delivering: None,
+                from_last_run: resume_question,
+                asks_seen: std::collections::HashSet::new(),
+                notifier,
+            },
+            processes: Processes {
+                guard: None,
+                killed_run,
+                sandbox: None,
+            },
         })
     }
 
     /// Has `guard` stop the group running when ralph is killed outright (see
-    /// [`guard`](crate::guard)). Without one, only the next `ralph run` stops such a group.
+    /// [`guard`](ralph_process::guard)). Without one, only the next `ralph run` stops such a group.
     pub fn set_guard(&mut self, guard: Guard) {
-        self.guard = Some(guard);
+        self.processes.guard = Some(guard);
     }
 
     /// Runs every agent of this run in `sandbox` (see [`crate::sandbox`]); without one, the
     /// agent runs as ralph does.
     pub fn set_sandbox(&mut self, sandbox: crate::sandbox::Sandbox) {
-        self.sandbox = Some(sandbox);
+        self.processes.sandbox = Some(sandbox);
     }
 
     /// The lines ralph adds for what the sandbox refused the agent, from a piece of its output
     /// (`stderr`, or stdout); see [`crate::sandbox::Sandbox::denials`].
     pub(super) async fn note_denials(&mut self, stderr: bool, bytes: &[u8]) {
-        let Some(sandbox) = self.sandbox.as_mut() else {
+        let Some(sandbox) = self.processes.sandbox.as_mut() else {
             return;
         };
         for line in sandbox.denials(stderr, bytes) {
@@ -170,18 +204,18 @@ impl Runner {
 
 /// Watches `.ralph/` and sends a wake-up for every change to the question, the answer, a
 /// `ralph ask` claim or a request from `ralph serve` (skip, extend); the runner then looks at
-/// the files. The loop's own writes there (state, events) do not wake it ([`crate::watch`]).
+/// the files. The loop's own writes there (state, events) do not wake it ([`ralph_process::watch`]).
 fn watch_dir(
     dir: &std::path::Path,
     tx: mpsc::UnboundedSender<()>,
-) -> Result<crate::watch::DirWatch, RunError> {
+) -> Result<ralph_process::DirWatch, RunError> {
     const FILES: [&str; 4] = [
         "answer.md",
         "question.md",
         "ask.json",
-        crate::broker::REQUEST_FILE,
+        ralph_protocol::broker::REQUEST_FILE,
     ];
-    crate::watch::watch_async(dir, &FILES, tx).map_err(|e| RunError::Watch {
+    ralph_process::watch_async(dir, &FILES, tx).map_err(|e| RunError::Watch {
         path: dir.to_path_buf(),
         message: e.to_string(),
     })

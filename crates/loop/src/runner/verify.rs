@@ -1,21 +1,30 @@
 //! DONE, verified: every criterion checked, and the test command passing within its timeout.
 
-use super::*;
+use super::policy::Verdict;
+use ralph_process::{Spawned, Swept, spawn_shell, stop_group, sweep};
+use std::process::ExitStatus;
+use std::time::Duration;
+
+use ralph_process::describe_exit;
+use ralph_protocol::event::LoopEvent;
+use tokio::io::AsyncReadExt;
+use tokio::time::Instant;
+
+use super::Runner;
+use super::groups::marks;
 
 impl Runner {
     /// DONE: every criterion checked, and the test command passes within its timeout.
     ///
-    /// `None` when the human stopped the loop (Ctrl-C, SIGTERM, SIGHUP) while the tests ran.
-    pub(super) async fn verify(&mut self) -> Option<(bool, String)> {
+    /// [`Verdict::Interrupted`] when the human stopped the loop (Ctrl-C, SIGTERM, SIGHUP)
+    /// while the tests ran.
+    pub(super) async fn verify(&mut self) -> Verdict {
         let task = match self.load_task() {
             Ok(t) => t,
             Err(e) => {
-                return Some((
-                    false,
-                    format!(
-                        "{} could not be read to check the criteria: {e}",
-                        self.task_name()
-                    ),
+                return Verdict::OpenCriteria(format!(
+                    "{} could not be read to check the criteria: {e}",
+                    self.task_name()
                 ));
             }
         };
@@ -31,13 +40,10 @@ impl Runner {
             for c in &open {
                 reason.push_str(&format!("- [ ] {} (line {})\n", c.text, c.line));
             }
-            return Some((false, reason));
+            return Verdict::OpenCriteria(reason);
         }
         let Some(command) = task.test_command.clone() else {
-            return Some((
-                true,
-                "every criterion is checked (no test_command set)".into(),
-            ));
+            return Verdict::Accepted("every criterion is checked (no test_command set)".into());
         };
         self.emit(LoopEvent::TestsStarted {
             command: command.clone(),
@@ -52,12 +58,12 @@ impl Runner {
             .map(|(name, value)| (name.to_owned(), value))
             .collect();
         // In the agent's sandbox: the tests run code the agent wrote.
-        let wrapped = match &self.sandbox {
+        let wrapped = match &self.processes.sandbox {
             Some(sandbox) => sandbox.wrap(&script, self.ws.root(), &mut env),
             None => Ok(script),
         };
         let started =
-            wrapped.and_then(|script| supervisor::spawn_shell(&script, self.ws.root(), env, None));
+            wrapped.and_then(|script| spawn_shell(&script, self.ws.root(), env, None));
         let result = match started {
             Err(e) => Err(TestError::Spawn(e)),
             Ok(spawned) => {
@@ -65,15 +71,15 @@ impl Runner {
                 self.group_started(pgid);
                 let _ = self.save_state_soon().await;
                 let mark = self.mark();
-                let mut early = orphans::Swept::default();
+                let mut early = Swept::default();
                 let result = run_tests(
                     spawned,
                     task.test_timeout,
                     self.cfg.settings.kill_grace,
-                    self.controls.stop_requested(),
+                    self.io.controls.stop_requested(),
                     &mark,
                     &mut early,
-                    &self.events,
+                    &self.io.events,
                 )
                 .await;
                 self.group_ended();
@@ -82,41 +88,33 @@ impl Runner {
                 } else {
                     self.cfg.settings.kill_grace
                 };
-                let hurry = self.controls.stop_requested();
-                let swept = early.and(orphans::sweep(&mark, pgid, grace, hurry).await);
+                let hurry = self.io.controls.stop_requested();
+                let swept = early.and(sweep(&mark, pgid, grace, hurry).await);
                 self.report_swept(swept, self.state.iteration, "test command")
                     .await;
                 result
             }
         };
         self.cfg.task = task;
-        Some(match result {
-            Ok((status, _)) if status.success() => (
-                true,
-                format!("every criterion is checked and `{command}` passed"),
-            ),
-            Ok((status, tail)) => (
-                false,
-                format!(
-                    "The test command `{command}` {}. The last lines of its output:\n\n```\n{}\n```",
-                    describe_exit(&status),
-                    tail.trim_end()
-                ),
-            ),
-            Err(TestError::TimedOut(tail)) => (
-                false,
-                format!(
-                    "The test command `{command}` ran past test_timeout ({}) and was stopped. The last lines of its output:\n\n```\n{}\n```",
-                    humantime::format_duration(self.cfg.settings.test_timeout),
-                    tail.trim_end()
-                ),
-            ),
-            Err(TestError::Spawn(e)) => (
-                false,
-                format!("The test command `{command}` could not be started: {e}"),
-            ),
-            Err(TestError::Interrupted) => return None,
-        })
+        match result {
+            Ok((status, _)) if status.success() => {
+                Verdict::Accepted(format!("every criterion is checked and `{command}` passed"))
+            }
+            Ok((status, tail)) => Verdict::TestsFailed(format!(
+                "The test command `{command}` {}. The last lines of its output:\n\n```\n{}\n```",
+                describe_exit(&status),
+                tail.trim_end()
+            )),
+            Err(TestError::TimedOut(tail)) => Verdict::TestsFailed(format!(
+                "The test command `{command}` ran past test_timeout ({}) and was stopped. The last lines of its output:\n\n```\n{}\n```",
+                humantime::format_duration(self.cfg.settings.test_timeout),
+                tail.trim_end()
+            )),
+            Err(TestError::Spawn(e)) => Verdict::TestsFailed(format!(
+                "The test command `{command}` could not be started: {e}"
+            )),
+            Err(TestError::Interrupted) => Verdict::Interrupted,
+        }
     }
 }
 
@@ -132,15 +130,15 @@ enum TestError {
 /// tail, and tells `progress` every second how long it has run and its last line. What it
 /// stops outside that group (the processes marked `mark`, see `orphans`) is added to `early`.
 async fn run_tests(
-    spawned: supervisor::Spawned,
+    spawned: Spawned,
     timeout: Duration,
     kill_grace: Duration,
     stop: impl std::future::Future<Output = ()>,
     mark: &[u8],
-    early: &mut orphans::Swept,
-    progress: &mpsc::Sender<LoopEvent>,
+    early: &mut Swept,
+    progress: &tokio::sync::mpsc::Sender<LoopEvent>,
 ) -> Result<(ExitStatus, String), TestError> {
-    let supervisor::Spawned {
+    let Spawned {
         mut child,
         pgid,
         mut stdout,
@@ -172,8 +170,8 @@ async fn run_tests(
                 if open {
                     // A background process still holds the output: stop the group, and what
                     // left it.
-                    supervisor::stop_group(pgid, kill_grace, std::future::pending()).await;
-                    let swept = orphans::sweep(mark, pgid, kill_grace, std::future::pending()).await;
+                    stop_group(pgid, kill_grace, std::future::pending()).await;
+                    let swept = sweep(mark, pgid, kill_grace, std::future::pending()).await;
                     *early = std::mem::take(early).and(swept);
                 }
             },
@@ -193,7 +191,7 @@ async fn run_tests(
             },
         }
     };
-    supervisor::stop_group(pgid, kill_grace, std::future::pending()).await;
+    stop_group(pgid, kill_grace, std::future::pending()).await;
     if interrupted {
         let _ = child.wait().await;
         return Err(TestError::Interrupted);

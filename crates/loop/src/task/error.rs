@@ -9,8 +9,8 @@ use std::fmt;
 use std::io;
 use std::path::PathBuf;
 
-use super::key::Key;
-use super::{FILE_SIZE_LIMIT, FRONTMATTER_SIZE_LIMIT};
+use super::key::{CONFIG_KEYS, Key};
+use super::limits::{FILE_SIZE_LIMIT, FRONTMATTER_SIZE_LIMIT};
 
 /// What a task file looks like, quoted by the frontmatter errors.
 const LAYOUT: &str =
@@ -144,7 +144,7 @@ pub enum Problem {
         /// The parser's description, with its positions moved to the file's line numbers.
         detail: String,
     },
-    /// Lists or mappings nested deeper than `limit` levels: [`MAX_FLOW_NESTING`](super::MAX_FLOW_NESTING) for
+    /// Lists or mappings nested deeper than `limit` levels: [`MAX_FLOW_NESTING`](super::limits::MAX_FLOW_NESTING) for
     /// `[`/`{`, or the YAML parser's recursion limit.
     TooDeep {
         /// The number of levels allowed.
@@ -394,7 +394,7 @@ impl fmt::Display for TaskWarning {
                 key,
                 suggestion: None,
             } => {
-                let names: Vec<&str> = crate::config::KEYS.iter().map(|k| k.name()).collect();
+                let names: Vec<&str> = CONFIG_KEYS.iter().map(|k| k.name()).collect();
                 write!(
                     f,
                     "unknown key '{key}' is ignored. The keys this file may set are: {}",

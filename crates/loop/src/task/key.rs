@@ -1,6 +1,15 @@
 //! The frontmatter keys ralph knows, by name: the vocabulary the reader, the setters
 //! ([`super::keys`]) and the error messages share.
 
+/// The keys a config file (`config.toml`) may set, all of them task-file keys.
+pub const CONFIG_KEYS: [Key; 5] = [
+    Key::Agent,
+    Key::Bell,
+    Key::DesktopNotification,
+    Key::NotifyCommand,
+    Key::WebhookUrl,
+];
+
 /// A known frontmatter key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Key {

@@ -42,6 +42,7 @@ mod error;
 mod frontmatter;
 mod key;
 mod keys;
+mod limits;
 mod wait;
 mod yaml;
 
@@ -57,17 +58,9 @@ use serde::{Deserialize, Serialize};
 
 pub use criteria::{Criterion, parse_criteria};
 pub use error::{Problem, TaskError, TaskWarning, WarningKind};
-pub use key::{Key, nearest};
+pub use key::{CONFIG_KEYS, Key, nearest};
+pub use limits::{FILE_SIZE_LIMIT, FRONTMATTER_SIZE_LIMIT, MAX_FLOW_NESTING};
 pub use wait::{MAX_DURATION, OnQuestionTimeout, Wait, parse_limit, parse_wait};
-
-/// The largest task file ralph reads: 16 MiB.
-pub const FILE_SIZE_LIMIT: u64 = 16 * 1024 * 1024;
-
-/// The largest frontmatter ralph parses: 256 KiB. Settings are short; prose goes in the body.
-pub const FRONTMATTER_SIZE_LIMIT: usize = 256 * 1024;
-
-/// The deepest `[`/`{` nesting allowed in the frontmatter.
-pub const MAX_FLOW_NESTING: usize = 32;
 
 /// The largest `max_iterations` and `max_consecutive_failures`.
 pub const MAX_COUNT: u32 = 1_000_000;

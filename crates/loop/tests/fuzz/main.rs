@@ -9,9 +9,9 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
-use ralph_loop::answer::{Answer, AnsweredBy};
-use ralph_loop::question::{MAX_QUESTION_BYTES, Question, QuestionOption};
 use ralph_loop::task::{MAX_COUNT, TaskFile};
+use ralph_protocol::answer::{Answer, AnsweredBy};
+use ralph_protocol::question::{MAX_QUESTION_BYTES, Question, QuestionOption};
 
 use mutate::{corpus, fuzz, mutated, repo};
 

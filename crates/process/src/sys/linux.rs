@@ -3,10 +3,10 @@
 use std::io;
 use std::time::{Duration, SystemTime};
 
-use super::Stat;
+use super::ProcStat;
 
 /// `/proc/PID/stat` of process `pid`; `None` where there is no such file (no such process).
-pub(super) fn stat(pid: u32) -> Option<Stat> {
+pub(super) fn stat(pid: u32) -> Option<ProcStat> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     parse_stat(&text).map(|(stat, _)| stat)
 }
@@ -14,7 +14,7 @@ pub(super) fn stat(pid: u32) -> Option<Stat> {
 /// Parses a `/proc/PID/stat` line, with the start time in clock ticks after boot (field 22).
 /// The command name, in parentheses, may itself hold spaces and parentheses: the fields are
 /// read after the last `)`.
-fn parse_stat(text: &str) -> Option<(Stat, u64)> {
+fn parse_stat(text: &str) -> Option<(ProcStat, u64)> {
     let (_, rest) = text.rsplit_once(')')?;
     let mut fields = rest.split_whitespace();
     let state = fields.next()?.chars().next()?;
@@ -23,7 +23,7 @@ fn parse_stat(text: &str) -> Option<(Stat, u64)> {
     // Fields 6 to 21, then the start time.
     let start_ticks = fields.nth(16)?.parse().ok()?;
     Some((
-        Stat {
+        ProcStat {
             state,
             parent,
             group,
@@ -33,7 +33,7 @@ fn parse_stat(text: &str) -> Option<(Stat, u64)> {
 }
 
 /// Every process there is, with what `/proc` says of it; `None` where `/proc` cannot be read.
-pub(super) fn processes() -> Option<Vec<(i32, Stat)>> {
+pub(super) fn processes() -> Option<Vec<(i32, ProcStat)>> {
     let entries = std::fs::read_dir("/proc").ok()?;
     Some(
         entries
@@ -72,7 +72,7 @@ pub(super) fn environ_holds(pid: i32, mark: &[u8]) -> bool {
 }
 
 /// The processes marked with every one of `marks`, other than `except`.
-pub(super) fn marked(marks: &[&[u8]], except: i32) -> Vec<(i32, Stat)> {
+pub(super) fn marked(marks: &[&[u8]], except: i32) -> Vec<(i32, ProcStat)> {
     let mut found = processes().unwrap_or_default();
     found.retain(|&(pid, _)| pid != except && marks.iter().all(|m| environ_holds(pid, m)));
     found
@@ -80,7 +80,7 @@ pub(super) fn marked(marks: &[&[u8]], except: i32) -> Vec<(i32, Stat)> {
 
 /// The processes marked with every one of `marks`, other than `except`; all of them, whenever
 /// they started (the start time would cost a read of each `stat` as well).
-pub(super) fn marked_since(marks: &[&[u8]], except: i32, _since: SystemTime) -> Vec<(i32, Stat)> {
+pub(super) fn marked_since(marks: &[&[u8]], except: i32, _since: SystemTime) -> Vec<(i32, ProcStat)> {
     marked(marks, except)
 }
 
@@ -122,7 +122,7 @@ mod tests {
         assert_eq!(
             parse_stat(line),
             Some((
-                Stat {
+                ProcStat {
                     state: 'S',
                     parent: 1,
                     group: 4242,

@@ -13,7 +13,7 @@ use sysinfo::{
     Pid, Process, ProcessRefreshKind, ProcessStatus, ProcessesToUpdate, System, UpdateKind,
 };
 
-use super::Stat;
+use super::ProcStat;
 
 /// The table, or the processes in `which`, as sysinfo reads them: pid, parent, state and start
 /// time always; the environment only when `environ`.
@@ -57,11 +57,11 @@ fn raw(pid: Pid) -> i32 {
     i32::try_from(pid.as_u32()).unwrap_or(0)
 }
 
-fn stat_of(pid: Pid, process: &Process) -> Stat {
+fn stat_of(pid: Pid, process: &Process) -> ProcStat {
     // sysinfo does not read the process group; getpgid(2) does, on every Unix.
     let group = nix::unistd::getpgid(Some(nix::unistd::Pid::from_raw(raw(pid))))
         .map_or(0, nix::unistd::Pid::as_raw);
-    Stat {
+    ProcStat {
         state: letter(process.status()),
         parent: process.parent().map_or(0, raw),
         group,
@@ -69,7 +69,7 @@ fn stat_of(pid: Pid, process: &Process) -> Stat {
 }
 
 /// What the table says of process `pid`; `None` where it has no such process.
-pub(super) fn stat(pid: u32) -> Option<Stat> {
+pub(super) fn stat(pid: u32) -> Option<ProcStat> {
     let pid = Pid::from_u32(pid);
     let system = snapshot(ProcessesToUpdate::Some(&[pid]), false);
     system.process(pid).map(|p| stat_of(pid, p))
@@ -77,9 +77,9 @@ pub(super) fn stat(pid: u32) -> Option<Stat> {
 
 /// Every process in the table, with what it says of each; `None` where the table is empty
 /// (sysinfo cannot read it on this system).
-pub(super) fn processes() -> Option<Vec<(i32, Stat)>> {
+pub(super) fn processes() -> Option<Vec<(i32, ProcStat)>> {
     let system = snapshot(ProcessesToUpdate::All, false);
-    let table: Vec<(i32, Stat)> = system
+    let table: Vec<(i32, ProcStat)> = system
         .processes()
         .iter()
         .map(|(&pid, p)| (raw(pid), stat_of(pid, p)))
@@ -115,7 +115,7 @@ pub(super) fn environ_holds(pid: i32, mark: &[u8]) -> bool {
 
 /// The processes marked with every one of `marks`, other than `except`: one read of the
 /// table with the environments.
-pub(super) fn marked(marks: &[&[u8]], except: i32) -> Vec<(i32, Stat)> {
+pub(super) fn marked(marks: &[&[u8]], except: i32) -> Vec<(i32, ProcStat)> {
     let system = snapshot(ProcessesToUpdate::All, true);
     system
         .processes()
@@ -128,7 +128,7 @@ pub(super) fn marked(marks: &[&[u8]], except: i32) -> Vec<(i32, Stat)> {
 /// The processes marked with every one of `marks`, other than `except`, among those that
 /// started at `since` or later: one read of the table without environments, then the
 /// environments of the few that started since.
-pub(super) fn marked_since(marks: &[&[u8]], except: i32, since: SystemTime) -> Vec<(i32, Stat)> {
+pub(super) fn marked_since(marks: &[&[u8]], except: i32, since: SystemTime) -> Vec<(i32, ProcStat)> {
     let since = since
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());

@@ -80,13 +80,13 @@ pub(crate) struct Iteration {
 
 impl Iteration {
     /// Time since it started (frozen once it ended).
-    pub fn elapsed(&self, now: Instant) -> Duration {
+    pub(super) fn elapsed(&self, now: Instant) -> Duration {
         self.ended
             .unwrap_or_else(|| now.saturating_duration_since(self.started))
     }
 
     /// Time left before its time limit, while it runs and has one.
-    pub fn left(&self, now: Instant) -> Option<Duration> {
+    pub(super) fn left(&self, now: Instant) -> Option<Duration> {
         if self.ended.is_some() {
             return None;
         }
@@ -151,7 +151,7 @@ pub(crate) enum Stop {
 
 impl App {
     /// An empty view: nothing known until the loop says `Started`.
-    pub fn new(theme: Theme, answer_command: String, bell: bool) -> Self {
+    pub(super) fn new(theme: Theme, answer_command: String, bell: bool) -> Self {
         Self {
             theme,
             answer_command,
@@ -170,12 +170,12 @@ impl App {
     }
 
     /// Whether the view should close: the loop finished or went away.
-    pub fn is_done(&self) -> bool {
+    pub(super) fn is_done(&self) -> bool {
         self.finished.is_some() || self.disconnected
     }
 
     /// The loop's event channel closed.
-    pub fn disconnected(&mut self) {
+    pub(super) fn disconnected(&mut self) {
         if self.finished.is_none() {
             self.disconnected = true;
             self.note(
@@ -187,7 +187,7 @@ impl App {
 
     /// The open question as the event that opened it (with the countdown as it is now), for
     /// a front end taking over mid-question.
-    pub fn open_question_event(&self) -> Option<LoopEvent> {
+    pub(super) fn open_question_event(&self) -> Option<LoopEvent> {
         let q = self.question.as_ref()?;
         Some(LoopEvent::QuestionAsked {
             question: q.panel.question().clone(),
@@ -199,22 +199,22 @@ impl App {
     }
 
     /// Lines waiting for the scrollback, oldest first.
-    pub fn take_output(&mut self) -> Vec<Line<'static>> {
+    pub(super) fn take_output(&mut self) -> Vec<Line<'static>> {
         std::mem::take(&mut self.out)
     }
 
     /// Whether to ring the bell (once per question).
-    pub fn take_bell(&mut self) -> bool {
+    pub(super) fn take_bell(&mut self) -> bool {
         std::mem::take(&mut self.bell)
     }
 
     /// The desktop notification to send, if a question just arrived (once per question).
-    pub fn take_notice(&mut self) -> Option<String> {
+    pub(super) fn take_notice(&mut self) -> Option<String> {
         self.notice.take()
     }
 
     /// Applies an event from the loop.
-    pub fn on_event(&mut self, event: LoopEvent, now: Instant) {
+    pub(super) fn on_event(&mut self, event: LoopEvent, now: Instant) {
         match event {
             LoopEvent::Started {
                 task,
@@ -539,7 +539,7 @@ impl App {
 
     /// The next instant the view changes by itself: the countdown's next tick, or the
     /// iteration clock's next second. `None` when nothing moves without an event.
-    pub fn next_tick(&self, now: Instant) -> Option<Instant> {
+    pub(super) fn next_tick(&self, now: Instant) -> Option<Instant> {
         if self.is_done() {
             return None;
         }
@@ -579,7 +579,7 @@ impl App {
     /// Rows the bottom area wants on a `width` x `screen_height` terminal: the status area,
     /// and the question panel's full height if open, all capped at [`MAX_SHARE`] percent of
     /// the terminal (but never so low the panel is unusable).
-    pub fn height(&self, width: u16, screen_height: u16) -> u16 {
+    pub(super) fn height(&self, width: u16, screen_height: u16) -> u16 {
         let Some(q) = &self.question else {
             return STATUS_ROWS.min(screen_height).max(1);
         };

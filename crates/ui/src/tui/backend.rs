@@ -51,7 +51,7 @@ impl<W: Write> std::fmt::Debug for TrackedBackend<W> {
 
 impl<W: Write> TrackedBackend<W> {
     /// A backend writing to `out`, for a terminal of `size` whose cursor is at `cursor`.
-    pub fn new(out: W, size: Size, cursor: Position) -> Self {
+    pub(super) fn new(out: W, size: Size, cursor: Position) -> Self {
         let mut backend = Self {
             inner: Some(CrosstermBackend::new(out)),
             size,
@@ -63,24 +63,24 @@ impl<W: Write> TrackedBackend<W> {
     }
 
     /// Where the cursor is, as far as this backend knows.
-    pub fn cursor(&self) -> Position {
+    pub(super) fn cursor(&self) -> Position {
         self.cursor
     }
 
     /// The terminal's size, as last told.
-    pub fn screen(&self) -> Size {
+    pub(super) fn screen(&self) -> Size {
         self.size
     }
 
     /// The terminal changed size; `cursor` is where it really is now (asked, not guessed).
-    pub fn resized(&mut self, size: Size, cursor: Position) {
+    pub(super) fn resized(&mut self, size: Size, cursor: Position) {
         self.size = size;
         self.cursor = self.clamp(cursor);
     }
 
     /// Moves the output and the tracked state into a new backend, leaving this one inert
     /// (every call succeeds and does nothing), so a new `Terminal` can take over.
-    pub fn detach(&mut self) -> Self {
+    pub(super) fn detach(&mut self) -> Self {
         Self {
             inner: self.inner.take(),
             size: self.size,
@@ -90,7 +90,7 @@ impl<W: Write> TrackedBackend<W> {
     }
 
     /// Writes everything queued to the terminal.
-    pub fn commit(&mut self) -> io::Result<()> {
+    pub(super) fn commit(&mut self) -> io::Result<()> {
         match &mut self.inner {
             Some(inner) => Write::flush(inner),
             None => Ok(()),
@@ -98,7 +98,7 @@ impl<W: Write> TrackedBackend<W> {
     }
 
     /// Queues raw bytes that do not move the cursor (the bell).
-    pub fn write_raw(&mut self, bytes: &[u8]) -> io::Result<()> {
+    pub(super) fn write_raw(&mut self, bytes: &[u8]) -> io::Result<()> {
         match &mut self.inner {
             Some(inner) => inner.write_all(bytes),
             None => Ok(()),
@@ -111,7 +111,7 @@ impl<W: Write> TrackedBackend<W> {
     /// The cursor ends at the start of the row after the last line.
     ///
     /// Control characters are dropped and tabs expanded, whatever the lines contain.
-    pub fn write_lines(&mut self, lines: &[Line<'_>]) -> io::Result<()> {
+    pub(super) fn write_lines(&mut self, lines: &[Line<'_>]) -> io::Result<()> {
         let width = usize::from(self.size.width);
         let Some(inner) = &mut self.inner else {
             return Ok(());

@@ -18,7 +18,7 @@ use crate::tui::app::{App, Sending, Stop};
 
 impl App {
     /// Applies a key press; the control to send to the loop, if any.
-    pub fn on_key(&mut self, key: KeyEvent, now: Instant) -> Option<Control> {
+    pub(super) fn on_key(&mut self, key: KeyEvent, now: Instant) -> Option<Control> {
         if key.kind == KeyEventKind::Release || self.is_done() {
             return None;
         }
@@ -55,7 +55,7 @@ impl App {
     }
 
     /// Applies pasted text; the control to send, if any.
-    pub fn on_paste(&mut self, text: &str) -> Option<Control> {
+    pub(super) fn on_paste(&mut self, text: &str) -> Option<Control> {
         if self.confirm_stop {
             self.confirm_stop = false;
             return None;

@@ -143,7 +143,7 @@ impl Tui {
         drop(guard);
         if let Err(e) = result {
             eprintln!("ralph: the terminal view failed ({e}); going on in plain mode");
-            let opts = plain::Options {
+            let opts = plain::PlainOptions {
                 answer_command: opts.answer_command,
                 bell: opts.bell,
                 desktop: opts.desktop,
@@ -153,7 +153,7 @@ impl Tui {
                 Some(open) => prepend(open, events),
                 None => events,
             };
-            plain::run(events, controls, opts).await;
+            plain::run_plain(events, controls, opts).await;
         }
         Ok(())
     }
@@ -173,14 +173,4 @@ fn prepend(first: LoopEvent, mut rest: mpsc::Receiver<LoopEvent>) -> mpsc::Recei
         }
     });
     rx
-}
-
-/// Shows the loop in the terminal until it finishes; see [`Tui::start`] and [`Tui::run`].
-/// Fails only when the terminal cannot be taken over.
-pub async fn run(
-    events: mpsc::Receiver<LoopEvent>,
-    controls: mpsc::UnboundedSender<Control>,
-    opts: TuiOptions,
-) -> io::Result<()> {
-    Tui::start(opts)?.run(events, controls).await
 }

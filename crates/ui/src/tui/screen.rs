@@ -37,7 +37,7 @@ pub(crate) struct Screen<W: Write> {
 impl<W: Write> Screen<W> {
     /// Opens a viewport of `height` rows at the cursor's row, or below it if the cursor is in
     /// the middle of a line.
-    pub fn new(mut backend: TrackedBackend<W>, height: u16) -> io::Result<Self> {
+    pub(super) fn new(mut backend: TrackedBackend<W>, height: u16) -> io::Result<Self> {
         let cursor = backend.cursor();
         if cursor.x != 0 {
             backend.set_cursor_position((0, cursor.y))?;
@@ -50,18 +50,18 @@ impl<W: Write> Screen<W> {
     }
 
     /// Where the viewport is.
-    pub fn area(&mut self) -> Rect {
+    pub(super) fn area(&mut self) -> Rect {
         self.terminal.get_frame().area()
     }
 
     /// The terminal's size.
-    pub fn size(&self) -> Size {
+    pub(super) fn size(&self) -> Size {
         self.terminal.backend().screen()
     }
 
     /// Writes `lines` above the viewport (which moves down, or the screen scrolls) and makes
     /// the viewport `height` rows high, keeping its top row where it is if it fits.
-    pub fn update(&mut self, lines: &[Line<'_>], height: u16) -> io::Result<()> {
+    pub(super) fn update(&mut self, lines: &[Line<'_>], height: u16) -> io::Result<()> {
         if lines.is_empty() && height == self.height {
             return Ok(());
         }
@@ -73,7 +73,7 @@ impl<W: Write> Screen<W> {
     /// The terminal is now `size`; `cursor` is where it really is, if known. The cursor was
     /// resting at the viewport's top-left, so that is where the viewport starts again; without
     /// an answer, its old row is the best guess.
-    pub fn resize(&mut self, size: Size, cursor: Option<Position>) -> io::Result<()> {
+    pub(super) fn resize(&mut self, size: Size, cursor: Option<Position>) -> io::Result<()> {
         let old = self.area();
         let cursor = cursor.unwrap_or(Position::new(0, old.y));
         let backend = self.terminal.backend_mut();
@@ -85,7 +85,7 @@ impl<W: Write> Screen<W> {
     }
 
     /// Draws a frame, rests the cursor at the viewport's top-left and writes it all out.
-    pub fn draw(&mut self, render: impl FnOnce(&mut Frame<'_>)) -> io::Result<()> {
+    pub(super) fn draw(&mut self, render: impl FnOnce(&mut Frame<'_>)) -> io::Result<()> {
         self.terminal.draw(render)?;
         let top = self.area().y;
         let backend = self.terminal.backend_mut();
@@ -94,19 +94,19 @@ impl<W: Write> Screen<W> {
     }
 
     /// Rings the terminal's bell with the next frame.
-    pub fn bell(&mut self) -> io::Result<()> {
+    pub(super) fn bell(&mut self) -> io::Result<()> {
         self.terminal.backend_mut().write_raw(b"\x07")
     }
 
     /// Asks the terminal for a desktop notification (OSC 9 or OSC 777; the text is sanitized).
-    pub fn notify(&mut self, title: &str, body: &str) -> io::Result<()> {
+    pub(super) fn notify(&mut self, title: &str, body: &str) -> io::Result<()> {
         let seq = crate::terminal_notification::terminal_notification(title, body);
         self.terminal.backend_mut().write_raw(seq.as_bytes())
     }
 
     /// Erases the viewport, writes the last `lines` in its place and shows the cursor under
     /// them, where the shell prompt will appear.
-    pub fn finish(&mut self, lines: &[Line<'_>]) -> io::Result<()> {
+    pub(super) fn finish(&mut self, lines: &[Line<'_>]) -> io::Result<()> {
         self.clear_viewport()?;
         let backend = self.terminal.backend_mut();
         backend.write_lines(lines)?;

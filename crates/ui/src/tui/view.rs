@@ -29,7 +29,7 @@ const MIN_TASK: usize = 10;
 
 impl App {
     /// Draws the bottom area into `area` as it looks at `now`.
-    pub fn render(&self, area: Rect, buf: &mut Buffer, now: Instant) {
+    pub(super) fn render(&self, area: Rect, buf: &mut Buffer, now: Instant) {
         let area = area.intersection(buf.area);
         if area.is_empty() {
             return;

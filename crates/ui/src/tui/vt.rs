@@ -36,7 +36,7 @@ struct State {
 
 impl Vt {
     /// A blank `width` x `height` terminal with its cursor at `cursor`.
-    pub fn new(width: u16, height: u16, cursor: (u16, u16)) -> Self {
+    pub(super) fn new(width: u16, height: u16, cursor: (u16, u16)) -> Self {
         Self {
             parser: Parser::new(),
             state: State {
@@ -54,27 +54,27 @@ impl Vt {
     }
 
     /// Feeds bytes written to the terminal.
-    pub fn feed(&mut self, bytes: &[u8]) {
+    pub(super) fn feed(&mut self, bytes: &[u8]) {
         self.parser.advance(&mut self.state, bytes);
     }
 
     /// The cursor.
-    pub fn cursor(&self) -> ratatui::layout::Position {
+    pub(super) fn cursor(&self) -> ratatui::layout::Position {
         ratatui::layout::Position::new(self.state.x, self.state.y)
     }
 
     /// Row `y` of the screen, padded to the width.
-    pub fn row(&self, y: u16) -> String {
+    pub(super) fn row(&self, y: u16) -> String {
         self.state.grid[usize::from(y)].concat()
     }
 
     /// How many rows scrolled into history.
-    pub fn scrolled(&self) -> usize {
+    pub(super) fn scrolled(&self) -> usize {
         self.state.history.len()
     }
 
     /// Whether the cursor is shown.
-    pub fn cursor_visible(&self) -> bool {
+    pub(super) fn cursor_visible(&self) -> bool {
         self.state.cursor_visible
     }
 
@@ -82,7 +82,7 @@ impl Vt {
     /// the right; a shorter screen first drops blank rows below the cursor, then pushes rows
     /// from the top into history (the cursor moves up with its row); a taller one adds rows
     /// at the bottom.
-    pub fn resize(&mut self, width: u16, height: u16) {
+    pub(super) fn resize(&mut self, width: u16, height: u16) {
         let s = &mut self.state;
         for row in &mut s.grid {
             row.resize(usize::from(width), " ".to_owned());
@@ -107,7 +107,7 @@ impl Vt {
     }
 
     /// How many times the bell rang.
-    pub fn bells(&self) -> usize {
+    pub(super) fn bells(&self) -> usize {
         self.state.bells
     }
 }
@@ -258,7 +258,7 @@ pub(crate) struct Tap(Rc<RefCell<Vec<u8>>>);
 
 impl Tap {
     /// Everything written since the last take.
-    pub fn take(&self) -> Vec<u8> {
+    pub(super) fn take(&self) -> Vec<u8> {
         std::mem::take(&mut self.0.borrow_mut())
     }
 }
