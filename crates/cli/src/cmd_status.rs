@@ -169,7 +169,7 @@ fn answer_waiting(ws: &Workspace, q: &PendingQuestion) -> Option<Answer> {
     answer::read(ws)
         .ok()
         .flatten()
-        .filter(|a| a.question_asked_at.as_deref() == Some(q.asked_at.as_str()))
+        .filter(|a| a.question.as_ref() == Some(&q.id))
 }
 
 /// The question, and how to answer it, or the answer already given when one waits to be
@@ -205,18 +205,18 @@ fn print_question(q: &PendingQuestion, answered: Option<&Answer>, live: bool, hi
     };
     outln!("\n  Question{from} (waiting {waited}; {left}):\n");
     // The agent wrote all of this: no control sequence of its may reach the terminal.
-    for line in clean(&q.text).lines() {
+    for line in clean(&q.question.text).lines() {
         outln!("    {line}");
     }
-    if let Some(c) = &q.context {
+    if let Some(c) = &q.question.context {
         // Every line indented, so none passes for one of ralph's own.
         let lines: Vec<&str> = c.lines().collect();
         outln!("    ({})", clean(&lines.join("\n     ")));
     }
-    if !q.options.is_empty() {
+    if !q.question.options.is_empty() {
         outln!();
-        for (i, o) in q.options.iter().enumerate() {
-            let default = if q.default.as_deref() == Some(o.label.as_str()) {
+        for (i, o) in q.question.options.iter().enumerate() {
+            let default = if q.question.default.as_deref() == Some(o.label.as_str()) {
                 " (default)"
             } else {
                 ""
@@ -238,7 +238,7 @@ fn print_question(q: &PendingQuestion, answered: Option<&Answer>, live: bool, hi
         );
         return;
     }
-    if let Some(d) = &q.default {
+    if let Some(d) = &q.question.default {
         outln!("\n    Default if nobody answers: {}", plain::label(d));
     }
     if live {
@@ -246,7 +246,7 @@ fn print_question(q: &PendingQuestion, answered: Option<&Answer>, live: bool, hi
     } else {
         outln!("\n  An answer reaches the agent when `ralph run` runs again:\n    {hint}");
     }
-    if !q.options.is_empty() {
+    if !q.question.options.is_empty() {
         outln!(
             "    (or pick an option by number: {} answer -C ... 1)",
             crate::program()
@@ -280,7 +280,7 @@ fn to_json(ws: &Workspace, state: Option<&State>, live: bool, hint: &str) -> ser
         // A link only while the question can still be answered (one is minted per call).
         let url = waiting
             .is_none()
-            .then(|| broker::answer_url(root, &q.asked_at))
+            .then(|| broker::answer_url(root, &q.id))
             .flatten();
         v["pending_question"]["answer_url"] = json!(url);
         v["pending_question"]["answer_waiting"] = match waiting {

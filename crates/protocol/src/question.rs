@@ -226,40 +226,7 @@ impl Question {
                 labels.push(&option.label);
             }
         }
-        Some(Picks::Labels(picked_answer(&labels, "")))
-    }
-
-    /// What an answer picked, read back: the option labels its first lines are (one label per
-    /// line, as [`picked_answer`] writes them), and the rest as a note (`None` when there is
-    /// none). An answer that starts with no label is all note.
-    pub fn read_answer<'a>(&'a self, answer: &'a str) -> (Vec<&'a str>, Option<&'a str>) {
-        let mut picks: Vec<&str> = Vec::new();
-        let mut rest = answer.trim();
-        loop {
-            // The longest label that is the whole next line (or lines: a label may hold a
-            // line break), so a label that starts another is never taken for it.
-            let found = self
-                .options
-                .iter()
-                .map(|o| o.label.as_str())
-                .filter(|l| {
-                    !l.is_empty()
-                        && rest
-                            .strip_prefix(l)
-                            .is_some_and(|after| after.is_empty() || after.starts_with('\n'))
-                })
-                .max_by_key(|l| l.len());
-            let Some(label) = found else { break };
-            if !picks.contains(&label) {
-                picks.push(label);
-            }
-            rest = rest[label.len()..].strip_prefix('\n').unwrap_or_default();
-            if rest.starts_with('\n') || rest.is_empty() {
-                break;
-            }
-        }
-        let note = rest.trim();
-        (picks, (!note.is_empty()).then_some(note))
+        Some(Picks::Labels(crate::desk::encode(&labels, "")))
     }
 
     /// The 0-based index of the option whose label is the default answer, if there is one.
@@ -273,27 +240,12 @@ impl Question {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Picks {
     /// The labels of the options picked, in the order typed, one per line
-    /// ([`picked_answer`]).
+    /// ([`crate::desk::encode`]).
     Labels(String),
     /// A number that is no option's, as typed (it may be too big for any number type).
     OutOfRange(String),
     /// Several numbers (how many) for a question that takes one option.
     NotOne(usize),
-}
-
-/// The answer that picks `labels` (in order) with an optional `note`: one label per line, so
-/// a label with a comma in it stays one pick, then the note after a blank line.
-/// [`Question::read_answer`] reads it back.
-pub fn picked_answer(labels: &[&str], note: &str) -> String {
-    let note = note.trim();
-    let mut out = labels.join("\n");
-    if !note.is_empty() {
-        if !out.is_empty() {
-            out.push_str("\n\n");
-        }
-        out.push_str(note);
-    }
-    out
 }
 
 /// Drops a byte-order mark and turns CRLF line ends into LF, so line numbers and fences work
@@ -808,48 +760,6 @@ mod tests {
         assert_eq!(many.picks("3 1, 3"), labels("none\nRedis"));
         assert_eq!(many.picks("1,5"), Some(Picks::OutOfRange("5".into())));
         assert_eq!(many.picks(" , "), None);
-    }
-
-    /// Regression (issue 25, item 12): picks were joined with `, `, so two picks read the same
-    /// as one label with a comma in it.
-    #[test]
-    fn picked_labels_with_commas_stay_apart_and_read_back() {
-        let q = Question {
-            options: opts(&[
-                "Redis, clustered",
-                "Memcached",
-                "Memcached, sharded",
-                "two\nlines",
-            ]),
-            multi_select: true,
-            ..Question::plain("Which?")
-        };
-        assert_eq!(
-            q.picks("1 2"),
-            Some(Picks::Labels("Redis, clustered\nMemcached".into()))
-        );
-        let answer = picked_answer(
-            &["Memcached, sharded", "two\nlines", "Redis, clustered"],
-            "a TTL, please\nand logs",
-        );
-        assert_eq!(
-            answer,
-            "Memcached, sharded\ntwo\nlines\nRedis, clustered\n\na TTL, please\nand logs"
-        );
-        assert_eq!(
-            q.read_answer(&answer),
-            (
-                vec!["Memcached, sharded", "two\nlines", "Redis, clustered"],
-                Some("a TTL, please\nand logs")
-            )
-        );
-        assert_eq!(q.read_answer("Memcached\n"), (vec!["Memcached"], None));
-        assert_eq!(
-            q.read_answer("Memcached, please"),
-            (vec![], Some("Memcached, please"))
-        );
-        assert_eq!(q.read_answer("Redis"), (vec![], Some("Redis")));
-        assert_eq!(picked_answer(&[], " just text "), "just text");
     }
 
     #[test]

@@ -247,7 +247,7 @@ struct Posted {
     /// Its number in the callback data.
     number: u32,
     root: PathBuf,
-    asked_at: String,
+    question: desk::QuestionId,
     chat_id: i64,
     message_id: i64,
     text: String,
@@ -266,7 +266,7 @@ impl Posted {
         LinkRecord {
             hash: String::new(),
             root: self.root.clone(),
-            asked_at: self.asked_at.clone(),
+            question: self.question.clone(),
         }
     }
 }
@@ -495,7 +495,7 @@ impl Bot {
             "more" => desk::act(&p.link(), Action::Extend(desk::TELEGRAM_EXTEND)),
             "send" => desk::submit(
                 &p.link(),
-                &Reply::Options(p.picked.iter().copied().collect(), String::new()),
+                &Reply::Picks(p.picked.iter().copied().collect(), String::new()),
                 &sender,
             ),
             n => match n.parse::<usize>() {
@@ -509,7 +509,7 @@ impl Bot {
                     );
                     return String::new();
                 }
-                Ok(i) => desk::submit(&p.link(), &Reply::Options(vec![i], String::new()), &sender),
+                Ok(i) => desk::submit(&p.link(), &Reply::Picks(vec![i], String::new()), &sender),
                 Err(_) => Outcome::Invalid("Unknown button.".into()),
             },
         };
@@ -543,7 +543,7 @@ impl Bot {
         for p in posts.by_number.values_mut().filter(|p| p.open) {
             let still = waiting
                 .iter()
-                .find(|q| q.root == p.root && q.asked_at == p.asked_at);
+                .find(|q| q.root == p.root && q.id == p.question);
             if let Some(q) = still {
                 // More time given (here, on the page, in the panel): the header says so.
                 if q.deadline != p.deadline && !p.redacted {
@@ -575,7 +575,7 @@ impl Bot {
             if posts
                 .by_number
                 .values()
-                .any(|p| p.root == q.root && p.asked_at == q.asked_at)
+                .any(|p| p.root == q.root && p.question == q.id)
             {
                 continue;
             }
@@ -610,7 +610,7 @@ impl Bot {
         );
         let redacted = self.redact;
         if redacted {
-            let link = desk::mint_link(&self.state_dir, &q.root, &q.asked_at)
+            let link = desk::mint_link(&self.state_dir, &q.root, &q.id)
                 .map(|t| format!("{}/a/{t}", self.broker_url));
             text = format!("A question is waiting in <b>{}</b>.", html(&q.project()));
             if let Ok(l) = link {
@@ -646,7 +646,7 @@ impl Bot {
         Posted {
             number,
             root: q.root.clone(),
-            asked_at: q.asked_at.clone(),
+            question: q.id.clone(),
             chat_id,
             message_id: 0,
             text,
@@ -751,7 +751,7 @@ mod tests {
         let mut p = Posted {
             number: 7,
             root: PathBuf::from("/p"),
-            asked_at: String::new(),
+            question: desk::QuestionId::from_file("q"),
             chat_id: 1,
             message_id: 2,
             text: String::new(),

@@ -249,7 +249,7 @@ impl QuestionPanel {
             .filter(|(_, chosen)| **chosen)
             .map(|(o, _)| o.label.as_str())
             .collect();
-        let answer = ralph_protocol::question::picked_answer(&labels, &self.draft());
+        let answer = ralph_protocol::desk::encode(&labels, &self.draft());
         (!answer.is_empty()).then_some(answer)
     }
 

@@ -222,13 +222,13 @@ impl Runner {
         let mut early = orphans::Swept::default();
         let mark = self.mark();
         let mut term_sent = false;
-        let mut asking: Option<OpenQuestion> = None;
+        let mut asking: Option<Open> = None;
 
         loop {
             if run.exit.is_some() && !out_open && !err_open {
                 break;
             }
-            let ask_wake = asking.as_ref().map(OpenQuestion::wake).unwrap_or(far);
+            let ask_wake = asking.as_ref().map(Open::wake).unwrap_or(far);
             tokio::select! {
                 r = stdout.read(&mut out_buf), if out_open => match r {
                     Ok(0) | Err(_) => {
@@ -512,7 +512,7 @@ impl Runner {
         &mut self,
         run: &mut AgentRun,
         stdin: &mut Option<ChildStdin>,
-        asking: &mut Option<OpenQuestion>,
+        asking: &mut Option<Open>,
         iteration: u32,
     ) -> Result<(), RunError> {
         for line in std::mem::take(&mut run.requests) {
@@ -564,13 +564,13 @@ impl Runner {
     /// it on stdin (or asks the request's next question, which is returned).
     pub(super) async fn end_asking(
         &mut self,
-        mut open: OpenQuestion,
+        mut open: Open,
         end: Ended,
         stdin: &mut Option<ChildStdin>,
         iteration: u32,
-    ) -> Result<Option<OpenQuestion>, RunError> {
+    ) -> Result<Option<Open>, RunError> {
         let native = open.native.take();
-        let text = open.question.text.clone();
+        let text = open.asking.question.text.clone();
         let answer = match &end {
             Ended::Answered { answer, .. } => Some(answer.text.clone()),
             _ => None,
@@ -735,7 +735,7 @@ impl Runner {
         question: Question,
         ask: NativeAsk,
         iteration: u32,
-    ) -> Result<OpenQuestion, RunError> {
+    ) -> Result<Open, RunError> {
         self.after_delivery().await?;
         let wait = self.question_wait();
         let mut open = self
@@ -765,7 +765,7 @@ pub(super) struct AgentRun {
     pub(super) timed_out: bool,
     pub(super) interrupted: bool,
     /// A `ralph ask` question still open when the agent ended (it was killed while asking).
-    pub(super) asking: Option<OpenQuestion>,
+    pub(super) asking: Option<Open>,
     /// The agent's session id, when its stream reports one.
     pub(super) session_id: Option<String>,
     /// Errors the agent reported (API errors, failed resumes).

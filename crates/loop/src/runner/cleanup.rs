@@ -35,9 +35,9 @@ impl Runner {
             // A claim left by a `ralph ask` that is gone (killed with its agent). A file event
             // while an agent runs also clears it (`notice_ask`), but an agent may end before
             // one arrives.
-            if AskClaim::read(&self.ws).is_some_and(|claim| crate::asks::claim_is_stale(&claim)) {
-                workspace::remove(&self.ws.ask_claim())?;
-            }
+            self.questions
+                .desk
+                .clear_stale_claim(crate::asks::claim_is_stale)?;
             for entry in entries.chain(logs).flatten() {
                 // Only stale ones: a `ralph answer` may be writing its temporary file right now.
                 let stale = entry

@@ -29,25 +29,19 @@ use tokio::process::ChildStdin;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use crate::answer::{self, Answer, AnsweredBy};
-use crate::clarifications;
-use crate::countdown::Countdown;
 use crate::event::{Control, LoopEvent, Outcome};
 use crate::guard::Guard;
 use crate::native::{self, ToolRequest};
-use crate::notify::{Notifier, NotifyConfig, QuestionNotice};
+use crate::notify::{Notifier, NotifyConfig};
 use crate::orphans;
 use crate::prompt::{self, Carryover, PromptInputs};
-use crate::question::{MAX_QUESTION_BYTES, Question};
+use crate::question::Question;
 use crate::registry;
-use crate::state::{
-    self, AgentChoice, AskClaim, PendingQuestion, RaisedBy, State, Status, log_event, timestamp,
-};
+use crate::state::{self, AgentChoice, RaisedBy, State, Status, log_event, timestamp};
 use crate::supervisor::{self, describe_exit};
 use crate::task::{OnQuestionTimeout, TaskFile, Wait};
 use crate::workspace::{self, Workspace, WorkspaceError, WorkspaceLock};
 use ralph_protocol::desk::Ended;
-use ralph_protocol::desk::Submitted;
 
 mod agent;
 mod cleanup;
@@ -67,9 +61,8 @@ pub use config::{
     AgentSpec, FreshFn, Invocation, ResumeFn, RunConfig, RunError, Settings, wait_duration,
 };
 use controls::Controls;
-use delivery::Delivery;
 use groups::marks;
-use questions::{NativeAsk, OpenQuestion, Step};
+use questions::{NativeAsk, Open, Questions, Step};
 use recovery::{KilledRun, reap_orphaned_agent};
 
 /// Runs the loop; see the module docs.
@@ -97,9 +90,9 @@ pub struct Runner {
     /// When `.ralph/` was last swept of stale temporary files.
     last_sweep: Option<std::time::Instant>,
     carryover: Vec<Carryover>,
-    delivering: Option<Delivery>,
+    /// The desk that owns this workspace's questions, and what the loop keeps between steps.
+    questions: Questions,
     first_iteration: u32,
-    resume_question: Option<PendingQuestion>,
     notifier: Notifier,
     _registration: Option<registry::Registration>,
     /// The last session the agent reported, for resuming it with an answer.
@@ -108,8 +101,6 @@ pub struct Runner {
     resume_next: bool,
     /// The last iteration was a resume that failed: not the agent's fault, not a failure.
     resume_failed: bool,
-    /// `ralph ask` claims already shown (by `asked_at`), so each is asked once.
-    asks_seen: std::collections::HashSet<String>,
     /// The guard that stops the running group if ralph is killed outright, when there is one.
     guard: Option<Guard>,
     /// The last run, when it was killed with a group running: that group was stopped as
@@ -188,7 +179,7 @@ impl Runner {
             self.log("warning", json!({"message": text}));
         }
 
-        if let Some(pending) = self.resume_question.take() {
+        if let Some(pending) = self.questions.resume.take() {
             let asked_at = pending.asked_at_time().unwrap_or_else(SystemTime::now);
             let waited = SystemTime::now()
                 .duration_since(asked_at)
@@ -198,9 +189,14 @@ impl Runner {
                 humantime::format_duration(Duration::from_secs(waited.as_secs()))
             )))
             .await;
-            let question = pending.question();
             if let Some(outcome) = self
-                .present_question(question, asked_at, pending.iteration, pending.raised_by)
+                .present_question(
+                    pending.question,
+                    Some(pending.id),
+                    asked_at,
+                    pending.iteration,
+                    pending.raised_by,
+                )
                 .await?
             {
                 return self
@@ -378,6 +374,10 @@ impl Runner {
 
     async fn finish(&mut self, outcome: Outcome, reason: &str) -> Result<Outcome, RunError> {
         self.state.status = outcome.status();
+        if self.state.status != Status::Stopped {
+            // Ended for good: a question left open for a late answer closes with the run.
+            self.questions.desk.run_ended(&mut self.state)?;
+        }
         self.state.reason = Some(reason.to_string());
         self.group_ended();
         self.save_state().await?;

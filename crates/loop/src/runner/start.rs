@@ -13,6 +13,7 @@ impl Runner {
         controls: mpsc::UnboundedReceiver<Control>,
     ) -> Result<Self, RunError> {
         let ws = cfg.workspace.clone();
+        let desk_ws = ws.clone();
         ws.ensure()?;
         let lock = ws.lock()?;
         // Before anything is written: a state file that cannot be read stops the run, naming
@@ -118,15 +119,18 @@ impl Runner {
             task_seen: None,
             last_sweep: None,
             carryover: Vec::new(),
-            delivering: None,
+            questions: Questions {
+                desk: ralph_protocol::desk::Desk::new(desk_ws),
+                delivering: None,
+                asks_seen: std::collections::HashSet::new(),
+                resume: resume_question,
+            },
             first_iteration,
-            resume_question,
             notifier,
             _registration: registration,
             session_id: None,
             resume_next: false,
             resume_failed: false,
-            asks_seen: std::collections::HashSet::new(),
             guard: None,
             killed_run,
         })
