@@ -175,8 +175,9 @@ fn an_answer_link_answers_from_the_page_and_the_next_iteration_has_it() {
     let run = Run::finish(child, Duration::from_secs(30));
     run.expect_code(3);
     let prompt = p.read("prompt-2.txt");
+    // The pick and the note as every front end writes them: the label, a blank line, the note.
     assert!(
-        prompt.contains("Memcached: it is already deployed"),
+        prompt.contains("> Memcached\n>\n> it is already deployed"),
         "{prompt}"
     );
     let answer = &p.events_of("answer")[0];

@@ -1,87 +1,14 @@
-//! The question file, `.ralph/question.md`: what the agent asks its human.
-//!
-//! The agent writes the file and then prints `<ralph>QUESTION</ralph>`. Plain markdown is a
-//! complete question: the whole file is the question. An optional YAML frontmatter adds
-//! structure:
-//!
-//! ```text
-//! ---
-//! options: [Redis, Memcached]        # suggested answers; free text is always allowed
-//! multi_select: false                # true: the answer may pick several options
-//! default: Redis                     # the agent's best guess, used if nobody answers
-//! context: Both are in Cargo.toml.   # optional, shown under the question
-//! ---
-//! Should the session cache use Redis or Memcached?
-//! ```
-//!
-//! Options may also be maps (`- label: Redis` with an optional `description:`), or the
-//! one-key shorthand `- Redis: in-memory, persistent`.
-//!
-//! Reading never fails. The file is written by an agent that may get the format wrong, and a
-//! question shown with a note beats a question lost: a frontmatter that does not parse makes
-//! the raw file the question text, and [`Question::warning`] says what was wrong and on which
-//! line. Nothing here strips terminal control sequences; whoever displays the text does that.
+//! Reading `question.md`: never fails; what was wrong goes in [`Question::warning`].
 
 use std::collections::BTreeMap;
 use std::fmt;
 
+use serde::Deserialize;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
-use serde::{Deserialize, Serialize};
 
-/// Largest question file shown in full; [`Question::parse_bounded`] cuts bigger files.
-pub const MAX_QUESTION_BYTES: usize = 256 * 1024;
-
-/// A question from the agent, as read from `.ralph/question.md`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Question {
-    /// The question itself, as markdown (trimmed).
-    pub text: String,
-    /// Suggested answers; free text is always allowed too.
-    pub options: Vec<QuestionOption>,
-    /// Whether the answer may pick several options.
-    pub multi_select: bool,
-    /// The agent's best guess, used when nobody answers in time.
-    pub default: Option<String>,
-    /// Background shown under the question.
-    pub context: Option<String>,
-    /// What was wrong with the file, if anything (shown with the question, never fatal).
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub warning: Option<String>,
-}
-
-/// One suggested answer.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct QuestionOption {
-    /// What the answer says when this option is picked.
-    pub label: String,
-    /// A longer explanation shown next to the label.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-}
-
-impl QuestionOption {
-    /// An option with a label and no description.
-    pub fn new(label: impl Into<String>) -> Self {
-        Self {
-            label: label.into(),
-            description: None,
-        }
-    }
-}
+use super::{MAX_QUESTION_BYTES, Question, QuestionOption};
 
 impl Question {
-    /// A plain question with no options, default or context.
-    pub fn plain(text: impl Into<String>) -> Self {
-        Self {
-            text: text.into(),
-            options: Vec::new(),
-            multi_select: false,
-            default: None,
-            context: None,
-            warning: None,
-        }
-    }
-
     /// Reads a question file's contents. Never fails: problems end up in [`Question::warning`].
     pub fn parse(raw: &str) -> Question {
         let normalized = normalize(raw);
@@ -141,111 +68,6 @@ impl Question {
         add_warning(&mut question.warning, &note);
         question
     }
-
-    /// Writes the question in the file format [`Question::parse`] reads (used by `ralph ask`).
-    ///
-    /// The frontmatter is left out when there is nothing to put in it. `warning` is not
-    /// written. For a question without a warning whose text is trimmed and non-empty,
-    /// `Question::parse(&q.to_markdown()) == q`.
-    pub fn to_markdown(&self) -> String {
-        let frontmatter = FrontmatterOut {
-            options: self
-                .options
-                .iter()
-                .map(|option| match &option.description {
-                    None => OptionOut::Label(&option.label),
-                    Some(description) => OptionOut::Full {
-                        label: &option.label,
-                        description,
-                    },
-                })
-                .collect(),
-            multi_select: self.multi_select,
-            default: self.default.as_deref(),
-            context: self.context.as_deref(),
-        };
-        let empty = frontmatter.options.is_empty()
-            && !frontmatter.multi_select
-            && frontmatter.default.is_none()
-            && frontmatter.context.is_none();
-        // A text that itself starts with a `---` line would be read back as frontmatter, and
-        // one that starts with a byte-order mark would lose it, so both get an explicit (empty)
-        // frontmatter in front.
-        if empty
-            && !crate::frontmatter::is_fence(self.text.split('\n').next().unwrap_or_default())
-            && !self.text.starts_with('\u{feff}')
-        {
-            return format!("{}\n", self.text);
-        }
-        let mut yaml = if empty {
-            String::new()
-        } else {
-            // Serializing plain strings, bools and options cannot fail.
-            serde_yaml_ng::to_string(&frontmatter).unwrap_or_default()
-        };
-        // The YAML writer may end on a line break of its own (U+2028 at the end of a block
-        // scalar) rather than a newline, and the closing fence must start a line.
-        if !yaml.is_empty() && !yaml.ends_with('\n') {
-            yaml.push('\n');
-        }
-        format!("---\n{yaml}---\n{}\n", self.text)
-    }
-
-    /// The option a 1-based number refers to, as typed by a person (`1` is the first).
-    pub fn resolve_option(&self, n: usize) -> Option<&QuestionOption> {
-        n.checked_sub(1).and_then(|i| self.options.get(i))
-    }
-
-    /// The options a typed answer picks, when it is option numbers and nothing else: one
-    /// (`2`), or for a multi-select question several (`1,3` or `1 3`). One rule for every
-    /// such answer: numbers (digits, separated by commas or spaces) are always picks, and a
-    /// pick that names no option ([`Picks::OutOfRange`], however big the number) or several
-    /// for a question that takes one ([`Picks::NotOne`]) is refused, never sent as text. `None`
-    /// for any other text, and for any text when the question offers no options. Each way of
-    /// answering (`ralph answer`, the plain view, the panel's list) reads numbers this way.
-    pub fn picks(&self, text: &str) -> Option<Picks> {
-        if self.options.is_empty() {
-            return None;
-        }
-        let words: Vec<&str> = text
-            .split(|c: char| c == ',' || c.is_whitespace())
-            .filter(|s| !s.is_empty())
-            .collect();
-        if words.is_empty() || !words.iter().all(|w| w.bytes().all(|b| b.is_ascii_digit())) {
-            return None;
-        }
-        if words.len() > 1 && !self.multi_select {
-            return Some(Picks::NotOne(words.len()));
-        }
-        let mut labels: Vec<&str> = Vec::new();
-        for word in words {
-            let Some(option) = word.parse().ok().and_then(|n| self.resolve_option(n)) else {
-                return Some(Picks::OutOfRange(word.to_owned()));
-            };
-            if !labels.contains(&option.label.as_str()) {
-                labels.push(&option.label);
-            }
-        }
-        Some(Picks::Labels(crate::desk::encode(&labels, "")))
-    }
-
-    /// The 0-based index of the option whose label is the default answer, if there is one.
-    pub fn default_option(&self) -> Option<usize> {
-        let default = self.default.as_deref()?;
-        self.options.iter().position(|o| o.label == default)
-    }
-}
-
-/// What option numbers typed as an answer pick: [`Question::picks`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Picks {
-    /// The labels of the options picked, in the order typed, one per line
-    /// ([`crate::desk::encode`]).
-    Labels(String),
-    /// A number that is no option's, as typed (it may be too big for any number type).
-    OutOfRange(String),
-    /// Several numbers (how many) for a question that takes one option.
-    NotOne(usize),
 }
 
 /// Drops a byte-order mark and turns CRLF line ends into LF, so line numbers and fences work
@@ -511,41 +333,10 @@ impl<'de> Deserialize<'de> for OptionIn {
     }
 }
 
-/// The frontmatter as `to_markdown` writes it: only what is set, options as bare labels
-/// unless they have a description.
-#[derive(Serialize)]
-struct FrontmatterOut<'a> {
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    options: Vec<OptionOut<'a>>,
-    #[serde(skip_serializing_if = "is_false")]
-    multi_select: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    default: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    context: Option<&'a str>,
-}
-
-#[derive(Serialize)]
-#[serde(untagged)]
-enum OptionOut<'a> {
-    Label(&'a str),
-    Full {
-        label: &'a str,
-        description: &'a str,
-    },
-}
-
-fn is_false(b: &bool) -> bool {
-    !*b
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn opts(labels: &[&str]) -> Vec<QuestionOption> {
-        labels.iter().map(|l| QuestionOption::new(*l)).collect()
-    }
+    use crate::question::opts;
 
     #[test]
     fn plain_markdown_is_the_whole_question() {
@@ -720,49 +511,6 @@ mod tests {
     }
 
     #[test]
-    fn resolve_option_is_one_based() {
-        let q = Question {
-            options: opts(&["a", "b"]),
-            ..Question::plain("Q")
-        };
-        assert_eq!(q.resolve_option(0), None);
-        assert_eq!(q.resolve_option(1).unwrap().label, "a");
-        assert_eq!(q.resolve_option(2).unwrap().label, "b");
-        assert_eq!(q.resolve_option(3), None);
-    }
-
-    #[test]
-    fn picks_reads_option_numbers_and_nothing_else() {
-        let one = Question {
-            options: opts(&["Redis", "Memcached", "none"]),
-            ..Question::plain("Q")
-        };
-        let labels = |s: &str| Some(Picks::Labels(s.into()));
-        assert_eq!(one.picks("2"), labels("Memcached"));
-        assert_eq!(one.picks(" 3\n"), labels("none"));
-        assert_eq!(one.picks("4"), Some(Picks::OutOfRange("4".into())));
-        assert_eq!(one.picks("0"), Some(Picks::OutOfRange("0".into())));
-        // Regression (issue 25, item 10): a number too big for any option, and several
-        // numbers for a question that takes one, were sent as the answer's text.
-        let huge = "99999999999999999999";
-        assert_eq!(one.picks(huge), Some(Picks::OutOfRange(huge.into())));
-        assert_eq!(one.picks("1,3"), Some(Picks::NotOne(2)));
-        for text in ["", "Redis", "2 nodes", "-1", "1.5"] {
-            assert_eq!(one.picks(text), None, "{text:?}");
-        }
-        assert_eq!(Question::plain("Q").picks("1"), None);
-
-        let many = Question {
-            multi_select: true,
-            ..one
-        };
-        assert_eq!(many.picks("1,3"), labels("Redis\nnone"));
-        assert_eq!(many.picks("3 1, 3"), labels("none\nRedis"));
-        assert_eq!(many.picks("1,5"), Some(Picks::OutOfRange("5".into())));
-        assert_eq!(many.picks(" , "), None);
-    }
-
-    #[test]
     fn parse_bounded_cuts_big_files_on_a_char_boundary() {
         // "é" is two bytes; an odd prefix puts the cap in the middle of one.
         let mut bytes = b"x".to_vec();
@@ -807,163 +555,5 @@ mod tests {
         assert_eq!(group_thousands(1000), "1,000");
         assert_eq!(group_thousands(262_144), "262,144");
         assert_eq!(group_thousands(52_428_800), "52,428,800");
-    }
-
-    #[test]
-    fn plain_question_writes_no_frontmatter() {
-        assert_eq!(Question::plain("Why?").to_markdown(), "Why?\n");
-    }
-
-    #[test]
-    fn to_markdown_writes_the_documented_format() {
-        let q = Question {
-            options: vec![
-                QuestionOption::new("Redis"),
-                QuestionOption {
-                    label: "Memcached".into(),
-                    description: Some("simpler".into()),
-                },
-            ],
-            default: Some("Redis".into()),
-            ..Question::plain("Which?")
-        };
-        assert_eq!(
-            q.to_markdown(),
-            "---\noptions:\n- Redis\n- label: Memcached\n  description: simpler\ndefault: Redis\n---\nWhich?\n"
-        );
-    }
-
-    const TRICKY: &[&str] = &[
-        "plain",
-        "with: colon",
-        "key: value: more",
-        "\"double quoted\"",
-        "'single'",
-        "it's",
-        "# not a comment",
-        "a # b",
-        "line one\nline two",
-        "trailing newline\n",
-        "$(rm -rf ~)",
-        "`backticks`",
-        "- dash",
-        "---",
-        "...",
-        "[flow, seq]",
-        "{flow: map}",
-        "yes",
-        "no",
-        "null",
-        "~",
-        "1",
-        "1.10",
-        "0x1F",
-        " leading space",
-        "trailing space ",
-        "tab\there",
-        "&anchor",
-        "*alias",
-        "!tag",
-        "%directive",
-        "@at",
-        "|pipe",
-        ">fold",
-        "ünïcödé ✓ 日本",
-        "",
-    ];
-
-    fn assert_round_trips(q: &Question) {
-        let written = q.to_markdown();
-        assert_eq!(&Question::parse(&written), q, "written as:\n{written}");
-    }
-
-    #[test]
-    fn to_markdown_round_trips_tricky_labels() {
-        for (i, label) in TRICKY.iter().enumerate() {
-            let other = TRICKY[(i + 7) % TRICKY.len()];
-            let q = Question {
-                options: vec![
-                    QuestionOption::new(*label),
-                    QuestionOption {
-                        label: other.to_string(),
-                        description: Some(label.to_string()),
-                    },
-                ],
-                multi_select: i % 2 == 0,
-                default: Some(label.to_string()),
-                context: Some(other.to_string()),
-                ..Question::plain("Which one?")
-            };
-            assert_round_trips(&q);
-        }
-    }
-
-    #[test]
-    fn to_markdown_round_trips_tricky_texts() {
-        for text in [
-            "---\nlooks like frontmatter\n---\nbut is text",
-            "---",
-            "# Heading\n\n- list\n\n```sh\n$(rm -rf ~)\n```",
-            "Question with: colon?",
-            "...\nstarts with dots",
-        ] {
-            assert_round_trips(&Question::plain(text));
-            assert_round_trips(&Question {
-                options: vec![QuestionOption::new("a")],
-                ..Question::plain(text)
-            });
-        }
-    }
-
-    /// A small deterministic fuzz: random questions built from characters YAML and markdown
-    /// care about must survive a write and a read.
-    #[test]
-    fn to_markdown_round_trips_generated_questions() {
-        const ALPHABET: &[char] = &[
-            'a', 'Z', '0', '9', ' ', ':', '#', '-', '\'', '"', '\n', '\t', '$', '(', ')', '~', '[',
-            ']', '{', '}', ',', '&', '*', '!', '|', '>', '%', '@', '`', '?', '.', '\\', 'é', '✓',
-        ];
-        let mut state: u64 = 0x2545_f491_4f6c_dd1d;
-        let mut next = move |bound: usize| {
-            // xorshift64: enough randomness for a test, no dependency.
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % bound as u64) as usize
-        };
-        let word = |next: &mut dyn FnMut(usize) -> usize| -> String {
-            let len = next(12);
-            (0..len).map(|_| ALPHABET[next(ALPHABET.len())]).collect()
-        };
-        for _ in 0..500 {
-            let options = (0..next(4))
-                .map(|_| QuestionOption {
-                    label: word(&mut next),
-                    description: (next(2) == 0).then(|| word(&mut next)),
-                })
-                .collect();
-            let mut text = word(&mut next).trim().to_owned();
-            if text.is_empty() {
-                text = "Q?".into();
-            }
-            let q = Question {
-                text,
-                options,
-                multi_select: next(2) == 0,
-                default: (next(2) == 0).then(|| word(&mut next)),
-                context: (next(2) == 0).then(|| word(&mut next)),
-                warning: None,
-            };
-            assert_round_trips(&q);
-        }
-    }
-
-    #[test]
-    fn question_serializes_without_an_absent_warning() {
-        let json = serde_json::to_string(&Question::plain("Q")).unwrap();
-        assert_eq!(
-            json,
-            r#"{"text":"Q","options":[],"multi_select":false,"default":null,"context":null}"#
-        );
     }
 }
