@@ -281,7 +281,10 @@ save-prompt prompt-4.txt
         .as_str()
         .unwrap()
         .to_string();
-    let id = state["pending_question"]["id"].as_str().unwrap().to_string();
+    let id = state["pending_question"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     p.exec(&["answer", "Redis, the winner"]).expect_code(0);
     wait_until(Duration::from_secs(20), "iteration 3", || {
         (p.state()["iteration"] == 3).then_some(())

@@ -956,6 +956,29 @@ mod tests {
         );
     }
 
+    /// Issue 31: the panel sends what every other front end sends for the same picks and note
+    /// (`desk::compose`, which the page, Telegram and `ralph answer` go through), so the agent
+    /// gets the same `answer.md` and `ralph ask --json` the same picks.
+    #[test]
+    fn the_panel_sends_the_desks_encoding_of_its_picks_and_note() {
+        use ralph_protocol::desk::{Reply, compose, read_back};
+        let t0 = Instant::now();
+        let q = question(&["Redis", "Memcached", "Valkey"], true);
+        let mut p = panel(q.clone(), t0);
+        type_str(&mut p, "13", t0);
+        p.handle_key(key(KeyCode::Tab), t0);
+        type_str(&mut p, "both, for now", t0);
+        let PanelAction::Submit(sent) = p.handle_key(key(KeyCode::Enter), t0) else {
+            panic!("not sent")
+        };
+        let composed = compose(Some(&q), &Reply::Picks(vec![1, 3], "both, for now".into()));
+        assert_eq!(Ok(sent.clone()), composed);
+        assert_eq!(
+            read_back(&q, &sent),
+            (vec!["Redis", "Valkey"], Some("both, for now"))
+        );
+    }
+
     #[test]
     fn multi_select_space_toggles_in_the_list_and_in_an_empty_editor() {
         let t0 = Instant::now();
