@@ -1,9 +1,9 @@
-//! Step 1 of every iteration: clear what a crash may have left, and pick up a waiting answer.
+//! Step 1 of every iteration: clear what a crash may have left.
 
 use super::*;
 
 impl Runner {
-    /// Step 1: clear what a crash may have left, and pick up an answer that is waiting.
+    /// Step 1: clear what a crash may have left.
     pub(super) async fn cleanup_before_iteration(&mut self) -> Result<(), RunError> {
         // Only files older than ten minutes go, so looking once a minute removes the same ones
         // barely later, without listing `.ralph/` (and waking its watcher) every iteration.
@@ -51,6 +51,6 @@ impl Runner {
         }
         // Drain file-watch wake-ups that arrived while the agent ran; we look at the files now.
         while self.fs_events.try_recv().is_ok() {}
-        self.pick_up_answer().await
+        Ok(())
     }
 }

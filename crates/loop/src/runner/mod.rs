@@ -4,7 +4,8 @@
 //! to a front end only through channels: [`LoopEvent`]s out, [`Control`]s in. Each iteration:
 //!
 //! 1. **Cleanup**: stray temporary files go; an answer waiting in `.ralph/answer.md` is picked
-//!    up for this iteration (never removed before it is delivered).
+//!    up for this iteration (never removed before it is delivered; `questions.rs`, through the
+//!    question desk, `ralph_protocol::desk::Desk`).
 //! 2. **Prompt**: built from the task file as it is now (the agent edits it), progress,
 //!    guardrails and whatever the previous iteration left ([`Carryover`]).
 //! 3. **Agent**: started in its own process group, its stdout decoded as it streams, stderr
@@ -47,7 +48,6 @@ mod agent;
 mod cleanup;
 mod config;
 mod controls;
-mod delivery;
 mod groups;
 pub mod logs;
 mod questions;
@@ -143,6 +143,7 @@ impl Runner {
         }
         let reason = format!("ralph stopped on an error: {e}");
         self.state.status = Status::Failed;
+        let _ = self.questions.desk.run_ended(&mut self.state);
         self.state.reason = Some(reason.clone());
         let _ = self.save_state().await;
         self.log("run_end", json!({"outcome": "failed", "reason": reason}));
@@ -211,6 +212,8 @@ impl Runner {
         let mut iteration = self.first_iteration;
         while iteration <= max {
             self.cleanup_before_iteration().await?;
+            // An answer waiting in `.ralph/answer.md` goes to this iteration (`questions.rs`).
+            self.pick_up_answer().await?;
             let task = match self.load_task() {
                 Ok(t) => t,
                 Err(e) => {
