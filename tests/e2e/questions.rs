@@ -800,3 +800,38 @@ fn a_lone_ralph_ask_outside_any_project_leaves_nothing_and_is_seen_from_elsewher
     }
     assert!(!p.exists(".ralph"));
 }
+
+/// Regression (issue 34, item 3): after `DONE verified`, `ralph status` still showed the
+/// iteration-1 question that had timed out (its waiting time still ticking), and
+/// `ralph answer 2` was accepted "for the next run". A finished run has no open question, and
+/// a late answer to it is refused, saying the run ended.
+#[test]
+fn a_finished_run_has_no_open_question_and_a_late_answer_is_refused() {
+    let p = Project::with_task(
+        "task: Cache\nmax_iterations: 3\nquestion_timeout: 300ms",
+        "- [ ] cache\n",
+    );
+    let agent = p.agent(
+        "[iteration 1]\nquestion \"Redis or Memcached?\" --option Redis --option Memcached\nsignal QUESTION\n\
+         [iteration 2]\ncheck-all\nsignal DONE\n",
+    );
+    p.run(&agent, &[]).expect_code(0);
+    let state = p.state();
+    assert_eq!(state["status"], "done", "{state}");
+    assert!(state["pending_question"].is_null(), "{state}");
+    let status = p.exec(&["status"]);
+    assert!(
+        !status.stdout.contains("Redis or Memcached?"),
+        "{}",
+        status.stdout
+    );
+    let late = p.exec(&["answer", "2"]);
+    late.expect_code(1);
+    assert!(
+        late.stderr.contains("the run that asked it has ended"),
+        "{}",
+        late.stderr
+    );
+    assert!(!p.exists(".ralph/answer.md"));
+    assert!(!p.exists(".ralph/question.md"));
+}
