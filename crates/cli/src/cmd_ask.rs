@@ -106,7 +106,7 @@ fn ask(args: &AskArgs, root: &Path, outside: bool) -> CmdResult {
 
     let ws = Workspace::new(root);
     ws.ensure().map_err(Failure::failed)?;
-    let desk = Desk::new(ws.clone());
+    let desk = Desk::new(ws);
     let asked_at = SystemTime::now();
     let deadline = match wait {
         Wait::Never => None,

@@ -177,7 +177,7 @@ impl Runner {
         iteration: u32,
         raised_by: RaisedBy,
     ) -> Result<Open, RunError> {
-        let now = Now::now();
+        let now = Now::current();
         let asking = self.questions.desk.open(
             &mut self.state,
             question,
@@ -277,7 +277,7 @@ impl Runner {
         let stepped: Stepped =
             self.questions
                 .desk
-                .step(&mut self.state, &mut open.asking, input, Now::now())?;
+                .step(&mut self.state, &mut open.asking, input, Now::current())?;
         if let Some(msg) = stepped.warning {
             self.emit(LoopEvent::Warning(msg.clone())).await;
             self.log("warning", json!({"message": msg}));
@@ -419,9 +419,15 @@ impl Runner {
             &self.state,
             &mut self.questions.asks_seen,
             asker_is_gone,
-            Now::now(),
+            Now::current(),
         )?;
-        let Some((id, asked_at, question, wait)) = found else {
+        let Some(ralph_protocol::desk::NewClaim {
+            id,
+            asked_at,
+            question,
+            wait,
+        }) = found
+        else {
             return Ok(None);
         };
         // The agent has had the answer this iteration started with; archive it now, so that
@@ -474,6 +480,7 @@ impl Runner {
                 );
             }
             PickUp::Deliver(delivery) => {
+                let delivery = *delivery;
                 let ans = &delivery.answer;
                 match &delivery.question {
                     Some(q) => self.carryover.push(Carryover::Answer {

@@ -79,7 +79,7 @@ impl Desk {
         if let Some(p) = previous.as_ref().and_then(|s| s.pending_question.as_ref())
             && !p.timed_out
             && ws.question().exists()
-            && !(p.raised_by == RaisedBy::Ask && !ws.is_locked())
+            && (p.raised_by != RaisedBy::Ask || ws.is_locked())
         {
             return Err(ClaimError::Busy {
                 root,

@@ -33,7 +33,7 @@ pub struct Now {
 
 impl Now {
     /// The time now.
-    pub fn now() -> Now {
+    pub fn current() -> Now {
         Now {
             instant: Instant::now(),
             wall: SystemTime::now(),
@@ -150,7 +150,7 @@ pub enum PickUp {
         answered: bool,
     },
     /// An answer (or guidance) for the iteration about to run.
-    Deliver(Delivery),
+    Deliver(Box<Delivery>),
 }
 
 /// What [`Desk::close`] did with a question whose wait ended.
@@ -161,6 +161,19 @@ pub struct Closed {
     /// `clarifications.md` could not be written (a full disk): the question's fate is in
     /// `state.json` all the same.
     pub archive_failed: Option<WorkspaceError>,
+}
+
+/// A `ralph ask` claim the loop has not shown yet ([`Desk::new_claim`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewClaim {
+    /// The question's id.
+    pub id: QuestionId,
+    /// When it was asked.
+    pub asked_at: SystemTime,
+    /// What was asked.
+    pub question: Question,
+    /// How long it may wait, from now (`None`: no deadline).
+    pub wait: Option<Duration>,
 }
 
 /// What a lone asker should do next ([`Desk::asker_step`]).
@@ -472,14 +485,14 @@ impl Desk {
             None => state.pending_question = None,
         }
         Ok((
-            PickUp::Deliver(Delivery {
+            PickUp::Deliver(Box::new(Delivery {
                 question,
                 question_raw,
                 id,
                 asked_at,
                 answer: ans,
                 late,
-            }),
+            })),
             warning,
         ))
     }
@@ -541,7 +554,7 @@ impl Desk {
         seen: &mut HashSet<QuestionId>,
         stale: impl Fn(&AskClaim) -> bool,
         now: Now,
-    ) -> Result<Option<(QuestionId, SystemTime, Question, Option<Duration>)>, WorkspaceError> {
+    ) -> Result<Option<NewClaim>, WorkspaceError> {
         let Some(claim) = AskClaim::read(&self.ws) else {
             return Ok(None);
         };
@@ -567,7 +580,12 @@ impl Desk {
             .as_deref()
             .and_then(parse_timestamp)
             .map(|d| d.duration_since(now.wall).unwrap_or_default());
-        Ok(Some((id, asked_at, Question::parse_bounded(&raw), wait)))
+        Ok(Some(NewClaim {
+            id,
+            asked_at,
+            question: Question::parse_bounded(&raw),
+            wait,
+        }))
     }
 
     /// Whether the `ralph ask` that asked `id` is gone without its answer (`stale`); its claim,

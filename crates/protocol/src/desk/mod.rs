@@ -46,7 +46,9 @@ mod submit;
 
 pub use ask::{ClaimError, Claimed, picks_of};
 pub use id::QuestionId;
-pub use life::{AskerStep, Asking, Closed, Delivery, Desk, Input, Now, OnTimeout, PickUp, Stepped};
+pub use life::{
+    AskerStep, Asking, Closed, Delivery, Desk, Input, NewClaim, Now, OnTimeout, PickUp, Stepped,
+};
 pub use reply::{MAX_ANSWER_BYTES, Refusal, Reply, check, compose, encode, read_back};
 pub use submit::{Submitted, submit};
 

@@ -229,7 +229,7 @@ fn min(n: u64) -> Duration {
 #[test]
 fn open_records_the_question_as_waiting_with_its_deadline() {
     let (_d, desk, mut st) = desk();
-    let t0 = Now::now();
+    let t0 = Now::current();
     let asking = open(&desk, &mut st, Some(min(5)), t0);
     let p = st.pending_question.as_ref().unwrap();
     assert_eq!(p.id, asking.id);
@@ -246,7 +246,7 @@ fn open_records_the_question_as_waiting_with_its_deadline() {
 #[test]
 fn an_answer_from_elsewhere_ends_the_wait_and_is_delivered_then_archived_once() {
     let (_d, desk, mut st) = desk();
-    let t0 = Now::now();
+    let t0 = Now::current();
     let mut asking = open(&desk, &mut st, Some(min(5)), t0);
     let nothing = desk.step(&mut st, &mut asking, Input::Look, t0).unwrap();
     assert_eq!(nothing, Stepped::default());
@@ -286,7 +286,7 @@ fn an_answer_from_elsewhere_ends_the_wait_and_is_delivered_then_archived_once() 
 #[test]
 fn a_typed_answer_is_checked_in_the_one_place() {
     let (_d, desk, mut st) = desk();
-    let t0 = Now::now();
+    let t0 = Now::current();
     let mut asking = open(&desk, &mut st, None, t0);
     let empty = desk
         .step(&mut st, &mut asking, Input::Typed(" \u{0}".into()), t0)
@@ -315,7 +315,7 @@ fn a_typed_answer_is_checked_in_the_one_place() {
 #[test]
 fn the_page_and_the_terminal_racing_take_the_first_answer() {
     let (_d, desk, mut st) = desk();
-    let t0 = Now::now();
+    let t0 = Now::current();
     let mut asking = open(&desk, &mut st, None, t0);
     answer(
         desk.workspace(),
@@ -345,7 +345,7 @@ fn the_page_and_the_terminal_racing_take_the_first_answer() {
 #[test]
 fn typing_holds_the_countdown_and_more_time_moves_the_deadline() {
     let (_d, desk, mut st) = desk();
-    let t0 = Now::now();
+    let t0 = Now::current();
     let mut asking = open(&desk, &mut st, Some(min(1)), t0);
     let typing = desk
         .step(
@@ -381,7 +381,7 @@ fn typing_holds_the_countdown_and_more_time_moves_the_deadline() {
 #[test]
 fn the_deadline_times_it_out_and_a_late_answer_reaches_the_next_iteration() {
     let (_d, desk, mut st) = desk();
-    let t0 = Now::now();
+    let t0 = Now::current();
     let mut asking = open(&desk, &mut st, Some(min(1)), t0);
     let end = desk
         .step(&mut st, &mut asking, Input::Look, t0.after(min(2)))
@@ -417,7 +417,7 @@ fn a_timeout_under_stop_and_a_stop_keep_the_question_for_the_next_run() {
         (Ended::Interrupted, OnTimeout::GoOn),
     ] {
         let (_d, desk, mut st) = desk();
-        let t0 = Now::now();
+        let t0 = Now::current();
         let mut asking = open(&desk, &mut st, Some(min(1)), t0);
         if ended == Ended::Interrupted {
             assert_eq!(
@@ -438,7 +438,7 @@ fn a_timeout_under_stop_and_a_stop_keep_the_question_for_the_next_run() {
 #[test]
 fn a_skip_closes_it_tells_the_asker_and_refuses_a_later_answer() {
     let (_d, desk, mut st) = desk();
-    let t0 = Now::now();
+    let t0 = Now::current();
     let mut asking = open(&desk, &mut st, None, t0);
     std::fs::write(desk.workspace().ask_claim(), "{}").unwrap();
     let skip = desk.step(&mut st, &mut asking, Input::Skip, t0).unwrap();
@@ -454,7 +454,7 @@ fn a_skip_closes_it_tells_the_asker_and_refuses_a_later_answer() {
 #[test]
 fn a_request_from_serve_acts_only_on_its_own_question() {
     let (_d, desk, mut st) = desk();
-    let t0 = Now::now();
+    let t0 = Now::current();
     let mut asking = open(&desk, &mut st, Some(min(1)), t0);
     let ws = desk.workspace();
     crate::broker::request(ws, &crate::broker::Request::skip(&QuestionId::new())).unwrap();
@@ -482,7 +482,7 @@ fn a_request_from_serve_acts_only_on_its_own_question() {
 #[test]
 fn a_finished_run_has_no_open_question_and_a_late_answer_is_told_it_ended() {
     let (_d, desk, mut st) = desk();
-    let t0 = Now::now();
+    let t0 = Now::current();
     let asking = open(&desk, &mut st, Some(min(1)), t0);
     desk.close(&mut st, &asking, &Ended::TimedOut, OnTimeout::GoOn)
         .unwrap();
@@ -513,7 +513,7 @@ fn a_finished_run_has_no_open_question_and_a_late_answer_is_told_it_ended() {
 #[test]
 fn a_question_still_waiting_when_the_run_stops_stays_for_the_next() {
     let (_d, desk, mut st) = desk();
-    let asking = open(&desk, &mut st, None, Now::now());
+    let asking = open(&desk, &mut st, None, Now::current());
     desk.run_ended(&mut st).unwrap();
     assert_eq!(
         st.pending_question.as_ref().map(|p| &p.id),
@@ -553,12 +553,12 @@ fn an_asker_killed_leaves_a_claim_the_next_takes() {
     // The loop notices the claim once, then finds its asker gone.
     let mut seen = HashSet::new();
     let found = desk
-        .new_claim(&st, &mut seen, |_| false, Now::now())
+        .new_claim(&st, &mut seen, |_| false, Now::current())
         .unwrap()
         .unwrap();
-    assert_eq!(found.0, id);
+    assert_eq!(found.id, id);
     assert_eq!(
-        desk.new_claim(&st, &mut seen, |_| false, Now::now())
+        desk.new_claim(&st, &mut seen, |_| false, Now::current())
             .unwrap(),
         None,
         "once"
@@ -630,7 +630,7 @@ fn a_full_disk_at_archive_still_delivers_once() {
         panic!("no delivery")
     };
     assert!(
-        desk.delivered(d).unwrap().is_some(),
+        desk.delivered(*d).unwrap().is_some(),
         "the failed record is said"
     );
     assert!(!ws.answer().exists());
@@ -641,7 +641,7 @@ fn a_full_disk_at_archive_still_delivers_once() {
 #[test]
 fn a_second_answer_after_the_first_was_taken_is_refused_at_pick_up() {
     let (_d, desk, mut st) = desk();
-    let t0 = Now::now();
+    let t0 = Now::current();
     let mut asking = open(&desk, &mut st, None, t0);
     let first = desk
         .step(&mut st, &mut asking, Input::Typed("Redis".into()), t0)
