@@ -169,7 +169,7 @@ fn answer_waiting(ws: &Workspace, q: &PendingQuestion) -> Option<Answer> {
     answer::read(ws)
         .ok()
         .flatten()
-        .filter(|a| a.question.as_ref() == Some(&q.id))
+        .filter(|a| q.id.is_answered_by(a))
 }
 
 /// The question, and how to answer it, or the answer already given when one waits to be

@@ -158,7 +158,7 @@ fn answer_waiting(ws: &Workspace, id: &QuestionId) -> bool {
     answer::read(ws)
         .ok()
         .flatten()
-        .is_some_and(|a| a.question.as_ref() == Some(id))
+        .is_some_and(|a| id.is_answered_by(&a))
 }
 
 fn describe(status: Status) -> &'static str {
@@ -267,7 +267,7 @@ pub fn closed_how(link: &LinkRecord) -> String {
     if let Some(a) = answer::read(&ws)
         .ok()
         .flatten()
-        .filter(|a| a.question.as_ref() == Some(&link.question))
+        .filter(|a| link.question.is_answered_by(a))
     {
         return format!("answered from {}", a.source());
     }

@@ -140,7 +140,7 @@ pub fn waiting(ws: &Workspace) -> Result<Option<Waiting>, StateError> {
     let Some(pending) = State::load(ws)?.and_then(|s| s.pending_question) else {
         return Ok(None);
     };
-    let answer = answer::read(ws)?.filter(|a| a.question.as_ref() == Some(&pending.id));
+    let answer = answer::read(ws)?.filter(|a| pending.id.is_answered_by(a));
     Ok(Some(Waiting {
         pending,
         answer,
