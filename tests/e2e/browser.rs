@@ -168,8 +168,9 @@ save-prompt prompt-2.txt\n",
     let run = Run::finish(child, Duration::from_secs(30));
     run.expect_code(3);
     let prompt = p.read("prompt-2.txt");
+    // The pick and the note as every front end writes them: the label, a blank line, the note.
     assert!(
-        prompt.contains("Memcached: it is already deployed"),
+        prompt.contains("> Memcached\n>\n> it is already deployed"),
         "{prompt}"
     );
     assert_eq!(p.events_of("answer")[0]["by"], "web");

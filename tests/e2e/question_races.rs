@@ -25,7 +25,7 @@ fn two_ralph_asks_started_together_one_waits_and_the_other_is_refused_at_once() 
     // Regression: both wrote question.md and ask.json; one question was shown, and the other
     // asker got exit 3 "the human skipped" for a question nobody saw, or exit 0 with the
     // other question's answer.
-    let p = Project::new();
+    let p = Project::empty();
     let mut askers: Vec<Guarded> = ["Postgres or SQLite?", "Tabs or spaces?"]
         .iter()
         .map(|q| {

@@ -112,7 +112,7 @@ fn a_number_sent_as_text_is_not_an_option_pick() {
 /// plain view sends the labels.
 #[test]
 fn option_numbers_for_a_multi_select_question_send_their_labels() {
-    let p = Project::new();
+    let p = Project::empty();
     let mut cmd = p.ralph();
     cmd.args([
         "ask",
@@ -333,7 +333,7 @@ fn racing_answers_have_exactly_one_winner() {
 
 #[test]
 fn ralph_ask_without_a_loop_is_answered_by_ralph_answer() {
-    let p = Project::new();
+    let p = Project::empty();
     let mut cmd = p.ralph();
     cmd.args([
         "ask",
@@ -378,7 +378,7 @@ fn ralph_ask_without_a_loop_is_answered_by_ralph_answer() {
 
 #[test]
 fn ralph_ask_without_a_loop_times_out_with_exit_3_and_a_hint() {
-    let p = Project::new();
+    let p = Project::empty();
     let asked = p.exec(&[
         "ask",
         "Which database?",
@@ -593,7 +593,7 @@ fn the_webhook_is_posted_and_a_dead_one_does_not_hold_the_loop() {
 #[test]
 fn ralph_ask_with_a_ralph_dir_that_does_not_exist_creates_nothing() {
     // Regression: a stale RALPH_DIR made `ralph ask` create the whole path it named.
-    let p = Project::new();
+    let p = Project::empty();
     let ralph_dir = p.path("gone/deeper/.ralph");
     let run = Run::from_output(
         p.ralph()
@@ -741,4 +741,97 @@ fn an_answer_whose_iteration_was_stopped_by_ctrl_c_reaches_the_next_run() {
         .unwrap();
         Run::finish(child, Duration::from_secs(30)).expect_code(130);
     });
+}
+
+/// Regression (issue 34, item 6; issue 35, item 7): a lone `ralph ask` outside any project
+/// created `.ralph/` where it was run (which then made every directory below it a project for
+/// the upward search), talked of loops and iterations, and did not register, so `ralph serve`
+/// and `ralph status` elsewhere never saw it. It now keeps its question in the state
+/// directory, registers, and leaves nothing behind.
+#[test]
+fn a_lone_ralph_ask_outside_any_project_leaves_nothing_and_is_seen_from_elsewhere() {
+    let p = Project::new();
+    let mut cmd = p.ralph();
+    cmd.args([
+        "ask",
+        "Which databases?",
+        "--option",
+        "Postgres",
+        "--option",
+        "SQLite",
+        "--multi-select",
+        "--json",
+        "--timeout",
+        "1m",
+    ]);
+    let asker = spawn(cmd);
+    // Seen from another directory outside any project, through the registry.
+    let elsewhere = p.beside();
+    let status = wait_until(
+        Duration::from_secs(20),
+        "the question in ralph status",
+        || {
+            let run = elsewhere.exec(&["status"]);
+            run.stdout.contains("Which databases?").then_some(run)
+        },
+    );
+    assert!(!p.exists(".ralph"), "{}", status.stdout);
+    elsewhere.exec(&["answer", "1,2"]).expect_code(0);
+    let asked = Run::finish(asker, Duration::from_secs(20));
+    asked.expect_code(0);
+    let json: serde_json::Value = serde_json::from_str(asked.stdout.trim()).unwrap();
+    assert_eq!(json["picks"], serde_json::json!(["Postgres", "SQLite"]));
+    assert!(!asked.stderr.contains("iteration"), "{}", asked.stderr);
+    assert!(!p.exists(".ralph"));
+    let asks = p.state_path().join("asks");
+    let left: Vec<_> = std::fs::read_dir(&asks)
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "{left:?}");
+    // Timed out alone, outside any project: no word of iterations, loops or `.ralph/`.
+    let timed_out = p.exec(&["ask", "Still there?", "--timeout", "1s"]);
+    timed_out.expect_code(3);
+    for word in ["iteration", "loop", ".ralph"] {
+        assert!(
+            !timed_out.stderr.contains(word),
+            "{word}: {}",
+            timed_out.stderr
+        );
+    }
+    assert!(!p.exists(".ralph"));
+}
+
+/// Regression (issue 34, item 3): after `DONE verified`, `ralph status` still showed the
+/// iteration-1 question that had timed out (its waiting time still ticking), and
+/// `ralph answer 2` was accepted "for the next run". A finished run has no open question, and
+/// a late answer to it is refused, saying the run ended.
+#[test]
+fn a_finished_run_has_no_open_question_and_a_late_answer_is_refused() {
+    let p = Project::with_task(
+        "task: Cache\nmax_iterations: 3\nquestion_timeout: 300ms",
+        "- [ ] cache\n",
+    );
+    let agent = p.agent(
+        "[iteration 1]\nquestion \"Redis or Memcached?\" --option Redis --option Memcached\nsignal QUESTION\n\
+         [iteration 2]\ncheck-all\nsignal DONE\n",
+    );
+    p.run(&agent, &[]).expect_code(0);
+    let state = p.state();
+    assert_eq!(state["status"], "done", "{state}");
+    assert!(state["pending_question"].is_null(), "{state}");
+    let status = p.exec(&["status"]);
+    assert!(
+        !status.stdout.contains("Redis or Memcached?"),
+        "{}",
+        status.stdout
+    );
+    let late = p.exec(&["answer", "2"]);
+    late.expect_code(1);
+    assert!(
+        late.stderr.contains("the run that asked it has ended"),
+        "{}",
+        late.stderr
+    );
+    assert!(!p.exists(".ralph/answer.md"));
+    assert!(!p.exists(".ralph/question.md"));
 }

@@ -281,6 +281,10 @@ save-prompt prompt-4.txt
         .as_str()
         .unwrap()
         .to_string();
+    let id = state["pending_question"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     p.exec(&["answer", "Redis, the winner"]).expect_code(0);
     wait_until(Duration::from_secs(20), "iteration 3", || {
         (p.state()["iteration"] == 3).then_some(())
@@ -288,7 +292,7 @@ save-prompt prompt-4.txt
     p.write(
         ".ralph/answer.md",
         &format!(
-            "---\nanswered_by: ralph-answer\nanswered_at: {asked_at}\nquestion_asked_at: {asked_at}\nanswer_id: 1-2\n---\nMemcached, the loser\n"
+            "---\nanswered_by: ralph-answer\nanswered_at: {asked_at}\nquestion_id: {id}\nanswer_id: 1-2\n---\nMemcached, the loser\n"
         ),
     );
     let run = Run::finish(child, Duration::from_secs(30));

@@ -176,8 +176,9 @@ fn an_answer_link_answers_from_the_page_and_the_next_iteration_has_it() {
     let run = Run::finish(child, Duration::from_secs(30));
     run.expect_code(3);
     let prompt = p.read("prompt-2.txt");
+    // The pick and the note as every front end writes them: the label, a blank line, the note.
     assert!(
-        prompt.contains("Memcached: it is already deployed"),
+        prompt.contains("> Memcached\n>\n> it is already deployed"),
         "{prompt}"
     );
     let answer = &p.events_of("answer")[0];
@@ -207,7 +208,7 @@ fn an_answer_link_answers_from_the_page_and_the_next_iteration_has_it() {
 #[test]
 fn wrong_tokens_look_like_any_unknown_page() {
     let broker = Broker::start();
-    let p = Project::new();
+    let p = Project::empty();
     let _ask = asking(&broker, &p, "Ship it?", &[]);
     let good = broker.answer_url(&p);
     let token = good.rsplit('/').next().unwrap();
@@ -242,7 +243,7 @@ fn wrong_tokens_look_like_any_unknown_page() {
 #[test]
 fn a_post_from_another_site_is_refused() {
     let broker = Broker::start();
-    let p = Project::new();
+    let p = Project::empty();
     let _ask = asking(&broker, &p, "Ship it?", &[]);
     let url = broker.answer_url(&p);
     for origin in ["https://evil.example", "null", "http://127.0.0.1:1"] {
@@ -265,7 +266,7 @@ fn a_post_from_another_site_is_refused() {
 #[test]
 fn script_and_javascript_links_in_a_question_stay_inert() {
     let broker = Broker::start();
-    let p = Project::new();
+    let p = Project::empty();
     let _ask = asking(
         &broker,
         &p,
@@ -291,7 +292,7 @@ fn script_and_javascript_links_in_a_question_stay_inert() {
 #[test]
 fn oversize_bodies_and_answers_are_refused() {
     let broker = Broker::start();
-    let p = Project::new();
+    let p = Project::empty();
     let _ask = asking(&broker, &p, "Ship it?", &["yes", "no"]);
     let url = broker.answer_url(&p);
     let huge = format!(r#"{{"answer": "{}"}}"#, "x".repeat(70 * 1024));
@@ -320,7 +321,7 @@ fn oversize_bodies_and_answers_are_refused() {
 fn the_page_and_the_terminal_racing_have_exactly_one_winner() {
     let broker = Broker::start();
     for round in 0..3 {
-        let p = Project::new();
+        let p = Project::empty();
         let asker = asking(&broker, &p, "Ship it?", &[]);
         let url = broker.answer_url(&p);
         let origin = broker.origin().to_string();
@@ -606,7 +607,7 @@ fn links_dir(broker: &Broker) -> PathBuf {
 #[test]
 fn answer_links_are_stored_only_as_hashes() {
     let broker = Broker::start();
-    let p = Project::new();
+    let p = Project::empty();
     let _ask = asking(&broker, &p, "Ship it?", &[]);
     let url = broker.answer_url(&p);
     let token = url.rsplit('/').next().unwrap();
@@ -664,20 +665,24 @@ fn the_page_gives_five_more_minutes_and_skips_as_the_panel_does() {
     let bogus = post(&url, Some(broker.origin()), r#"{"action": "stop"}"#);
     assert_eq!(bogus.status, 400, "{}", bogus.body);
 
-    // A lone `ralph ask` has no panel to skip from: it waits for an answer or its timeout.
-    let q = Project::new();
-    let _ask = asking(&broker, &q, "Ship it?", &[]);
-    let refused = post(
-        &broker.answer_url(&q),
-        Some(broker.origin()),
-        r#"{"action": "skip"}"#,
-    );
-    assert_eq!(refused.status, 422, "{}", refused.body);
-    assert!(
-        refused.body.contains("no loop is running"),
-        "{}",
-        refused.body
-    );
+    // Regression (issue 34, item 6): the page offered Skip and "+5 min" for a lone
+    // `ralph ask` and both failed ("no loop is running there"). The lone asker stands in for
+    // a loop and takes them as one would.
+    let q = Project::empty();
+    let ask = asking(&broker, &q, "Ship it?", &[]);
+    let url = broker.answer_url(&q);
+    let before = q.state()["pending_question"]["deadline"].clone();
+    let extended = post(&url, Some(broker.origin()), r#"{"action": "extend"}"#);
+    assert_eq!(extended.status, 202, "{}", extended.body);
+    wait_until(Duration::from_secs(10), "a later deadline", || {
+        let now = q.state()["pending_question"]["deadline"].clone();
+        (now.as_str() > before.as_str()).then_some(())
+    });
+    let skipped = post(&url, Some(broker.origin()), r#"{"action": "skip"}"#);
+    assert_eq!(skipped.status, 202, "{}", skipped.body);
+    let asked = Run::finish(ask, Duration::from_secs(30));
+    asked.expect_code(3);
+    assert!(asked.stderr.contains("skipped"), "{}", asked.stderr);
 }
 
 /// Behind `tailscale serve` the browser's origin is the tailnet name, not the loopback address
@@ -704,7 +709,7 @@ fn behind_a_proxy_links_and_origins_are_the_public_url() {
     let (broker, bind) = proxied_broker(PROXIED_URL);
     let public = PROXIED_URL;
     assert_eq!(broker.url, public);
-    let p = Project::new();
+    let p = Project::empty();
     let _ask = asking(&broker, &p, "Ship it?", &[]);
     let link = broker.answer_url(&p);
     assert!(link.starts_with(&format!("{public}/a/")), "{link}");

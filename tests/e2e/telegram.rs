@@ -543,3 +543,126 @@ fn invisible_characters_reach_neither_the_page_nor_telegram() {
     }
     assert!(page.contains("Deploy txt.exe to prod?"), "{page}");
 }
+
+/// The front ends an answer can come from, for [`a_multi_select_answer_is_the_same_from_every_front_end`].
+#[derive(Debug, Clone, Copy)]
+enum FrontEnd {
+    Page,
+    Telegram,
+    RalphAnswer,
+}
+
+impl FrontEnd {
+    /// Picks options 1 and 3 of the question waiting in `p`, whose Telegram message mentions
+    /// `text`.
+    fn pick_first_and_third(self, bot: &Bot, p: &Project, text: &str) {
+        match self {
+            FrontEnd::Page => {
+                let url = bot.broker.answer_url(p);
+                let got =
+                    super::remote::post(&url, Some(bot.broker.origin()), r#"{"options": [1, 3]}"#);
+                assert_eq!(got.status, 200, "{}", got.body);
+            }
+            FrontEnd::Telegram => {
+                let sent = bot.sent_to(OWNER, text);
+                let id = sent.result["message_id"].as_i64().unwrap();
+                let first = sent.body["reply_markup"]["inline_keyboard"][0][0]["callback_data"]
+                    .as_str()
+                    .unwrap()
+                    .to_string();
+                let prefix = first.rsplit_once(':').unwrap().0;
+                bot.mock.tap(OWNER, id, &format!("{prefix}:1"));
+                bot.mock.tap(OWNER, id, &format!("{prefix}:3"));
+                bot.mock.tap(OWNER, id, &format!("{prefix}:send"));
+            }
+            FrontEnd::RalphAnswer => {
+                bot.broker
+                    .ralph(p)
+                    .args(["answer", "1,3"])
+                    .output()
+                    .unwrap();
+            }
+        }
+    }
+}
+
+/// Regression (issue 31; issue 35, item 13): the page and Telegram wrote a multi-select answer
+/// as `Redis, Valkey`, where the panel and `ralph answer` write one label per line, so
+/// `ralph ask --multi-select --json` answered from a phone printed `"picks": []`. Now every
+/// front end writes the same `answer.md`, the agent gets the same prompt and `ralph ask` the
+/// same picks. (The panel's side is `question_panel`'s unit test: it hands the same text to
+/// the same desk.)
+#[test]
+fn a_multi_select_answer_is_the_same_from_every_front_end() {
+    let bot = Bot::start(false);
+    bot.pair();
+    let mut answers = Vec::new();
+    let mut prompts = Vec::new();
+    let mut picks = Vec::new();
+    for (n, front) in [FrontEnd::Page, FrontEnd::Telegram, FrontEnd::RalphAnswer]
+        .into_iter()
+        .enumerate()
+    {
+        // A loop's QUESTION: `answer.md` as the next iteration finds it, and its prompt.
+        let p = Project::with_task(
+            "task: Cache\nmax_iterations: 2\nquestion_timeout: 2m",
+            "- [ ] cache\n",
+        );
+        let text = format!("Which caches, loop {n}?");
+        let agent = p.agent(&format!(
+            "[iteration 1]\nquestion \"{text}\" --option Redis --option Memcached --option Valkey --multi-select\nsignal QUESTION\n[iteration 2]\ncopy .ralph/answer.md answer-copy.md\nsave-prompt prompt-2.txt\n"
+        ));
+        let mut cmd = bot.broker.ralph(&p);
+        cmd.args(["run", "--no-tui", "--agent-cmd", &agent]);
+        let child = spawn(cmd);
+        p.wait_for_status("waiting_input", WAIT);
+        front.pick_first_and_third(&bot, &p, &text);
+        let prompt = finished(&p, child);
+        let copy = p.read("answer-copy.md");
+        let body = copy.rsplit_once("---\n").unwrap().1.to_string();
+        answers.push((front, body));
+        let start = prompt
+            .find("> Redis")
+            .unwrap_or_else(|| panic!("{front:?}: {prompt}"));
+        prompts.push((
+            front,
+            prompt[start..start + "> Redis\n> Valkey\n".len()].to_string(),
+        ));
+
+        // A lone `ralph ask --json`: its picks.
+        let q = Project::empty();
+        let text = format!("Which caches, ask {n}?");
+        let mut cmd = bot.broker.ralph(&q);
+        cmd.args([
+            "ask",
+            &text,
+            "-o",
+            "Redis",
+            "-o",
+            "Memcached",
+            "-o",
+            "Valkey",
+            "--multi-select",
+            "--json",
+            "--timeout",
+            "2m",
+        ]);
+        let asker = spawn(cmd);
+        q.wait_for_status("waiting_input", WAIT);
+        front.pick_first_and_third(&bot, &q, &text);
+        let asked = Run::finish(asker, WAIT);
+        asked.expect_code(0);
+        let json: Value = serde_json::from_str(asked.stdout.trim()).unwrap();
+        picks.push((front, json["picks"].clone(), json["answer"].clone()));
+    }
+    for (front, body) in &answers {
+        assert_eq!(body, "Redis\nValkey\n", "{front:?}");
+    }
+    for (front, prompt) in &prompts {
+        assert_eq!(prompt, "> Redis\n> Valkey\n", "{front:?}");
+    }
+    for (front, picked, answer) in &picks {
+        assert_eq!(picked, &serde_json::json!(["Redis", "Valkey"]), "{front:?}");
+        assert_eq!(answer, "Redis\nValkey", "{front:?}");
+    }
+}

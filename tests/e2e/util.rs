@@ -72,6 +72,20 @@ impl Project {
         }
     }
 
+    /// An empty project: a directory holding an empty `.ralph/`, as `ralph init` or a first
+    /// `ralph run` leaves it, with no task file. (An empty directory is outside any project,
+    /// where a lone `ralph ask` keeps its question in the state directory instead.)
+    pub fn empty() -> Self {
+        let p = Project::new();
+        std::fs::create_dir(p.path(".ralph")).unwrap();
+        p
+    }
+
+    /// The state directory its `ralph` runs use (`RALPH_STATE_DIR`).
+    pub fn state_path(&self) -> &Path {
+        self.state.path()
+    }
+
     /// Another empty directory on the same "machine": its `ralph` runs see the same registry
     /// of running loops as this project's.
     pub fn beside(&self) -> Project {

@@ -6,16 +6,14 @@
 //! once; with no loop running, the next `ralph run` delivers it.
 
 use std::io::Read;
-use std::path::Path;
 
 use anyhow::{Context as _, anyhow};
-use ralph_protocol::answer::{Answer, AnsweredBy};
-use ralph_protocol::desk::{self, DeskError, Submitted};
+use ralph_protocol::answer::AnsweredBy;
+use ralph_protocol::desk::{self, DeskError, MAX_ANSWER_BYTES, Refusal, Reply, Submitted};
 use ralph_protocol::question::Picks;
-use ralph_protocol::state::{ClosedQuestion, PendingQuestion, State};
-use ralph_protocol::text::clean;
+use ralph_protocol::state::State;
 use ralph_protocol::text::shell_quote;
-use ralph_protocol::workspace::{self, Workspace};
+use ralph_protocol::workspace::Workspace;
 
 use crate::args::AnswerArgs;
 use crate::locate::{self, Target};
@@ -45,7 +43,10 @@ pub fn run(args: &AnswerArgs) -> CmdResult {
         .and_then(|s| s.closed_questions.last().cloned());
     let pending = state.and_then(|s| s.pending_question);
     if pending.is_none() && !args.force {
-        return Err(not_waiting(&root, last_closed));
+        return Err(refused(DeskError::NotWaiting {
+            root: root.display().to_string(),
+            closed: last_closed,
+        }));
     }
 
     let mut text = if args.stdin || args.text.as_deref() == Some("-") {
@@ -58,11 +59,11 @@ pub fn run(args: &AnswerArgs) -> CmdResult {
 
     // Option numbers alone pick options (`2`; `1,3` where several may be picked), as typed in
     // the plain view: the agent gets the labels.
-    let question = pending.as_ref().map(PendingQuestion::question);
-    let options = question.as_ref().map_or(0, |q| q.options.len());
+    let question = pending.as_ref().map(|p| &p.question);
+    let options = question.map_or(0, |q| q.options.len());
     if args.option.is_none()
         && !args.as_text
-        && let Some(picks) = question.as_ref().and_then(|q| q.picks(&text))
+        && let Some(picks) = question.and_then(|q| q.picks(&text))
     {
         text = match picks {
             Picks::Labels(labels) => labels,
@@ -81,49 +82,23 @@ pub fn run(args: &AnswerArgs) -> CmdResult {
             }
         };
     }
-    if let Some(n) = args.option {
-        if options == 0 {
-            return Err(Failure::usage(anyhow!(
-                "the question offers no options to pick from; write the answer out instead: ralph answer \"...\""
-            )));
-        }
-        let Some(choice) = question.as_ref().and_then(|q| q.resolve_option(n)) else {
-            return Err(Failure::usage(anyhow!(
-                "option {n} is out of range: the question has options 1 to {options}"
-            )));
-        };
-        text = ralph_protocol::question::picked_answer(&[&choice.label], &text);
-    }
-    if text.len() > MAX_ANSWER_BYTES {
-        return Err(too_long(text.len() as u64));
-    }
-    if text.trim().is_empty() {
-        return Err(Failure::usage(anyhow!(
-            "the answer is empty. Give one (ralph answer \"...\"), pick an option (ralph answer 1), or let the deadline pass so the agent uses its best guess."
-        )));
-    }
+    let reply = match args.option {
+        Some(n) => Reply::Picks(vec![n], text),
+        None => Reply::Text(text),
+    };
 
     ws.ensure().map_err(Failure::failed)?;
     let submitted = match &pending {
         // The question may close between the look above and the answer (the asker took
         // another front end's answer): the loser is told who won all the same.
-        Some(_) => match desk::answer(&ws, &text, AnsweredBy::RalphAnswer) {
-            Err(DeskError::NoQuestion { .. }) => {
-                let last_closed = State::load(&ws)
-                    .ok()
-                    .flatten()
-                    .and_then(|s| s.closed_questions.last().cloned());
-                return Err(not_waiting(&root, last_closed));
-            }
-            submitted => submitted.map_err(Failure::failed)?,
-        },
+        Some(_) => desk::answer(&ws, None, &reply, AnsweredBy::RalphAnswer, None),
         // --force: guidance for the next iteration, with no question to answer.
-        None => desk::submit(
-            &ws,
-            &Answer::new(text.trim(), AnsweredBy::RalphAnswer, None),
-        )
-        .map_err(Failure::failed)?,
-    };
+        None => match &reply {
+            Reply::Text(text) => desk::guide(&ws, text, AnsweredBy::RalphAnswer),
+            Reply::Picks(..) => Err(DeskError::Refused(Refusal::NoOptions)),
+        },
+    }
+    .map_err(refused)?;
     match submitted {
         Submitted::Accepted => {
             let live = ws.is_locked();
@@ -159,42 +134,24 @@ pub fn run(args: &AnswerArgs) -> CmdResult {
         Submitted::Skipped => Err(Failure::failed(anyhow!(
             "the question was skipped before your answer arrived; your answer was not used and the agent decides on its own. To leave guidance for the next iteration anyway, add --force."
         ))),
+        Submitted::RunEnded => Err(Failure::failed(anyhow!(
+            "the run that asked the question has ended, so nobody waits for your answer; it was not used. To leave guidance for the next run anyway, add --force."
+        ))),
     }
 }
 
-/// The refusal when no question waits in `root`: someone answering a question that was just
-/// answered wants to know who was first.
-fn not_waiting(root: &Path, last_closed: Option<ClosedQuestion>) -> Failure {
-    let before = match last_closed {
-        Some(ClosedQuestion {
-            answered_by: Some(by),
-            answer_line,
-            ..
-        }) => format!(
-            "the question was already answered by {} ({}); ",
-            by.describe(),
-            clean(answer_line.as_deref().unwrap_or("")).trim()
-        ),
-        Some(_) => "the question was skipped, so the agent decided; ".to_string(),
-        None => String::new(),
-    };
-    Failure::failed(anyhow!(
-        "{before}no question is waiting in {}. To leave guidance for the next iteration anyway, add --force.",
-        root.display()
-    ))
+/// The failure for an answer the desk did not take: a refusal of the answer itself is a usage
+/// error (exit 2), the rest (no question waits, a file that cannot be written) a failure.
+fn refused(e: DeskError) -> Failure {
+    match e {
+        DeskError::Refused(why) => Failure::usage(anyhow!(why)),
+        other => Failure::failed(anyhow!(other)),
+    }
 }
-
-/// The largest answer taken: what the loop reads of `answer.md` into the prompt and
-/// `clarifications.md` is [`workspace::MAX_READ_BYTES`] (1 MiB), frontmatter included, so an
-/// answer gets a round million bytes of it. A longer one is refused, never cut in silence.
-const MAX_ANSWER_BYTES: usize = 1_000_000;
-const _: () = assert!(MAX_ANSWER_BYTES + 8 * 1024 <= workspace::MAX_READ_BYTES);
 
 /// The refusal of an answer of `size` bytes.
 fn too_long(size: u64) -> Failure {
-    Failure::usage(anyhow!(
-        "the answer is {size} bytes, more than the {MAX_ANSWER_BYTES} bytes an answer may have: only that much would reach the agent. Put the long part in a file in the project and answer with its path"
-    ))
+    Failure::usage(anyhow!(Refusal::TooLong { size }))
 }
 
 /// Standard input as the answer, read to its end but kept only up to the cap (a bigger one is
@@ -250,10 +207,10 @@ fn edit(q: Option<&ralph_protocol::state::PendingQuestion>) -> Result<String, Fa
         String::from("\n# Write your answer above. Lines starting with '#' are ignored.\n");
     if let Some(q) = q {
         template.push_str("#\n# The question:\n");
-        for l in q.text.lines() {
+        for l in q.question.text.lines() {
             template.push_str(&format!("#   {l}\n"));
         }
-        for (i, o) in q.options.iter().enumerate() {
+        for (i, o) in q.question.options.iter().enumerate() {
             template.push_str(&format!("#   {}. {}\n", i + 1, o.label));
         }
     }

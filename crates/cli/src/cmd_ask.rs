@@ -1,31 +1,34 @@
 //! `ralph ask`: an agent asks its human a question and waits for the answer, keeping its context.
 //!
-//! The question is written to `.ralph/question.md`, then `.ralph/ask.json` (this process's
-//! claim: pid, when asked, the deadline it was given). What happens next depends on whether a
-//! loop is running in the workspace:
+//! The question's whole life is the [`Desk`]'s: this command claims the one question slot
+//! ([`Desk::claim`]), waits on a file watch (no polling) stepping the desk
+//! ([`Desk::asker_step`]), and ends it ([`Desk::unclaim`]). What happens meanwhile depends on
+//! whether a loop is running in the workspace:
 //!
-//! - **A loop is running** (it holds the workspace lock): it notices `ask.json` through its file
-//!   watch, shows the question in its panel and owns `state.json`, including the deadline (which
-//!   the human may extend or pause by typing). This process follows that deadline.
-//! - **No loop is running**: this process takes the workspace lock itself and writes the
-//!   pending question to `state.json`, so `ralph status` and `ralph answer` work as usual.
+//! - **A loop is running**: it notices the claim, shows the question in its panel and owns
+//!   the deadline (which the human may extend or pause by typing). This process follows it.
+//! - **No loop is running**: this process stands in for one. It holds the workspace lock,
+//!   records the question in `state.json` (so `ralph status` and `ralph answer` work as
+//!   usual), and registers on this machine, so `ralph serve`'s dashboard and Telegram show it
+//!   and can answer, skip it or give it more time.
+//! - **Outside any project**: as with no loop, but the question is kept in ralph's state
+//!   directory, never in the directory it was asked from (a `.ralph/` there would make it a
+//!   project for every command run below it), and nothing of it is left once it ends.
 //!
-//! Either way this process waits on a file watch (no polling) for `.ralph/answer.md`, prints the
-//! answer on stdout and exits 0; or, when the deadline passes (or the human skips), prints one
-//! line telling the agent to go on with its default and exits 3.
+//! The answer is printed on stdout (exit 0); when the deadline passes or the human skips, one
+//! line on stderr tells the agent to go on with its best guess (exit 3).
 
-use std::path::PathBuf;
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::{Duration, SystemTime};
 
 use anyhow::{Context as _, anyhow};
 use ralph_loop::task::{TaskFile, Wait, parse_wait};
-use ralph_protocol::answer;
-use ralph_protocol::clarifications;
-use ralph_protocol::desk::Ended;
+use ralph_protocol::user_dirs::{UserDir, user_dir};
 use ralph_protocol::question::{Question, QuestionOption};
-use ralph_protocol::state::{self, AskClaim, PendingQuestion, RaisedBy, State, Status};
-use ralph_protocol::workspace::{self, Workspace};
+use ralph_protocol::desk::{AskerStep, ClaimError, Desk, Ended, read_back};
+use ralph_protocol::workspace::Workspace;
 
 use crate::args::AskArgs;
 use crate::{CmdResult, Failure};
@@ -33,10 +36,19 @@ use crate::{CmdResult, Failure};
 /// Exit code when nobody answered in time (or the human skipped).
 const NO_ANSWER: u8 = 3;
 
+/// Where a question is asked.
+enum Place {
+    /// In a project (or the one a loop runs in).
+    Project(PathBuf),
+    /// Outside any project: a directory of its own in ralph's state directory, removed when
+    /// the question ends.
+    Outside(PathBuf),
+}
+
 /// Asks, waits, prints the answer.
 pub fn run(args: &AskArgs) -> CmdResult {
-    let root = match (&args.dir, std::env::var_os("RALPH_DIR")) {
-        (Some(d), _) => crate::locate::project_root(d)?,
+    let place = match (&args.dir, std::env::var_os("RALPH_DIR")) {
+        (Some(d), _) => Place::Project(crate::locate::project_root(d)?),
         // Inside a loop: `.ralph/` of the project it runs in, which exists; a stale or made-up
         // value must not make ralph create directories wherever it points.
         (None, Some(dir)) => {
@@ -44,10 +56,29 @@ pub fn run(args: &AskArgs) -> CmdResult {
             let root = dir
                 .parent()
                 .ok_or_else(|| Failure::usage(anyhow!("RALPH_DIR has no parent directory")))?;
-            crate::locate::existing_dir(root, "as the parent of RALPH_DIR")?
+            Place::Project(crate::locate::existing_dir(
+                root,
+                "as the parent of RALPH_DIR",
+            )?)
         }
-        (None, None) => crate::locate::run_root(std::path::Path::new("."))?,
+        (None, None) => match crate::locate::find_project(Path::new("."))? {
+            Some(root) => Place::Project(root),
+            None => Place::Outside(outside_root(&crate::locate::project_root(Path::new("."))?)?),
+        },
     };
+    let root = match &place {
+        Place::Project(root) | Place::Outside(root) => root.clone(),
+    };
+    let result = ask(args, &root, matches!(place, Place::Outside(_)));
+    if let Place::Outside(dir) = &place {
+        // Nothing is left of a question asked outside any project: no loop will ever take a
+        // late answer there.
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    result
+}
+
+fn ask(args: &AskArgs, root: &Path, outside: bool) -> CmdResult {
     let text = args.question.trim();
     if text.is_empty() {
         return Err(Failure::usage(anyhow!(
@@ -73,188 +104,122 @@ pub fn run(args: &AskArgs) -> CmdResult {
         warning: None,
     };
 
-    let ws = Workspace::new(&root);
+    let ws = Workspace::new(root);
     ws.ensure().map_err(Failure::failed)?;
-    let previous = State::load(&ws).ok().flatten();
-    if let Some(p) = previous.as_ref().and_then(|s| s.pending_question.as_ref())
-        && !p.timed_out
-        && ws.question().exists()
-    {
-        return Err(Failure::failed(anyhow!(
-            "another question is already waiting in {} (\"{}\"); wait for it to be answered first",
-            root.display(),
-            p.text.lines().next().unwrap_or("")
-        )));
-    }
-
+    let desk = Desk::new(ws);
     let asked_at = SystemTime::now();
     let deadline = match wait {
         Wait::Never => None,
         Wait::For(d) => Some(asked_at + d),
     };
-    let pending = PendingQuestion::new(
-        &question,
-        asked_at,
-        deadline,
-        previous.as_ref().map_or(0, |s| s.iteration),
-        RaisedBy::Ask,
-    );
-    let markdown = question.to_markdown();
-    let claim = AskClaim {
-        pid: std::process::id(),
-        asked_at: pending.asked_at.clone(),
-        deadline: pending.deadline.clone(),
-        question: Some(markdown.clone()),
-    };
-    // The claim first, and only one: of two askers, the second is refused here, before it
-    // has written anything another asker or the loop could take for its own.
-    take_claim(&ws, &claim, &root)?;
-    // Without a loop, this process stands in for it: it holds the lock and owns state.json.
-    let own_lock = if ws.is_locked() { None } else { ws.lock().ok() };
-    let written = workspace::write_atomic(&ws.question(), markdown.as_bytes())
-        .map_err(Failure::failed)
-        .and_then(|()| match own_lock {
-            Some(_) => {
-                let mut st = previous.clone().unwrap_or_else(|| no_run_yet(&ws));
-                st.status = Status::WaitingInput;
-                st.pid = std::process::id();
-                st.pending_question = Some(pending.clone());
-                st.save(&ws).map_err(Failure::failed)
-            }
-            None => Ok(()),
-        });
-    if let Err(e) = written {
-        let _ = workspace::remove(&ws.ask_claim());
-        return Err(e);
-    }
+    let mut claimed = desk
+        .claim(
+            question,
+            std::process::id(),
+            asked_at,
+            deadline,
+            ralph_loop::asks::claim_is_stale,
+        )
+        .map_err(|e| match e {
+            ClaimError::Busy { .. } | ClaimError::Contended { .. } => Failure::failed(anyhow!(e)),
+            other => Failure::failed(anyhow!(other)),
+        })?;
+    // Alone, this process is the loop `ralph serve` and `ralph status` look for.
+    let _registration = claimed
+        .is_alone()
+        .then(|| ralph_protocol::registry::register(root).ok())
+        .flatten();
     // On stderr: stdout is the answer alone, for `ans=$(ralph ask …)`.
     let until = match wait {
         Wait::Never => "no deadline".to_string(),
         Wait::For(d) => format!("up to {}", ralph_ui::fmt_duration(d)),
     };
+    let answer_here = if outside {
+        // Outside any project, `ralph answer` run anywhere outside one finds it.
+        "ralph answer \"your answer\"".to_string()
+    } else {
+        format!("{} \"your answer\"", crate::answer_command(root))
+    };
     eprintln!(
-        "ralph ask: waiting for an answer ({until}); answer from any terminal with: {} \"your answer\"",
-        crate::answer_command(&root)
+        "ralph ask: waiting for an answer ({until}); answer from any terminal with: {answer_here}"
     );
-    let outcome = wait_for_answer(&ws, &claim, own_lock.is_some());
-    let _ = workspace::remove(&ws.ask_claim());
-
-    let ended = outcome?;
-    if let Some(_lock) = &own_lock {
-        finish_alone(&ws, previous, &question, pending, &ended)?;
-    }
+    let ended = wait_for_answer(&desk, &mut claimed);
+    let alone = claimed.is_alone();
+    let question = claimed.question.clone();
+    let unclaimed = match &ended {
+        Ok(ended) => desk.unclaim(claimed, ended),
+        Err(_) => desk.unclaim(claimed, &Ended::Interrupted),
+    };
+    let ended = ended?;
+    unclaimed.map_err(|e| Failure::failed(anyhow!(e)))?;
     match ended {
         Ended::Answered { answer: ans, .. } => {
             if args.json {
-                println!("{}", answer_json(&question, &ans));
+                let (picks, note) = read_back(&question, &ans.text);
+                println!(
+                    "{}",
+                    serde_json::json!({
+                        "answer": ans.text,
+                        "picks": picks,
+                        "note": note,
+                        "answered_by": ans.by,
+                    })
+                );
             } else {
                 println!("{}", ans.text);
             }
             Ok(0)
         }
         ended => {
-            let guess = match &question.default {
-                Some(d) => format!("proceed with your default ({d})"),
-                None => "proceed with your best guess".to_string(),
-            };
             // On stderr, with exit 3: stdout stays empty, so that `ans=$(ralph ask …)` never
             // takes the instruction for the answer.
-            if matches!(ended, Ended::Skipped) {
-                eprintln!(
-                    "ralph: the human skipped the question and asks you to decide; {guess} and record the assumption in .ralph/progress.md."
-                );
-            } else {
-                eprintln!(
-                    "ralph: nobody answered in time; {guess} and record the assumption in .ralph/progress.md. A late answer will reach a later iteration."
-                );
-            }
+            eprintln!("ralph: {}", no_answer(&ended, &question, alone, outside));
             Ok(NO_ANSWER)
         }
     }
 }
 
-/// `ralph ask --json`'s answer: the whole text, the options it picked (one label per line at
-/// its start, [`ralph_protocol::question::picked_answer`]) as a list, the rest as the note.
-fn answer_json(question: &Question, ans: &answer::Answer) -> serde_json::Value {
-    let (picks, note) = question.read_answer(&ans.text);
-    serde_json::json!({
-        "answer": ans.text,
-        "picks": picks,
-        "note": note,
-        "answered_by": ans.by,
-    })
+/// What the agent is told when no answer came: in a loop, it records its assumption and a
+/// late answer reaches a later iteration; alone, there are no iterations to speak of.
+fn no_answer(ended: &Ended, question: &Question, alone: bool, outside: bool) -> String {
+    let guess = match &question.default {
+        Some(d) => format!("proceed with your default ({d})"),
+        None => "proceed with your best guess".to_string(),
+    };
+    let what = match ended {
+        Ended::Skipped => "the human skipped the question and asks you to decide",
+        _ => "nobody answered in time",
+    };
+    let after = match (ended, alone, outside) {
+        (_, _, true) => ".".to_string(),
+        (Ended::Skipped, _, _) => {
+            " and record the assumption in .ralph/progress.md.".to_string()
+        }
+        (_, false, _) => {
+            " and record the assumption in .ralph/progress.md. A late answer will reach a later iteration.".to_string()
+        }
+        (_, true, _) => {
+            " and record the assumption in .ralph/progress.md. A late answer reaches the next `ralph run` here.".to_string()
+        }
+    };
+    format!("{what}; {guess}{after}")
 }
 
-/// Takes `.ralph/ask.json` for this process, or refuses (exit 1) while another `ralph ask`
-/// that is still alive holds it. A claim whose asker is gone (killed) is removed, that one
-/// only, and the claim taken again.
-fn take_claim(ws: &Workspace, claim: &AskClaim, root: &std::path::Path) -> Result<(), Failure> {
-    for _ in 0..3 {
-        if claim.create(ws).map_err(Failure::failed)? {
-            return Ok(());
-        }
-        let raw = workspace::read_bounded(&ws.ask_claim(), workspace::MAX_READ_BYTES)
-            .map_err(Failure::failed)?;
-        let Some(raw) = raw else { continue };
-        let theirs: Option<AskClaim> = serde_json::from_slice(&raw.bytes).ok();
-        if let Some(theirs) = theirs.filter(|c| !ralph_loop::asks::claim_is_stale(c)) {
-            let text = theirs
-                .question
-                .as_deref()
-                .map(|q| Question::parse_bounded(q.as_bytes()).text)
-                .unwrap_or_default();
-            return Err(Failure::failed(anyhow!(
-                "another `ralph ask` is already waiting in {} (\"{}\", pid {}); one question waits at a time: wait for its answer, then ask again",
-                root.display(),
-                text.lines().next().unwrap_or(""),
-                theirs.pid
-            )));
-        }
-        workspace::remove_if(&ws.ask_claim(), workspace::MAX_READ_BYTES, |now| {
-            now == raw.bytes.as_slice()
-        })
-        .map_err(Failure::failed)?;
-    }
-    Err(Failure::failed(anyhow!(
-        "could not claim {}: other `ralph ask` processes keep taking it; try again",
-        ws.ask_claim().display()
-    )))
-}
-
-/// Waits for an answer to this claim, the deadline, or a skip (the loop removed the claim).
-fn wait_for_answer(ws: &Workspace, claim: &AskClaim, alone: bool) -> Result<Ended, Failure> {
+/// Waits for the desk to say the question ended: on every change in `.ralph/`, and at the
+/// deadline.
+fn wait_for_answer(
+    desk: &Desk,
+    claimed: &mut ralph_protocol::desk::Claimed,
+) -> Result<Ended, Failure> {
     let (tx, rx) = mpsc::channel();
-    ralph_process::watch_blocking(ws.dir(), tx)
+    ralph_process::watch_blocking(desk.workspace().dir(), tx)
         .context("could not watch .ralph/ for the answer")?;
-    let asked_at = state::parse_timestamp(&claim.asked_at).unwrap_or_else(SystemTime::now);
-    let mut deadline = claim.deadline.as_deref().and_then(state::parse_timestamp);
     loop {
-        if let Some(ans) = answer::read(ws)?
-            && answer_is_for(&ans, claim, asked_at)
-        {
-            return Ok(Ended::answered(ans, false));
-        }
-        if !alone {
-            // The loop owns the deadline (extensions, pauses) and removes the claim on a skip.
-            if !ws.ask_claim().exists() {
-                return Ok(Ended::Skipped);
-            }
-            if let Ok(Some(st)) = State::load(ws)
-                && let Some(p) = st.pending_question
-                && p.asked_at == claim.asked_at
-            {
-                if p.timed_out {
-                    return Ok(Ended::TimedOut);
-                }
-                deadline = if p.paused { None } else { p.deadline_time() };
-            }
-        }
-        let wait = match deadline {
-            Some(d) => match d.duration_since(SystemTime::now()) {
-                Ok(left) => left,
-                Err(_) => return Ok(Ended::TimedOut),
-            },
-            None => Duration::from_secs(3600),
+        let now = SystemTime::now();
+        let wait = match desk.asker_step(claimed, now).map_err(Failure::failed)? {
+            AskerStep::Ended(ended) => return Ok(ended),
+            AskerStep::Wait(Some(until)) => until.duration_since(now).unwrap_or_default(),
+            AskerStep::Wait(None) => Duration::from_secs(3600),
         };
         match rx.recv_timeout(wait) {
             Ok(()) | Err(mpsc::RecvTimeoutError::Timeout) => {}
@@ -263,59 +228,29 @@ fn wait_for_answer(ws: &Workspace, claim: &AskClaim, alone: bool) -> Result<Ende
     }
 }
 
-/// An answer belongs to this question if it names it, or (hand-written) came after it was asked.
-fn answer_is_for(ans: &answer::Answer, claim: &AskClaim, asked_at: SystemTime) -> bool {
-    match &ans.question_asked_at {
-        Some(a) => a == &claim.asked_at,
-        None => ans.at >= asked_at,
-    }
-}
-
-/// The state of a workspace where no loop has run: `ralph ask` stands in for one while it waits,
-/// and leaves it `stopped`, with the question's fate, when it ends.
-fn no_run_yet(ws: &Workspace) -> State {
-    let mut st = State::fresh(ws, "ralph ask", 0);
-    st.status = Status::Stopped;
-    st
-}
-
-/// With no loop running, this process cleans up as the loop would have.
-fn finish_alone(
-    ws: &Workspace,
-    previous: Option<State>,
-    question: &Question,
-    mut pending: PendingQuestion,
-    ended: &Ended,
-) -> Result<(), Failure> {
-    let asked_at = pending.asked_at.clone();
-    let asked_at = asked_at.as_str();
-    clarifications::record(
-        ws,
-        &clarifications::Entry {
-            question: Some(question),
-            asked_at: Some(asked_at),
-            outcome: ended,
-        },
-    )?;
-    // The state as it was while the question waited: the one before, with this question.
-    let mut st = previous.unwrap_or_else(|| no_run_yet(ws));
-    if st.status == Status::WaitingInput {
-        st.status = Status::Stopped;
-    }
-    if let Some(a) = ended.answer() {
-        // The answer went straight to the agent that asked: nothing is left to deliver. The
-        // state says so before the file goes, or a `ralph answer` that still saw the question
-        // waiting would find the file free and win a second time (see `desk::submit`).
-        st.pending_question = Some(pending);
-        st.close_question(asked_at, Some(a));
-        st.save(ws)?;
-        workspace::remove(&ws.answer())?;
-        workspace::remove(&ws.question())?;
-        return Ok(());
-    }
-    // Keep the question open: a late `ralph answer` reaches the next `ralph run`.
-    pending.timed_out = true;
-    st.pending_question = Some(pending);
-    st.save(ws)?;
-    Ok(())
+/// Where a question asked outside any project from `dir` is kept: a directory of its own in
+/// ralph's state directory, named for `dir` (its last component, then a hash of the whole
+/// path, so two places never share one).
+fn outside_root(dir: &Path) -> Result<PathBuf, Failure> {
+    use std::hash::{Hash, Hasher};
+    let state = user_dir(UserDir::State).ok_or_else(|| {
+        Failure::failed(anyhow!(
+            "outside any project, a question is kept in ralph's state directory, and there is no home directory to put it in; set RALPH_STATE_DIR, or ask from a project (ralph ask -C DIR)"
+        ))
+    })?;
+    let mut hasher = std::hash::DefaultHasher::new();
+    dir.hash(&mut hasher);
+    let hash = format!("{:012x}", hasher.finish() >> 16);
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| "root".into());
+    let root = state.join("asks").join(format!("{name}-{hash}"));
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&root)
+        .with_context(|| format!("could not create {}", root.display()))?;
+    Ok(root)
 }

@@ -235,7 +235,7 @@ fn answer_waiting(ws: &Workspace, q: &PendingQuestion) -> Option<Answer> {
     answer::read(ws)
         .ok()
         .flatten()
-        .filter(|a| a.question_asked_at.as_deref() == Some(q.asked_at.as_str()))
+        .filter(|a| q.id.is_answered_by(a))
 }
 
 /// The question, and how to answer it, or the answer already given when one waits to be
@@ -279,18 +279,18 @@ fn print_question(
     };
     outln!("\n  Question{from} (waiting {waited}; {left}):\n");
     // The agent wrote all of this: rendered from its markdown with no control sequence left.
-    for line in ralph_ui::markdown_lines(&q.text, ralph_ui::TEXT_WIDTH) {
+    for line in ralph_ui::markdown_lines(&q.question.text, ralph_ui::TEXT_WIDTH) {
         outln!("    {line}");
     }
-    if let Some(c) = &q.context {
+    if let Some(c) = &q.question.context {
         // Every line indented, so none passes for one of ralph's own.
         let lines = ralph_ui::markdown_lines(c, ralph_ui::TEXT_WIDTH);
         outln!("    ({})", lines.join("\n     "));
     }
-    if !q.options.is_empty() {
+    if !q.question.options.is_empty() {
         outln!();
-        for (i, o) in q.options.iter().enumerate() {
-            let default = if q.default.as_deref() == Some(o.label.as_str()) {
+        for (i, o) in q.question.options.iter().enumerate() {
+            let default = if q.question.default.as_deref() == Some(o.label.as_str()) {
                 " (default)"
             } else {
                 ""
@@ -312,19 +312,19 @@ fn print_question(
         );
         return;
     }
-    if let Some(d) = &q.default {
+    if let Some(d) = &q.question.default {
         outln!("\n    Default if nobody answers: {}", label(d));
     }
     if live {
         outln!("\n  Answer it with:\n    {hint}");
         // The link `--json` gives too: one way to make it.
-        if let Some(url) = broker::answer_url(root, &q.asked_at, broker::Channel::Status) {
+        if let Some(url) = broker::answer_url(root, &q.id, broker::Channel::Status) {
             outln!("  {}", ralph_ui::answer_link(&url));
         }
     } else {
         outln!("\n  An answer reaches the agent when `ralph run` runs again:\n    {hint}");
     }
-    if !q.options.is_empty() {
+    if !q.question.options.is_empty() {
         outln!("    (or pick an option by number: {command} 1)");
     }
     outln!();
@@ -370,7 +370,7 @@ fn to_json(ws: &Workspace, state: Option<&State>, live: bool, hint: &str) -> ser
     // A link only while the question can still be answered (one is minted per call).
     let url = waiting
         .is_none()
-        .then(|| broker::answer_url(root, &q.asked_at, broker::Channel::Status))
+        .then(|| broker::answer_url(root, &q.id, broker::Channel::Status))
         .flatten();
     v["pending_question"]["answer_url"] = json!(url);
     v["pending_question"]["answer_waiting"] = match waiting {

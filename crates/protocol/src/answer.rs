@@ -3,7 +3,7 @@
 //! The file is created with "no clobber" semantics ([`crate::desk::submit`]): the
 //! loop's inline prompt, `ralph answer` from another terminal and any number of racing
 //! `ralph answer` calls all try to create it, and exactly one succeeds. The others are told who
-//! won. The file carries a short YAML header (who answered, when, and which question) above the
+//! won. The file carries a short YAML header (who answered, when, and which question, by its [`QuestionId`]) above the
 //! answer itself, so an agent reading it sees plain words and ralph can still tell a late answer
 //! from a fresh one.
 
@@ -11,6 +11,7 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
+use crate::desk::QuestionId;
 use crate::frontmatter::{self, Found};
 use crate::time::{parse_timestamp, timestamp};
 use crate::workspace::{self, Workspace, WorkspaceError};
@@ -53,8 +54,9 @@ pub struct Answer {
     pub by: AnsweredBy,
     /// When it was given.
     pub at: SystemTime,
-    /// `asked_at` of the question it answers; `None` for guidance given with no question.
-    pub question_asked_at: Option<String>,
+    /// The question it answers; `None` for guidance given with no question (or a
+    /// hand-written file, which answers whatever question waits).
+    pub question: Option<QuestionId>,
     /// This answer's identity (process and time of writing); `None` for a hand-written file.
     pub id: Option<String>,
     /// Which person or device among those of its kind gave it (`answer link`, a paired
@@ -66,8 +68,12 @@ pub struct Answer {
 struct Header {
     answered_by: AnsweredBy,
     answered_at: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    question_asked_at: Option<String>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        alias = "question_asked_at"
+    )]
+    question_id: Option<QuestionId>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     answer_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -76,7 +82,7 @@ struct Header {
 
 impl Answer {
     /// A new answer given now.
-    pub fn new(text: impl Into<String>, by: AnsweredBy, question_asked_at: Option<String>) -> Self {
+    pub fn new(text: impl Into<String>, by: AnsweredBy, question: Option<QuestionId>) -> Self {
         let at = SystemTime::now();
         let nanos = at
             .duration_since(SystemTime::UNIX_EPOCH)
@@ -86,7 +92,7 @@ impl Answer {
             text: text.into(),
             by,
             at,
-            question_asked_at,
+            question,
             id: Some(format!("{}-{nanos}", std::process::id())),
             who: None,
         }
@@ -111,7 +117,7 @@ impl Answer {
         let header = Header {
             answered_by: self.by,
             answered_at: timestamp(self.at),
-            question_asked_at: self.question_asked_at.clone(),
+            question_id: self.question.clone(),
             answer_id: self.id.clone(),
             answered_by_who: self.who.clone(),
         };
@@ -129,7 +135,7 @@ impl Answer {
                 text: raw[f.body_start..].trim().to_string(),
                 by: header.answered_by,
                 at: parse_timestamp(&header.answered_at).unwrap_or_else(SystemTime::now),
-                question_asked_at: header.question_asked_at,
+                question: header.question_id,
                 id: header.answer_id,
                 who: header.answered_by_who,
             };
@@ -138,7 +144,7 @@ impl Answer {
             text: raw.trim().to_string(),
             by: AnsweredBy::File,
             at: SystemTime::now(),
-            question_asked_at: None,
+            question: None,
             id: None,
             who: None,
         }
@@ -159,12 +165,12 @@ mod tests {
         let a = Answer::new(
             "Use Redis: we need pub/sub later.\n$(rm -rf ~) stays text",
             AnsweredBy::RalphAnswer,
-            Some("2026-11-22T14:00:00.000Z".into()),
+            Some(QuestionId::new()),
         );
         let b = Answer::parse(&a.to_file());
         assert_eq!(b.text, a.text);
         assert_eq!(b.by, a.by);
-        assert_eq!(b.question_asked_at, a.question_asked_at);
+        assert_eq!(b.question, a.question);
     }
 
     #[test]

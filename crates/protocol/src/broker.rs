@@ -12,15 +12,15 @@
 //! An answer link is `URL/a/TOKEN`: 128 bits, written out in hex. A question has one link per
 //! [`Channel`] (the notification, `ralph status --json`, the dashboard, Telegram), the same
 //! however often it is asked for and valid for as long as the question waits: the token is an
-//! HMAC-SHA-256 of the project root, the question's `asked_at` and the channel, under a key of
+//! HMAC-SHA-256 of the project root, the question's id and the channel, under a key of
 //! 256 random bits kept in the state directory (`link.key`, mode 0600). Whoever prints a link
 //! ([`mint`]) stores only the token's SHA-256 in the state directory's `links/` (mode 0700),
 //! one file per link named by the first half of that hash and holding the whole hash, the
-//! project root and the question's `asked_at`. The broker hashes the token it is given, opens the file of that name and
+//! project root and the question's id. The broker hashes the token it is given, opens the file of that name and
 //! compares the whole hash in constant time ([`verify`]). Nothing in a project's `.ralph/` is
 //! trusted for this: an agent can write there, and must not be able to make a link of its own.
 //! A link answers only the question it was made for: [`verify`] returns its root and
-//! `asked_at`, and the broker checks that this question still waits.
+//! question id, and the broker checks that this question still waits.
 //!
 //! The page and the bot can also skip a question or give it more time (the page five minutes,
 //! Telegram an hour; [`MIN_EXTEND`] to [`MAX_EXTEND`]): the broker writes `.ralph/request.json`
@@ -42,6 +42,8 @@ use rustix::fs::{FlockOperation, OFlags, flock};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
+
+use crate::desk::QuestionId;
 
 /// `O_NOFOLLOW`, for `OpenOptions`: a lock or link file that is a symlink is not ours.
 const NOFOLLOW: i32 = OFlags::NOFOLLOW.bits() as i32;
@@ -240,11 +242,12 @@ pub const MIN_EXTEND: Duration = Duration::from_secs(60);
 /// The most time one request may add to a question's deadline.
 pub const MAX_EXTEND: Duration = Duration::from_secs(24 * 3600);
 
-/// A request from the broker to the loop, for the question asked at `asked_at`.
+/// A request from the broker to the loop, for the question `question`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Request {
     /// The question it is for.
-    pub asked_at: String,
+    #[serde(alias = "asked_at")]
+    pub question: QuestionId,
     /// What to do.
     pub action: RequestAction,
     /// How many seconds [`RequestAction::Extend`] adds ([`MIN_EXTEND`] to [`MAX_EXTEND`]).
@@ -254,18 +257,18 @@ pub struct Request {
 }
 
 impl Request {
-    /// Skip the question asked at `asked_at`.
-    pub fn skip(asked_at: &str) -> Request {
+    /// Skip the question `question`.
+    pub fn skip(question: &QuestionId) -> Request {
         Request {
-            asked_at: asked_at.to_string(),
+            question: question.clone(),
             action: RequestAction::Skip,
             extend_secs: None,
         }
     }
 
-    /// Give the question asked at `asked_at` `by` more time; an amount out of bounds is
+    /// Give the question `question` `by` more time; an amount out of bounds is
     /// refused with the words for the user.
-    pub fn extend(asked_at: &str, by: Duration) -> Result<Request, String> {
+    pub fn extend(question: &QuestionId, by: Duration) -> Result<Request, String> {
         if !(MIN_EXTEND..=MAX_EXTEND).contains(&by) {
             return Err(format!(
                 "a question can be given {} to {} more at a time, not {}",
@@ -275,7 +278,7 @@ impl Request {
             ));
         }
         Ok(Request {
-            asked_at: asked_at.to_string(),
+            question: question.clone(),
             action: RequestAction::Extend,
             extend_secs: Some(by.as_secs()),
         })
@@ -334,8 +337,9 @@ pub struct LinkRecord {
     pub hash: String,
     /// The project root whose question it answers.
     pub root: PathBuf,
-    /// That question's `asked_at`.
-    pub asked_at: String,
+    /// That question.
+    #[serde(alias = "asked_at")]
+    pub question: QuestionId,
 }
 
 /// Where an answer link is given out: each question has one link per channel.
@@ -362,27 +366,27 @@ impl Channel {
     }
 }
 
-/// The answer link of `channel` to the question asked at `asked_at` in `root`, if a broker
+/// The answer link of `channel` to the question `question` in `root`, if a broker
 /// runs.
-pub fn answer_url(root: &Path, asked_at: &str, channel: Channel) -> Option<String> {
+pub fn answer_url(root: &Path, question: &QuestionId, channel: Channel) -> Option<String> {
     let dir = state_dir()?;
     let broker = running_in(&dir)?;
-    let token = mint(&dir, root, asked_at, channel).ok()?;
+    let token = mint(&dir, root, question, channel).ok()?;
     Some(format!("{}/a/{token}", broker.url))
 }
 
-/// The token of `channel`'s link to the question asked at `asked_at` in `root` (the same at
+/// The token of `channel`'s link to the question `question` in `root` (the same at
 /// every call), its hash stored in `dir/links/`.
-pub fn mint(dir: &Path, root: &Path, asked_at: &str, channel: Channel) -> io::Result<String> {
+pub fn mint(dir: &Path, root: &Path, question: &QuestionId, channel: Channel) -> io::Result<String> {
     use hmac::{Hmac, Mac};
     use std::os::unix::ffi::OsStrExt;
     let links = dir.join(LINKS);
     make_private_dir(&links)?;
-    prune(&links, root, asked_at);
+    prune(&links, root, question);
     let mut mac = Hmac::<Sha256>::new_from_slice(&link_key(dir)?).map_err(io::Error::other)?;
     for part in [
         root.as_os_str().as_bytes(),
-        asked_at.as_bytes(),
+        question.as_str().as_bytes(),
         channel.name().as_bytes(),
     ] {
         mac.update(&(part.len() as u64).to_be_bytes());
@@ -393,7 +397,7 @@ pub fn mint(dir: &Path, root: &Path, asked_at: &str, channel: Channel) -> io::Re
     let record = LinkRecord {
         hash: hash.clone(),
         root: root.to_path_buf(),
-        asked_at: asked_at.to_string(),
+        question: question.clone(),
     };
     // Written again each time: its age is what pruning goes by.
     store(&links, &hash, &record)?;
@@ -494,7 +498,7 @@ fn file_name(hash: &str) -> String {
 
 /// Removes the links of `root`'s other questions and those past [`LINK_MAX_AGE`] (a waiting
 /// question's links are written again whenever they are given out).
-fn prune(links: &Path, root: &Path, asked_at: &str) {
+fn prune(links: &Path, root: &Path, question: &QuestionId) {
     let Ok(read_dir) = fs::read_dir(links) else {
         return;
     };
@@ -512,7 +516,7 @@ fn prune(links: &Path, root: &Path, asked_at: &str) {
             _ if old => {
                 let _ = fs::remove_file(&path);
             }
-            Some(r) if r.root == root && r.asked_at != asked_at => {
+            Some(r) if r.root == root && &r.question != question => {
                 let _ = fs::remove_file(&path);
             }
             _ => {}
@@ -535,11 +539,11 @@ mod tests {
     #[test]
     fn a_minted_token_verifies_and_a_changed_one_does_not() {
         let dir = tempfile::tempdir().unwrap();
-        let token = mint(dir.path(), Path::new("/p"), "t1", Channel::Status).unwrap();
+        let token = mint(dir.path(), Path::new("/p"), &QuestionId::from_file("t1"), Channel::Status).unwrap();
         assert_eq!(token.len(), 32);
         let rec = verify(dir.path(), &token).unwrap();
         assert_eq!(
-            (rec.root.as_path(), rec.asked_at.as_str()),
+            (rec.root.as_path(), rec.question.as_str()),
             (Path::new("/p"), "t1")
         );
         let mut wrong = token.clone().into_bytes();
@@ -558,9 +562,9 @@ mod tests {
     #[test]
     fn a_new_question_prunes_the_links_of_the_old_one() {
         let dir = tempfile::tempdir().unwrap();
-        let old = mint(dir.path(), Path::new("/p"), "t1", Channel::Status).unwrap();
-        let other = mint(dir.path(), Path::new("/q"), "t1", Channel::Status).unwrap();
-        let new = mint(dir.path(), Path::new("/p"), "t2", Channel::Status).unwrap();
+        let old = mint(dir.path(), Path::new("/p"), &QuestionId::from_file("t1"), Channel::Status).unwrap();
+        let other = mint(dir.path(), Path::new("/q"), &QuestionId::from_file("t1"), Channel::Status).unwrap();
+        let new = mint(dir.path(), Path::new("/p"), &QuestionId::from_file("t2"), Channel::Status).unwrap();
         assert_eq!(verify(dir.path(), &old), None);
         assert!(verify(dir.path(), &other).is_some());
         assert!(verify(dir.path(), &new).is_some());
@@ -572,9 +576,9 @@ mod tests {
     fn a_question_has_one_link_per_channel_for_as_long_as_it_waits() {
         let dir = tempfile::tempdir().unwrap();
         let root = Path::new("/p");
-        let sent = mint(dir.path(), root, "t1", Channel::Notify).unwrap();
+        let sent = mint(dir.path(), root, &QuestionId::from_file("t1"), Channel::Notify).unwrap();
         let polled: Vec<String> = (0..40)
-            .map(|_| mint(dir.path(), root, "t1", Channel::Status).unwrap())
+            .map(|_| mint(dir.path(), root, &QuestionId::from_file("t1"), Channel::Status).unwrap())
             .collect();
         assert!(polled.iter().all(|t| *t == polled[0]), "one status link");
         assert_ne!(sent, polled[0], "a link per channel");
@@ -588,7 +592,7 @@ mod tests {
         // Another state directory (another key) gives other links.
         let elsewhere = tempfile::tempdir().unwrap();
         assert_ne!(
-            mint(elsewhere.path(), root, "t1", Channel::Notify).unwrap(),
+            mint(elsewhere.path(), root, &QuestionId::from_file("t1"), Channel::Notify).unwrap(),
             sent
         );
     }
@@ -598,7 +602,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let ws = crate::workspace::Workspace::new(dir.path());
         fs::create_dir_all(ws.dir()).unwrap();
-        let hour = Request::extend("t1", Duration::from_secs(3600)).unwrap();
+        let hour =
+            Request::extend(&QuestionId::from_file("t1"), Duration::from_secs(3600)).unwrap();
         request(&ws, &hour).unwrap();
         let taken = take_request(&ws).unwrap();
         assert_eq!(taken.extend_by(), Some(Duration::from_secs(3600)));
@@ -625,13 +630,16 @@ mod tests {
 
     #[test]
     fn an_extension_out_of_bounds_is_refused_with_the_bounds() {
-        let err = Request::extend("t1", Duration::from_secs(30)).unwrap_err();
+        let err =
+            Request::extend(&QuestionId::from_file("t1"), Duration::from_secs(30)).unwrap_err();
         assert!(
             err.contains("1 min to 24 h") && err.contains("30 s"),
             "{err}"
         );
-        assert!(Request::extend("t1", Duration::from_secs(25 * 3600)).is_err());
-        assert!(Request::extend("t1", MAX_EXTEND).is_ok());
+        assert!(
+            Request::extend(&QuestionId::from_file("t1"), Duration::from_secs(25 * 3600)).is_err()
+        );
+        assert!(Request::extend(&QuestionId::from_file("t1"), MAX_EXTEND).is_ok());
         assert_eq!(describe_span(Duration::from_secs(300)), "5 min");
         assert_eq!(describe_span(Duration::from_secs(3600)), "1 h");
         assert_eq!(describe_span(Duration::from_secs(5400)), "1 h 30 min");

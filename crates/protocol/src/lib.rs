@@ -15,8 +15,10 @@
 //!   (`answer.md`, first writer wins); [`countdown`] is the deadline; [`clarifications`] is
 //!   the record of every question and its answer.
 //! - [`state`] is `state.json` and `events.jsonl`: what other processes read about the loop.
-//! - [`desk`] is how any process reads the question waiting and answers it (first answer
-//!   wins, who answered recorded).
+//! - [`desk`] is the one owner of a question's life (`Desk`: open, step, close, deliver,
+//!   archive; the loop and a lone `ralph ask` drive it, sync and told the clock), and how any
+//!   other process reads the question waiting and answers it (one encoding, one size limit,
+//!   first answer wins, who answered recorded).
 //! - [`registry`] lists the loops running on this machine, one small file each;
 //!   [`user_dirs`] says where a person's config and ralph's state live outside any project.
 //! - [`broker`] is `ralph serve`'s share of the state directory: its lock, the answer links

@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::time::{parse_timestamp, timestamp};
 
+use crate::desk::QuestionId;
 use crate::question::Question;
 use crate::workspace::{self, Workspace, WorkspaceError};
 
@@ -68,21 +69,17 @@ pub enum RaisedBy {
 }
 
 /// A question waiting for (or past waiting for) an answer, as stored in `state.json`.
+///
+/// Written only by the [`crate::desk::Desk`]; everyone else reads it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(from = "PendingFile")]
 pub struct PendingQuestion {
-    /// The question text (markdown).
-    pub text: String,
-    /// Suggested answers, in order (answer by number with `ralph answer N`).
-    pub options: Vec<crate::question::QuestionOption>,
-    /// Whether several options may be picked.
-    #[serde(default)]
-    pub multi_select: bool,
-    /// The agent's best guess, used when nobody answers.
-    pub default: Option<String>,
-    /// Extra context the agent gave.
-    #[serde(default)]
-    pub context: Option<String>,
-    /// When it was asked (RFC 3339).
+    /// Which question it is.
+    pub id: QuestionId,
+    /// The question (its fields sit beside these in the file).
+    #[serde(flatten)]
+    pub question: Question,
+    /// When it was asked (RFC 3339), for showing how long it has waited; never its identity.
     pub asked_at: String,
     /// When the wait ends (RFC 3339), or `None` for no deadline.
     pub deadline: Option<String>,
@@ -98,9 +95,45 @@ pub struct PendingQuestion {
     pub paused: bool,
 }
 
+/// [`PendingQuestion`] as read: a file written before questions had ids names its question by
+/// `asked_at`, which is then its id.
+#[derive(Deserialize)]
+struct PendingFile {
+    #[serde(default)]
+    id: Option<QuestionId>,
+    #[serde(flatten)]
+    question: Question,
+    asked_at: String,
+    deadline: Option<String>,
+    iteration: u32,
+    raised_by: RaisedBy,
+    #[serde(default)]
+    timed_out: bool,
+    #[serde(default)]
+    paused: bool,
+}
+
+impl From<PendingFile> for PendingQuestion {
+    fn from(f: PendingFile) -> Self {
+        PendingQuestion {
+            id: f
+                .id
+                .unwrap_or_else(|| QuestionId::from_file(f.asked_at.clone())),
+            question: f.question,
+            asked_at: f.asked_at,
+            deadline: f.deadline,
+            iteration: f.iteration,
+            raised_by: f.raised_by,
+            timed_out: f.timed_out,
+            paused: f.paused,
+        }
+    }
+}
+
 impl PendingQuestion {
-    /// Builds the stored form of `question`.
+    /// The stored form of `question`, asked as `id`.
     pub fn new(
+        id: QuestionId,
         question: &Question,
         asked_at: SystemTime,
         deadline: Option<SystemTime>,
@@ -108,29 +141,17 @@ impl PendingQuestion {
         raised_by: RaisedBy,
     ) -> Self {
         PendingQuestion {
-            text: question.text.clone(),
-            options: question.options.clone(),
-            multi_select: question.multi_select,
-            default: question.default.clone(),
-            context: question.context.clone(),
+            id,
+            question: Question {
+                warning: None,
+                ..question.clone()
+            },
             asked_at: timestamp(asked_at),
             deadline: deadline.map(timestamp),
             iteration,
             raised_by,
             timed_out: false,
             paused: false,
-        }
-    }
-
-    /// The question in its own type again (for display).
-    pub fn question(&self) -> Question {
-        Question {
-            text: self.text.clone(),
-            options: self.options.clone(),
-            multi_select: self.multi_select,
-            default: self.default.clone(),
-            context: self.context.clone(),
-            warning: None,
         }
     }
 
@@ -255,8 +276,9 @@ impl AgentChoice {
 /// A question that is no longer waiting, and what closed it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ClosedQuestion {
-    /// The question's `asked_at`: its identity.
-    pub asked_at: String,
+    /// Which question it was.
+    #[serde(rename = "question_id", alias = "asked_at")]
+    pub id: QuestionId,
     /// Who answered it; `None` when it was skipped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answered_by: Option<crate::answer::AnsweredBy>,
@@ -266,6 +288,10 @@ pub struct ClosedQuestion {
     /// The answer's first line, cut to 200 characters, to tell a later answer who won.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer_line: Option<String>,
+    /// Closed because its run ended (it had timed out, and the run then finished): a late
+    /// answer is refused as too late, not as second.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub run_ended: bool,
 }
 
 /// How many closed questions `state.json` remembers.
@@ -298,21 +324,18 @@ impl State {
         }
     }
 
-    /// Closes the waiting question asked at `asked_at`: answered by `answer`, or skipped.
-    pub fn close_question(&mut self, asked_at: &str, answer: Option<&crate::answer::Answer>) {
-        if self
-            .pending_question
-            .as_ref()
-            .is_some_and(|p| p.asked_at == asked_at)
-        {
+    /// Closes the waiting question `id`: answered by `answer`, or skipped. Called by the
+    /// [`crate::desk::Desk`] only.
+    pub fn close_question(&mut self, id: &QuestionId, answer: Option<&crate::answer::Answer>) {
+        if self.pending_question.as_ref().is_some_and(|p| &p.id == id) {
             self.pending_question = None;
         }
-        self.closed_questions.retain(|c| c.asked_at != asked_at);
+        self.closed_questions.retain(|c| &c.id != id);
         if self.closed_questions.len() >= CLOSED_KEPT {
             self.closed_questions.remove(0);
         }
         self.closed_questions.push(ClosedQuestion {
-            asked_at: asked_at.to_string(),
+            id: id.clone(),
             answered_by: answer.map(|a| a.by),
             answer_id: answer.and_then(|a| a.id.clone()),
             answer_line: answer.map(|a| {
@@ -324,14 +347,13 @@ impl State {
                     .take(200)
                     .collect()
             }),
+            run_ended: false,
         });
     }
 
-    /// What closed the question asked at `asked_at`, if this state remembers it.
-    pub fn closed(&self, asked_at: &str) -> Option<&ClosedQuestion> {
-        self.closed_questions
-            .iter()
-            .find(|c| c.asked_at == asked_at)
+    /// What closed the question `id`, if this state remembers it.
+    pub fn closed(&self, id: &QuestionId) -> Option<&ClosedQuestion> {
+        self.closed_questions.iter().find(|c| &c.id == id)
     }
 
     /// Reads `state.json`; `Ok(None)` when there is none yet.
@@ -395,8 +417,12 @@ pub enum StateError {
 pub struct AskClaim {
     /// The `ralph ask` process.
     pub pid: u32,
-    /// When it asked (RFC 3339): also the question's identity in `answer.md`.
+    /// When it asked (RFC 3339): with the pid, whether this process is still the asker.
     pub asked_at: String,
+    /// The question it asked; `None` in claims from before questions had ids (their
+    /// `asked_at` is the id then: [`AskClaim::question_id`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<QuestionId>,
     /// The deadline it was given (RFC 3339), or `None` for none.
     pub deadline: Option<String>,
     /// The question itself (the markdown of `question.md`), so that the claim alone says what
@@ -407,6 +433,13 @@ pub struct AskClaim {
 }
 
 impl AskClaim {
+    /// The question it asked.
+    pub fn question_id(&self) -> QuestionId {
+        self.id
+            .clone()
+            .unwrap_or_else(|| QuestionId::from_file(self.asked_at.clone()))
+    }
+
     /// Creates the claim unless one is there already: `Ok(false)` when another `ralph ask`
     /// holds it. Two askers started in the same instant both try, and exactly one wins.
     pub fn create(&self, ws: &Workspace) -> Result<bool, WorkspaceError> {

@@ -8,16 +8,15 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use ralph_protocol::answer::{self, Answer, AnsweredBy};
+use ralph_protocol::answer::{self, AnsweredBy};
 use ralph_protocol::broker;
-use ralph_protocol::desk::{self, Submitted};
+use ralph_protocol::desk::{self, DeskError, Submitted};
 use ralph_protocol::state::{PendingQuestion, State, Status};
 use ralph_protocol::workspace::Workspace;
 
 pub use ralph_protocol::broker::{AcquireError, BrokerLock, Channel, LinkRecord};
 
-/// The longest answer taken, in bytes (as typed; an option's label is added to a note).
-pub const MAX_ANSWER_BYTES: usize = 16 * 1024;
+pub use ralph_protocol::desk::{MAX_ANSWER_BYTES, QuestionId, Reply};
 
 /// ralph's state directory, where the broker's lock, links and devices live.
 pub fn state_dir() -> Option<PathBuf> {
@@ -29,14 +28,14 @@ pub fn verify_link(state_dir: &Path, token: &str) -> Option<LinkRecord> {
     broker::verify(state_dir, token)
 }
 
-/// The link of `channel` to `root`'s question asked at `asked_at`.
+/// The link of `channel` to `root`'s question `id`.
 pub fn mint_link(
     state_dir: &Path,
     root: &Path,
-    asked_at: &str,
+    id: &QuestionId,
     channel: broker::Channel,
 ) -> std::io::Result<String> {
-    broker::mint(state_dir, root, asked_at, channel)
+    broker::mint(state_dir, root, id, channel)
 }
 
 /// One loop on this machine, for the dashboard.
@@ -71,8 +70,8 @@ pub struct LoopView {
 pub struct QuestionView {
     /// The project root of the loop that asks.
     pub root: PathBuf,
-    /// Its identity: when it was asked.
-    pub asked_at: String,
+    /// Which question it is.
+    pub id: QuestionId,
     /// The text (markdown, agent-written).
     pub text: String,
     /// Extra context (markdown, agent-written).
@@ -95,16 +94,17 @@ impl QuestionView {
     fn new(root: &Path, p: &PendingQuestion) -> QuestionView {
         QuestionView {
             root: root.to_path_buf(),
-            asked_at: p.asked_at.clone(),
-            text: p.text.clone(),
-            context: p.context.clone(),
+            id: p.id.clone(),
+            text: p.question.text.clone(),
+            context: p.question.context.clone(),
             options: p
+                .question
                 .options
                 .iter()
                 .map(|o| (o.label.clone(), o.description.clone()))
                 .collect(),
-            multi_select: p.multi_select,
-            default: p.default.clone(),
+            multi_select: p.question.multi_select,
+            default: p.question.default.clone(),
             deadline: p.deadline_time(),
             timed_out: p.timed_out,
             iteration: p.iteration,
@@ -142,7 +142,7 @@ pub fn load(root: &Path) -> Option<LoopView> {
     let question = state
         .pending_question
         .as_ref()
-        .filter(|p| !answer_waiting(&ws, &p.asked_at))
+        .filter(|p| !answer_waiting(&ws, &p.id))
         .map(|p| QuestionView::new(root, p));
     Some(LoopView {
         root: root.to_path_buf(),
@@ -159,13 +159,13 @@ pub fn load(root: &Path) -> Option<LoopView> {
     })
 }
 
-/// Whether an answer to the question asked at `asked_at` waits to be delivered: the question
-/// is answered, though the loop has not taken it yet.
-fn answer_waiting(ws: &Workspace, asked_at: &str) -> bool {
+/// Whether an answer to the question `id` waits to be delivered: the question is answered,
+/// though the loop has not taken it yet.
+fn answer_waiting(ws: &Workspace, id: &QuestionId) -> bool {
     answer::read(ws)
         .ok()
         .flatten()
-        .is_some_and(|a| a.question_asked_at.as_deref() == Some(asked_at))
+        .is_some_and(|a| id.is_answered_by(&a))
 }
 
 fn describe(status: Status) -> &'static str {
@@ -181,9 +181,7 @@ fn describe(status: Status) -> &'static str {
 
 /// The question `link` opens, while it waits.
 pub fn pending(link: &LinkRecord) -> Option<QuestionView> {
-    load(&link.root)?
-        .question
-        .filter(|q| q.asked_at == link.asked_at)
+    load(&link.root)?.question.filter(|q| q.id == link.question)
 }
 
 /// Which front end sends an answer, and who there.
@@ -193,15 +191,6 @@ pub enum Sender {
     Web(String),
     /// The Telegram bot (the user's id).
     Telegram(String),
-}
-
-/// What the sender asks for.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Reply {
-    /// Free text.
-    Text(String),
-    /// Options by number (from 1), with an optional note.
-    Options(Vec<usize>, String),
 }
 
 /// What became of an answer: the same outcomes, and words, as `ralph answer`.
@@ -246,86 +235,15 @@ impl Outcome {
     }
 }
 
-/// The text an answer gives the agent, checked as `ralph answer` checks it.
-fn answer_text(q: &QuestionView, reply: &Reply) -> Result<String, String> {
-    let text = match reply {
-        Reply::Text(t) => t.trim().to_string(),
-        Reply::Options(picked, note) => {
-            if q.options.is_empty() {
-                return Err(
-                    "the question offers no options to pick from; write the answer out instead"
-                        .into(),
-                );
-            }
-            if picked.len() > 1 && !q.multi_select {
-                return Err("this question takes one option only".into());
-            }
-            if let Some(twice) = (1..picked.len()).find(|&i| picked[..i].contains(&picked[i])) {
-                return Err(format!("option {} is picked twice", picked[twice]));
-            }
-            let mut labels = Vec::new();
-            for &n in picked {
-                let Some((label, _)) = n.checked_sub(1).and_then(|i| q.options.get(i)) else {
-                    return Err(format!(
-                        "option {n} is out of range: the question has options 1 to {}",
-                        q.options.len()
-                    ));
-                };
-                labels.push(label.clone());
-            }
-            let note = note.trim();
-            match (labels.is_empty(), note.is_empty()) {
-                (true, _) => note.to_string(),
-                (false, true) => labels.join(", "),
-                (false, false) => format!("{}: {note}", labels.join(", ")),
-            }
-        }
-    };
-    // What the terminal would show of it: an answer of control characters only is empty.
-    let text = ralph_protocol::text::clean(&text).trim().to_string();
-    if text.is_empty() {
-        return Err("the answer is empty. Write one, pick an option, or let the deadline pass so the agent uses its best guess.".into());
-    }
-    if text.len() > MAX_ANSWER_BYTES {
-        return Err(format!(
-            "the answer is too long ({} bytes; at most {MAX_ANSWER_BYTES})",
-            text.len()
-        ));
-    }
-    Ok(text)
-}
-
-/// Answers the question `link` stands for, through the same first-answer-wins path as
-/// `ralph answer`.
+/// Answers the question `link` stands for, through the same path as every front end
+/// ([`desk::answer`]: one encoding, one limit, first answer wins).
 pub fn submit(link: &LinkRecord, reply: &Reply, sender: &Sender) -> Outcome {
     let ws = Workspace::new(&link.root);
-    let Ok(Some(state)) = State::load(&ws) else {
-        return Outcome::NotWaiting("its loop has no state any more".into());
-    };
-    let pending = state
-        .pending_question
-        .as_ref()
-        .filter(|p| p.asked_at == link.asked_at);
-    let Some(pending) = pending else {
-        return Outcome::NotWaiting(match state.closed(&link.asked_at) {
-            Some(c) => match c.answered_by {
-                Some(by) => format!("it was answered from {}", by.describe()),
-                None => "it was skipped".into(),
-            },
-            None => "it was closed".into(),
-        });
-    };
-    let view = QuestionView::new(&link.root, pending);
-    let text = match answer_text(&view, reply) {
-        Ok(t) => t,
-        Err(why) => return Outcome::Invalid(why),
-    };
     let (by, who) = match sender {
         Sender::Web(who) => (AnsweredBy::Web, who),
         Sender::Telegram(who) => (AnsweredBy::Telegram, who),
     };
-    let ans = Answer::new(text, by, Some(link.asked_at.clone())).with_who(who.clone());
-    match desk::submit(&ws, &ans) {
+    match desk::answer(&ws, Some(&link.question), reply, by, Some(who.clone())) {
         Ok(Submitted::Accepted) => Outcome::Accepted {
             live: ws.is_locked(),
         },
@@ -336,6 +254,16 @@ pub fn submit(link: &LinkRecord, reply: &Reply, sender: &Sender) -> Outcome {
             })
         }
         Ok(Submitted::Skipped) => Outcome::Skipped,
+        Ok(Submitted::RunEnded) => Outcome::NotWaiting("the run that asked it has ended".into()),
+        Err(DeskError::NotWaiting { closed, .. }) => Outcome::NotWaiting(match closed {
+            Some(c) if c.run_ended => "the run that asked it has ended".into(),
+            Some(c) => match c.answered_by {
+                Some(by) => format!("it was answered from {}", by.describe()),
+                None => "it was skipped".into(),
+            },
+            None => "it was closed".into(),
+        }),
+        Err(DeskError::Refused(why)) => Outcome::Invalid(why.to_string()),
         Err(e) => Outcome::Invalid(format!("could not write the answer: {e}")),
     }
 }
@@ -362,12 +290,13 @@ pub fn closed_how(link: &LinkRecord) -> String {
     if let Some(a) = answer::read(&ws)
         .ok()
         .flatten()
-        .filter(|a| a.question_asked_at.as_deref() == Some(link.asked_at.as_str()))
+        .filter(|a| link.question.is_answered_by(a))
     {
         return format!("answered from {}", a.source());
     }
     match State::load(&ws).ok().flatten() {
-        Some(state) => match state.closed(&link.asked_at) {
+        Some(state) => match state.closed(&link.question) {
+            Some(c) if c.run_ended => "closed: the run that asked it has ended".into(),
             Some(c) => match c.answered_by {
                 Some(by) => format!("answered from {}", by.describe()),
                 None => "skipped".into(),
@@ -375,7 +304,7 @@ pub fn closed_how(link: &LinkRecord) -> String {
             None if state
                 .pending_question
                 .as_ref()
-                .is_some_and(|p| p.asked_at == link.asked_at) =>
+                .is_some_and(|p| p.id == link.question) =>
             {
                 "still waiting".into()
             }
@@ -441,7 +370,7 @@ pub enum Action {
 }
 
 /// Asks the loop waiting on `link`'s question to skip it or give it more time, as the keys in
-/// its panel do. Only a running loop can; a lone `ralph ask` waits for an answer or its timeout.
+/// its panel do. A running loop does, and so does a lone `ralph ask`, which stands in for one.
 pub fn act(link: &LinkRecord, action: Action) -> Outcome {
     let ws = Workspace::new(&link.root);
     let Some(q) = pending(link) else {
@@ -453,7 +382,7 @@ pub fn act(link: &LinkRecord, action: Action) -> Outcome {
                 .into(),
         );
     }
-    // A running loop is registered; a lone `ralph ask` is not, and has no panel to act.
+    // A running loop (or a lone `ralph ask`) is registered; with none, nobody would act.
     if !ralph_protocol::registry::list()
         .iter()
         .any(|e| e.root == link.root)
@@ -464,8 +393,8 @@ pub fn act(link: &LinkRecord, action: Action) -> Outcome {
         );
     }
     let req = match action {
-        Action::Skip => broker::Request::skip(&link.asked_at),
-        Action::Extend(by) => match broker::Request::extend(&link.asked_at, by) {
+        Action::Skip => broker::Request::skip(&link.question),
+        Action::Extend(by) => match broker::Request::extend(&link.question, by) {
             Ok(r) => r,
             Err(why) => return Outcome::Invalid(why),
         },
@@ -483,33 +412,28 @@ pub fn act(link: &LinkRecord, action: Action) -> Outcome {
 mod tests {
     use super::*;
 
-    fn question(multi_select: bool) -> QuestionView {
-        QuestionView {
-            root: PathBuf::from("/p"),
-            asked_at: "t1".into(),
-            text: "Which?".into(),
-            context: None,
-            options: vec![("Redis".into(), None), ("Memcached".into(), None)],
-            multi_select,
-            default: None,
-            deadline: None,
-            timed_out: false,
-            iteration: 1,
-        }
-    }
-
     /// An answer of only NULs passed the "empty" check, and duplicate picks (`1,1`) were
-    /// taken.
+    /// taken, from the page and Telegram (which answer through `desk::compose`).
     #[test]
     fn control_characters_only_are_empty_and_a_pick_counts_once() {
-        let q = question(true);
-        let nuls = answer_text(&q, &Reply::Text("\0\0\0".into())).unwrap_err();
-        assert!(nuls.contains("empty"), "{nuls}");
-        let twice = answer_text(&q, &Reply::Options(vec![1, 1], String::new())).unwrap_err();
-        assert!(twice.contains("option 1 is picked twice"), "{twice}");
+        use ralph_protocol::desk::{Refusal, compose};
+        use ralph_protocol::question::{Question, QuestionOption};
+        let option = |label: &str| QuestionOption {
+            label: label.into(),
+            description: None,
+        };
+        let q = Question {
+            options: vec![option("Redis"), option("Memcached")],
+            multi_select: true,
+            ..Question::plain("Which?")
+        };
+        let nuls = compose(Some(&q), &Reply::Text("\0\0\0".into())).unwrap_err();
+        assert_eq!(nuls, Refusal::Empty);
+        let twice = compose(Some(&q), &Reply::Picks(vec![1, 1], String::new())).unwrap_err();
+        assert_eq!(twice, Refusal::Twice { pick: 1 });
         assert_eq!(
-            answer_text(&q, &Reply::Options(vec![2, 1], String::new())).unwrap(),
-            "Memcached, Redis"
+            compose(Some(&q), &Reply::Picks(vec![2, 1], String::new())).unwrap(),
+            "Memcached\nRedis"
         );
     }
 
@@ -523,7 +447,7 @@ mod tests {
         let link = LinkRecord {
             hash: String::new(),
             root: dir.path().to_path_buf(),
-            asked_at: "t1".into(),
+            question: ralph_protocol::desk::QuestionId::from_file("t1"),
         };
         let now = SystemTime::now();
         assert!(

@@ -224,7 +224,7 @@ impl AnswerBody {
         let note = self.answer.unwrap_or_default();
         match picked.is_empty() {
             true => Reply::Text(note),
-            false => Reply::Options(picked, note),
+            false => Reply::Picks(picked, note),
         }
     }
 }
@@ -480,7 +480,7 @@ async fn dashboard_events(State(app): State<Arc<App>>, headers: HeaderMap) -> Re
 
 /// The answer links a dashboard shows, by loop and question: made once per question, not at
 /// every update (each is a file in the state directory).
-type Links = HashMap<(PathBuf, String), String>;
+type Links = HashMap<(PathBuf, desk::QuestionId), String>;
 
 /// `loops`, each with its waiting question's page (a new answer link, unless `links` has one).
 fn with_links(
@@ -488,24 +488,24 @@ fn with_links(
     loops: Vec<desk::LoopView>,
     links: &mut Links,
 ) -> Vec<(desk::LoopView, Option<String>)> {
-    links.retain(|(root, asked_at), _| {
+    links.retain(|(root, id), _| {
         loops.iter().any(|l| {
             l.question
                 .as_ref()
-                .is_some_and(|q| &q.root == root && &q.asked_at == asked_at)
+                .is_some_and(|q| &q.root == root && &q.id == id)
         })
     });
     loops
         .into_iter()
         .map(|l| {
             let link = l.question.as_ref().and_then(|q| {
-                let key = (q.root.clone(), q.asked_at.clone());
+                let key = (q.root.clone(), q.id.clone());
                 if let Some(link) = links.get(&key) {
                     return Some(link.clone());
                 }
                 let link = format!(
                     "/a/{}",
-                    desk::mint_link(dir, &q.root, &q.asked_at, desk::Channel::Dashboard).ok()?
+                    desk::mint_link(dir, &q.root, &q.id, desk::Channel::Dashboard).ok()?
                 );
                 links.insert(key, link.clone());
                 Some(link)

@@ -310,7 +310,7 @@ struct Posted {
     /// Its number in the callback data.
     number: u32,
     root: PathBuf,
-    asked_at: String,
+    question: desk::QuestionId,
     chat_id: i64,
     message_id: i64,
     text: String,
@@ -329,7 +329,7 @@ impl Posted {
         LinkRecord {
             hash: String::new(),
             root: self.root.clone(),
-            asked_at: self.asked_at.clone(),
+            question: self.question.clone(),
         }
     }
 }
@@ -341,7 +341,7 @@ struct Posts {
     /// No sending before this (the API failed).
     retry_at: Option<Instant>,
     /// Questions Telegram refused for good (a 4xx but 429): not sent again.
-    refused: HashSet<(PathBuf, String)>,
+    refused: HashSet<(PathBuf, ralph_protocol::desk::QuestionId)>,
 }
 
 /// The running bot.
@@ -572,7 +572,7 @@ impl Bot {
             "more" => desk::act(&p.link(), Action::Extend(desk::TELEGRAM_EXTEND)),
             "send" => desk::submit(
                 &p.link(),
-                &Reply::Options(p.picked.iter().copied().collect(), String::new()),
+                &Reply::Picks(p.picked.iter().copied().collect(), String::new()),
                 &sender,
             ),
             n => match n.parse::<usize>() {
@@ -586,7 +586,7 @@ impl Bot {
                     );
                     return String::new();
                 }
-                Ok(i) => desk::submit(&p.link(), &Reply::Options(vec![i], String::new()), &sender),
+                Ok(i) => desk::submit(&p.link(), &Reply::Picks(vec![i], String::new()), &sender),
                 Err(_) => Outcome::Invalid("Unknown button.".into()),
             },
         };
@@ -620,7 +620,7 @@ impl Bot {
         for p in posts.by_number.values_mut().filter(|p| p.open) {
             let still = waiting
                 .iter()
-                .find(|q| q.root == p.root && q.asked_at == p.asked_at);
+                .find(|q| q.root == p.root && q.id == p.question);
             if let Some(q) = still {
                 // More time given (here, on the page, in the panel): the header says so.
                 if q.deadline != p.deadline && !p.redacted {
@@ -646,13 +646,13 @@ impl Bot {
             }
         }
         for q in &waiting {
-            let key = (q.root.clone(), q.asked_at.clone());
+            let key = (q.root.clone(), q.id.clone());
             // An open message only: a question closed (its loop stopped) and resumed is sent anew.
             if posts.refused.contains(&key)
                 || posts
                     .by_number
                     .values()
-                    .any(|p| p.open && p.root == q.root && p.asked_at == q.asked_at)
+                    .any(|p| p.open && p.root == q.root && p.question == q.id)
             {
                 continue;
             }
@@ -683,10 +683,8 @@ impl Bot {
                 }
             }
         }
-        posts.refused.retain(|(root, asked_at)| {
-            waiting
-                .iter()
-                .any(|q| &q.root == root && &q.asked_at == asked_at)
+        posts.refused.retain(|(root, id)| {
+            waiting.iter().any(|q| &q.root == root && &q.id == id)
         });
         posts.retry_at = failed.then(|| Instant::now() + RETRY_AFTER);
         posts.retry_at
@@ -697,7 +695,7 @@ impl Bot {
         desk::mint_link(
             &self.state_dir,
             &q.root,
-            &q.asked_at,
+            &q.id,
             desk::Channel::Telegram,
         )
         .map(|t| format!("{}/a/{t}", self.broker_url))
@@ -763,7 +761,7 @@ impl Bot {
         Posted {
             number,
             root: q.root.clone(),
-            asked_at: q.asked_at.clone(),
+            question: q.id.clone(),
             chat_id,
             message_id: 0,
             text,
@@ -889,7 +887,7 @@ mod tests {
         let mut p = Posted {
             number: 7,
             root: PathBuf::from("/p"),
-            asked_at: String::new(),
+            question: desk::QuestionId::from_file("q"),
             chat_id: 1,
             message_id: 2,
             text: String::new(),

@@ -8,7 +8,7 @@ use ralph_process::describe_exit;
 use ralph_signal::SignalKind;
 
 use super::policy::{AgentEnd, Facts, LeftQuestion, RateLimit, Signals};
-use super::questions::OpenQuestion;
+use super::questions::Open;
 use super::settings::{RunSettings, wait_duration};
 
 /// Why ralph cut an agent's run short; a human's stop outranks a timeout.
@@ -32,7 +32,7 @@ pub(super) struct AgentRun {
     /// Why ralph cut the run short, if it did.
     pub(super) cut: Option<Cut>,
     /// A `ralph ask` question still open when the agent ended (it was killed while asking).
-    pub(super) asking: Option<OpenQuestion>,
+    pub(super) asking: Option<Open>,
     /// The agent's session id, when its stream reports one.
     pub(super) session_id: Option<String>,
     /// Errors the agent reported (API errors, failed resumes).

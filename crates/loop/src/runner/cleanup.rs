@@ -1,9 +1,9 @@
-//! Step 1 of every iteration: clear what a crash may have left, and pick up a waiting answer.
+//! Step 1 of every iteration: clear what a crash may have left.
 
 use std::time::Duration;
 
-use ralph_protocol::state::AskClaim;
-use ralph_protocol::workspace::{self};
+
+
 use serde_json::json;
 
 use super::Runner;
@@ -11,7 +11,7 @@ use super::error::RunError;
 use crate::logs;
 
 impl Runner {
-    /// Step 1: clear what a crash may have left, and pick up an answer that is waiting.
+    /// Step 1: clear what a crash may have left.
     pub(super) async fn cleanup_before_iteration(&mut self) -> Result<(), RunError> {
         // Only files older than ten minutes go, so looking once a minute removes the same ones
         // barely later, without listing `.ralph/` (and waking its watcher) every iteration.
@@ -44,9 +44,9 @@ impl Runner {
             // A claim left by a `ralph ask` that is gone (killed with its agent). A file event
             // while an agent runs also clears it (`notice_ask`), but an agent may end before
             // one arrives.
-            if AskClaim::read(&self.ws).is_some_and(|claim| crate::asks::claim_is_stale(&claim)) {
-                workspace::remove(&self.ws.ask_claim())?;
-            }
+            self.questions
+                .desk
+                .clear_stale_claim(crate::asks::claim_is_stale)?;
             for entry in entries.chain(logs).flatten() {
                 // Only stale ones: a `ralph answer` may be writing its temporary file right now.
                 let stale = entry
@@ -60,6 +60,6 @@ impl Runner {
         }
         // Drain file-watch wake-ups that arrived while the agent ran; we look at the files now.
         while self.io.fs_events.try_recv().is_ok() {}
-        self.pick_up_answer().await
+        Ok(())
     }
 }

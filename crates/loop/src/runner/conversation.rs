@@ -12,7 +12,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::process::ChildStdin;
 
 use super::agent_run::AgentRun;
-use super::questions::{NativeAsk, OpenQuestion};
+use super::questions::{NativeAsk, Open};
 use super::{RunError, Runner};
 use crate::native::{self, ToolRequest};
 
@@ -23,7 +23,7 @@ impl Runner {
         &mut self,
         run: &mut AgentRun,
         stdin: &mut Option<ChildStdin>,
-        asking: &mut Option<OpenQuestion>,
+        asking: &mut Option<Open>,
         iteration: u32,
     ) -> Result<(), RunError> {
         for line in std::mem::take(&mut run.requests) {
@@ -75,13 +75,13 @@ impl Runner {
     /// it on stdin (or asks the request's next question, which is returned).
     pub(super) async fn end_asking(
         &mut self,
-        mut open: OpenQuestion,
+        mut open: Open,
         end: Ended,
         stdin: &mut Option<ChildStdin>,
         iteration: u32,
-    ) -> Result<Option<OpenQuestion>, RunError> {
+    ) -> Result<Option<Open>, RunError> {
         let native = open.native.take();
-        let text = open.question.text.clone();
+        let text = open.asking.question.text.clone();
         let answer = match &end {
             Ended::Answered { answer, .. } => Some(answer.text.clone()),
             _ => None,
@@ -114,7 +114,7 @@ impl Runner {
         question: Question,
         ask: NativeAsk,
         iteration: u32,
-    ) -> Result<OpenQuestion, RunError> {
+    ) -> Result<Open, RunError> {
         self.after_delivery().await?;
         let wait = self.question_wait();
         let mut open = self

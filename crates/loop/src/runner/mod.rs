@@ -4,7 +4,8 @@
 //! to a front end only through channels: `LoopEvent`s out, `Control`s in. Each iteration:
 //!
 //! 1. **Cleanup**: stray temporary files go; an answer waiting in `.ralph/answer.md` is picked
-//!    up for this iteration (never removed before it is delivered).
+//!    up for this iteration (never removed before it is delivered; `questions.rs`, through the
+//!    question desk, `ralph_protocol::desk::Desk`).
 //! 2. **Prompt**: built from the task file as it is now (the agent edits it), progress,
 //!    guardrails and whatever the previous iteration left ([`Carryover`]).
 //! 3. **Agent** (`agent.rs`, `stream.rs`): started in its own process group, its stdout
@@ -18,7 +19,7 @@
 //! Nothing here sleeps for a fixed time: every wait is on a process, a pipe, a channel, a file
 //! watch or an exact deadline.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use ralph_protocol::event::{LoopEvent, Outcome};
 use ralph_protocol::state::{State, Status, log_event};
@@ -29,36 +30,17 @@ use tokio::time::Instant;
 use crate::prompt::Carryover;
 use crate::task::TaskFile;
 
-// What `questions.rs` and `delivery.rs` still take through `use super::*`.
-#[allow(unused_imports)]
-use {
-    crate::native::ToolRequest,
-    crate::notify::QuestionNotice,
-    crate::task::OnQuestionTimeout,
-    ralph_protocol::answer::{self, Answer, AnsweredBy},
-    ralph_protocol::clarifications,
-    ralph_protocol::countdown::Countdown,
-    ralph_protocol::desk::{Ended, Submitted},
-    ralph_protocol::event::Control,
-    ralph_protocol::question::{MAX_QUESTION_BYTES, Question},
-    ralph_protocol::state::{self, AskClaim, PendingQuestion, RaisedBy, timestamp},
-    ralph_protocol::workspace::{self, WorkspaceError},
-    std::time::SystemTime,
-};
-
 mod agent;
 mod agent_run;
 mod cleanup;
 mod controls;
 mod conversation;
-mod delivery;
 mod error;
 mod git;
 mod groups;
 mod io;
 mod policy;
 mod processes;
-mod question_side;
 mod questions;
 mod rate_limit;
 mod raw_log;
@@ -75,12 +57,11 @@ mod task_stamp;
 mod verify;
 
 pub use controls::{StopRequests, forward_stop_requests};
-use delivery::Delivery;
 pub use error::RunError;
 use io::Io;
 use policy::Next;
 use processes::Processes;
-use question_side::QuestionSide;
+use questions::Questions;
 use record::Record;
 use session::Session;
 pub use settings::{RunConfig, RunSettings, wait_duration};
@@ -100,8 +81,8 @@ pub struct Runner {
     record: Record,
     /// What carries from one iteration to the next.
     session: Session,
-    /// The runner's side of a question's life.
-    questions: QuestionSide,
+    /// The desk that owns this workspace's questions, and what the loop keeps between steps.
+    questions: Questions,
     /// The process groups the run starts, and what a killed run left.
     processes: Processes,
 }
@@ -140,6 +121,7 @@ impl Runner {
         }
         let reason = format!("ralph stopped on an error: {e}");
         self.state.status = Status::Failed;
+        let _ = self.questions.desk.run_ended(&mut self.state);
         self.state.reason = Some(reason.clone());
         let _ = self.save_state().await;
         self.log("run_end", json!({"outcome": "failed", "reason": reason}));
@@ -182,7 +164,7 @@ impl Runner {
             self.log("warning", json!({"message": text}));
         }
 
-        if let Some(pending) = self.questions.from_last_run.take() {
+        if let Some(pending) = self.questions.resume.take() {
             let asked_at = pending.asked_at_time().unwrap_or_else(SystemTime::now);
             let waited = SystemTime::now()
                 .duration_since(asked_at)
@@ -192,9 +174,14 @@ impl Runner {
                 humantime::format_duration(Duration::from_secs(waited.as_secs()))
             )))
             .await;
-            let question = pending.question();
             if let Some(outcome) = self
-                .present_question(question, asked_at, pending.iteration, pending.raised_by)
+                .present_question(
+                    pending.question,
+                    Some(pending.id),
+                    asked_at,
+                    pending.iteration,
+                    pending.raised_by,
+                )
                 .await?
             {
                 return Ok(Some(policy::question_stop(outcome)));
@@ -216,6 +203,8 @@ impl Runner {
         }
         loop {
             self.cleanup_before_iteration().await?;
+            // An answer waiting in `.ralph/answer.md` goes to this iteration (`questions.rs`).
+            self.pick_up_answer().await?;
             self.reload_task().await;
             let mut run = self.run_iteration(iteration).await?;
             if let Some(stop) = self.checkpoint_and_check(iteration, false).await {
@@ -345,6 +334,10 @@ impl Runner {
         let policy::Stop { outcome, reason } = stop;
         let reason = reason.as_str();
         self.state.status = outcome.status();
+        if self.state.status != Status::Stopped {
+            // Ended for good: a question left open for a late answer closes with the run.
+            self.questions.desk.run_ended(&mut self.state)?;
+        }
         self.state.reason = Some(reason.to_string());
         if outcome == Outcome::Done {
             let task = std::fs::read(&self.cfg.task_path).ok();

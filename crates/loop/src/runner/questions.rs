@@ -1,10 +1,102 @@
-//! Questions: showing one, waiting for its answer or its deadline, and acting on the outcome.
+//! Questions, as the loop drives them: the [`Desk`] owns every question's life (its files,
+//! its state, its record); this file feeds it the loop's inputs (file changes, keys from the
+//! front end, wake-ups) and passes on what it says (events, the log, notifications, the next
+//! prompt). The answer's way to the agent is here too: picked up before an iteration
+//! (whoever gave it, whenever), archived after the iteration that had it, exactly once.
 //!
 //! One set of steps serves every way a question arrives (a QUESTION signal after the agent
 //! ends, `ralph ask` while it runs, the agent's own question tool over stdin): open it (state
-//! first, then the front end and notifications), advance it on each input, close it.
+//! first, then the front end and notifications), step it on each input, close it.
 
-use super::*;
+use std::collections::HashSet;
+use std::time::{Duration, SystemTime};
+
+use ralph_protocol::desk::{
+    Asking, Delivery, Desk, Ended, Input, Now, OnTimeout, PickUp, QuestionId, Stepped,
+};
+use ralph_protocol::event::{Control, LoopEvent, Outcome};
+use ralph_protocol::question::Question;
+use ralph_protocol::state::{PendingQuestion, RaisedBy, log_event, timestamp};
+use serde_json::json;
+use tokio::time::Instant;
+
+use super::{RunError, Runner, wait_duration};
+use crate::native::ToolRequest;
+use crate::notify::QuestionNotice;
+use crate::prompt::Carryover;
+use crate::task::OnQuestionTimeout;
+
+/// The loop's questions: the desk, and what the loop keeps between its steps.
+#[derive(Debug)]
+pub(super) struct Questions {
+    pub(super) desk: Desk,
+    /// The answer on its way to the agent: taken before (or while) an iteration runs, archived
+    /// after the iteration that had it.
+    pub(super) delivering: Option<Delivering>,
+    /// `ralph ask` claims already shown, so each is asked once.
+    pub(super) asks_seen: HashSet<QuestionId>,
+    /// A question the last run left waiting, shown first.
+    pub(super) resume: Option<PendingQuestion>,
+    /// Bell, desktop notification, command and webhook for a question.
+    pub(super) notifier: crate::notify::Notifier,
+}
+
+/// An answer on its way, and whether it is for the iteration after the one running.
+#[derive(Debug)]
+pub(super) struct Delivering {
+    pub(super) delivery: Delivery,
+    /// Taken while an agent ran, for the iteration after it (its asker was gone): the end of
+    /// the running iteration must not archive it.
+    pub(super) for_next: bool,
+}
+
+/// A question being waited on by the loop.
+#[derive(Debug)]
+pub(super) struct Open {
+    pub(super) asking: Asking,
+    /// Whether the answer (or its absence) goes into the next prompt: not when the agent that
+    /// asked with `ralph ask` is still there to receive it directly.
+    pub(super) carry: bool,
+    /// For a question from the agent's own tool: the request to answer on its stdin.
+    pub(super) native: Option<NativeAsk>,
+    /// Whether its answer is for the iteration after the one running (or just ended), whose
+    /// end must not archive it.
+    pub(super) for_next: bool,
+}
+
+/// An `AskUserQuestion` request being answered, one question at a time.
+#[derive(Debug)]
+pub(super) struct NativeAsk {
+    pub(super) request: ToolRequest,
+    /// Questions of the same request still to ask.
+    pub(super) rest: std::collections::VecDeque<Question>,
+    /// Answers so far, keyed by question text (as the tool wants them).
+    pub(super) answers: Vec<(String, String)>,
+}
+
+impl Open {
+    /// When the question needs looking at again (expiry, or the end of a typing pause).
+    pub(super) fn wake(&self) -> Instant {
+        let now = std::time::Instant::now();
+        self.asking
+            .wake(now)
+            .map(Instant::from_std)
+            .unwrap_or_else(|| Instant::now() + Duration::from_secs(365 * 24 * 3600))
+    }
+}
+
+/// One thing that can move a waiting question along.
+#[derive(Debug)]
+pub(super) enum Step {
+    Control(Control),
+    Wake,
+    Files,
+}
+
+/// Whether the `ralph ask` that wrote a claim is gone (killed while it waited).
+fn asker_is_gone(claim: &ralph_protocol::state::AskClaim) -> bool {
+    crate::asks::claim_is_stale(claim)
+}
 
 impl Runner {
     /// QUESTION: read `.ralph/question.md` and wait for an answer; `Some` when the run must end.
@@ -12,20 +104,9 @@ impl Runner {
         &mut self,
         iteration: u32,
     ) -> Result<Option<Outcome>, RunError> {
-        let raw = match workspace::read_bounded(&self.ws.question(), MAX_QUESTION_BYTES) {
-            Ok(Some(raw)) => raw,
-            Ok(None) => {
-                let msg = "the agent signalled QUESTION but wrote no .ralph/question.md; the next iteration is told its question was lost".to_string();
-                self.emit(LoopEvent::Warning(msg.clone())).await;
-                self.log(
-                    "question_lost",
-                    json!({"iteration": iteration, "message": msg}),
-                );
-                self.session.carryover.push(Carryover::QuestionLost);
-                return Ok(None);
-            }
-            Err(e) => {
-                let msg = format!("refused to read the question: {e}");
+        let question = match self.questions.desk.read_question_file() {
+            Ok(q) => q,
+            Err(msg) => {
                 self.emit(LoopEvent::Warning(msg.clone())).await;
                 self.log(
                     "question_lost",
@@ -35,37 +116,33 @@ impl Runner {
                 return Ok(None);
             }
         };
-        let mut question = Question::parse_bounded(&raw.bytes);
-        if let Some(size) = raw.cut_from {
-            let note = format!(
-                "[question cut: the file is {size} bytes, showing the first {}]",
-                raw.bytes.len()
-            );
-            question.warning = Some(match question.warning.take() {
-                Some(w) => format!("{w}; {note}"),
-                None => note,
-            });
-        }
         if let Some(w) = &question.warning {
             let msg = format!(".ralph/question.md: {w}");
             self.emit(LoopEvent::Warning(msg.clone())).await;
             self.log("warning", json!({"message": msg}));
         }
-        self.present_question(question, SystemTime::now(), iteration, RaisedBy::Signal)
-            .await
+        self.present_question(
+            question,
+            None,
+            SystemTime::now(),
+            iteration,
+            RaisedBy::Signal,
+        )
+        .await
     }
 
     /// Shows a question and waits for its answer, deadline, skip or interruption.
     pub(super) async fn present_question(
         &mut self,
         question: Question,
+        id: Option<QuestionId>,
         asked_at: SystemTime,
         iteration: u32,
         raised_by: RaisedBy,
     ) -> Result<Option<Outcome>, RunError> {
         let wait = self.question_wait();
         let open = self
-            .open_question(question, asked_at, None, wait, iteration, raised_by)
+            .open_question(question, asked_at, id, wait, iteration, raised_by)
             .await?;
         self.wait_and_close(open).await
     }
@@ -73,7 +150,7 @@ impl Runner {
     /// Waits on an open question until it ends, then acts on how it ended.
     pub(super) async fn wait_and_close(
         &mut self,
-        mut open: OpenQuestion,
+        mut open: Open,
     ) -> Result<Option<Outcome>, RunError> {
         // Look before waiting: the answer may already be there, or the wait may be zero.
         let mut step = Step::Wake;
@@ -91,56 +168,59 @@ impl Runner {
         self.close_question(open, end).await
     }
 
-    /// Records a question as waiting (state first, then the log, the front end, notifications).
+    /// Opens a question on the desk (state saved first, then the log, the front end,
+    /// notifications).
     pub(super) async fn open_question(
         &mut self,
         question: Question,
         asked_at: SystemTime,
-        asked_at_text: Option<String>,
+        id: Option<QuestionId>,
         wait: Option<Duration>,
         iteration: u32,
         raised_by: RaisedBy,
-    ) -> Result<OpenQuestion, RunError> {
-        let now = std::time::Instant::now();
-        let countdown = Countdown::new(wait, now);
-        let deadline = countdown
-            .remaining(now)
-            .map(|left| SystemTime::now() + left);
-        let mut pending = PendingQuestion::new(&question, asked_at, deadline, iteration, raised_by);
-        if let Some(text) = asked_at_text {
-            pending.asked_at = text;
-        }
-        let asked_at_text = pending.asked_at.clone();
-        // Written before anything is shown: `ralph status`, `ralph answer` and `ralph ask` rely on it.
-        self.state.pending_question = Some(pending);
-        self.state.status = Status::WaitingInput;
+    ) -> Result<Open, RunError> {
+        let now = Now::current();
+        let asking = self.questions.desk.open(
+            &mut self.state,
+            question,
+            id,
+            asked_at,
+            wait,
+            iteration,
+            raised_by,
+            now,
+        );
+        let deadline = asking
+            .countdown
+            .remaining(now.instant)
+            .map(|left| now.wall + left);
+        // Saved before anything is shown: `ralph status`, `ralph answer` and `ralph ask` rely on it.
         self.save_state().await?;
+        let question = &asking.question;
         self.log(
             "question",
             json!({"iteration": iteration, "raised_by": raised_by, "text": question.text, "options": question.options, "default": question.default, "deadline": deadline.map(timestamp)}),
         );
         self.emit(LoopEvent::QuestionAsked {
             question: question.clone(),
-            countdown: countdown.clone(),
+            countdown: asking.countdown.clone(),
             asked_at,
             raised_by,
             iteration,
         })
         .await;
         // One link for the front end and every notification.
-        let answer_url =
-            ralph_protocol::broker::answer_url(self.ws.root(), &asked_at_text, ralph_protocol::broker::Channel::Notify);
+        let answer_url = ralph_protocol::broker::answer_url(
+            self.ws.root(),
+            &asking.id,
+            ralph_protocol::broker::Channel::Notify,
+        );
         if let Some(url) = &answer_url {
             self.emit(LoopEvent::AnswerLink(url.clone())).await;
         }
-        self.notify_question(&question, deadline, iteration, answer_url);
-        Ok(OpenQuestion {
-            question,
-            asked_at: asked_at_text,
-            countdown,
-            raised_by,
-            iteration,
-            paused: false,
+        self.notify_question(&asking, deadline, answer_url);
+        Ok(Open {
+            asking,
             carry: true,
             native: None,
             for_next: false,
@@ -156,26 +236,25 @@ impl Runner {
     }
 
     /// Tells the human through every channel they configured; never waits for any of them.
-    pub(super) fn notify_question(
+    fn notify_question(
         &self,
-        question: &Question,
+        asking: &Asking,
         deadline: Option<SystemTime>,
-        iteration: u32,
         answer_url: Option<String>,
     ) {
-        let root = self.ws.root().display().to_string();
+        let question = &asking.question;
         let notice = QuestionNotice {
             answer_url,
             answer_command: format!(
                 "{} \"your answer\"",
                 ralph_protocol::desk::answer_command("ralph", self.ws.root())
             ),
-            root,
+            root: self.ws.root().display().to_string(),
             question: question.text.clone(),
             options: question.options.iter().map(|o| o.label.clone()).collect(),
             default: question.default.clone(),
             deadline: deadline.map(timestamp),
-            iteration,
+            iteration: asking.iteration,
         };
         let warnings = self.questions.notifier.question_raised(&notice);
         // Weak: a front end reads until every sender is gone, and a dead webhook must not keep
@@ -200,129 +279,94 @@ impl Runner {
     /// Advances an open question by one step; `Some` when its wait is over.
     pub(super) async fn question_step(
         &mut self,
-        open: &mut OpenQuestion,
+        open: &mut Open,
         step: Step,
     ) -> Result<Option<Ended>, RunError> {
-        let now = std::time::Instant::now();
-        let mut deadline_moved = false;
-        // A skip or more time from `ralph serve` (page or bot) counts as the same key in the
-        // panel; the time is the request's own (Telegram's "+1 h").
-        let mut remote_extend = None;
-        let step = match step {
-            Step::Files => match ralph_protocol::broker::take_request(&self.ws) {
-                Some(r) if r.asked_at == open.asked_at => match r.extend_by() {
-                    None => Step::Control(Control::Skip),
-                    Some(by) => {
-                        remote_extend = Some(by);
-                        self.emit(LoopEvent::Note(format!(
-                            "{} more to answer, asked from `ralph serve`",
-                            ralph_protocol::broker::describe_span(by)
-                        )))
-                        .await;
-                        Step::Control(Control::Extend)
-                    }
-                },
-                _ => Step::Files,
-            },
-            other => other,
+        let input = match step {
+            Step::Files | Step::Wake => Input::Look,
+            Step::Control(Control::Answer(text)) => Input::Typed(text),
+            Step::Control(Control::Skip) => Input::Skip,
+            Step::Control(Control::Stop | Control::Kill) => Input::Stop,
+            Step::Control(Control::Typing) => Input::Typing,
+            Step::Control(Control::Extend) => Input::Extend(None),
         };
-        match step {
-            Step::Control(Control::Answer(text)) => {
-                let text = text.trim().to_string();
-                if text.is_empty() {
-                    self.emit(LoopEvent::AnswerRefused {
-                        reason: "an empty answer is not an answer: type one, or skip to let the agent decide".into(),
-                    })
-                    .await;
-                    return Ok(None);
-                }
-                let ans = Answer::new(text, AnsweredBy::Terminal, Some(open.asked_at.clone()));
-                return Ok(Some(match ralph_protocol::desk::submit(&self.ws, &ans)? {
-                    Submitted::Accepted => Ended::answered(ans, true),
-                    Submitted::AlreadyAnswered(theirs) => Ended::answered(theirs, false),
-                    // Only this loop skips its open question; it has not.
-                    Submitted::Skipped => Ended::Skipped,
-                }));
-            }
-            Step::Control(Control::Skip) => return Ok(Some(Ended::Skipped)),
-            Step::Control(Control::Stop | Control::Kill) => return Ok(Some(Ended::Interrupted)),
-            Step::Control(c @ (Control::Typing | Control::Extend)) => {
-                // The one countdown: the front end shows what is sent back here. A request from
-                // `ralph serve` adds its own amount; a key press, Control's.
-                match remote_extend {
-                    Some(by) if c == Control::Extend => open.countdown.extend(by, now),
-                    _ => {
-                        c.change_countdown(&mut open.countdown, now);
-                    }
-                }
-                self.emit(LoopEvent::Countdown(open.countdown.clone()))
-                    .await;
-                deadline_moved = c == Control::Extend;
-            }
-            Step::Wake | Step::Files => {}
+        let stepped: Stepped =
+            self.questions
+                .desk
+                .step(&mut self.state, &mut open.asking, input, Now::current())?;
+        if let Some(msg) = stepped.warning {
+            self.emit(LoopEvent::Warning(msg.clone())).await;
+            self.log("warning", json!({"message": msg}));
         }
-        // An answer may have landed from elsewhere (`ralph answer`, a hand-written file).
-        if let Some(ans) = self.read_answer().await?
-            && ans
-                .question_asked_at
-                .as_deref()
-                .is_none_or(|a| a == open.asked_at)
-        {
-            return Ok(Some(Ended::answered(ans, false)));
+        if let Some(by) = stepped.extended_from_afar {
+            self.emit(LoopEvent::Note(format!(
+                "{} more to answer, asked from `ralph serve`",
+                ralph_protocol::broker::describe_span(by)
+            )))
+            .await;
         }
-        if open.countdown.expired(now) {
-            return Ok(Some(Ended::TimedOut));
+        if let Some(refused) = stepped.refused {
+            self.emit(LoopEvent::AnswerRefused {
+                reason: refused.to_string(),
+            })
+            .await;
+            return Ok(None);
         }
-        // Keep state.json's deadline true while the human types or extends, for `ralph status`
-        // and for a `ralph ask` that follows the loop's deadline.
-        let paused = open.countdown.is_paused(now);
-        if paused != open.paused || deadline_moved {
-            open.paused = paused;
-            if let Some(p) = self.state.pending_question.as_mut() {
-                p.paused = paused;
-                p.deadline = open
-                    .countdown
-                    .remaining(now)
-                    .map(|left| timestamp(SystemTime::now() + left));
-            }
+        if stepped.countdown_changed {
+            self.emit(LoopEvent::Countdown(open.asking.countdown.clone()))
+                .await;
+        }
+        if stepped.ended.is_none() && stepped.save {
             self.save_state().await?;
         }
-        Ok(None)
+        Ok(stepped.ended)
     }
 
     /// Acts on how a question's wait ended; `Some` when the run must end.
     pub(super) async fn close_question(
         &mut self,
-        open: OpenQuestion,
+        open: Open,
         end: Ended,
     ) -> Result<Option<Outcome>, RunError> {
-        let OpenQuestion {
-            question,
-            asked_at,
-            raised_by,
-            iteration,
+        let Open {
+            asking,
             mut carry,
             mut for_next,
             ..
         } = open;
-        let question_raw = workspace::read_bounded(&self.ws.question(), MAX_QUESTION_BYTES)
-            .ok()
-            .flatten()
-            .map(|b| b.bytes);
+        let (iteration, raised_by) = (asking.iteration, asking.raised_by);
+        let stop = carry && self.cfg.settings.on_question_timeout == OnQuestionTimeout::Stop;
+        let policy = if stop {
+            OnTimeout::Stop
+        } else {
+            OnTimeout::GoOn
+        };
+        // A `ralph ask` killed while it waited (the agent's tool timeout) cannot print the
+        // answer: the next iteration gets it, as any answer whose asker is gone.
+        if matches!(end, Ended::Answered { .. })
+            && !carry
+            && raised_by == RaisedBy::Ask
+            && self.questions.desk.asker_gone(&asking.id, asker_is_gone)?
+        {
+            carry = true;
+            for_next = true;
+            self.emit(LoopEvent::Note(
+                "the `ralph ask` that asked is gone (killed while it waited); the next iteration gets the answer".into(),
+            ))
+            .await;
+        }
+        let closed = self
+            .questions
+            .desk
+            .close(&mut self.state, &asking, &end, policy)?;
+        if let Some(e) = closed.archive_failed {
+            self.archive_failed(&e).await;
+        }
+        let question = asking.question;
         match end {
             Ended::Answered {
                 answer: ans, here, ..
             } => {
-                // A `ralph ask` killed while it waited (the agent's tool timeout) cannot print
-                // the answer: the next iteration gets it, as any answer whose asker is gone.
-                if !carry && raised_by == RaisedBy::Ask && self.asker_gone(&asked_at)? {
-                    carry = true;
-                    for_next = true;
-                    self.emit(LoopEvent::Note(
-                        "the `ralph ask` that asked is gone (killed while it waited); the next iteration gets the answer".into(),
-                    ))
-                    .await;
-                }
                 self.emit(LoopEvent::QuestionClosed(Ended::answered(
                     ans.clone(),
                     here,
@@ -334,53 +378,37 @@ impl Runner {
                 );
                 if carry {
                     self.session.carryover.push(Carryover::Answer {
-                        question: question.clone(),
+                        question,
                         answer: ans.text.clone(),
                         by: ans.source(),
                         late: false,
                     });
                     self.session.resume_next = true;
                 }
-                self.state.close_question(&asked_at, Some(&ans));
-                self.questions.delivering = Some(Delivery {
-                    question: Some(question),
-                    question_raw,
-                    asked_at: Some(asked_at),
-                    answer: ans,
-                    late: false,
-                    for_next,
-                });
+                self.questions.delivering = closed
+                    .delivery
+                    .map(|delivery| Delivering { delivery, for_next });
             }
             Ended::TimedOut => {
-                let stop =
-                    carry && self.cfg.settings.on_question_timeout == OnQuestionTimeout::Stop;
                 // Under `stop` nobody goes on with a guess: the loop stops, and the question
                 // stays for the next run (not "the agent goes on with its default").
-                let closed = match stop {
-                    true => Ended::Interrupted,
-                    false => Ended::TimedOut,
+                let said = if stop {
+                    Ended::Interrupted
+                } else {
+                    Ended::TimedOut
                 };
-                self.emit(LoopEvent::QuestionClosed(closed)).await;
+                self.emit(LoopEvent::QuestionClosed(said)).await;
                 self.log(
                     "question_timeout",
                     json!({"iteration": iteration, "policy": self.cfg.settings.on_question_timeout, "raised_by": raised_by}),
                 );
-                if let Some(p) = self.state.pending_question.as_mut() {
-                    p.paused = false;
-                }
                 if stop {
                     return Ok(Some(Outcome::QuestionTimeoutStop));
                 }
-                self.archive_question(&question, &asked_at, &Ended::TimedOut)
-                    .await;
                 if carry {
                     self.session
                         .carryover
                         .push(Carryover::Unanswered { question });
-                }
-                // Keep the question open for a late answer, which a later iteration will get.
-                if let Some(p) = self.state.pending_question.as_mut() {
-                    p.timed_out = true;
                 }
             }
             Ended::Skipped => {
@@ -389,179 +417,139 @@ impl Runner {
                     "question_skipped",
                     json!({"iteration": iteration, "raised_by": raised_by}),
                 );
-                self.archive_question(&question, &asked_at, &Ended::Skipped)
-                    .await;
                 if carry {
                     self.session.carryover.push(Carryover::Skipped { question });
                 }
-                self.state.close_question(&asked_at, None);
-                workspace::remove(&self.ws.question())?;
-                // Removing the claim is how a waiting `ralph ask` learns it was skipped.
-                workspace::remove(&self.ws.ask_claim())?;
             }
             Ended::Interrupted => {
                 self.emit(LoopEvent::QuestionClosed(Ended::Interrupted))
                     .await;
-                if let Some(p) = self.state.pending_question.as_mut() {
-                    p.paused = false;
-                }
                 return Ok(Some(Outcome::Interrupted));
             }
         }
-        self.state.status = Status::Running;
         self.save_state().await?;
         Ok(None)
     }
 
     /// A `ralph ask` may have written its claim while the agent runs: show its question now.
-    pub(super) async fn notice_ask(
-        &mut self,
-        iteration: u32,
-    ) -> Result<Option<OpenQuestion>, RunError> {
-        let Some(claim) = AskClaim::read(&self.ws) else {
+    pub(super) async fn notice_ask(&mut self, iteration: u32) -> Result<Option<Open>, RunError> {
+        let found = self.questions.desk.new_claim(
+            &self.state,
+            &mut self.questions.asks_seen,
+            asker_is_gone,
+            Now::current(),
+        )?;
+        let Some(ralph_protocol::desk::NewClaim {
+            id,
+            asked_at,
+            question,
+            wait,
+        }) = found
+        else {
             return Ok(None);
         };
-        // A `ralph ask` killed while it waited (with its agent, by Ctrl-C) leaves its claim:
-        // taken for live, it would pass a later file-protocol question off as that old one,
-        // with its wait and deadline.
-        if crate::asks::claim_is_stale(&claim) {
-            workspace::remove(&self.ws.ask_claim())?;
-            return Ok(None);
-        }
-        // One claim is one question. The claim stays until `ralph ask` has read its answer and
-        // exited, so a later file event must not open it again: that would archive the answer
-        // before `ralph ask` read it, and both would then wait forever (regression test:
-        // `ralph_ask_inside_a_running_loop_is_shown_and_answered_while_the_agent_waits`, which
-        // hung under load).
-        if self.questions.asks_seen.contains(&claim.asked_at)
-            || self
-                .state
-                .pending_question
-                .as_ref()
-                .is_some_and(|p| p.asked_at == claim.asked_at)
-        {
-            return Ok(None);
-        }
-        // The claim says what was asked; `question.md` (written after the claim is won) only
-        // for a claim from before it did.
-        let raw = match claim.question.as_deref() {
-            Some(q) => q.as_bytes().to_vec(),
-            None => match workspace::read_bounded(&self.ws.question(), MAX_QUESTION_BYTES) {
-                Ok(Some(raw)) => raw.bytes,
-                _ => return Ok(None),
-            },
-        };
-        self.questions.asks_seen.insert(claim.asked_at.clone());
         // The agent has had the answer this iteration started with; archive it now, so that
         // `.ralph/answer.md` is free for the new question's answer.
         self.after_delivery().await?;
-        let question = Question::parse_bounded(&raw);
-        let asked_at = state::parse_timestamp(&claim.asked_at).unwrap_or_else(SystemTime::now);
-        let wait = claim
-            .deadline
-            .as_deref()
-            .and_then(state::parse_timestamp)
-            .map(|d| d.duration_since(SystemTime::now()).unwrap_or_default());
         let mut open = self
-            .open_question(
-                question,
-                asked_at,
-                Some(claim.asked_at),
-                wait,
-                iteration,
-                RaisedBy::Ask,
-            )
+            .open_question(question, asked_at, Some(id), wait, iteration, RaisedBy::Ask)
             .await?;
         // The agent is blocked in `ralph ask` and gets the answer from it directly.
         open.carry = false;
         Ok(Some(open))
     }
+
+    /// Says that `clarifications.md` could not be written (a full disk); the loop goes on: the
+    /// record is a log, and the question's fate is in `state.json` and `events.jsonl` all the
+    /// same.
+    pub(super) async fn archive_failed(&self, e: &ralph_protocol::workspace::WorkspaceError) {
+        let msg = format!(
+            "could not add this question's outcome to .ralph/clarifications.md ({e}); the file is left as it was, and the answer is not delivered again"
+        );
+        self.emit(LoopEvent::Warning(msg.clone())).await;
+        self.log("archive_failed", json!({"message": msg}));
+    }
 }
 
 impl Runner {
-    /// Whether the `ralph ask` that asked the question asked at `asked_at` is gone without
-    /// its answer; its claim, left behind, is removed.
-    fn asker_gone(&self, asked_at: &str) -> Result<bool, RunError> {
-        let gone = AskClaim::read(&self.ws)
-            .is_some_and(|c| c.asked_at == asked_at && crate::asks::claim_is_stale(&c));
-        if gone {
-            workspace::remove(&self.ws.ask_claim())?;
+    /// Picks up an answer waiting in `.ralph/answer.md` for the iteration about to run, or
+    /// refuses a second answer to a question already closed.
+    pub(super) async fn pick_up_answer(&mut self) -> Result<(), RunError> {
+        if self.questions.delivering.is_some() {
+            return Ok(());
         }
-        Ok(gone)
-    }
-
-    /// Records what became of a question in `.ralph/clarifications.md`.
-    async fn archive_question(&self, question: &Question, asked_at: &str, how: &Ended) {
-        let entry = clarifications::Entry {
-            question: Some(question),
-            asked_at: Some(asked_at),
-            outcome: how,
-        };
-        self.archive(&entry).await;
-    }
-
-    /// Appends `entry` to `.ralph/clarifications.md`; a failure (a full disk) is said plainly
-    /// and the loop goes on: the record is a log, and the question's fate is in `state.json`
-    /// and `events.jsonl` all the same.
-    pub(super) async fn archive(&self, entry: &clarifications::Entry<'_>) {
-        if let Err(e) = clarifications::record(&self.ws, entry) {
-            let msg = format!(
-                "could not add this question's outcome to .ralph/clarifications.md ({e}); the file is left as it was, and the answer is not delivered again"
-            );
+        let (found, warning) = self.questions.desk.pick_up(&mut self.state)?;
+        if let Some(msg) = warning {
             self.emit(LoopEvent::Warning(msg.clone())).await;
-            self.log("archive_failed", json!({"message": msg}));
+            self.log("warning", json!({"message": msg}));
         }
-    }
-}
-
-/// A question being waited on.
-#[derive(Debug)]
-pub(super) struct OpenQuestion {
-    pub(super) question: Question,
-    pub(super) asked_at: String,
-    pub(super) countdown: Countdown,
-    pub(super) raised_by: RaisedBy,
-    pub(super) iteration: u32,
-    /// Whether `state.json` last said the countdown was paused.
-    pub(super) paused: bool,
-    /// Whether the answer (or its absence) goes into the next prompt: not when the agent that
-    /// asked with `ralph ask` is still there to receive it directly.
-    pub(super) carry: bool,
-    /// For a question from the agent's own tool: the request to answer on its stdin.
-    pub(super) native: Option<NativeAsk>,
-    /// Whether its answer is for the iteration after the one running (or just ended), whose
-    /// end must not archive it.
-    pub(super) for_next: bool,
-}
-
-/// An `AskUserQuestion` request being answered, one question at a time.
-#[derive(Debug)]
-pub(super) struct NativeAsk {
-    pub(super) request: ToolRequest,
-    /// Questions of the same request still to ask.
-    pub(super) rest: std::collections::VecDeque<Question>,
-    /// Answers so far, keyed by question text (as the tool wants them).
-    pub(super) answers: Vec<(String, String)>,
-}
-
-impl OpenQuestion {
-    /// When the question needs looking at again (expiry, or the end of a typing pause).
-    pub(super) fn wake(&self) -> Instant {
-        let now = std::time::Instant::now();
-        if self.countdown.expired(now) {
-            return Instant::now();
+        match found {
+            PickUp::Nothing => {}
+            PickUp::Refused { answer, answered } => {
+                let msg = format!(
+                    "A second answer to a question already {} arrived ({}); it was not used.",
+                    if answered { "answered" } else { "skipped" },
+                    answer.source()
+                );
+                self.emit(LoopEvent::Note(msg)).await;
+                self.log(
+                    "answer_refused",
+                    json!({"by": answer.by, "question": answer.question}),
+                );
+            }
+            PickUp::Deliver(delivery) => {
+                let delivery = *delivery;
+                let ans = &delivery.answer;
+                match &delivery.question {
+                    Some(q) => self.session.carryover.push(Carryover::Answer {
+                        question: q.clone(),
+                        answer: ans.text.clone(),
+                        by: ans.source(),
+                        late: delivery.late,
+                    }),
+                    None => self.session.carryover.push(Carryover::Guidance {
+                        text: ans.text.clone(),
+                    }),
+                }
+                if delivery.late {
+                    self.emit(LoopEvent::Note(format!(
+                        "A late answer arrived ({}); this iteration gets it.",
+                        ans.source()
+                    )))
+                    .await;
+                }
+                self.log(
+                    "answer_delivering",
+                    json!({"late": delivery.late, "by": ans.by, "who": ans.who, "guidance": delivery.question.is_none()}),
+                );
+                self.questions.delivering = Some(Delivering {
+                    delivery,
+                    for_next: false,
+                });
+            }
         }
-        self.countdown
-            .next_wake(now)
-            .map(Instant::from_std)
-            .unwrap_or_else(|| Instant::now() + Duration::from_secs(365 * 24 * 3600))
+        Ok(())
     }
-}
 
-/// One thing that can move a waiting question along.
-#[derive(Debug)]
-pub(super) enum Step {
-    Control(Control),
-    Wake,
-    Files,
+    /// After the iteration that received an answer: archive it, then remove the files.
+    pub(super) async fn after_delivery(&mut self) -> Result<(), RunError> {
+        let Some(mut d) = self.questions.delivering.take() else {
+            return Ok(());
+        };
+        if std::mem::take(&mut d.for_next) {
+            // Not this iteration's: the next one has it, and it is archived after that one.
+            self.questions.delivering = Some(d);
+            return Ok(());
+        }
+        // `state.json` must say no question is waiting before the answer file goes: a
+        // `ralph answer` that still saw the question there would find the file free and win a
+        // second time (see `desk::submit`). The save saying so may still be in flight.
+        self.settle_state().await?;
+        let late = d.delivery.late;
+        if let Some(e) = self.questions.desk.delivered(d.delivery)? {
+            self.archive_failed(&e).await;
+        }
+        self.log("answer_delivered", json!({"late": late}));
+        Ok(())
+    }
 }

@@ -16,11 +16,11 @@ use ralph_protocol::workspace::{self};
 use tokio::sync::mpsc;
 
 use super::Runner;
+use super::questions::Questions;
 use super::controls::Controls;
 use super::error::RunError;
 use super::io::Io;
 use super::processes::{KilledRun, Processes};
-use super::question_side::QuestionSide;
 use super::record::Record;
 use super::recovery::reap_orphaned_agent;
 use super::session::Session;
@@ -38,6 +38,7 @@ impl Runner {
         controls: mpsc::UnboundedReceiver<Control>,
     ) -> Result<Self, RunError> {
         let ws = cfg.workspace.clone();
+        let desk_ws = ws.clone();
         ws.ensure()?;
         let lock = ws.lock()?;
         // Before anything is written: a state file that cannot be read stops the run, naming
@@ -155,17 +156,18 @@ impl Runner {
                 id: None,
                 resume_next: false,
             },
-            questions: QuestionSide {
+            questions: Questions {
+                desk: ralph_protocol::desk::Desk::new(desk_ws),
                 delivering: None,
-                from_last_run: resume_question,
                 asks_seen: std::collections::HashSet::new(),
+                resume: resume_question,
                 notifier,
             },
             processes: Processes {
-                guard: None,
-                killed_run,
-                sandbox: None,
-            },
+            guard: None,
+            killed_run,
+            sandbox: None,
+        },
         })
     }
 

@@ -18,7 +18,7 @@ use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
 use tokio::time::Instant;
 
 use super::agent_run::{AgentRun, Cut};
-use super::questions::{OpenQuestion, Step};
+use super::questions::{Open, Step};
 use super::raw_log::RawLog;
 use super::stderr_lines::StderrLines;
 use super::{RunError, Runner};
@@ -114,11 +114,11 @@ impl Runner {
         // what marks the processes to look for.
         let mut early = Swept::default();
         let mark = self.mark();
-        let mut asking: Option<OpenQuestion> = None;
+        let mut asking: Option<Open> = None;
 
         while !group.leader_exited() || out.open() {
             let running = !group.leader_exited();
-            let ask_wake = asking.as_ref().map(OpenQuestion::wake);
+            let ask_wake = asking.as_ref().map(Open::wake);
             tokio::select! {
                 r = out.stdout.read(&mut out.out_buf), if out.out_open => {
                     match r {
