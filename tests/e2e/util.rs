@@ -146,7 +146,8 @@ impl Project {
     pub fn ralph(&self) -> Command {
         let mut cmd = ralph_in(self.state.path());
         cmd.current_dir(self.root())
-            .env("NO_COLOR", "1")    .stdin(Stdio::null());
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null());
         cmd
     }
 

@@ -25,9 +25,9 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::{Context as _, anyhow};
 use ralph_loop::task::{TaskFile, Wait, parse_wait};
-use ralph_protocol::user_dirs::{UserDir, user_dir};
-use ralph_protocol::question::{Question, QuestionOption};
 use ralph_protocol::desk::{AskerStep, ClaimError, Desk, Ended, read_back};
+use ralph_protocol::question::{Question, QuestionOption};
+use ralph_protocol::user_dirs::{UserDir, user_dir};
 use ralph_protocol::workspace::Workspace;
 
 use crate::args::AskArgs;

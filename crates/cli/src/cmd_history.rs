@@ -11,8 +11,8 @@ use anyhow::anyhow;
 use ralph_git::checkpoint::{self, Listed};
 use ralph_git::{Checkpointer, Git};
 use ralph_protocol::state::{self, State};
-use ralph_protocol::workspace::Workspace;
 use ralph_protocol::text::clean;
+use ralph_protocol::workspace::Workspace;
 use serde_json::json;
 
 use crate::args::{DiffArgs, LogArgs, UndoArgs};

@@ -6,12 +6,12 @@ use anyhow::anyhow;
 use ralph_git::Git;
 use ralph_git::land::{self, Landing, Method, Options};
 use ralph_git::worktree::{LandState, LoopInfo};
-use ralph_protocol::answer::{Answer, AnsweredBy};
-use ralph_protocol::state::{AgentChoice, State, Status};
 use ralph_loop::task::{LandMode, LandWith, TaskFile};
-use ralph_protocol::workspace::Workspace;
+use ralph_protocol::answer::{Answer, AnsweredBy};
 use ralph_protocol::desk;
+use ralph_protocol::state::{AgentChoice, State, Status};
 use ralph_protocol::text::clean;
+use ralph_protocol::workspace::Workspace;
 
 use crate::args::{DirArg, LandArgs, RunArgs};
 use crate::cmd_worktree::{self, short, slug_of};

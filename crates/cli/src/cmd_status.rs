@@ -84,7 +84,9 @@ pub fn run(args: &StatusArgs) -> CmdResult {
         outln!("{}: {}{facts}", root.display(), describe(state.status));
     }
     if let Some(q) = &state.pending_question {
-        print_question(&root, q,
+        print_question(
+            &root,
+            q,
             answer_waiting(&ws, q).as_ref(),
             live,
             &crate::answer_command(&root),
@@ -353,30 +355,30 @@ fn to_json(ws: &Workspace, state: Option<&State>, live: bool, hint: &str) -> ser
         v["last_line"] = json!(crate::cmd_logs::last_line(ws, format));
     }
     if let Some(q) = &state.pending_question {
-    let now = SystemTime::now();
-    let waited = q
-        .asked_at_time()
-        .and_then(|t| now.duration_since(t).ok())
-        .map(|d| d.as_secs());
-    // No countdown runs without a loop.
-    let left = q
-        .deadline_time()
-        .filter(|_| live)
-        .map(|d| d.duration_since(now).map(|l| l.as_secs()).unwrap_or(0));
-    v["pending_question"]["waited_seconds"] = json!(waited);
-    v["pending_question"]["seconds_left"] = json!(left);
-    v["pending_question"]["answer_command"] = json!(hint);
-    let waiting = answer_waiting(ws, q);
-    // A link only while the question can still be answered (one is minted per call).
-    let url = waiting
-        .is_none()
-        .then(|| broker::answer_url(root, &q.id, broker::Channel::Status))
-        .flatten();
-    v["pending_question"]["answer_url"] = json!(url);
-    v["pending_question"]["answer_waiting"] = match waiting {
-        Some(a) => json!({"text": a.text, "by": a.source()}),
-        None => serde_json::Value::Null,
-    };
-}
+        let now = SystemTime::now();
+        let waited = q
+            .asked_at_time()
+            .and_then(|t| now.duration_since(t).ok())
+            .map(|d| d.as_secs());
+        // No countdown runs without a loop.
+        let left = q
+            .deadline_time()
+            .filter(|_| live)
+            .map(|d| d.duration_since(now).map(|l| l.as_secs()).unwrap_or(0));
+        v["pending_question"]["waited_seconds"] = json!(waited);
+        v["pending_question"]["seconds_left"] = json!(left);
+        v["pending_question"]["answer_command"] = json!(hint);
+        let waiting = answer_waiting(ws, q);
+        // A link only while the question can still be answered (one is minted per call).
+        let url = waiting
+            .is_none()
+            .then(|| broker::answer_url(root, &q.id, broker::Channel::Status))
+            .flatten();
+        v["pending_question"]["answer_url"] = json!(url);
+        v["pending_question"]["answer_waiting"] = match waiting {
+            Some(a) => json!({"text": a.text, "by": a.source()}),
+            None => serde_json::Value::Null,
+        };
+    }
     v
 }

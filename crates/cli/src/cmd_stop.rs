@@ -9,8 +9,8 @@
 use std::time::{Duration, Instant};
 
 use ralph_protocol::state::State;
-use ralph_protocol::workspace::Workspace;
 use ralph_protocol::stop::{self, StopBy};
+use ralph_protocol::workspace::Workspace;
 
 use crate::args::StopArgs;
 use crate::{CmdResult, Failure};

@@ -6,10 +6,10 @@ use std::path::{Path, PathBuf};
 use anyhow::anyhow;
 use ralph_git::Git;
 use ralph_git::worktree::{self, LandState, LoopInfo, NewWorktree};
-use ralph_protocol::state::State;
 use ralph_loop::task::TaskFile;
-use ralph_protocol::workspace::Workspace;
+use ralph_protocol::state::State;
 use ralph_protocol::user_dirs::{UserDir, user_dir};
+use ralph_protocol::workspace::Workspace;
 
 use crate::args::{WorktreeArgs, WorktreeCommand};
 use crate::{CmdResult, Failure};
@@ -131,7 +131,9 @@ pub fn state_of(info: &LoopInfo) -> String {
     }
     let ws = Workspace::new(&info.worktree);
     match State::load(&ws).ok().flatten() {
-        Some(s) if ws.is_locked() || !matches!(s.status, ralph_protocol::state::Status::Running) => {
+        Some(s)
+            if ws.is_locked() || !matches!(s.status, ralph_protocol::state::Status::Running) =>
+        {
             crate::cmd_status::status_word(s.status).to_owned()
         }
         Some(_) => "failed".to_owned(),

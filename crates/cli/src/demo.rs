@@ -12,10 +12,10 @@ use std::time::Duration;
 
 use anyhow::{Context as _, anyhow};
 use ralph_loop::runner::{RunConfig, RunSettings};
-use ralph_protocol::state::AgentChoice;
 use ralph_loop::task::{TaskFile, parse_wait};
 use ralph_protocol::answer::Answer;
 use ralph_protocol::question::{Question, QuestionOption};
+use ralph_protocol::state::AgentChoice;
 use ralph_protocol::text::shell_quote;
 use ralph_protocol::workspace::{self, Workspace};
 

@@ -97,7 +97,11 @@ pub(crate) fn marked(marks: &[&[u8]], except: i32) -> Vec<(i32, ProcStat)> {
 
 /// [`marked`], among the processes that started at `since` or later (where the backend can
 /// tell cheaply: the portable one reads only their environments).
-pub(crate) fn marked_since(marks: &[&[u8]], except: i32, since: SystemTime) -> Vec<(i32, ProcStat)> {
+pub(crate) fn marked_since(
+    marks: &[&[u8]],
+    except: i32,
+    since: SystemTime,
+) -> Vec<(i32, ProcStat)> {
     backend::marked_since(marks, except, since)
 }
 

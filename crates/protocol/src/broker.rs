@@ -377,7 +377,12 @@ pub fn answer_url(root: &Path, question: &QuestionId, channel: Channel) -> Optio
 
 /// The token of `channel`'s link to the question `question` in `root` (the same at
 /// every call), its hash stored in `dir/links/`.
-pub fn mint(dir: &Path, root: &Path, question: &QuestionId, channel: Channel) -> io::Result<String> {
+pub fn mint(
+    dir: &Path,
+    root: &Path,
+    question: &QuestionId,
+    channel: Channel,
+) -> io::Result<String> {
     use hmac::{Hmac, Mac};
     use std::os::unix::ffi::OsStrExt;
     let links = dir.join(LINKS);
@@ -539,7 +544,13 @@ mod tests {
     #[test]
     fn a_minted_token_verifies_and_a_changed_one_does_not() {
         let dir = tempfile::tempdir().unwrap();
-        let token = mint(dir.path(), Path::new("/p"), &QuestionId::from_file("t1"), Channel::Status).unwrap();
+        let token = mint(
+            dir.path(),
+            Path::new("/p"),
+            &QuestionId::from_file("t1"),
+            Channel::Status,
+        )
+        .unwrap();
         assert_eq!(token.len(), 32);
         let rec = verify(dir.path(), &token).unwrap();
         assert_eq!(
@@ -562,9 +573,27 @@ mod tests {
     #[test]
     fn a_new_question_prunes_the_links_of_the_old_one() {
         let dir = tempfile::tempdir().unwrap();
-        let old = mint(dir.path(), Path::new("/p"), &QuestionId::from_file("t1"), Channel::Status).unwrap();
-        let other = mint(dir.path(), Path::new("/q"), &QuestionId::from_file("t1"), Channel::Status).unwrap();
-        let new = mint(dir.path(), Path::new("/p"), &QuestionId::from_file("t2"), Channel::Status).unwrap();
+        let old = mint(
+            dir.path(),
+            Path::new("/p"),
+            &QuestionId::from_file("t1"),
+            Channel::Status,
+        )
+        .unwrap();
+        let other = mint(
+            dir.path(),
+            Path::new("/q"),
+            &QuestionId::from_file("t1"),
+            Channel::Status,
+        )
+        .unwrap();
+        let new = mint(
+            dir.path(),
+            Path::new("/p"),
+            &QuestionId::from_file("t2"),
+            Channel::Status,
+        )
+        .unwrap();
         assert_eq!(verify(dir.path(), &old), None);
         assert!(verify(dir.path(), &other).is_some());
         assert!(verify(dir.path(), &new).is_some());
@@ -576,9 +605,23 @@ mod tests {
     fn a_question_has_one_link_per_channel_for_as_long_as_it_waits() {
         let dir = tempfile::tempdir().unwrap();
         let root = Path::new("/p");
-        let sent = mint(dir.path(), root, &QuestionId::from_file("t1"), Channel::Notify).unwrap();
+        let sent = mint(
+            dir.path(),
+            root,
+            &QuestionId::from_file("t1"),
+            Channel::Notify,
+        )
+        .unwrap();
         let polled: Vec<String> = (0..40)
-            .map(|_| mint(dir.path(), root, &QuestionId::from_file("t1"), Channel::Status).unwrap())
+            .map(|_| {
+                mint(
+                    dir.path(),
+                    root,
+                    &QuestionId::from_file("t1"),
+                    Channel::Status,
+                )
+                .unwrap()
+            })
             .collect();
         assert!(polled.iter().all(|t| *t == polled[0]), "one status link");
         assert_ne!(sent, polled[0], "a link per channel");
@@ -592,7 +635,13 @@ mod tests {
         // Another state directory (another key) gives other links.
         let elsewhere = tempfile::tempdir().unwrap();
         assert_ne!(
-            mint(elsewhere.path(), root, &QuestionId::from_file("t1"), Channel::Notify).unwrap(),
+            mint(
+                elsewhere.path(),
+                root,
+                &QuestionId::from_file("t1"),
+                Channel::Notify
+            )
+            .unwrap(),
             sent
         );
     }

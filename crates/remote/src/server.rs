@@ -451,7 +451,7 @@ async fn dashboard_events(State(app): State<Arc<App>>, headers: HeaderMap) -> Re
         shown: None,
         headers: headers.clone(),
     };
-    let stream = futures_util::stream::unfold(start,  |mut d| async move {
+    let stream = futures_util::stream::unfold(start, |mut d| async move {
         loop {
             d.changes.next().await?;
             let dir = d.dir.clone();
@@ -611,10 +611,11 @@ async fn pair(
         .get(header::USER_AGENT)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    let Some(cookie) = blocking(move || devices::pair_browser(&dir, &code, agent.as_deref())).await else {
-    app.pairing.failed("web", SystemTime::now());
-    return not_found().await;
-};
+    let Some(cookie) = blocking(move || devices::pair_browser(&dir, &code, agent.as_deref())).await
+    else {
+        app.pairing.failed("web", SystemTime::now());
+        return not_found().await;
+    };
     // Cookies are not kept apart by port: over plain http, every web server of this host name
     // that the browser visits gets it (docs/security.md says so). Over https it is a
     // `__Host-` cookie, `Secure`, sent over https only.

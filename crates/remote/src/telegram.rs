@@ -683,22 +683,17 @@ impl Bot {
                 }
             }
         }
-        posts.refused.retain(|(root, id)| {
-            waiting.iter().any(|q| &q.root == root && &q.id == id)
-        });
+        posts
+            .refused
+            .retain(|(root, id)| waiting.iter().any(|q| &q.root == root && &q.id == id));
         posts.retry_at = failed.then(|| Instant::now() + RETRY_AFTER);
         posts.retry_at
     }
 
     /// The web page of `q`: its Telegram answer link.
     fn page_link(&self, q: &QuestionView) -> std::io::Result<String> {
-        desk::mint_link(
-            &self.state_dir,
-            &q.root,
-            &q.id,
-            desk::Channel::Telegram,
-        )
-        .map(|t| format!("{}/a/{t}", self.broker_url))
+        desk::mint_link(&self.state_dir, &q.root, &q.id, desk::Channel::Telegram)
+            .map(|t| format!("{}/a/{t}", self.broker_url))
     }
 
     fn render(&self, q: &QuestionView, chat_id: i64, number: u32) -> Posted {

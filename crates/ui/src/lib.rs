@@ -38,11 +38,11 @@ mod wrap;
 mod question_snapshots;
 
 pub use plain::{PlainOptions, fmt_duration, run_plain};
+pub use plain::{TEXT_WIDTH, agent_event, last_line, markdown_first_line, markdown_lines};
 pub use question_panel::{PanelAction, QuestionPanel};
 pub use question_view::PanelView;
 pub use theme::Theme;
 pub use tui::{Tui, TuiOptions};
-pub use plain::{TEXT_WIDTH, agent_event, last_line, markdown_first_line, markdown_lines};
 pub use words::{answer_link, label};
 
 /// "up to 1 iteration", "up to 10 iterations": the loop's bound, as its status lines say it.

@@ -403,7 +403,6 @@ pub fn last_line(events: &[AgentEvent]) -> Option<String> {
     })
 }
 
-
 /// How wide plain renderings of a question's markdown are (the indent comes on top).
 pub const TEXT_WIDTH: u16 = 96;
 

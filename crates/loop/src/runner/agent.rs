@@ -139,8 +139,7 @@ impl Runner {
             (spawned, Some(stdin))
         } else {
             let stdin = invocation.stdin.clone();
-            let spawned = spawn_shell(&command, self.ws.root(), env, stdin)
-                .map_err(spawn_error)?;
+            let spawned = spawn_shell(&command, self.ws.root(), env, stdin).map_err(spawn_error)?;
             (spawned, None)
         };
         self.group_started(spawned.pgid);

@@ -2,8 +2,6 @@
 
 use std::time::Duration;
 
-
-
 use serde_json::json;
 
 use super::Runner;

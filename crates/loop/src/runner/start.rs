@@ -16,11 +16,11 @@ use ralph_protocol::workspace::{self};
 use tokio::sync::mpsc;
 
 use super::Runner;
-use super::questions::Questions;
 use super::controls::Controls;
 use super::error::RunError;
 use super::io::Io;
 use super::processes::{KilledRun, Processes};
+use super::questions::Questions;
 use super::record::Record;
 use super::recovery::reap_orphaned_agent;
 use super::session::Session;
@@ -164,10 +164,10 @@ impl Runner {
                 notifier,
             },
             processes: Processes {
-            guard: None,
-            killed_run,
-            sandbox: None,
-        },
+                guard: None,
+                killed_run,
+                sandbox: None,
+            },
         })
     }
 

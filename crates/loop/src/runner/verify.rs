@@ -62,8 +62,7 @@ impl Runner {
             Some(sandbox) => sandbox.wrap(&script, self.ws.root(), &mut env),
             None => Ok(script),
         };
-        let started =
-            wrapped.and_then(|script| spawn_shell(&script, self.ws.root(), env, None));
+        let started = wrapped.and_then(|script| spawn_shell(&script, self.ws.root(), env, None));
         let result = match started {
             Err(e) => Err(TestError::Spawn(e)),
             Ok(spawned) => {

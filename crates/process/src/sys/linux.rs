@@ -80,7 +80,11 @@ pub(super) fn marked(marks: &[&[u8]], except: i32) -> Vec<(i32, ProcStat)> {
 
 /// The processes marked with every one of `marks`, other than `except`; all of them, whenever
 /// they started (the start time would cost a read of each `stat` as well).
-pub(super) fn marked_since(marks: &[&[u8]], except: i32, _since: SystemTime) -> Vec<(i32, ProcStat)> {
+pub(super) fn marked_since(
+    marks: &[&[u8]],
+    except: i32,
+    _since: SystemTime,
+) -> Vec<(i32, ProcStat)> {
     marked(marks, except)
 }
 

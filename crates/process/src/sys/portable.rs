@@ -128,7 +128,11 @@ pub(super) fn marked(marks: &[&[u8]], except: i32) -> Vec<(i32, ProcStat)> {
 /// The processes marked with every one of `marks`, other than `except`, among those that
 /// started at `since` or later: one read of the table without environments, then the
 /// environments of the few that started since.
-pub(super) fn marked_since(marks: &[&[u8]], except: i32, since: SystemTime) -> Vec<(i32, ProcStat)> {
+pub(super) fn marked_since(
+    marks: &[&[u8]],
+    except: i32,
+    since: SystemTime,
+) -> Vec<(i32, ProcStat)> {
     let since = since
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
