@@ -12,9 +12,12 @@ build:
 
 ## Every test: unit, snapshot, and end to end with the scripted fake agent. Run with a HOME
 ## and XDG directories of their own, which must stay free of ralph's files: no test touches the
-## developer's registry of loops or their config (tests/untouched-home.sh).
+## developer's registry of loops or their config (tests/untouched-home.sh). The chromium tests
+## run one at a time after the rest: several browsers at once with the suite exhaust the user's
+## inotify instances (128 by default), and a broker whose watch could not be added misses news.
 test: build
-	tests/untouched-home.sh $(CARGO) test --workspace --no-fail-fast
+	tests/untouched-home.sh $(CARGO) test --workspace --no-fail-fast -- --skip e2e::browser
+	tests/untouched-home.sh $(CARGO) test --test integration e2e::browser -- --test-threads=1
 
 ## Formatting and clippy, warnings denied.
 lint:

@@ -148,7 +148,8 @@ fn a_worktree_run_from_start_to_landing_leaves_the_user_s_checkout_byte_for_byte
 #[test]
 fn tests_failing_on_the_combined_tree_go_back_to_the_agent_then_need_review_target_unchanged() {
     let r = Repo::new(
-        "task: Add the bee file\nmax_iterations: 3\nland_attempts: 1\ntest_command: test -f b.txt && test ! -f breaker.txt",
+        // No sandbox: the scripted agent counts its calls in a file outside its worktree.
+        "task: Add the bee file\nmax_iterations: 3\nland_attempts: 1\nsandbox: false\ntest_command: test -f b.txt && test ! -f breaker.txt",
         "- [ ] bee\n",
     );
     let counter = r.home().join("calls");
@@ -235,7 +236,8 @@ fn shell_words(s: &str) -> Vec<String> {
 #[test]
 fn a_conflict_goes_back_to_the_loop_s_agent_which_resolves_it_and_the_work_lands() {
     let r = Repo::new(
-        "task: Change the shared file\nmax_iterations: 3\ntest_command: grep -q loop a.txt",
+        // No sandbox: the scripted agent counts its calls in a file outside its worktree.
+        "task: Change the shared file\nmax_iterations: 3\nsandbox: false\ntest_command: grep -q loop a.txt",
         "- [ ] changed\n",
     );
     let counter = r.home().join("calls");
@@ -329,7 +331,12 @@ fn kill_9_in_the_middle_of_a_landing_leaves_the_target_unchanged_and_the_backup_
 
 #[test]
 fn an_agent_reaching_into_the_user_s_checkout_stops_the_loop_loudly() {
-    let r = Repo::new("task: Add the bee file\nmax_iterations: 3", "- [ ] bee\n");
+    // Without the sandbox, which refuses that write itself (tests/e2e/sandbox.rs): the check
+    // of the checkout is what stops a loop wherever there is no Landlock.
+    let r = Repo::new(
+        "task: Add the bee file\nmax_iterations: 3\nsandbox: false",
+        "- [ ] bee\n",
+    );
     let agent = r.p.agent(&format!(
         "[iteration 1]\nwrite '{}' hacked\\n\nwrite b.txt bee\\n\n[iteration 2]\ncheck-all\nsignal DONE\n",
         r.p.path("a.txt").display()

@@ -311,6 +311,8 @@ fn a_named_pipe_in_the_state_directory_blocks_nobody() {
     let (p, _child) = waiting_loop(&broker);
     let links = broker.state.path().join("links");
     let token = "0123456789abcdef0123456789abcdef";
+    // The loop may not have minted its first link yet.
+    std::fs::create_dir_all(&links).unwrap();
     for name in [file_of(token), "planted.json".to_string()] {
         nix::unistd::mkfifo(&links.join(name), nix::sys::stat::Mode::S_IRWXU).unwrap();
     }

@@ -198,7 +198,8 @@ fn again(info: &LoopInfo, task: &std::path::Path, state: Option<&State>) -> CmdR
         no_tui: true,
         worktree: false,
         onto: None,
-        again: false,
+        // Sent back with what failed: a task verified done before is run again all the same.
+        again: true,
         no_sandbox: false,
     };
     match state.and_then(|s| s.agent_choice.clone()) {

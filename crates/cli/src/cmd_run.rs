@@ -77,14 +77,14 @@ fn run_here(args: &RunArgs, root: &Path, task_path: PathBuf, mut task: TaskFile)
         return Err(Failure::usage(anyhow::anyhow!(left)));
     }
     if !args.again
-        && let Some(done) = already_done(&root, &task_path)
+        && let Some(done) = already_done(root, &task_path)
     {
         println!(
             "ralph: {} is already done: DONE was verified at iteration {} ({}), and the file has not changed since. Nothing to do; the agent was not started.\nralph: change the task for a new run, or run it again as it is: {}",
             args.task.display(),
             done.iteration,
             done.updated_at,
-            again_command(&root, &args.task),
+            again_command(root, &args.task),
         );
         return Ok(0);
     }
