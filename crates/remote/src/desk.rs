@@ -408,6 +408,27 @@ pub fn act(link: &LinkRecord, action: Action) -> Outcome {
     }
 }
 
+/// Who asks a loop to stop, from the broker.
+pub use ralph_protocol::stop::StopBy;
+
+/// Asks the loop in `root` to stop, as `ralph stop` does, when it is one of the loops running
+/// on this machine (a path from a request names no other); the words for the asker.
+pub fn stop_loop(root: &Path, by: StopBy) -> Result<String, String> {
+    let running = ralph_protocol::registry::list()
+        .into_iter()
+        .any(|e| e.root == root);
+    let ws = Workspace::new(root);
+    if !running || ws.check_not_symlink().is_err() || !ws.is_locked() {
+        return Err("That loop is not running.".into());
+    }
+    ralph_protocol::stop::request(&ws, by)
+        .map_err(|e| format!("Could not ask the loop to stop: {e}"))?;
+    Ok(format!(
+        "Asked the loop in {} to stop: the agent is stopped and the state saved; `ralph run` there resumes it.",
+        project_name(root)
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -459,25 +480,4 @@ mod tests {
             now + CLOSED_TOLD_FOR + Duration::from_secs(1)
         ));
     }
-}
-
-/// Who asks a loop to stop, from the broker.
-pub use ralph_protocol::stop::StopBy;
-
-/// Asks the loop in `root` to stop, as `ralph stop` does, when it is one of the loops running
-/// on this machine (a path from a request names no other); the words for the asker.
-pub fn stop_loop(root: &Path, by: StopBy) -> Result<String, String> {
-    let running = ralph_protocol::registry::list()
-        .into_iter()
-        .any(|e| e.root == root);
-    let ws = Workspace::new(root);
-    if !running || ws.check_not_symlink().is_err() || !ws.is_locked() {
-        return Err("That loop is not running.".into());
-    }
-    ralph_protocol::stop::request(&ws, by)
-        .map_err(|e| format!("Could not ask the loop to stop: {e}"))?;
-    Ok(format!(
-        "Asked the loop in {} to stop: the agent is stopped and the state saved; `ralph run` there resumes it.",
-        project_name(root)
-    ))
 }
