@@ -118,8 +118,18 @@ fn closed_within(conn: &mut TcpStream, limit: Duration) -> bool {
         match conn.read(&mut buf) {
             Ok(0) => return true,
             Ok(_) => continue,
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return true,
-            Err(_) => return false,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            // Still open when the wait ran out; any other error is a connection that is gone
+            // (reset, aborted), however the kernel words it.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                return false;
+            }
+            Err(_) => return true,
         }
     }
 }
