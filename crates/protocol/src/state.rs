@@ -223,6 +223,10 @@ pub struct State {
     /// run again unchanged, has nothing left to do.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub done_task: Option<String>,
+    /// While the loop waits out an agent's rate limit: when the limit resets (RFC 3339), so
+    /// `ralph status` and the fleet view can say until when. `None` otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_limited_until: Option<String>,
 }
 
 /// A task file's fingerprint (SHA-256 of its bytes, in hex), recorded as [`State::done_task`].
@@ -321,6 +325,7 @@ impl State {
             checkpoint: None,
             total_cost_usd: None,
             done_task: None,
+            rate_limited_until: None,
         }
     }
 

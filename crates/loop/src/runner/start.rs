@@ -129,6 +129,7 @@ impl Runner {
                 .unwrap_or_default(),
             checkpoint: previous.as_ref().and_then(|p| p.checkpoint.clone()),
             done_task: None,
+            rate_limited_until: None,
         };
         Ok(Runner {
             cfg,
