@@ -102,9 +102,11 @@ function answerForm(main) {
         credentials: "same-origin",
       });
       const reply = await res.json().catch(() => ({ message: "The broker answered HTTP " + res.status + "." }));
-      // The stream's news of the moved deadline says more than the reply; it may come first.
-      if (res.status === 202 && !(movedAt >= sent)) show(reply.message, false);
-      else if (res.ok) close(main, reply.message);
+      // 202: the loop was asked for more time and the question stays open. The stream's news
+      // of the moved deadline says more than the reply, and may have come first.
+      if (res.status === 202) {
+        if (!(movedAt >= sent)) show(reply.message, false);
+      } else if (res.ok) close(main, reply.message);
       else show(reply.message, true);
       if (res.status === 409) main.classList.add("closed");
     } catch (e) {
