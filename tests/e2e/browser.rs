@@ -5,8 +5,8 @@
 //! `RALPH_UPDATE_SCREENSHOTS=1` also saves the page at desktop and phone width in `docs/`.
 
 use std::net::TcpListener;
-use std::path::Path;
 use std::os::unix::process::CommandExt as _;
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 

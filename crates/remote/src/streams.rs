@@ -7,11 +7,14 @@
 //! whatever the number of streams. A stream needs a place among [`MAX_STREAMS`] in all and
 //! [`MAX_STREAMS_PER_HOLDER`] for its link or device; its place is given back when its client
 //! goes (the stream is dropped with the connection, at the latest at the next keep-alive), and
-//! every stream ends when the broker stops ([`Streams::close`]).
+//! every stream ends when the broker stops ([`Streams::close`]). A loop whose `.ralph/` cannot
+//! be watched (not made yet, or the system out of inotify watches: that one is reported) is
+//! looked at every [`POLL_UNWATCHED`] instead, and its watch tried again.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use ralph_protocol::workspace::Workspace;
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc, watch};
@@ -24,6 +27,10 @@ pub const MAX_STREAMS: usize = 64;
 pub const MAX_STREAMS_PER_HOLDER: usize = 4;
 
 const WATCHED: &[&str] = &["state.json", "answer.md"];
+
+/// How often streams look at a loop whose directory could not be watched (not there yet, or
+/// the system out of inotify watches).
+pub const POLL_UNWATCHED: Duration = Duration::from_secs(2);
 
 /// One watch of every loop, shared by all event streams.
 #[derive(Debug)]
@@ -75,6 +82,7 @@ impl Streams {
         let shared = Arc::new(Shared::default());
         let seen = Arc::clone(&shared);
         let task = tokio::spawn(async move {
+            let mut reported = std::collections::HashSet::new();
             loop {
                 let pinned: Vec<PathBuf> = seen.lock().pinned.keys().cloned().collect();
                 let dir = registry.clone();
@@ -96,17 +104,40 @@ impl Streams {
                 for dir in gone {
                     dirs.remove(&dir);
                 }
+                let mut unwatched = false;
                 for dir in wanted {
-                    // A loop without `.ralph/` yet has no state to show; its registering again
-                    // (or any later entry) brings it back here.
-                    if !dirs.contains(&dir) {
-                        let _ = dirs.add(&dir, Some(WATCHED), loop_tx.clone());
+                    if dirs.contains(&dir) {
+                        continue;
+                    }
+                    match dirs.add(&dir, Some(WATCHED), loop_tx.clone()) {
+                        Ok(()) => {
+                            reported.remove(&dir);
+                        }
+                        Err(e) => {
+                            unwatched = true;
+                            // A loop without `.ralph/` yet has nothing to show: no news.
+                            let absent = matches!(
+                                e.kind(),
+                                std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+                            );
+                            if !absent && reported.insert(dir.clone()) {
+                                eprintln!(
+                                    "ralph serve: cannot watch {} ({e}); open pages look at it every {} s instead. If the system is out of inotify watches, raise fs.inotify.max_user_watches.",
+                                    dir.display(),
+                                    POLL_UNWATCHED.as_secs()
+                                );
+                            }
+                        }
                     }
                 }
                 // Sent once the watches are in place: what a stream reads next is never older.
                 changed_tx.send_replace(());
+                let poll_at = tokio::time::Instant::now() + POLL_UNWATCHED;
                 loop {
                     tokio::select! {
+                        // A loop that could not be watched is looked at again (and its watch
+                        // tried again) now and then, so no stream misses its changes.
+                        () = tokio::time::sleep_until(poll_at), if unwatched => break,
                         got = registry_rx.recv() => {
                             if got.is_none() { return }
                             while registry_rx.try_recv().is_ok() {}
@@ -260,5 +291,43 @@ mod tests {
         );
         streams.close();
         assert_eq!(last.next().await, None, "closed, every stream ends");
+    }
+
+    /// A registered loop whose `.ralph/` came after its registry entry was never watched (the
+    /// failed watch was dropped), and no stream heard of its changes until another loop
+    /// registered.
+    #[tokio::test]
+    async fn a_loop_that_could_not_be_watched_is_still_looked_at() {
+        let dir = tempfile::tempdir().unwrap();
+        let registry = dir.path().join("registry");
+        let root = dir.path().join("project");
+        std::fs::create_dir_all(&root).unwrap();
+        let streams = Streams::new(registry.clone()).unwrap();
+        let entry = serde_json::json!({
+            "root": root, "pid": std::process::id(), "started_at": "2026-01-01T00:00:00Z",
+        });
+        std::fs::write(registry.join("project.json"), entry.to_string()).unwrap();
+        let mut changes = streams.open("link", None).unwrap();
+        assert_eq!(changes.next().await, Some(()), "the first look");
+        // The watch task sees the entry and fails to watch the missing `.ralph/`.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        while tokio::time::timeout(Duration::from_millis(50), changes.next())
+            .await
+            .is_ok()
+        {}
+        let ralph = Workspace::new(&root).dir().to_path_buf();
+        std::fs::create_dir_all(&ralph).unwrap();
+        std::fs::write(ralph.join("state.json"), "{}").unwrap();
+        let heard = tokio::time::timeout(POLL_UNWATCHED * 3, changes.next()).await;
+        assert_eq!(heard, Ok(Some(())), "the new state was never looked at");
+        // Watched from now on: a change is heard at once, not at the next look.
+        tokio::time::sleep(POLL_UNWATCHED + Duration::from_millis(500)).await;
+        while tokio::time::timeout(Duration::from_millis(50), changes.next())
+            .await
+            .is_ok()
+        {}
+        std::fs::write(ralph.join("state.json"), "{ }").unwrap();
+        let heard = tokio::time::timeout(Duration::from_secs(1), changes.next()).await;
+        assert_eq!(heard, Ok(Some(())), "the watch was not tried again");
     }
 }
