@@ -37,7 +37,7 @@ pub fn run(args: &ServeArgs) -> CmdResult {
         insecure_http: args.insecure_http,
         public_url: args.public_url.clone(),
     };
-    let telegram = matches!(ralph_remote::telegram::settings(), Ok(Some(_)));
+    let telegram = matches!(ralph_remote::telegram_settings(), Ok(Some(_)));
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -73,7 +73,7 @@ pub fn run(args: &ServeArgs) -> CmdResult {
 }
 
 fn state_dir() -> Result<std::path::PathBuf, Failure> {
-    ralph_remote::desk::state_dir().ok_or_else(|| {
+    ralph_protocol::broker::state_dir().ok_or_else(|| {
         Failure::failed(anyhow!(
             "no home directory to keep ralph's state in; set RALPH_STATE_DIR"
         ))
@@ -83,8 +83,8 @@ fn state_dir() -> Result<std::path::PathBuf, Failure> {
 /// `ralph serve devices`: every paired browser and the Telegram user.
 fn devices() -> CmdResult {
     let dir = state_dir()?;
-    let browsers = ralph_remote::devices::browsers(&dir);
-    let telegram = ralph_remote::telegram::paired_user(&dir);
+    let browsers = ralph_remote::paired_browsers(&dir);
+    let telegram = ralph_remote::paired_telegram_user(&dir);
     if browsers.is_empty() && telegram.is_none() {
         outln!(
             "Nothing is paired with ralph serve on this machine (`ralph serve pair web` pairs a browser)."
@@ -119,14 +119,13 @@ fn when(at: &str) -> String {
 fn revoke(which: Option<&str>, all: bool) -> CmdResult {
     let dir = state_dir()?;
     let unpair_telegram = || {
-        ralph_remote::telegram::unpair(&dir)
+        ralph_remote::unpair_telegram(&dir)
             .map_err(|e| Failure::failed(anyhow!("could not forget the Telegram user: {e}")))
     };
     if all {
         let mut n = 0;
-        for b in ralph_remote::devices::browsers(&dir) {
-            ralph_remote::devices::revoke_browser(&dir, &b.id)
-                .map_err(|e| Failure::failed(anyhow!(e)))?;
+        for b in ralph_remote::paired_browsers(&dir) {
+            ralph_remote::revoke_browser(&dir, &b.id).map_err(|e| Failure::failed(anyhow!(e)))?;
             n += 1;
         }
         let telegram = unpair_telegram()?;
@@ -151,7 +150,7 @@ fn revoke(which: Option<&str>, all: bool) -> CmdResult {
             );
         }
         id => {
-            let b = ralph_remote::devices::revoke_browser(&dir, id)
+            let b = ralph_remote::revoke_browser(&dir, id)
                 .map_err(|e| Failure::failed(anyhow!("{e}; `ralph serve devices` lists them")))?;
             outln!(
                 "Revoked browser {}: it gets nothing from ralph serve any more; `ralph serve pair web` pairs it again.",

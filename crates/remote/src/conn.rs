@@ -21,20 +21,20 @@ use tokio::time::{Instant, Sleep, sleep};
 
 /// How long a connection may go without a byte either way before it is closed: longer than an
 /// event stream's keep-alive (15 s).
-pub const IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
+pub(crate) const IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
 
 /// How an HTTP/2 connection with prior knowledge starts.
 const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0";
 
 /// An acceptor that serves at most so many connections at once and closes the others at once.
 #[derive(Debug, Clone)]
-pub struct Capped {
+pub(crate) struct Capped {
     places: Arc<Semaphore>,
 }
 
 impl Capped {
     /// At most `max` connections at once.
-    pub fn new(max: usize) -> Capped {
+    pub(crate) fn new(max: usize) -> Capped {
         Capped {
             places: Arc::new(Semaphore::new(max)),
         }
@@ -65,7 +65,7 @@ impl<I, S> Accept<I, S> for Capped {
 
 /// A connection holding its place among [`Capped`]'s until it is dropped.
 #[derive(Debug)]
-pub struct Counted<I> {
+pub(crate) struct Counted<I> {
     inner: I,
     _place: OwnedSemaphorePermit,
     /// When the connection has been silent too long.

@@ -15,21 +15,21 @@ use std::time::{Duration, SystemTime};
 use axum::http::{HeaderMap, header};
 use serde::{Deserialize, Serialize};
 
-use crate::desk;
+use ralph_protocol::{broker, state};
 
 /// The device cookie's name.
-pub const COOKIE: &str = "ralph_device";
+pub(crate) const COOKIE: &str = "ralph_device";
 
 /// The device cookie's name over https: the `__Host-` prefix makes browsers refuse it unless it
 /// is `Secure`, for `/` and for this host only (no `Domain`), so no other server of the host
 /// or its parent domain can set or replace it.
-pub const SECURE_COOKIE: &str = "__Host-ralph_device";
+pub(crate) const SECURE_COOKIE: &str = "__Host-ralph_device";
 
 /// How long a pairing code works.
-pub const PAIRING_TTL: Duration = Duration::from_secs(10 * 60);
+pub(crate) const PAIRING_TTL: Duration = Duration::from_secs(10 * 60);
 
 /// Failed pairing attempts allowed per minute, before every attempt is refused.
-pub const MAX_FAILED_PER_MINUTE: usize = 5;
+pub(crate) const MAX_FAILED_PER_MINUTE: usize = 5;
 
 const PAIRING: &str = "pairing";
 const DEVICES: &str = "devices";
@@ -55,7 +55,11 @@ struct Device {
 }
 
 /// Makes a one-time pairing code of `kind` (`web`, `telegram`).
-pub fn new_pairing_code(state_dir: &Path, kind: &str, now: SystemTime) -> std::io::Result<String> {
+pub(crate) fn new_pairing_code(
+    state_dir: &Path,
+    kind: &str,
+    now: SystemTime,
+) -> std::io::Result<String> {
     // Codes nobody used: gone once expired, by the next one made.
     if let Ok(codes) = std::fs::read_dir(state_dir.join(PAIRING)) {
         for code in codes.flatten() {
@@ -68,17 +72,17 @@ pub fn new_pairing_code(state_dir: &Path, kind: &str, now: SystemTime) -> std::i
             }
         }
     }
-    desk::put_secret(state_dir, PAIRING, |hash| PairingCode {
+    broker::put_secret(state_dir, PAIRING, |hash| PairingCode {
         hash,
         kind: kind.to_string(),
-        expires_at: desk::timestamp(now + PAIRING_TTL),
+        expires_at: state::timestamp(now + PAIRING_TTL),
     })
 }
 
 /// Takes the pairing code `code` of `kind` (once: its file is removed); whether it was valid.
-pub fn take_pairing_code(state_dir: &Path, kind: &str, code: &str, now: SystemTime) -> bool {
+pub(crate) fn take_pairing_code(state_dir: &Path, kind: &str, code: &str, now: SystemTime) -> bool {
     let Some((record, path)) =
-        desk::get_secret(state_dir, PAIRING, code, |p: &PairingCode| &p.hash)
+        broker::get_secret(state_dir, PAIRING, code, |p: &PairingCode| &p.hash)
     else {
         return false;
     };
@@ -86,24 +90,24 @@ pub fn take_pairing_code(state_dir: &Path, kind: &str, code: &str, now: SystemTi
     if std::fs::remove_file(&path).is_err() {
         return false;
     }
-    record.kind == kind && desk::parse_timestamp(&record.expires_at).is_some_and(|e| now < e)
+    record.kind == kind && state::parse_timestamp(&record.expires_at).is_some_and(|e| now < e)
 }
 
-/// Pairs a browser with the web pairing `code`: the new device cookie's value.
-pub fn pair_web(state_dir: &Path, code: &str) -> Option<String> {
-    pair_browser(state_dir, code, None)
-}
-
-/// [`pair_web`], recording the browser's `User-Agent` for `ralph serve devices`.
-pub fn pair_browser(state_dir: &Path, code: &str, user_agent: Option<&str>) -> Option<String> {
+/// Pairs a browser with the web pairing `code`, recording its `User-Agent` for `ralph serve
+/// devices`: the new device cookie's value.
+pub(crate) fn pair_browser(
+    state_dir: &Path,
+    code: &str,
+    user_agent: Option<&str>,
+) -> Option<String> {
     let now = SystemTime::now();
     if !take_pairing_code(state_dir, "web", code, now) {
         return None;
     }
-    desk::put_secret(state_dir, DEVICES, |hash| Device {
+    broker::put_secret(state_dir, DEVICES, |hash| Device {
         name: format!("browser {}", &hash[..6]),
         hash,
-        paired_at: desk::timestamp(now),
+        paired_at: state::timestamp(now),
         user_agent: user_agent
             .map(|ua| ralph_protocol::text::clean(ua).chars().take(200).collect()),
     })
@@ -168,7 +172,7 @@ pub fn revoke_browser(state_dir: &Path, id: &str) -> Result<PairedBrowser, Strin
 }
 
 /// The paired device a request's cookie names (its name), if any.
-pub fn device(state_dir: &Path, headers: &HeaderMap) -> Option<String> {
+pub(crate) fn device(state_dir: &Path, headers: &HeaderMap) -> Option<String> {
     let token = headers
         .get_all(header::COOKIE)
         .iter()
@@ -177,18 +181,18 @@ pub fn device(state_dir: &Path, headers: &HeaderMap) -> Option<String> {
         .filter_map(|c| c.trim().split_once('='))
         .find(|(k, _)| *k == COOKIE || *k == SECURE_COOKIE)
         .map(|(_, v)| v.to_string())?;
-    desk::get_secret(state_dir, DEVICES, &token, |d: &Device| &d.hash).map(|(d, _)| d.name)
+    broker::get_secret(state_dir, DEVICES, &token, |d: &Device| &d.hash).map(|(d, _)| d.name)
 }
 
 /// Failed pairing attempts of the last minute, by sender (a Telegram user; the web's one
 /// sender is anyone, whose codes are 128 random bits): a stranger's failures never count
 /// against the owner's valid code.
 #[derive(Debug, Default)]
-pub struct Attempts(Mutex<HashMap<String, Vec<SystemTime>>>);
+pub(crate) struct Attempts(Mutex<HashMap<String, Vec<SystemTime>>>);
 
 impl Attempts {
     /// Whether `who` may make another attempt at `now`.
-    pub fn allow(&self, who: &str, now: SystemTime) -> bool {
+    pub(crate) fn allow(&self, who: &str, now: SystemTime) -> bool {
         let mut failed = self.0.lock().unwrap_or_else(|p| p.into_inner());
         failed.retain(|_, times| {
             times.retain(|t| {
@@ -203,7 +207,7 @@ impl Attempts {
     }
 
     /// Counts a failed attempt of `who`.
-    pub fn failed(&self, who: &str, now: SystemTime) {
+    pub(crate) fn failed(&self, who: &str, now: SystemTime) {
         self.0
             .lock()
             .unwrap_or_else(|p| p.into_inner())

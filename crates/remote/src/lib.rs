@@ -3,37 +3,51 @@
 //!
 //! # Theory of operation
 //!
-//! The broker is one more client of the question desk, like `ralph answer`: it finds every
-//! loop through the registry, reads each loop's `state.json`, and answers through the same
-//! first-answer-wins path ([`desk::submit`]). Every use of the `.ralph/` formats is in
-//! [`desk`]. If the broker is down, nothing changes for the loops: they never wait for it.
+//! The broker is one more client of the question desk ([`ralph_protocol::desk`]), like
+//! `ralph answer`: it finds every loop through the registry, reads each loop's `state.json`
+//! into plain views (`loops.rs`: the broker's views of the loops and what it may ask of them),
+//! and answers through the same first-answer-wins path as every front end. If the broker is
+//! down, nothing changes for the loops: they never wait for it. One watch of the registry and
+//! of every loop's `.ralph/` (`streams.rs`) tells every open page and the bot when to look
+//! again.
 //!
 //! One broker runs per machine: it holds `serve.lock` in ralph's state directory and writes its
 //! pid and URL there, which is how `ralph status --json`, `notify_command` (`RALPH_ANSWER_URL`)
 //! and the webhook (`answer_url`) know to print an answer link, and `ralph doctor` that it runs.
 //!
 //! Answer links are capabilities: `URL/a/TOKEN` opens one waiting question and nothing else.
-//! The dashboard of every loop needs a paired browser ([`devices`]). What each token is and
+//! The dashboard of every loop needs a paired browser (`devices.rs`). What each token is and
 //! where its hash is kept: [`ralph_protocol::broker`]. The routes and the headers every response
-//! carries: [`server`].
+//! carries: `server.rs`. What other crates use is the list below: [`serve`] and its options,
+//! pairing and revoking, and the limits the broker keeps.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub)]
 
-pub mod conn;
-pub mod desk;
-pub mod devices;
-pub mod page;
-pub mod server;
-pub mod streams;
-pub mod telegram;
+mod conn;
+mod devices;
+mod loops;
+mod page;
+mod server;
+mod streams;
+mod telegram;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-pub use server::{App, MAX_BODY_BYTES, router};
+use ralph_protocol::broker;
+
+use server::{App, router};
+
+pub use devices::{PairedBrowser, browsers as paired_browsers, revoke_browser};
+pub use server::MAX_BODY_BYTES;
+pub use streams::{MAX_STREAMS, MAX_STREAMS_PER_HOLDER, POLL_UNWATCHED};
+pub use telegram::{
+    Settings as TelegramSettings, paired_user as paired_telegram_user,
+    settings as telegram_settings, unpair as unpair_telegram,
+};
 
 /// The most connections the broker serves at once; more are closed as they come.
 pub const MAX_CONNECTIONS: usize = 256;
@@ -76,7 +90,7 @@ pub enum ServeError {
     NoStateDir,
     /// Another broker runs, or the lock could not be taken.
     #[error(transparent)]
-    Lock(#[from] desk::AcquireError),
+    Lock(#[from] broker::AcquireError),
     /// `remote.toml` is unsafe or wrong.
     #[error("{0}")]
     Config(String),
@@ -105,7 +119,7 @@ pub async fn serve(
     if !opts.bind.ip().is_loopback() && opts.tls.is_none() && !opts.insecure_http {
         return Err(ServeError::NeedsTls(opts.bind));
     }
-    let state_dir = desk::state_dir().ok_or(ServeError::NoStateDir)?;
+    let state_dir = broker::state_dir().ok_or(ServeError::NoStateDir)?;
     let registry = ralph_protocol::registry::registry_dir().ok_or(ServeError::NoStateDir)?;
     let telegram = telegram::settings().map_err(ServeError::Config)?;
     let tls = match &opts.tls {
@@ -131,7 +145,7 @@ pub async fn serve(
         )));
     }
     let streams = streams::Streams::new(registry).map_err(io("could not watch the loops"))?;
-    let mut lock = desk::BrokerLock::acquire(&state_dir)?;
+    let mut lock = broker::BrokerLock::acquire(&state_dir)?;
     let std_listener = std::net::TcpListener::bind(opts.bind)
         .map_err(io(format!("could not listen on {}", opts.bind)))?;
     let local = std_listener
@@ -214,9 +228,9 @@ fn origin_of(url: &str) -> String {
 
 /// A one-time pairing link of `kind` for the running broker: `(link, QR code for a terminal)`.
 pub fn pairing_link(kind: &str) -> Result<(String, String), String> {
-    let dir = desk::state_dir()
+    let dir = broker::state_dir()
         .ok_or("no home directory to keep ralph's state in; set RALPH_STATE_DIR")?;
-    let broker = desk::broker_url(&dir).ok_or(
+    let broker = broker::running_in(&dir).map(|b| b.url).ok_or(
         "`ralph serve` is not running on this machine: start it first (in another terminal, or as the user service described in the README), then pair",
     )?;
     if kind == "telegram" {

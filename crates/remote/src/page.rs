@@ -13,12 +13,12 @@ use std::time::{Duration, SystemTime};
 use pulldown_cmark::{CowStr, Event, LinkType, Options, Parser, Tag, TagEnd};
 use ralph_protocol::text::clean;
 
-use crate::desk::{LoopView, QuestionView, project_name};
+use crate::loops::{LoopView, QuestionView, project_name};
 
 /// Escapes `s` for HTML text and attribute values (quoted with `"`), cleaned first as every
 /// front end cleans agent text ([`ralph_protocol::text::clean`]: escape sequences, bidi
 /// controls, zero-width and tag characters).
-pub fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     let s = clean(s);
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
@@ -37,7 +37,7 @@ pub fn esc(s: &str) -> String {
 /// The text of the first block of agent-written markdown, without its markup (`**Redis**` is
 /// `Redis`, a link its text), for a one-line mention such as the dashboard's link; to be
 /// escaped like any text.
-pub fn first_line_text(md: &str) -> String {
+pub(crate) fn first_line_text(md: &str) -> String {
     use pulldown_cmark::{Event, Parser, TagEnd};
     let mut out = String::new();
     for event in Parser::new(md) {
@@ -60,7 +60,7 @@ pub fn first_line_text(md: &str) -> String {
 }
 
 /// Renders agent-written markdown with no HTML of its own and only harmless links.
-pub fn markdown(md: &str) -> String {
+pub(crate) fn markdown(md: &str) -> String {
     let md = clean(md);
     let parser = Parser::new_ext(&md, Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TABLES);
     let mut dropped_links = Vec::new();
@@ -128,7 +128,7 @@ fn layout(title: &str, body: &str) -> String {
 }
 
 /// `1h 02m`, `4m 57s`, `12s`.
-pub fn duration(d: Duration) -> String {
+pub(crate) fn duration(d: Duration) -> String {
     let s = d.as_secs();
     match s {
         0..60 => format!("{s}s"),
@@ -138,7 +138,7 @@ pub fn duration(d: Duration) -> String {
 }
 
 /// The question page an answer link opens. `post` is where the form goes.
-pub fn question(q: &QuestionView, post: &str, now: SystemTime) -> String {
+pub(crate) fn question(q: &QuestionView, post: &str, now: SystemTime) -> String {
     let mut b = String::new();
     let project = q.project();
     let left_ms = q
@@ -225,14 +225,16 @@ pub fn question(q: &QuestionView, post: &str, now: SystemTime) -> String {
         } else {
             "A note with your pick, or an answer of your own"
         },
-        crate::desk::MAX_ANSWER_BYTES
+        ralph_protocol::desk::MAX_ANSWER_BYTES
     );
     b.push_str(
         "<div class=\"actions\"><button type=\"submit\" class=\"send\">Send</button>\
 <button type=\"submit\" name=\"action\" value=\"skip\" class=\"secondary\">Skip (use default)</button>\
 <button type=\"submit\" name=\"action\" value=\"extend\" class=\"secondary\">+",
     );
-    b.push_str(&crate::desk::describe_span(crate::desk::PAGE_EXTEND));
+    b.push_str(&ralph_protocol::broker::describe_span(
+        crate::loops::PAGE_EXTEND,
+    ));
     b.push_str(
         "</button></div></form><p id=\"result\" role=\"status\" aria-live=\"polite\"></p></main>",
     );
@@ -241,7 +243,7 @@ pub fn question(q: &QuestionView, post: &str, now: SystemTime) -> String {
 
 /// The page shown after the form was posted without JavaScript, or when a link's question is
 /// answered.
-pub fn message(title: &str, text: &str) -> String {
+pub(crate) fn message(title: &str, text: &str) -> String {
     layout(
         title,
         &format!(
@@ -253,12 +255,12 @@ pub fn message(title: &str, text: &str) -> String {
 }
 
 /// The page for a link that is not (or no longer) one: the same for every wrong token.
-pub fn not_found() -> String {
+pub(crate) fn not_found() -> String {
     message("Not found", "There is nothing here.")
 }
 
 /// The dashboard: every loop, waiting ones first, each with its waiting question's page.
-pub fn dashboard(loops: &[(LoopView, Option<String>)], now: SystemTime) -> String {
+pub(crate) fn dashboard(loops: &[(LoopView, Option<String>)], now: SystemTime) -> String {
     layout(
         "ralph loops",
         &format!(
@@ -270,7 +272,7 @@ pub fn dashboard(loops: &[(LoopView, Option<String>)], now: SystemTime) -> Strin
 
 /// What the dashboard's `<main>` holds: the page at first, and each `loops` event of its
 /// stream after, which the page's script puts in its place.
-pub fn dashboard_body(loops: &[(LoopView, Option<String>)], now: SystemTime) -> String {
+pub(crate) fn dashboard_body(loops: &[(LoopView, Option<String>)], now: SystemTime) -> String {
     let mut b = String::from("<h1>ralph loops</h1>");
     if loops.is_empty() {
         b.push_str("<p>No ralph loop is running on this machine.</p>");

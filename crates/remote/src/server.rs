@@ -38,8 +38,12 @@ use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::set_header::SetResponseHeaderLayer;
 use tower_http::timeout::TimeoutLayer;
 
-use crate::desk::{self, Outcome, Reply, Sender};
+use ralph_protocol::broker;
+use ralph_protocol::desk::{QuestionId, Reply};
+use ralph_protocol::stop::StopBy;
+
 use crate::devices;
+use crate::loops::{self, Receipt, Sender};
 use crate::page;
 use crate::streams;
 
@@ -47,7 +51,7 @@ use crate::streams;
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
 
 /// How long a request may take before it is answered with 408.
-pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; \
 img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
@@ -57,7 +61,7 @@ const PAGE_CSS: &[u8] = include_bytes!("../assets/page.css");
 
 /// What every handler shares.
 #[derive(Debug)]
-pub struct App {
+pub(crate) struct App {
     /// ralph's state directory (links, devices, pairing codes).
     pub state_dir: PathBuf,
     /// Whether the broker is reached over https (the device cookie is then `Secure`).
@@ -72,7 +76,7 @@ pub struct App {
 }
 
 /// The broker's routes and layers over `app`.
-pub fn router(app: Arc<App>) -> Router {
+pub(crate) fn router(app: Arc<App>) -> Router {
     Router::new()
         .route("/", get(dashboard))
         .route("/events", get(dashboard_events))
@@ -177,7 +181,7 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Option<T> + Send + 'sta
 async fn question_page(State(app): State<Arc<App>>, Path(token): Path<String>) -> Response {
     let dir = app.state_dir.clone();
     let link = format!("/a/{token}");
-    let found = blocking(move || desk::verify_link(&dir, &token).and_then(|l| desk::pending(&l)));
+    let found = blocking(move || broker::verify(&dir, &token).and_then(|l| loops::pending(&l)));
     let Some(q) = found.await else {
         return not_found().await;
     };
@@ -274,7 +278,7 @@ async fn answer(
     }
     let dir = app.state_dir.clone();
     let found = blocking(move || {
-        desk::verify_link(&dir, &token).filter(|l| !desk::closed_long_ago(l, SystemTime::now()))
+        broker::verify(&dir, &token).filter(|l| !loops::closed_long_ago(l, SystemTime::now()))
     });
     let Some(link) = found.await else {
         return not_found().await;
@@ -302,8 +306,8 @@ async fn answer(
     };
     let action = match body.action.as_deref() {
         None => None,
-        Some("skip") => Some(desk::Action::Skip),
-        Some("extend") => Some(desk::Action::Extend(desk::PAGE_EXTEND)),
+        Some("skip") => Some(loops::Action::Skip),
+        Some("extend") => Some(loops::Action::Extend(loops::PAGE_EXTEND)),
         Some(other) => {
             return reply(
                 StatusCode::BAD_REQUEST,
@@ -317,18 +321,18 @@ async fn answer(
     let who = format!("answer link {}", &link.hash[..6]);
     let reply_to = body.reply();
     let outcome = tokio::task::spawn_blocking(move || match action {
-        Some(a) => desk::act(&link, a),
-        None => desk::submit(&link, &reply_to, &Sender::Web(who)),
+        Some(a) => loops::act(&link, a),
+        None => loops::answer_link(&link, &reply_to, &Sender::Web(who)),
     })
     .await
-    .unwrap_or_else(|e| Outcome::Invalid(format!("the answer could not be written: {e}")));
+    .unwrap_or_else(|e| Receipt::Invalid(format!("the answer could not be written: {e}")));
     let (status, code) = match &outcome {
-        Outcome::Accepted { .. } => (StatusCode::OK, "answered"),
-        Outcome::Requested(_) => (StatusCode::ACCEPTED, "requested"),
-        Outcome::Invalid(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid"),
-        Outcome::AlreadyAnswered(_) => (StatusCode::CONFLICT, "already_answered"),
-        Outcome::Skipped => (StatusCode::CONFLICT, "skipped"),
-        Outcome::NotWaiting(_) => (StatusCode::CONFLICT, "not_waiting"),
+        Receipt::Accepted { .. } => (StatusCode::OK, "answered"),
+        Receipt::Requested(_) => (StatusCode::ACCEPTED, "requested"),
+        Receipt::Invalid(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid"),
+        Receipt::AlreadyAnswered(_) => (StatusCode::CONFLICT, "already_answered"),
+        Receipt::Skipped => (StatusCode::CONFLICT, "skipped"),
+        Receipt::NotWaiting(_) => (StatusCode::CONFLICT, "not_waiting"),
     };
     reply(status, code, &outcome.message(), &headers)
 }
@@ -353,7 +357,7 @@ fn reply(status: StatusCode, code: &str, message: &str, headers: &HeaderMap) -> 
 
 /// A `changed` event's data: the question's time left now (`left_ms`, `null` for no deadline)
 /// and whether its deadline passed.
-fn changed_data(q: &desk::QuestionView) -> String {
+fn changed_data(q: &loops::QuestionView) -> String {
     let left_ms = q.deadline.map(|d| {
         d.duration_since(std::time::SystemTime::now())
             .unwrap_or_default()
@@ -380,8 +384,8 @@ fn too_many_streams() -> Response {
 async fn question_events(State(app): State<Arc<App>>, Path(token): Path<String>) -> Response {
     let dir = app.state_dir.clone();
     let found = blocking(move || {
-        let link = desk::verify_link(&dir, &token)?;
-        let first = desk::pending(&link)?;
+        let link = broker::verify(&dir, &token)?;
+        let first = loops::pending(&link)?;
         Some((link, first))
     });
     let Some((link, first)) = found.await else {
@@ -399,7 +403,7 @@ async fn question_events(State(app): State<Arc<App>>, Path(token): Path<String>)
                 changes.next().await?;
                 let link = link.clone();
                 let now = tokio::task::spawn_blocking(move || {
-                    (desk::pending(&link), desk::closed_how(&link))
+                    (loops::pending(&link), loops::closed_how(&link))
                 })
                 .await
                 .ok()?;
@@ -428,7 +432,7 @@ struct Dashboard {
     changes: streams::Subscription,
     dir: PathBuf,
     links: Links,
-    shown: Option<Vec<desk::LoopView>>,
+    shown: Option<Vec<loops::LoopView>>,
     /// The request's headers, for its device cookie: a revoked device's stream ends.
     headers: HeaderMap,
 }
@@ -460,13 +464,13 @@ async fn dashboard_events(State(app): State<Arc<App>>, headers: HeaderMap) -> Re
             let (loops, kept) = tokio::task::spawn_blocking(move || {
                 // Revoked while its page was open (`ralph serve revoke`): the stream ends.
                 devices::device(&dir, &headers)?;
-                let loops = with_links(&dir, desk::loops(), &mut links);
+                let loops = with_links(&dir, loops::all(), &mut links);
                 Some((loops, links))
             })
             .await
             .ok()??;
             d.links = kept;
-            let views: Vec<desk::LoopView> = loops.iter().map(|(l, _)| l.clone()).collect();
+            let views: Vec<loops::LoopView> = loops.iter().map(|(l, _)| l.clone()).collect();
             if d.shown.as_ref() == Some(&views) {
                 continue;
             }
@@ -480,14 +484,14 @@ async fn dashboard_events(State(app): State<Arc<App>>, headers: HeaderMap) -> Re
 
 /// The answer links a dashboard shows, by loop and question: made once per question, not at
 /// every update (each is a file in the state directory).
-type Links = HashMap<(PathBuf, desk::QuestionId), String>;
+type Links = HashMap<(PathBuf, QuestionId), String>;
 
 /// `loops`, each with its waiting question's page (a new answer link, unless `links` has one).
 fn with_links(
     dir: &std::path::Path,
-    loops: Vec<desk::LoopView>,
+    loops: Vec<loops::LoopView>,
     links: &mut Links,
-) -> Vec<(desk::LoopView, Option<String>)> {
+) -> Vec<(loops::LoopView, Option<String>)> {
     links.retain(|(root, id), _| {
         loops.iter().any(|l| {
             l.question
@@ -505,7 +509,7 @@ fn with_links(
                 }
                 let link = format!(
                     "/a/{}",
-                    desk::mint_link(dir, &q.root, &q.id, desk::Channel::Dashboard).ok()?
+                    broker::mint(dir, &q.root, &q.id, broker::Channel::Dashboard).ok()?
                 );
                 links.insert(key, link.clone());
                 Some(link)
@@ -537,7 +541,7 @@ async fn dashboard(State(app): State<Arc<App>>, headers: HeaderMap) -> Response 
     }
     let dir = app.state_dir.clone();
     let loops =
-        tokio::task::spawn_blocking(move || with_links(&dir, desk::loops(), &mut Links::new()))
+        tokio::task::spawn_blocking(move || with_links(&dir, loops::all(), &mut Links::new()))
             .await
             .unwrap_or_default();
     Html(page::dashboard(&loops, SystemTime::now())).into_response()
@@ -582,7 +586,7 @@ async fn stop(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) -> R
             &headers,
         );
     };
-    let done = tokio::task::spawn_blocking(move || desk::stop_loop(&root, desk::StopBy::Web))
+    let done = tokio::task::spawn_blocking(move || loops::stop_loop(&root, StopBy::Web))
         .await
         .unwrap_or_else(|e| Err(e.to_string()));
     match done {

@@ -34,7 +34,7 @@ pub const POLL_UNWATCHED: Duration = Duration::from_secs(2);
 
 /// One watch of every loop, shared by all event streams.
 #[derive(Debug)]
-pub struct Streams {
+pub(crate) struct Streams {
     changed: watch::Receiver<()>,
     shared: Arc<Shared>,
     total: Arc<Semaphore>,
@@ -65,7 +65,7 @@ impl Drop for Streams {
 impl Streams {
     /// Starts watching the loop registry in `registry` and the loops in it. Must be called in
     /// a Tokio runtime.
-    pub fn new(registry: PathBuf) -> std::io::Result<Streams> {
+    pub(crate) fn new(registry: PathBuf) -> std::io::Result<Streams> {
         // Made as a loop makes it, so that the broker can watch it before the first loop starts.
         {
             use std::os::unix::fs::DirBuilderExt;
@@ -165,7 +165,7 @@ impl Streams {
     /// A place for one more stream of `holder` (a link's hash, a device), watching `root` too
     /// when it is given (a link's loop, which may not be registered); `None` when the caps are
     /// reached.
-    pub fn open(&self, holder: &str, root: Option<&Path>) -> Option<Subscription> {
+    pub(crate) fn open(&self, holder: &str, root: Option<&Path>) -> Option<Subscription> {
         let permit = Arc::clone(&self.total).try_acquire_owned().ok()?;
         let mut counts = self.shared.lock();
         let mine = counts.holders.entry(holder.to_string()).or_default();
@@ -198,7 +198,7 @@ impl Streams {
     }
 
     /// Ends every stream (the broker stops).
-    pub fn close(&self) {
+    pub(crate) fn close(&self) {
         self.task.abort();
     }
 }
@@ -211,14 +211,14 @@ impl Shared {
 
 /// One stream's place: the changes it waits for, given back when dropped.
 #[derive(Debug)]
-pub struct Subscription {
+pub(crate) struct Subscription {
     changed: watch::Receiver<()>,
     _place: Place,
 }
 
 impl Subscription {
     /// Waits for the next change to any watched loop; `None` once the broker stops.
-    pub async fn next(&mut self) -> Option<()> {
+    pub(crate) async fn next(&mut self) -> Option<()> {
         self.changed.changed().await.ok()
     }
 }

@@ -21,9 +21,9 @@
 //!
 //! A question's buttons carry opaque callback data (`q7:2`, `q7:send`, `q7:skip`, `q7:more`):
 //! `7` numbers the message in this broker, the label stays here. The phone can answer (a button,
-//! or a reply to the message), skip, or ask for an hour more ([`desk::TELEGRAM_EXTEND`]: a phone
+//! or a reply to the message), skip, or ask for an hour more ([`loops::TELEGRAM_EXTEND`]: a phone
 //! is looked at less often than the page, whose button adds five minutes), through
-//! [`desk::submit`] and [`desk::act`] like the web page; nothing else.
+//! [`loops::answer_link`] and [`loops::act`] like the web page; nothing else.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt::Write as _;
@@ -37,13 +37,18 @@ use ralph_protocol::user_dirs::{UserDir, user_dir};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::desk::{self, Action, LinkRecord, Outcome, QuestionView, Reply, Sender};
+use ralph_protocol::broker::{self, LinkRecord};
+use ralph_protocol::desk::{QuestionId, Reply};
+use ralph_protocol::state;
+use ralph_protocol::stop::StopBy;
+
 use crate::devices;
+use crate::loops::{self, Action, QuestionView, Receipt, Sender};
 use crate::page::{duration, esc as html};
 use crate::streams::Subscription;
 
 /// The Bot API's address unless `api_url` says otherwise.
-pub const DEFAULT_API_URL: &str = "https://api.telegram.org";
+pub(crate) const DEFAULT_API_URL: &str = "https://api.telegram.org";
 
 /// How long one `getUpdates` waits for an update, in seconds.
 const POLL_SECS: u64 = 50;
@@ -85,7 +90,7 @@ struct RemoteToml {
 }
 
 /// `remote.toml`'s path: `$XDG_CONFIG_HOME/ralph/remote.toml`, else `~/.config/ralph/...`.
-pub fn config_path() -> Option<PathBuf> {
+pub(crate) fn config_path() -> Option<PathBuf> {
     Some(user_dir(UserDir::Config)?.join("remote.toml"))
 }
 
@@ -251,7 +256,7 @@ fn store_paired(state_dir: &Path, p: &Paired) -> std::io::Result<()> {
 }
 
 /// The one-time link that pairs a Telegram user with this machine's broker.
-pub fn pairing_link(state_dir: &Path) -> Result<String, String> {
+pub(crate) fn pairing_link(state_dir: &Path) -> Result<String, String> {
     let s = settings()?.ok_or_else(|| {
         format!(
             "no [telegram] token in {}: create a bot with @BotFather, put these two lines there (chmod 600):\n\n    [telegram]\n    token = \"...\"\n\nthen restart `ralph serve` and pair again",
@@ -274,7 +279,7 @@ pub fn pairing_link(state_dir: &Path) -> Result<String, String> {
 /// `/stop` from the paired user: with one loop running, it stops; with several, `/stop N`
 /// names the N-th of the list a bare `/stop` shows. The words to reply with.
 fn stop_command(which: &str) -> String {
-    let running: Vec<_> = desk::loops().into_iter().filter(|l| l.running).collect();
+    let running: Vec<_> = loops::all().into_iter().filter(|l| l.running).collect();
     let list = || {
         let mut s = String::from("Several loops are running; send /stop N to stop one:");
         for (i, l) in running.iter().enumerate() {
@@ -282,7 +287,7 @@ fn stop_command(which: &str) -> String {
                 s,
                 "\n/stop {} — {} ({})",
                 i + 1,
-                desk::project_name(&l.root),
+                loops::project_name(&l.root),
                 l.status
             );
         }
@@ -301,7 +306,7 @@ fn stop_command(which: &str) -> String {
             None => return list(),
         },
     };
-    desk::stop_loop(&chosen.root, desk::StopBy::Telegram).unwrap_or_else(|e| e)
+    loops::stop_loop(&chosen.root, StopBy::Telegram).unwrap_or_else(|e| e)
 }
 
 /// A question's message, as sent.
@@ -310,7 +315,7 @@ struct Posted {
     /// Its number in the callback data.
     number: u32,
     root: PathBuf,
-    question: desk::QuestionId,
+    question: QuestionId,
     chat_id: i64,
     message_id: i64,
     text: String,
@@ -341,7 +346,7 @@ struct Posts {
     /// No sending before this (the API failed).
     retry_at: Option<Instant>,
     /// Questions Telegram refused for good (a 4xx but 429): not sent again.
-    refused: HashSet<(PathBuf, ralph_protocol::desk::QuestionId)>,
+    refused: HashSet<(PathBuf, QuestionId)>,
 }
 
 /// The running bot.
@@ -360,7 +365,7 @@ struct Bot {
 /// Starts the bot: a thread that long-polls the Bot API, and a task that sends and edits the
 /// questions' messages whenever a loop's files change (inotify, [`crate::streams::Streams`]). Both
 /// run as long as the process. Must be called in a Tokio runtime.
-pub fn start(
+pub(crate) fn start(
     settings: &Settings,
     state_dir: PathBuf,
     broker_url: String,
@@ -485,7 +490,7 @@ impl Bot {
                 let p = Paired {
                     user_id: from,
                     chat_id: chat,
-                    paired_at: desk::timestamp(now),
+                    paired_at: state::timestamp(now),
                 };
                 if let Err(e) = store_paired(&self.state_dir, &p) {
                     warn(&format!("could not store the paired user: {e}"));
@@ -522,7 +527,7 @@ impl Bot {
             Some(p) if p.redacted => "Answer this one on the web page its message links to.".into(),
             Some(p) => {
                 let text = ralph_protocol::text::clean(text);
-                desk::submit(
+                loops::answer_link(
                     &p.link(),
                     &Reply::Text(text),
                     &Sender::Telegram(from.to_string()),
@@ -560,17 +565,17 @@ impl Bot {
 
     /// Acts on a tap of `what` under `p`; the words for the tapper.
     fn tap(&self, p: &mut Posted, what: &str, from: i64) -> String {
-        if !p.open || desk::pending(&p.link()).is_none() {
+        if !p.open || loops::pending(&p.link()).is_none() {
             return format!(
                 "This question was already answered or closed ({}).",
-                desk::closed_how(&p.link())
+                loops::closed_how(&p.link())
             );
         }
         let sender = Sender::Telegram(from.to_string());
         let outcome = match what {
-            "skip" => desk::act(&p.link(), Action::Skip),
-            "more" => desk::act(&p.link(), Action::Extend(desk::TELEGRAM_EXTEND)),
-            "send" => desk::submit(
+            "skip" => loops::act(&p.link(), Action::Skip),
+            "more" => loops::act(&p.link(), Action::Extend(loops::TELEGRAM_EXTEND)),
+            "send" => loops::answer_link(
                 &p.link(),
                 &Reply::Picks(p.picked.iter().copied().collect(), String::new()),
                 &sender,
@@ -586,8 +591,10 @@ impl Bot {
                     );
                     return String::new();
                 }
-                Ok(i) => desk::submit(&p.link(), &Reply::Picks(vec![i], String::new()), &sender),
-                Err(_) => Outcome::Invalid("Unknown button.".into()),
+                Ok(i) => {
+                    loops::answer_link(&p.link(), &Reply::Picks(vec![i], String::new()), &sender)
+                }
+                Err(_) => Receipt::Invalid("Unknown button.".into()),
             },
         };
         outcome.message()
@@ -612,7 +619,7 @@ impl Bot {
         if posts.retry_at.is_some_and(|t| Instant::now() < t) {
             return posts.retry_at;
         }
-        let waiting: Vec<QuestionView> = desk::loops()
+        let waiting: Vec<QuestionView> = loops::all()
             .into_iter()
             .filter_map(|l| l.question)
             .collect();
@@ -635,7 +642,7 @@ impl Bot {
                 }
                 continue;
             }
-            let how = desk::closed_how(&p.link());
+            let how = loops::closed_how(&p.link());
             let text = format!("{}\n\n<b>Closed:</b> {}", p.text, html(&how));
             let body = json!({"chat_id": p.chat_id, "message_id": p.message_id, "text": text, "parse_mode": "HTML", "link_preview_options": {"is_disabled": true}});
             match self.api.call("editMessageText", &body) {
@@ -692,7 +699,7 @@ impl Bot {
 
     /// The web page of `q`: its Telegram answer link.
     fn page_link(&self, q: &QuestionView) -> std::io::Result<String> {
-        desk::mint_link(&self.state_dir, &q.root, &q.id, desk::Channel::Telegram)
+        broker::mint(&self.state_dir, &q.root, &q.id, broker::Channel::Telegram)
             .map(|t| format!("{}/a/{t}", self.broker_url))
     }
 
@@ -820,7 +827,7 @@ fn keyboard(p: &Posted) -> Value {
     }
     rows.push(json!([
         {"text": "Skip (use default)", "callback_data": format!("q{n}:skip")},
-        {"text": format!("+{}", desk::describe_span(desk::TELEGRAM_EXTEND)), "callback_data": format!("q{n}:more")},
+        {"text": format!("+{}", broker::describe_span(loops::TELEGRAM_EXTEND)), "callback_data": format!("q{n}:more")},
     ]));
     json!({ "inline_keyboard": rows })
 }
@@ -882,7 +889,7 @@ mod tests {
         let mut p = Posted {
             number: 7,
             root: PathBuf::from("/p"),
-            question: desk::QuestionId::from_file("q"),
+            question: QuestionId::from_file("q"),
             chat_id: 1,
             message_id: 2,
             text: String::new(),

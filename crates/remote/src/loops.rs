@@ -1,9 +1,9 @@
-//! The question desk, as the broker sees it: every use of `ralph-protocol`'s files and
-//! `ralph-process`'s watches in this crate is here.
+//! The broker's views of the loops on this machine, and what it may ask of them.
 //!
-//! The rest of the crate works on the plain views below ([`LoopView`], [`QuestionView`]) and
-//! calls [`submit`] to answer; swapping these crates for another source of the same facts is
-//! a change to this file only.
+//! The rest of the crate works on the plain views below ([`LoopView`], [`QuestionView`], read
+//! from each loop's `state.json`) and goes through [`answer_link`] to answer a question and
+//! [`act`] to skip it or give it more time (each says what became of it in a [`Receipt`], in
+//! the words every front end shows), and [`stop_loop`] to stop a loop.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -14,33 +14,13 @@ use ralph_protocol::desk::{self, DeskError, Submitted};
 use ralph_protocol::state::{PendingQuestion, State, Status};
 use ralph_protocol::workspace::Workspace;
 
-pub use ralph_protocol::broker::{AcquireError, BrokerLock, Channel, LinkRecord};
-
-pub use ralph_protocol::desk::{MAX_ANSWER_BYTES, QuestionId, Reply};
-
-/// ralph's state directory, where the broker's lock, links and devices live.
-pub fn state_dir() -> Option<PathBuf> {
-    broker::state_dir()
-}
-
-/// The loop and question an answer-link token stands for.
-pub fn verify_link(state_dir: &Path, token: &str) -> Option<LinkRecord> {
-    broker::verify(state_dir, token)
-}
-
-/// The link of `channel` to `root`'s question `id`.
-pub fn mint_link(
-    state_dir: &Path,
-    root: &Path,
-    id: &QuestionId,
-    channel: broker::Channel,
-) -> std::io::Result<String> {
-    broker::mint(state_dir, root, id, channel)
-}
+use ralph_protocol::broker::LinkRecord;
+use ralph_protocol::desk::{QuestionId, Reply};
+use ralph_protocol::stop::StopBy;
 
 /// One loop on this machine, for the dashboard.
 #[derive(Debug, Clone, PartialEq)]
-pub struct LoopView {
+pub(crate) struct LoopView {
     /// The project root.
     pub root: PathBuf,
     /// Running, waiting, done...: one or two words.
@@ -67,7 +47,7 @@ pub struct LoopView {
 
 /// A waiting question.
 #[derive(Debug, Clone, PartialEq)]
-pub struct QuestionView {
+pub(crate) struct QuestionView {
     /// The project root of the loop that asks.
     pub root: PathBuf,
     /// Which question it is.
@@ -112,20 +92,20 @@ impl QuestionView {
     }
 
     /// The project's directory name, for headers.
-    pub fn project(&self) -> String {
+    pub(crate) fn project(&self) -> String {
         project_name(&self.root)
     }
 }
 
 /// The last path component of `root`, or the whole path.
-pub fn project_name(root: &Path) -> String {
+pub(crate) fn project_name(root: &Path) -> String {
     root.file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| root.display().to_string())
 }
 
 /// Every registered loop, waiting ones first.
-pub fn loops() -> Vec<LoopView> {
+pub(crate) fn all() -> Vec<LoopView> {
     let mut all: Vec<LoopView> = ralph_protocol::registry::list()
         .into_iter()
         .filter_map(|e| load(&e.root))
@@ -135,7 +115,7 @@ pub fn loops() -> Vec<LoopView> {
 }
 
 /// The loop in `root`, from its `state.json`.
-pub fn load(root: &Path) -> Option<LoopView> {
+pub(crate) fn load(root: &Path) -> Option<LoopView> {
     let ws = Workspace::new(root);
     ws.check_not_symlink().ok()?;
     let state = State::load(&ws).ok().flatten()?;
@@ -180,22 +160,23 @@ fn describe(status: Status) -> &'static str {
 }
 
 /// The question `link` opens, while it waits.
-pub fn pending(link: &LinkRecord) -> Option<QuestionView> {
+pub(crate) fn pending(link: &LinkRecord) -> Option<QuestionView> {
     load(&link.root)?.question.filter(|q| q.id == link.question)
 }
 
 /// Which front end sends an answer, and who there.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Sender {
+pub(crate) enum Sender {
     /// The web page, opened by an answer link or a paired device (its name).
     Web(String),
     /// The Telegram bot (the user's id).
     Telegram(String),
 }
 
-/// What became of an answer: the same outcomes, and words, as `ralph answer`.
+/// What became of an answer or a request from a front end: the same outcomes, and words, as
+/// `ralph answer`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
+pub(crate) enum Receipt {
     /// Taken; `live` when a running loop picks it up now.
     Accepted {
         /// A loop runs there.
@@ -213,49 +194,49 @@ pub enum Outcome {
     Requested(String),
 }
 
-impl Outcome {
+impl Receipt {
     /// The words the user sees.
-    pub fn message(&self) -> String {
+    pub(crate) fn message(&self) -> String {
         match self {
-            Outcome::Accepted { live: true } => "Answered. The loop picks it up now.".into(),
-            Outcome::Accepted { live: false } => {
+            Receipt::Accepted { live: true } => "Answered. The loop picks it up now.".into(),
+            Receipt::Accepted { live: false } => {
                 "Answer saved. No loop is running there; the next `ralph run` delivers it.".into()
             }
-            Outcome::Invalid(why) => why.clone(),
-            Outcome::AlreadyAnswered(who) => {
+            Receipt::Invalid(why) => why.clone(),
+            Receipt::AlreadyAnswered(who) => {
                 format!("Someone answered first ({who}); your answer was not used.")
             }
-            Outcome::Skipped => {
+            Receipt::Skipped => {
                 "The question was skipped before your answer arrived; your answer was not used."
                     .into()
             }
-            Outcome::NotWaiting(how) => format!("This question is no longer waiting: {how}."),
-            Outcome::Requested(what) => what.clone(),
+            Receipt::NotWaiting(how) => format!("This question is no longer waiting: {how}."),
+            Receipt::Requested(what) => what.clone(),
         }
     }
 }
 
 /// Answers the question `link` stands for, through the same path as every front end
 /// ([`desk::answer`]: one encoding, one limit, first answer wins).
-pub fn submit(link: &LinkRecord, reply: &Reply, sender: &Sender) -> Outcome {
+pub(crate) fn answer_link(link: &LinkRecord, reply: &Reply, sender: &Sender) -> Receipt {
     let ws = Workspace::new(&link.root);
     let (by, who) = match sender {
         Sender::Web(who) => (AnsweredBy::Web, who),
         Sender::Telegram(who) => (AnsweredBy::Telegram, who),
     };
     match desk::answer(&ws, Some(&link.question), reply, by, Some(who.clone())) {
-        Ok(Submitted::Accepted) => Outcome::Accepted {
+        Ok(Submitted::Accepted) => Receipt::Accepted {
             live: ws.is_locked(),
         },
         Ok(Submitted::AlreadyAnswered(theirs)) => {
-            Outcome::AlreadyAnswered(match theirs.text.lines().next() {
+            Receipt::AlreadyAnswered(match theirs.text.lines().next() {
                 Some(line) if !line.is_empty() => format!("{}: \"{line}\"", theirs.source()),
                 _ => theirs.source(),
             })
         }
-        Ok(Submitted::Skipped) => Outcome::Skipped,
-        Ok(Submitted::RunEnded) => Outcome::NotWaiting("the run that asked it has ended".into()),
-        Err(DeskError::NotWaiting { closed, .. }) => Outcome::NotWaiting(match closed {
+        Ok(Submitted::Skipped) => Receipt::Skipped,
+        Ok(Submitted::RunEnded) => Receipt::NotWaiting("the run that asked it has ended".into()),
+        Err(DeskError::NotWaiting { closed, .. }) => Receipt::NotWaiting(match closed {
             Some(c) if c.run_ended => "the run that asked it has ended".into(),
             Some(c) => match c.answered_by {
                 Some(by) => format!("it was answered from {}", by.describe()),
@@ -263,18 +244,18 @@ pub fn submit(link: &LinkRecord, reply: &Reply, sender: &Sender) -> Outcome {
             },
             None => "it was closed".into(),
         }),
-        Err(DeskError::Refused(why)) => Outcome::Invalid(why.to_string()),
-        Err(e) => Outcome::Invalid(format!("could not write the answer: {e}")),
+        Err(DeskError::Refused(why)) => Receipt::Invalid(why.to_string()),
+        Err(e) => Receipt::Invalid(format!("could not write the answer: {e}")),
     }
 }
 
 /// How long after its loop last changed a closed question's link still says how it closed
 /// (to a page that answered too late); then it is like any unknown link.
-pub const CLOSED_TOLD_FOR: Duration = Duration::from_secs(10 * 60);
+pub(crate) const CLOSED_TOLD_FOR: Duration = Duration::from_secs(10 * 60);
 
 /// Whether `link`'s question is no longer waiting and its loop has not changed for
 /// [`CLOSED_TOLD_FOR`]: the link then answers as any unknown one.
-pub fn closed_long_ago(link: &LinkRecord, now: SystemTime) -> bool {
+pub(crate) fn closed_long_ago(link: &LinkRecord, now: SystemTime) -> bool {
     let quiet = std::fs::metadata(Workspace::new(&link.root).state())
         .and_then(|m| m.modified())
         .map_or(true, |changed| {
@@ -285,7 +266,7 @@ pub fn closed_long_ago(link: &LinkRecord, now: SystemTime) -> bool {
 }
 
 /// How the question `link` stands for closed, in words for a page that still shows it.
-pub fn closed_how(link: &LinkRecord) -> String {
+pub(crate) fn closed_how(link: &LinkRecord) -> String {
     let ws = Workspace::new(&link.root);
     if let Some(a) = answer::read(&ws)
         .ok()
@@ -314,54 +295,15 @@ pub fn closed_how(link: &LinkRecord) -> String {
     }
 }
 
-/// Stores a new secret of `kind` (see [`ralph_protocol::broker::put_secret`]); returns its token.
-pub fn put_secret<T: serde::Serialize>(
-    state_dir: &Path,
-    kind: &str,
-    record: impl FnOnce(String) -> T,
-) -> std::io::Result<String> {
-    broker::put_secret(state_dir, kind, record)
-}
-
-/// The secret of `kind` stored for `token`, and its file.
-pub fn get_secret<T: serde::de::DeserializeOwned>(
-    state_dir: &Path,
-    kind: &str,
-    token: &str,
-    hash: impl Fn(&T) -> &String,
-) -> Option<(T, PathBuf)> {
-    broker::get_secret(state_dir, kind, token, hash)
-}
-
-/// RFC 3339, as everywhere in `.ralph/`.
-pub fn timestamp(t: SystemTime) -> String {
-    ralph_protocol::state::timestamp(t)
-}
-
-/// Reads an RFC 3339 time.
-pub fn parse_timestamp(s: &str) -> Option<SystemTime> {
-    ralph_protocol::state::parse_timestamp(s)
-}
-
-/// The URL of the broker running with state directory `state_dir`, if one runs.
-pub fn broker_url(state_dir: &Path) -> Option<String> {
-    broker::running_in(state_dir).map(|b| b.url)
-}
-
 /// What the web page's "+5 min" adds: as `Ctrl+E` in the panel.
-pub const PAGE_EXTEND: Duration = ralph_protocol::countdown::EXTEND_BY;
+pub(crate) const PAGE_EXTEND: Duration = ralph_protocol::countdown::EXTEND_BY;
 
 /// What Telegram's "+1 h" adds: a phone in a pocket is looked at less often than a page.
-pub const TELEGRAM_EXTEND: Duration = Duration::from_secs(3600);
-
-/// `5 min`, `1 h`: a span as a button says it.
-pub fn describe_span(d: Duration) -> String {
-    broker::describe_span(d)
-}
+pub(crate) const TELEGRAM_EXTEND: Duration = Duration::from_secs(3600);
 
 /// What a front end may do to a waiting question besides answering it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Action {
+pub(crate) enum Action {
     /// Skip it: the agent goes on with its best guess.
     Skip,
     /// More time: the web page's "+5 min", Telegram's "+1 h" (within
@@ -371,13 +313,13 @@ pub enum Action {
 
 /// Asks the loop waiting on `link`'s question to skip it or give it more time, as the keys in
 /// its panel do. A running loop does, and so does a lone `ralph ask`, which stands in for one.
-pub fn act(link: &LinkRecord, action: Action) -> Outcome {
+pub(crate) fn act(link: &LinkRecord, action: Action) -> Receipt {
     let ws = Workspace::new(&link.root);
     let Some(q) = pending(link) else {
-        return Outcome::NotWaiting(closed_how(link));
+        return Receipt::NotWaiting(closed_how(link));
     };
     if matches!(action, Action::Extend(_)) && q.deadline.is_none() {
-        return Outcome::Invalid(
+        return Receipt::Invalid(
             "this question has no deadline: it waits until it is answered, so there is no time to add"
                 .into(),
         );
@@ -387,7 +329,7 @@ pub fn act(link: &LinkRecord, action: Action) -> Outcome {
         .iter()
         .any(|e| e.root == link.root)
     {
-        return Outcome::Invalid(
+        return Receipt::Invalid(
             "no loop is running there to skip the question or give it more time; answer it instead"
                 .into(),
         );
@@ -396,24 +338,21 @@ pub fn act(link: &LinkRecord, action: Action) -> Outcome {
         Action::Skip => broker::Request::skip(&link.question),
         Action::Extend(by) => match broker::Request::extend(&link.question, by) {
             Ok(r) => r,
-            Err(why) => return Outcome::Invalid(why),
+            Err(why) => return Receipt::Invalid(why),
         },
     };
     match broker::request(&ws, &req) {
-        Ok(()) => Outcome::Requested(match action {
+        Ok(()) => Receipt::Requested(match action {
             Action::Skip => "Skipped: the agent goes on with its best guess.".into(),
             Action::Extend(by) => format!("{} more to answer.", broker::describe_span(by)),
         }),
-        Err(e) => Outcome::Invalid(format!("could not reach the loop: {e}")),
+        Err(e) => Receipt::Invalid(format!("could not reach the loop: {e}")),
     }
 }
 
-/// Who asks a loop to stop, from the broker.
-pub use ralph_protocol::stop::StopBy;
-
 /// Asks the loop in `root` to stop, as `ralph stop` does, when it is one of the loops running
 /// on this machine (a path from a request names no other); the words for the asker.
-pub fn stop_loop(root: &Path, by: StopBy) -> Result<String, String> {
+pub(crate) fn stop_loop(root: &Path, by: StopBy) -> Result<String, String> {
     let running = ralph_protocol::registry::list()
         .into_iter()
         .any(|e| e.root == root);
