@@ -414,6 +414,24 @@ fn logs_are_named_by_run_and_kept_within_the_configured_budget() {
     );
 }
 
+/// Issue 35: `max_log_mib = 1` still let one iteration write 256 MiB per stream; each stream
+/// of an iteration now keeps half the budget at most, and says where it was cut.
+#[test]
+fn a_small_log_budget_caps_what_one_iteration_writes() {
+    let p = Project::with_task("task: Flood\nmax_iterations: 1", "- [ ] never\n");
+    p.write(".ralph/config.toml", "max_log_mib = 1\n");
+    let agent = p.agent("[iteration 1]\nflood 3M --line-len 200\nprint the end\n");
+    p.run(&agent, &[]).expect_code(3);
+    let out = std::fs::read(p.path(".ralph/logs/run-0001-iter-0001.out")).unwrap();
+    assert!(
+        out.len() <= 512 * 1024 + 200,
+        "{} bytes kept of one stream under a 1 MiB budget",
+        out.len()
+    );
+    let tail = String::from_utf8_lossy(&out[out.len() - 150..]).into_owned();
+    assert!(tail.contains("[ralph: log cut at 524288 bytes"), "{tail}");
+}
+
 /// Regression (item 7): swapping `.ralph/logs` for a symlink, or `events.jsonl` for a hard
 /// link, while ralph ran made ralph write prompts, output and events into the link's target,
 /// outside the workspace: the symlink checks ran only at start-up, and no-follow covered only

@@ -31,6 +31,25 @@ impl Default for LogBudget {
     }
 }
 
+const MIB: u64 = 1024 * 1024;
+
+/// The most one stream (`.out` or `.err`) of one agent run keeps, however large the budget.
+pub const MAX_STREAM_BYTES: u64 = 256 * MIB;
+
+/// The least one stream keeps, however small the budget: enough to see how the agent began
+/// and why it was cut.
+pub const MIN_STREAM_BYTES: u64 = 64 * 1024;
+
+impl LogBudget {
+    /// The most one stream (`.out` or `.err`) of one agent run keeps: half of `max_mib`, so that
+    /// an iteration's two streams together fit in the budget (pruning never removes the running
+    /// iteration's files), from [`MIN_STREAM_BYTES`] to [`MAX_STREAM_BYTES`]. Past it the log
+    /// is cut with a note; what the agent prints is still read, shown and parsed.
+    pub fn stream_cap(&self) -> u64 {
+        (self.max_mib.saturating_mul(MIB) / 2).clamp(MIN_STREAM_BYTES, MAX_STREAM_BYTES)
+    }
+}
+
 /// One file in `.ralph/logs/`, by the run and the iteration it belongs to.
 #[derive(Debug)]
 struct LogFile {
@@ -175,6 +194,22 @@ pub fn prune(dir: &Path, current: u32, iteration: u32, budget: LogBudget) -> Pru
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stream_keeps_half_the_budget_within_bounds() {
+        let cap = |max_mib| {
+            LogBudget {
+                keep_runs: 1,
+                max_mib,
+            }
+            .stream_cap()
+        };
+        assert_eq!(cap(1), 512 * 1024);
+        assert_eq!(cap(500), 250 * MIB);
+        assert_eq!(cap(10_000), MAX_STREAM_BYTES);
+        assert_eq!(cap(0), MIN_STREAM_BYTES);
+        assert_eq!(cap(u64::MAX), MAX_STREAM_BYTES);
+    }
 
     #[test]
     fn names_give_the_run_and_the_iteration() {

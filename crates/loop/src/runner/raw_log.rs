@@ -13,19 +13,19 @@ pub(super) struct RawLog {
     /// Whether creating the file was tried (it is tried once).
     opened: bool,
     written: u64,
+    /// The most the file keeps ([`crate::logs::LogBudget::stream_cap`]).
+    cap: u64,
     path: PathBuf,
 }
 
-/// Per-stream cap on what `.ralph/logs/` keeps of one iteration.
-const LOG_CAP: u64 = 256 * 1024 * 1024;
-
 impl RawLog {
-    /// A log at `path`, created when the first bytes arrive.
-    pub(super) fn new(path: PathBuf) -> Self {
+    /// A log at `path` keeping at most `cap` bytes, created when the first bytes arrive.
+    pub(super) fn new(path: PathBuf, cap: u64) -> Self {
         RawLog {
             file: None,
             opened: false,
             written: 0,
+            cap,
             path,
         }
     }
@@ -52,7 +52,7 @@ impl RawLog {
         let Some(file) = self.file.as_mut() else {
             return;
         };
-        let room = LOG_CAP.saturating_sub(self.written) as usize;
+        let room = usize::try_from(self.cap.saturating_sub(self.written)).unwrap_or(usize::MAX);
         let take = bytes.len().min(room);
         if file.write_all(&bytes[..take]).is_err() {
             self.file = None;
@@ -62,8 +62,8 @@ impl RawLog {
         if take < bytes.len() {
             let _ = write!(
                 file,
-                "\n[ralph: log cut at {LOG_CAP} bytes; see {}]\n",
-                self.path.display()
+                "\n[ralph: log cut at {} bytes (half of max_log_mib, at most 256 MiB): the rest of this stream was shown, not kept]\n",
+                self.cap
             );
             self.file = None;
         }
@@ -80,5 +80,39 @@ impl RawLog {
     /// Flushes what is buffered, at the end of the run.
     pub(super) fn finish(&mut self) {
         self.flush();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `max_log_mib = 1` still let one iteration write 256 MiB per stream: the cap was a
+    /// constant, whatever the budget.
+    #[test]
+    fn a_stream_keeps_no_more_than_its_cap_then_says_it_was_cut() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run-0001-iter-0001.out");
+        let cap = crate::logs::LogBudget {
+            keep_runs: 1,
+            max_mib: 1,
+        }
+        .stream_cap();
+        assert_eq!(cap, 512 * 1024);
+        let mut log = RawLog::new(path.clone(), cap);
+        let chunk = vec![b'x'; 64 * 1024 + 7];
+        for _ in 0..40 {
+            log.write(&chunk);
+        }
+        log.finish();
+        let kept = std::fs::read(&path).unwrap();
+        let (body, note) = kept.split_at(cap as usize);
+        assert!(body.iter().all(|&b| b == b'x'));
+        let note = String::from_utf8_lossy(note);
+        assert!(
+            note.starts_with("\n[ralph: log cut at 524288 bytes"),
+            "{note}"
+        );
+        assert!(note.len() < 200, "{note}");
     }
 }

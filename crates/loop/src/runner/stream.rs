@@ -91,6 +91,7 @@ impl Runner {
         let settings = self.cfg.settings.clone();
         let stem = self.log_stem(iteration);
         let logs = self.ws.logs();
+        let log_cap = settings.log_budget.stream_cap();
         let mut out = Output {
             stdout,
             stderr,
@@ -98,8 +99,8 @@ impl Runner {
             err_open: true,
             out_buf: vec![0u8; 64 * 1024],
             err_buf: vec![0u8; 16 * 1024],
-            out_log: RawLog::new(logs.join(format!("{stem}.out"))),
-            err_log: RawLog::new(logs.join(format!("{stem}.err"))),
+            out_log: RawLog::new(logs.join(format!("{stem}.out")), log_cap),
+            err_log: RawLog::new(logs.join(format!("{stem}.err")), log_cap),
             decoder: Decoder::new(self.cfg.agent.format),
             decoded: Vec::with_capacity(64),
             stderr_lines: StderrLines::default(),
