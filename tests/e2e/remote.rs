@@ -72,6 +72,25 @@ impl Broker {
     }
 }
 
+/// The certificate and key in `fixtures/tls/` (for `127.0.0.1` and `localhost`; how they were
+/// made: `fixtures/tls/README.md`).
+pub fn tls_fixture() -> (PathBuf, PathBuf) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/tls");
+    (dir.join("cert.pem"), dir.join("key.pem"))
+}
+
+/// A client that trusts the fixture's certificate, and nothing else.
+fn https() -> ureq::Agent {
+    let pem = std::fs::read(tls_fixture().0).unwrap();
+    let cert = ureq::tls::Certificate::from_pem(&pem).unwrap();
+    let roots = ureq::tls::RootCerts::Specific(std::sync::Arc::new(vec![cert]));
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .tls_config(ureq::tls::TlsConfig::builder().root_certs(roots).build())
+        .build()
+        .into()
+}
+
 pub fn http() -> ureq::Agent {
     ureq::Agent::config_builder()
         .http_status_as_error(false)
@@ -719,4 +738,49 @@ fn behind_a_proxy_links_and_origins_are_the_public_url() {
     assert_eq!(foreign.status, 403);
     let ok = post(&url, Some(public), r#"{"answer": "yes"}"#);
     assert_eq!(ok.status, 200, "{}", ok.body);
+}
+
+/// `--tls-cert` and `--tls-key`: the page over https, and every link and announcement says
+/// https.
+#[test]
+fn tls_serves_the_page_over_https_and_announces_https_links() {
+    use std::io::BufRead as _;
+    let (cert, key) = tls_fixture();
+    let mut broker = Broker::start_with(&[
+        "--tls-cert",
+        cert.to_str().unwrap(),
+        "--tls-key",
+        key.to_str().unwrap(),
+    ]);
+    assert!(
+        broker.url.starts_with("https://127.0.0.1:"),
+        "{}",
+        broker.url
+    );
+    let mut said = String::new();
+    std::io::BufReader::new(broker.child.stdout.as_mut().unwrap())
+        .read_line(&mut said)
+        .unwrap();
+    assert_eq!(
+        said.trim_end(),
+        format!("ralph serve: listening on {}", broker.url)
+    );
+
+    let (p, _child) = waiting_loop(&broker);
+    let url = broker.answer_url(&p);
+    assert!(url.starts_with(&format!("{}/a/", broker.url)), "{url}");
+    let mut page = https().get(&url).call().unwrap();
+    assert_eq!(page.status(), 200);
+    let body = page.body_mut().read_to_string().unwrap();
+    assert!(body.contains("Redis or Memcached?"), "{body}");
+
+    // Not in clear on the same port, and not to a client that does not trust the certificate.
+    let clear = url.replacen("https://", "http://", 1);
+    assert!(http().get(&clear).call().is_err());
+    let stranger: ureq::Agent = ureq::Agent::config_builder().build().into();
+    let refused = stranger.get(&url).call().unwrap_err().to_string();
+    assert!(
+        refused.contains("UnknownIssuer") || refused.contains("certificate"),
+        "{refused}"
+    );
 }

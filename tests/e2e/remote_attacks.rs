@@ -203,30 +203,43 @@ fn sigterm_stops_the_broker_while_pages_stream() {
 }
 
 /// A certificate that could not be loaded was found only after the broker had announced its
-/// URL, written it into the lock (so loops made links for it) and started the bot.
+/// URL, written it into the lock (so loops made links for it) and started the bot. Refused
+/// now, each for what is wrong with it: not a certificate, a key not the certificate's, no key.
 #[test]
 fn a_bad_certificate_is_refused_before_anything_is_announced() {
     let state = tempfile::tempdir().unwrap();
     let bad = state.path().join("cert.pem");
     std::fs::write(&bad, "not a certificate").unwrap();
-    let mut cmd = Command::new(ralph_bin());
-    cmd.args(["serve", "--bind", "127.0.0.1:0", "--tls-cert"])
-        .arg(&bad)
-        .arg("--tls-key")
-        .arg(&bad)
-        .env("RALPH_STATE_DIR", state.path());
-    let run = Run::finish(spawn(cmd), Duration::from_secs(20));
-    assert_eq!(run.code, Some(1), "{}", run.stderr);
-    assert!(
-        run.stderr.contains("could not load the certificate"),
-        "{}",
-        run.stderr
-    );
-    assert!(!run.stdout.contains("listening"), "{}", run.stdout);
-    assert!(
-        !state.path().join("serve.lock").exists(),
-        "nothing published"
-    );
+    let (cert, _) = super::remote::tls_fixture();
+    let other_key = cert.with_file_name("other-key.pem");
+    let missing = state.path().join("missing.pem");
+    for (cert, key, why) in [
+        (&bad, &bad, "private key format not supported"),
+        (&cert, &other_key, "KeyMismatch"),
+        (&cert, &missing, "No such file or directory"),
+    ] {
+        let mut cmd = Command::new(ralph_bin());
+        cmd.args(["serve", "--bind", "127.0.0.1:0", "--tls-cert"])
+            .arg(cert)
+            .arg("--tls-key")
+            .arg(key)
+            .env("RALPH_STATE_DIR", state.path());
+        let run = Run::finish(spawn(cmd), Duration::from_secs(20));
+        assert_eq!(run.code, Some(1), "{}", run.stderr);
+        let said = format!(
+            "could not load the certificate {} and key {}",
+            cert.display(),
+            key.display()
+        );
+        assert!(run.stderr.contains(&said), "{}", run.stderr);
+        // Said once: the cause was printed twice, as the message and again as its source.
+        assert_eq!(run.stderr.matches(why).count(), 1, "{}", run.stderr);
+        assert!(!run.stdout.contains("listening"), "{}", run.stdout);
+        assert!(
+            !state.path().join("serve.lock").exists(),
+            "nothing published"
+        );
+    }
 }
 
 /// `--bind 0.0.0.0` without `--public-url` published links to `https://0.0.0.0:PORT`.

@@ -95,18 +95,19 @@ pub enum ServeError {
     #[error("{0}")]
     Config(String),
     /// Listening or serving failed.
-    #[error("{what}: {source}")]
+    // Said in the message and not chained as a source: `ralph: {err:#}` said it twice.
+    #[error("{what}: {cause}")]
     Io {
         /// What was being done.
         what: String,
         /// Why it failed.
-        source: std::io::Error,
+        cause: std::io::Error,
     },
 }
 
 fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> ServeError {
     let what = what.into();
-    move |source| ServeError::Io { what, source }
+    move |cause| ServeError::Io { what, cause }
 }
 
 /// Runs the broker until `shutdown` completes; `started` gets, once it listens, the URL of
@@ -130,7 +131,7 @@ pub async fn serve(
                 axum_server::tls_rustls::RustlsConfig::from_pem_file(cert, key)
                     .await
                     .map_err(io(format!(
-                        "could not load the certificate {} and key {}",
+                        "could not load the certificate {} and key {} (both PEM, the key the certificate's own)",
                         cert.display(),
                         key.display()
                     )))?,
