@@ -13,8 +13,8 @@ build:
 ## Every test: unit, snapshot, and end to end with the scripted fake agent. Run with a HOME
 ## and XDG directories of their own, which must stay free of ralph's files: no test touches the
 ## developer's registry of loops or their config (tests/untouched-home.sh). The chromium tests
-## run one at a time after the rest: several browsers at once with the suite exhaust the user's
-## inotify instances (128 by default), and a broker whose watch could not be added misses news.
+## run one at a time after the rest: a browser is heavy on a small machine, and several at once
+## with the suite use many of the user's inotify instances (128 by default).
 test: build
 	tests/untouched-home.sh $(CARGO) test --workspace --no-fail-fast -- --skip e2e::browser
 	tests/untouched-home.sh $(CARGO) test --test integration e2e::browser -- --test-threads=1
