@@ -245,7 +245,7 @@ pub fn pairing_link(kind: &str) -> Result<(String, String), String> {
 }
 
 /// `text` as a QR code drawn with half blocks, for a terminal.
-pub fn qr(text: &str) -> String {
+fn qr(text: &str) -> String {
     match qrcode::QrCode::new(text.as_bytes()) {
         Ok(code) => code
             .render::<qrcode::render::unicode::Dense1x2>()
