@@ -86,6 +86,7 @@ fn https() -> ureq::Agent {
     let roots = ureq::tls::RootCerts::Specific(std::sync::Arc::new(vec![cert]));
     ureq::Agent::config_builder()
         .http_status_as_error(false)
+        .max_redirects(0)
         .tls_config(ureq::tls::TlsConfig::builder().root_certs(roots).build())
         .build()
         .into()
@@ -772,6 +773,23 @@ fn tls_serves_the_page_over_https_and_announces_https_links() {
     let mut page = https().get(&url).call().unwrap();
     assert_eq!(page.status(), 200);
     let body = page.body_mut().read_to_string().unwrap();
+    assert!(body.contains("Redis or Memcached?"), "{body}");
+
+    // A browser paired over https gets a host-only secure cookie, and the dashboard with it.
+    let (link, _) = pairing_link(&broker);
+    assert!(link.starts_with(&format!("{}/pair/", broker.url)), "{link}");
+    let paired = https().get(&link).call().unwrap();
+    assert_eq!(paired.status(), 303);
+    let cookie = paired.headers()["set-cookie"].to_str().unwrap().to_string();
+    assert!(cookie.starts_with("__Host-ralph_device="), "{cookie}");
+    assert!(cookie.contains("; Secure"), "{cookie}");
+    let mut dashboard = https()
+        .get(&format!("{}/", broker.url))
+        .header("cookie", cookie.split(';').next().unwrap())
+        .call()
+        .unwrap();
+    assert_eq!(dashboard.status(), 200);
+    let body = dashboard.body_mut().read_to_string().unwrap();
     assert!(body.contains("Redis or Memcached?"), "{body}");
 
     // Not in clear on the same port, and not to a client that does not trust the certificate.
