@@ -3,10 +3,17 @@
 //! A limit that says when it resets (Claude's `rate_limit_event` `resetsAt`) is waited out to
 //! that moment, plus a little jitter so that loops limited together do not all retry in the
 //! same second, and never longer than [`RESET_WAIT_MAX`] at a time. A limit that says how long
-//! to wait is waited that long; one that says neither backs off from [`super::policy::BACKOFF_START`],
-//! doubling while it lasts, up to [`super::policy::BACKOFF_MAX`].
+//! to wait is waited that long; one that says neither backs off from [`BACKOFF_START`], doubling
+//! while it lasts, up to [`BACKOFF_MAX`].
+//! These constants are the only copy of those numbers: the policy and its tests use them.
 
 use std::time::{Duration, SystemTime};
+
+/// The first wait after a rate limit that does not say how long to wait.
+pub(crate) const BACKOFF_START: Duration = Duration::from_secs(30);
+
+/// The longest wait between retries after rate limits that do not say when they reset.
+pub(crate) const BACKOFF_MAX: Duration = Duration::from_secs(15 * 60);
 
 /// The longest single wait for a stated reset: a weekly limit may reset days away, and the
 /// loop looks again (a retry that is refused costs nothing) rather than sleep that long.
@@ -75,8 +82,8 @@ impl RateLimit {
         }
         let wait = self
             .retry_after
-            .unwrap_or_else(|| super::policy::BACKOFF_START * 2u32.saturating_pow(streak.min(8)))
-            .min(super::policy::BACKOFF_MAX);
+            .unwrap_or_else(|| BACKOFF_START * 2u32.saturating_pow(streak.min(8)))
+            .min(BACKOFF_MAX);
         (wait, self.message.clone())
     }
 }
