@@ -131,7 +131,13 @@ impl Runner {
             done_task: None,
             rate_limited_until: None,
         };
+        let shared = super::shared::Shared {
+            // The agent runs with ralph's environment: what picks its account is here.
+            key: crate::budget::agent_key(&cfg.agent, |name| std::env::var(name).ok()),
+            fleet: cfg.fleet.clone(),
+        };
         Ok(Runner {
+            shared,
             cfg,
             ws,
             state,

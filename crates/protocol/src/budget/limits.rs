@@ -32,7 +32,7 @@ pub const MAX_AHEAD: Duration = Duration::from_secs(24 * 3600);
 
 /// Which agent account a limit belongs to: the service and a hash of what picks the account.
 ///
-/// Built from the service's name (`claude`, `codex`, ...; kept readable in file names) and the
+/// Built from the service's name (`claude`, `codex`, ...; kept readable in file names, as letters, digits, `-` and `_`) and the
 /// values that choose the endpoint and the credential (a base URL, an API key, the directory
 /// that holds a login). The values are hashed together with SHA-256 and only 16 hex digits of
 /// the hash are kept: the key names an account without writing any secret to disk.
@@ -61,7 +61,7 @@ impl AgentKey {
         let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
         let service: String = service
             .chars()
-            .filter(|c| c.is_ascii_alphanumeric())
+            .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'))
             .take(24)
             .collect::<String>()
             .to_ascii_lowercase();
