@@ -326,3 +326,64 @@ fn a_bad_fleet_cap_is_refused_naming_the_variable() {
     );
     assert!(!p.exists("counter"));
 }
+
+/// `ralph doctor` warns when Claude Code is logged in with a claude.ai account, whose token
+/// rotates (many sessions refreshing it log each other out), says what to use instead, and
+/// does not count it a problem; with `CLAUDE_CODE_OAUTH_TOKEN` (`claude setup-token`) set, it
+/// does not warn.
+#[test]
+fn doctor_warns_when_claude_code_s_login_rotates() {
+    use std::os::unix::fs::PermissionsExt;
+    let p = Project::new();
+    let bin = p.path("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let claude = bin.join("claude");
+    std::fs::write(&claude, "#!/bin/sh\necho '2.1.197 (Claude Code)'\n").unwrap();
+    std::fs::set_permissions(&claude, std::fs::Permissions::from_mode(0o755)).unwrap();
+    p.write(
+        "home/.claude/.credentials.json",
+        &fixture("claude-ai-login-credentials.json"),
+    );
+    let doctor = |token: Option<&str>| {
+        let mut cmd = p.ralph();
+        cmd.arg("doctor")
+            .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+            .env("HOME", p.path("home"))
+            .env_remove("ANTHROPIC_API_KEY")
+            .env_remove("ANTHROPIC_AUTH_TOKEN")
+            .env_remove("CLAUDE_CONFIG_DIR")
+            .env_remove("CLAUDE_CODE_USE_BEDROCK")
+            .env_remove("CLAUDE_CODE_USE_VERTEX")
+            .env_remove("CLAUDE_CODE_OAUTH_TOKEN");
+        if let Some(token) = token {
+            cmd.env("CLAUDE_CODE_OAUTH_TOKEN", token);
+        }
+        Run::from_output(cmd.output().unwrap())
+    };
+    let warned = doctor(None);
+    let out = &warned.stdout;
+    assert!(
+        out.contains("warning: Claude Code is logged in with a claude.ai account"),
+        "{out}"
+    );
+    assert!(out.contains("claude setup-token"), "{out}");
+    assert!(!out.contains("sk-ant-ort01"), "no secret shown: {out}");
+    // A warning, not one of the problems listed at the end.
+    assert!(
+        !out.lines()
+            .any(|l| l.trim_start().starts_with("- Claude Code is logged in")),
+        "{out}"
+    );
+    let safe = doctor(Some("sk-ant-oat01-long-lived"));
+    assert!(
+        !safe.stdout.contains("warning: Claude Code"),
+        "{}",
+        safe.stdout
+    );
+    assert!(
+        safe.stdout
+            .contains("no installed agent uses a login ralph knows to rotate"),
+        "{}",
+        safe.stdout
+    );
+}
