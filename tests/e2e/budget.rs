@@ -188,22 +188,73 @@ fn a_rate_limit_in_one_loop_pauses_every_loop_of_the_same_agent_until_its_reset(
     );
 }
 
+/// The key of the fake Claude Code's account in `first`'s state directory: a loop whose limit
+/// is already over runs once, and its `backoff` event names it.
+fn learn_agent_key(first: &Project) -> String {
+    let a = claude_project(
+        beside(first, "Learn"),
+        &fixture("limited-then-done.txt"),
+        now_secs() - 60,
+    );
+    Run::finish(spawn(claude_run(&a)), Duration::from_secs(30)).expect_code(0);
+    a.events_of("backoff")[0]["agent_key"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// A limit record as another loop (`pid`) writes it, ending at `until` (Unix seconds).
+fn write_limit(state: &Path, key: &str, pid: u32, until: u64) {
+    let until = jiff::Timestamp::from_second(until as i64).unwrap();
+    let record = format!(
+        r#"{{"agent":"claude","until":"{until}","reason":"the usage limit is reached (five_hour)","root":"/elsewhere/{pid}","pid":{pid},"recorded_at":"{until}"}}"#
+    );
+    let dir = state.join("limits");
+    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = dir.join(format!(".tmp-{pid}"));
+    std::fs::write(&tmp, record).unwrap();
+    std::fs::rename(tmp, dir.join(format!("{key}.{pid}.json"))).unwrap();
+}
+
+/// A longer limit recorded by another loop while one waits lengthens its wait: the waiting
+/// loop looks again, shows the new end, and starts only after it.
+#[test]
+fn a_longer_limit_recorded_while_a_loop_waits_lengthens_its_wait() {
+    let first = Project::new();
+    let key = learn_agent_key(&first);
+    let short = now_secs() + 6;
+    write_limit(first.state_path(), &key, 900_001, short);
+    let b = claude_project(beside(&first, "B"), DONE_NOW, 0);
+    let child = spawn(claude_run(&b));
+    let waiting = |at_least: u64| {
+        wait_until(Duration::from_secs(30), "B waiting", || {
+            let text = std::fs::read_to_string(b.path(".ralph/state.json")).ok()?;
+            let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+            v["rate_limited_until"].as_str()?;
+            (secs_of(&v["rate_limited_until"]) >= at_least as f64).then_some(())
+        })
+    };
+    waiting(short);
+    let long = now_secs() + 12;
+    write_limit(first.state_path(), &key, 900_002, long);
+    // Seen at the next look (every 10 s, or when the shorter wait ends).
+    waiting(long);
+    let run = Run::finish(child, Duration::from_secs(60));
+    run.expect_code(0);
+    let start = secs_of(&b.events_of("iteration_start")[0]["at"]);
+    assert!(start >= long as f64, "B started at {start}, before {long}");
+    let waits = b.events_of("shared_limit");
+    assert_eq!(waits.len(), 2, "{waits:?}");
+    assert_eq!(waits[1]["root"], "/elsewhere/900002");
+}
+
 /// Junk in the limits directory (files with a loop's record name that are not records, a
 /// pipe, a directory, a record whose name and pid disagree) never pauses a loop, and an
 /// expired record is tidied away by the next loop that looks.
 #[test]
 fn junk_in_the_limits_directory_is_ignored() {
-    // A loop whose limit is already over records it (and learns its agent's key).
-    let a = claude_project(
-        task("A"),
-        &fixture("limited-then-done.txt"),
-        now_secs() - 60,
-    );
-    Run::finish(spawn(claude_run(&a)), Duration::from_secs(30)).expect_code(0);
-    let key = a.events_of("backoff")[0]["agent_key"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let a = Project::new();
+    let key = learn_agent_key(&a);
     let limits = a.state_path().join("limits");
     let in_an_hour = jiff::Timestamp::now()
         .checked_add(jiff::SignedDuration::from_hours(1))
