@@ -34,6 +34,9 @@ const RECHECK: Duration = Duration::from_secs(10);
 pub(super) struct Shared {
     /// The agent's account, as limits are keyed.
     pub(super) key: limits::AgentKey,
+    /// Where limits are recorded (looked up once: it is read before every iteration); `None`
+    /// without a state directory, when limits are neither shared nor read.
+    pub(super) limits_dir: Option<std::path::PathBuf>,
     /// The fleet this loop belongs to, if any.
     pub(super) fleet: Option<FleetBudget>,
 }
@@ -47,7 +50,12 @@ impl Runner {
         let spread_draw = jitter();
         loop {
             let now = SystemTime::now();
-            let Some(limit) = limits::current(&self.shared.key, now) else {
+            let Some(limit) = self
+                .shared
+                .limits_dir
+                .as_deref()
+                .and_then(|dir| limits::current_in(dir, &self.shared.key, now))
+            else {
                 break;
             };
             let left = limit.until.duration_since(now).unwrap_or_default();
@@ -101,7 +109,11 @@ impl Runner {
             root: self.ws.root().to_path_buf(),
             pid: std::process::id(),
         };
-        if let Err(e) = limits::record(&self.shared.key, &limit, now) {
+        let recorded = match &self.shared.limits_dir {
+            Some(dir) => limits::record_in(dir, &self.shared.key, &limit, now),
+            None => limits::limits_dir().map(drop),
+        };
+        if let Err(e) = recorded {
             // The other loops find the limit themselves, a little later: not a reason to stop.
             let _ = self.io.events.try_send(LoopEvent::Warning(format!(
                 "could not tell the other loops of this agent about the rate limit: {e}"

@@ -134,6 +134,7 @@ impl Runner {
         let shared = super::shared::Shared {
             // The agent runs with ralph's environment: what picks its account is here.
             key: crate::budget::agent_key(&cfg.agent, |name| std::env::var(name).ok()),
+            limits_dir: ralph_protocol::budget::limits::limits_dir().ok(),
             fleet: cfg.fleet.clone(),
         };
         Ok(Runner {
