@@ -140,12 +140,15 @@ pub fn record(key: &AgentKey, limit: &Limit, now: SystemTime) -> std::io::Result
 }
 
 /// The limit `key`'s agent is under at `now`: of every loop's live record, the one that ends
-/// last; `None` when there is none. Expired records are removed on the way; junk is skipped
-/// and left alone.
+/// last; `None` when there is none. Expired records (of any agent) are removed on the way;
+/// junk is skipped and left alone.
 pub fn current_in(dir: &Path, key: &AgentKey, now: SystemTime) -> Option<Limit> {
-    let prefix = format!("{}.", key.as_str());
     let mut latest: Option<Limit> = None;
-    for (path, pid) in super::records_in(dir, &prefix) {
+    for (path, name) in super::records_in(dir, "") {
+        // `<key>.<pid>`: a key has no dot.
+        let Some((their_key, pid)) = name.split_once('.') else {
+            continue;
+        };
         let Ok(pid) = pid.parse::<u32>() else {
             continue;
         };
@@ -156,11 +159,11 @@ pub fn current_in(dir: &Path, key: &AgentKey, now: SystemTime) -> Option<Limit> 
             continue;
         };
         if until <= now {
-            // Over: whoever looks first tidies it away.
+            // Over, whichever agent's: whoever looks first tidies it away.
             let _ = std::fs::remove_file(&path);
             continue;
         }
-        if file.pid != pid || until > now + MAX_AHEAD {
+        if their_key != key.as_str() || file.pid != pid || until > now + MAX_AHEAD {
             continue;
         }
         if latest.as_ref().is_none_or(|l| until > l.until) {
@@ -270,8 +273,8 @@ mod tests {
         // Another agent is not limited.
         let codex = AgentKey::new("codex", &[]);
         assert_eq!(current_in(dir.path(), &codex, at(NOW)), None);
-        // At its time it is over, and the file goes.
-        assert_eq!(current_in(dir.path(), &claude(), at(NOW + 60)), None);
+        // At its time it is over, and the file goes, whichever agent's loop looks.
+        assert_eq!(current_in(dir.path(), &codex, at(NOW + 60)), None);
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 
