@@ -158,9 +158,10 @@ fn a_rate_limit_in_one_loop_pauses_every_loop_of_the_same_agent_until_its_reset(
         .expect("B logged the wait");
     assert_eq!(said["root"], a.root().display().to_string());
     assert!(
-        b_run
-            .stdout
-            .contains(&format!("a loop in {}", a.root().display())),
+        b_run.stdout.contains(&format!(
+            "Claude Code's limit, hit by the loop in {}",
+            a.root().display()
+        )),
         "{}",
         b_run.stdout
     );

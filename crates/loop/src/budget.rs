@@ -96,6 +96,19 @@ pub fn agent_key(agent: &AgentSpec, env: impl Fn(&str) -> Option<String>) -> Age
     AgentKey::new(&service, &parts)
 }
 
+/// The service's name for people: `Claude Code`, `Codex`, ...; a plain-text command's program.
+pub fn service_name(agent: &AgentSpec) -> String {
+    match agent.format {
+        StreamFormat::ClaudeStreamJson => "Claude Code".into(),
+        StreamFormat::CodexJson => "Codex".into(),
+        StreamFormat::GeminiStreamJson => "Gemini CLI".into(),
+        StreamFormat::CursorStreamJson => "Cursor CLI".into(),
+        StreamFormat::AmpStreamJson => "Amp".into(),
+        StreamFormat::OpencodeJson => "opencode".into(),
+        StreamFormat::Text => program_name(&agent.name).to_string(),
+    }
+}
+
 /// The last part of a command's first word, for a readable file name (`my-agent`).
 fn program_name(word: &str) -> &str {
     let word = word.trim_matches(|c| c == '\'' || c == '"');

@@ -103,7 +103,7 @@ impl Runner {
         let now = SystemTime::now();
         let until = now + wait;
         let limit = limits::Limit {
-            agent: self.cfg.agent.name.clone(),
+            agent: crate::budget::service_name(&self.cfg.agent),
             until,
             reason: message.to_string(),
             root: self.ws.root().to_path_buf(),
@@ -153,14 +153,13 @@ impl Runner {
 /// What a loop waiting on another loop's limit says: whose limit, the agent's words, and
 /// until when, in local time.
 fn shared_reason(limit: &limits::Limit, now: SystemTime) -> String {
-    let own = limit.pid == std::process::id();
-    let who = if own {
+    let by = if limit.pid == std::process::id() {
         "this loop".to_string()
     } else {
-        format!("a loop in {}", limit.root.display())
+        format!("the loop in {}", limit.root.display())
     };
     format!(
-        "{who} hit {}'s limit, which every loop of that agent on this machine waits out: {}; it ends at {}, in {}",
+        "{}'s limit, hit by {by}, holds for every loop of it on this machine: {}; it ends at {}, in {}",
         limit.agent,
         limit.reason,
         local_time(limit.until, now),

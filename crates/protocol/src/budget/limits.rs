@@ -3,14 +3,14 @@
 //! A limit belongs to an account, not to a loop: when one loop of Claude Code is refused, every
 //! other loop using the same login is refused too, and each retry only spends the limit's
 //! patience (and, unattended, counts as a failure). So a loop that hits one records it here
-//! ([`record`]), and every loop of the same agent ([`AgentKey`]) looks ([`current`]) before it
+//! ([`record_in`]), and every loop of the same agent ([`AgentKey`]) looks ([`current`]) before it
 //! starts an iteration, and waits until the latest `until` any loop recorded.
 //!
 //! The record is `$RALPH_STATE_DIR/limits/<agent key>.<pid>.json`, one per loop that hit the
 //! limit (see [`super`] for why one file per writer):
 //!
 //! ```json
-//! { "agent": "claude", "until": "2026-11-29T01:05:00.000Z", "reason": "...",
+//! { "agent": "Claude Code", "until": "2026-11-29T01:05:00.000Z", "reason": "...",
 //!   "root": "/home/me/shop", "pid": 4242, "recorded_at": "2026-11-29T00:50:00.000Z" }
 //! ```
 //!
@@ -77,7 +77,7 @@ impl AgentKey {
 /// One loop's record of a limit.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Limit {
-    /// The agent, for humans (`claude`).
+    /// The agent, for humans (`Claude Code`).
     pub agent: String,
     /// Until when the agent is limited.
     pub until: SystemTime,
@@ -132,11 +132,6 @@ pub fn record_in(
         recorded_at: timestamp(now),
     };
     super::write_record(dir, &name, &file)
-}
-
-/// [`record_in`] in [`limits_dir`].
-pub fn record(key: &AgentKey, limit: &Limit, now: SystemTime) -> std::io::Result<()> {
-    record_in(&limits_dir()?, key, limit, now)
 }
 
 /// The limit `key`'s agent is under at `now`: of every loop's live record, the one that ends

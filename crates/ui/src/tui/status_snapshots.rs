@@ -115,7 +115,7 @@ fn waiting_on_another_loop_s_rate_limit() {
     app.on_event(
         LoopEvent::Backoff {
             until: t0 + secs(12 * 60),
-            reason: "a loop in /home/me/shop hit claude's limit, which every loop of that agent on this machine waits out: the usage limit is reached (five_hour); it ends at 14:05, in 12m".into(),
+            reason: "Claude Code's limit, hit by the loop in /home/me/shop, holds for every loop of it on this machine: the usage limit is reached (five_hour); it ends at 14:05, in 12m".into(),
         },
         t0,
     );
@@ -123,7 +123,7 @@ fn waiting_on_another_loop_s_rate_limit() {
     assert_eq!(
         lines,
         [
-            "ralph: the agent is rate limited (a loop in /home/me/shop hit claude's limit, which every loop of that agent on this machine waits out: the usage limit is reached (five_hour); it ends at 14:05, in 12m); the next attempt is in 12m (Ctrl-C stops)"
+            "ralph: the agent is rate limited (Claude Code's limit, hit by the loop in /home/me/shop, holds for every loop of it on this machine: the usage limit is reached (five_hour); it ends at 14:05, in 12m); the next attempt is in 12m (Ctrl-C stops)"
         ]
     );
     snapshot!("status_waiting_on_a_shared_limit", app, t0 + secs(60));
