@@ -43,22 +43,7 @@ fn claude_project(p: Project, script: &str, resets_at: u64) -> Project {
 
 /// `ralph run --no-tui` of the project's fake Claude Code (its starts counted in `counter`).
 fn claude_run(p: &Project) -> Command {
-    let agent = format!(
-        "'{}' --script '{}' --counter '{}'",
-        fake_agent_bin().display(),
-        p.path("agent-script.txt").display(),
-        p.path("counter").display()
-    );
-    let mut cmd = p.ralph();
-    cmd.args([
-        "run",
-        "--no-tui",
-        "--agent-cmd",
-        &agent,
-        "--agent-format",
-        "claude",
-    ]);
-    cmd
+    p.run_counted_as("claude")
 }
 
 const DONE_NOW: &str = "[call *]\nstream-json done.jsonl\n";
