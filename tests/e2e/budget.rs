@@ -92,7 +92,7 @@ fn a_rate_limit_in_one_loop_pauses_every_loop_of_the_same_agent_until_its_reset(
     let mut b_cmd = claude_run(&b);
     b_cmd.env("TZ", "Asia/Kolkata");
     let b_child = spawn(b_cmd);
-    // C: the same program with another account (another base URL) is not paused.
+    // C: the same agent with another account (another base URL) is not paused.
     let c = claude_project(beside(&a, "C"), DONE_NOW, reset);
     let mut c_cmd = claude_run(&c);
     c_cmd.env("ANTHROPIC_BASE_URL", "http://127.0.0.1:9");
@@ -104,6 +104,12 @@ fn a_rate_limit_in_one_loop_pauses_every_loop_of_the_same_agent_until_its_reset(
         c_start < reset as f64,
         "C ran before A's limit reset, so it was not paused (started {c_start}, reset {reset})"
     );
+
+    // D: another agent altogether (plain text) is not paused either.
+    let d = claude_project(beside(&a, "D"), "[call *]\nsignal DONE\n", reset);
+    Run::finish(spawn(d.run_counted_as("text")), Duration::from_secs(30)).expect_code(0);
+    assert!(d.events_of("shared_limit").is_empty());
+    assert!(secs_of(&d.events_of("iteration_start")[0]["at"]) < reset as f64);
 
     // B waits, says until when, and has not started its agent.
     let waiting = wait_until(Duration::from_secs(30), "B waiting on A's limit", || {
