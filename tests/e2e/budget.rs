@@ -72,7 +72,7 @@ fn beside(first: &Project, name: &str) -> Project {
 /// and no loop counts a failure (each allows one iteration and one failure).
 #[test]
 fn a_rate_limit_in_one_loop_pauses_every_loop_of_the_same_agent_until_its_reset() {
-    let reset = now_secs() + 10;
+    let reset = now_secs() + 12;
     let a = claude_project(task("A"), &fixture("limited-then-done.txt"), reset);
     let a_child = spawn(claude_run(&a));
     let backoff = wait_until(Duration::from_secs(30), "A's backoff", || {
@@ -92,6 +92,21 @@ fn a_rate_limit_in_one_loop_pauses_every_loop_of_the_same_agent_until_its_reset(
     let mut b_cmd = claude_run(&b);
     b_cmd.env("TZ", "Asia/Kolkata");
     let b_child = spawn(b_cmd);
+    // B waits, says until when, and has not started its agent.
+    let waiting = wait_until(Duration::from_secs(30), "B waiting on A's limit", || {
+        let text = std::fs::read_to_string(b.path(".ralph/state.json")).ok()?;
+        let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+        v["rate_limited_until"].is_string().then_some(v)
+    });
+    let until = secs_of(&waiting["rate_limited_until"]);
+    assert!(
+        (reset as f64..reset as f64 + 2.0).contains(&until),
+        "B waits until A's reset: {waiting}"
+    );
+    assert_eq!(waiting["iteration"], 0, "{waiting}");
+    assert_eq!(waiting["status"], "running", "{waiting}");
+    assert!(!b.exists("counter"), "B's agent has not started");
+
     // C: the same agent with another account (another base URL) is not paused.
     let c = claude_project(beside(&a, "C"), DONE_NOW, reset);
     let mut c_cmd = claude_run(&c);
@@ -110,21 +125,6 @@ fn a_rate_limit_in_one_loop_pauses_every_loop_of_the_same_agent_until_its_reset(
     Run::finish(spawn(d.run_counted_as("text")), Duration::from_secs(30)).expect_code(0);
     assert!(d.events_of("shared_limit").is_empty());
     assert!(secs_of(&d.events_of("iteration_start")[0]["at"]) < reset as f64);
-
-    // B waits, says until when, and has not started its agent.
-    let waiting = wait_until(Duration::from_secs(30), "B waiting on A's limit", || {
-        let text = std::fs::read_to_string(b.path(".ralph/state.json")).ok()?;
-        let v: serde_json::Value = serde_json::from_str(&text).ok()?;
-        v["rate_limited_until"].is_string().then_some(v)
-    });
-    let until = secs_of(&waiting["rate_limited_until"]);
-    assert!(
-        (reset as f64..reset as f64 + 2.0).contains(&until),
-        "B waits until A's reset: {waiting}"
-    );
-    assert_eq!(waiting["iteration"], 0, "{waiting}");
-    assert_eq!(waiting["status"], "running", "{waiting}");
-    assert!(!b.exists("counter"), "B's agent has not started");
 
     let b_run = Run::finish(b_child, Duration::from_secs(60));
     b_run.expect_code(0);
