@@ -39,6 +39,8 @@ pub(super) struct Shared {
     pub(super) limits_dir: Option<std::path::PathBuf>,
     /// The fleet this loop belongs to, if any.
     pub(super) fleet: Option<FleetBudget>,
+    /// The cost last recorded for the fleet: an iteration that cost nothing writes nothing.
+    pub(super) recorded_spend: Option<f64>,
 }
 
 impl Runner {
@@ -123,15 +125,21 @@ impl Runner {
     }
 
     /// In a fleet, records what this loop has cost so far, for the fleet's total.
-    pub(super) fn record_fleet_spend(&self) {
+    pub(super) fn record_fleet_spend(&mut self) {
         let (Some(fleet), Some(cost)) = (&self.shared.fleet, self.state.total_cost_usd) else {
             return;
         };
-        if let Err(e) = fleet::record_spent(&fleet.id, self.ws.root(), cost) {
-            let _ = self.io.events.try_send(LoopEvent::Warning(format!(
-                "could not record this loop's cost for fleet {}: {e}",
-                fleet.id
-            )));
+        if self.shared.recorded_spend == Some(cost) {
+            return;
+        }
+        match fleet::record_spent(&fleet.id, self.ws.root(), cost) {
+            Ok(()) => self.shared.recorded_spend = Some(cost),
+            Err(e) => {
+                let _ = self.io.events.try_send(LoopEvent::Warning(format!(
+                    "could not record this loop's cost for fleet {}: {e}",
+                    fleet.id
+                )));
+            }
         }
     }
 

@@ -136,6 +136,7 @@ impl Runner {
             key: crate::budget::agent_key(&cfg.agent, |name| std::env::var(name).ok()),
             limits_dir: ralph_protocol::budget::limits::limits_dir().ok(),
             fleet: cfg.fleet.clone(),
+            recorded_spend: None,
         };
         Ok(Runner {
             shared,
