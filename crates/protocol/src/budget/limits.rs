@@ -135,15 +135,14 @@ pub fn record_in(
 }
 
 /// The limit `key`'s agent is under at `now`: of every loop's live record, the one that ends
-/// last; `None` when there is none. Expired records (of any agent) are removed on the way;
-/// junk is skipped and left alone.
+/// last; `None` when there is none. Its expired records are removed on the way; junk is
+/// skipped and left alone.
 pub fn current_in(dir: &Path, key: &AgentKey, now: SystemTime) -> Option<Limit> {
+    // Only this agent's records are opened: another agent's live limits cost this loop
+    // nothing but a directory entry each (reading five cost 0.18 ms against 5 us for none).
+    let prefix = format!("{}.", key.as_str());
     let mut latest: Option<Limit> = None;
-    for (path, name) in super::records_in(dir, "") {
-        // `<key>.<pid>`: a key has no dot.
-        let Some((their_key, pid)) = name.split_once('.') else {
-            continue;
-        };
+    for (path, pid) in super::records_in(dir, &prefix) {
         let Ok(pid) = pid.parse::<u32>() else {
             continue;
         };
@@ -154,11 +153,11 @@ pub fn current_in(dir: &Path, key: &AgentKey, now: SystemTime) -> Option<Limit> 
             continue;
         };
         if until <= now {
-            // Over, whichever agent's: whoever looks first tidies it away.
+            // Over: the next loop of this agent that looks tidies it away.
             let _ = std::fs::remove_file(&path);
             continue;
         }
-        if their_key != key.as_str() || file.pid != pid || until > now + MAX_AHEAD {
+        if file.pid != pid || until > now + MAX_AHEAD {
             continue;
         }
         if latest.as_ref().is_none_or(|l| until > l.until) {
@@ -268,8 +267,10 @@ mod tests {
         // Another agent is not limited.
         let codex = AgentKey::new("codex", &[]);
         assert_eq!(current_in(dir.path(), &codex, at(NOW)), None);
-        // At its time it is over, and the file goes, whichever agent's loop looks.
+        // At its time it is over, and the file goes when a loop of that agent looks.
         assert_eq!(current_in(dir.path(), &codex, at(NOW + 60)), None);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        assert_eq!(current_in(dir.path(), &claude(), at(NOW + 60)), None);
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 
