@@ -166,22 +166,7 @@ fn a_rate_limited_run_backs_off_and_retries_the_same_iteration_without_counting_
         "agent-script.txt",
         "[call 1]\nstream-json limited.jsonl\nexit 1\n[call 2]\nstream-json works.jsonl\n",
     );
-    let agent = format!(
-        "'{}' --script '{}' --counter '{}'",
-        fake_agent_bin().display(),
-        p.path("agent-script.txt").display(),
-        p.path("counter").display()
-    );
-    let mut cmd = p.ralph();
-    cmd.args([
-        "run",
-        "--no-tui",
-        "--agent-cmd",
-        &agent,
-        "--agent-format",
-        "claude",
-    ]);
-    let run = Run::finish(spawn(cmd), Duration::from_secs(30));
+    let run = Run::finish(spawn(p.run_counted_as("claude")), Duration::from_secs(30));
     // One iteration allowed and one failure allowed: only a retry of the same iteration that
     // did not count the rate limit as a failure can reach DONE.
     run.expect_code(0);

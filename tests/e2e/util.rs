@@ -142,6 +142,26 @@ impl Project {
         )
     }
 
+    /// The `--agent-cmd` of the fake agent replaying `agent-script.txt` (already written), its
+    /// starts counted in `counter` for `[call N]` sections.
+    pub fn counted_agent(&self) -> String {
+        format!(
+            "'{}' --script '{}' --counter '{}'",
+            fake_agent_bin().display(),
+            self.path("agent-script.txt").display(),
+            self.path("counter").display()
+        )
+    }
+
+    /// `ralph run --no-tui` of [`Project::counted_agent`], its output read as `format`
+    /// (`--agent-format`).
+    pub fn run_counted_as(&self, format: &str) -> Command {
+        let mut cmd = self.ralph();
+        cmd.args(["run", "--no-tui", "--agent-cmd", &self.counted_agent()])
+            .args(["--agent-format", format]);
+        cmd
+    }
+
     /// `ralph ARGS -C ROOT`-style command, with a clean environment for reproducible output.
     pub fn ralph(&self) -> Command {
         let mut cmd = ralph_in(self.state.path());

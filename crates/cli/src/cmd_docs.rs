@@ -178,6 +178,10 @@ const ENVIRONMENT: &[(&str, &str)] = &[
     ),
     ("TZ", "the time zone a rate limit's reset is shown in."),
     (
+        "RALPH_FLEET, RALPH_FLEET_MAX_COST_USD",
+        "set by ralph fleet on its loops: the fleet's id, and the cap on what its loops cost together (US dollars); see docs/budget.md.",
+    ),
+    (
         "RALPH_ITERATION, RALPH_TASK_FILE, RALPH_PROMPT_FILE, RALPH_BIN, RALPH_RUN",
         "given to the agent and test_command: the iteration, the task file, the prompt, this ralph, the run's id.",
     ),

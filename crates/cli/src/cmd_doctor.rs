@@ -294,6 +294,31 @@ fn agents_section(report: &mut Report, task: &TaskFile) {
             cmd_agents::unattended(f.preset)
         ));
     }
+    logins_section(report, &found);
+}
+
+/// Whether the installed agents' logins are safe for many loops at once (`ralph fleet`): a
+/// login that rotates is a warning, not a problem, since one loop at a time is fine with it.
+fn logins_section(report: &mut Report, found: &[cmd_agents::Found]) {
+    report.section("Logins, for many loops at once");
+    let mut formats = Vec::new();
+    let mut warned = false;
+    for f in found.iter().filter(|f| f.path.is_some()) {
+        // `claude` and `claude-sdk` share one login: say it once.
+        if formats.contains(&f.preset.format) {
+            continue;
+        }
+        formats.push(f.preset.format);
+        if let Some(warning) = ralph_loop::agents::login_rotates(&f.preset.spec(Vec::new(), None)) {
+            report.item(format!("warning: {warning}"));
+            warned = true;
+        }
+    }
+    if !warned {
+        report.item(
+            "no installed agent uses a login ralph knows to rotate (Claude Code's and Codex's are checked); see docs/budget.md",
+        );
+    }
 }
 
 fn terminal(report: &mut Report) {

@@ -206,6 +206,9 @@ fn configure(
     }
     notes.extend(resolved.detected);
     let agent = customize(resolved.spec, format, resume_cmd)?;
+    // `ralph fleet` starts its loops with these variables.
+    let fleet = ralph_loop::budget::FleetBudget::from_env(|name| std::env::var(name).ok())
+        .map_err(|e| Failure::usage(anyhow::anyhow!(e)))?;
     let workspace = Workspace::new(root);
     workspace.check_not_symlink().map_err(Failure::usage)?;
     let mut fence = Vec::new();
@@ -237,6 +240,7 @@ fn configure(
             agent,
             agent_choice: Some(choice),
             settings,
+            fleet,
         },
         sandbox,
         notes,

@@ -45,6 +45,7 @@
 pub mod agent_spec;
 pub mod agents;
 pub mod asks;
+pub mod budget;
 pub mod config;
 pub mod logs;
 pub mod native;

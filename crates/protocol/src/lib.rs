@@ -38,6 +38,7 @@
 
 pub mod answer;
 pub mod broker;
+pub mod budget;
 pub mod clarifications;
 pub mod countdown;
 pub mod desk;

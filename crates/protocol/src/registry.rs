@@ -161,22 +161,12 @@ fn absolute(root: &Path) -> PathBuf {
         .unwrap_or_else(|_| root.to_path_buf())
 }
 
-/// The entry's file name: a 64-bit FNV-1a hash of the absolute path, in hex.
-///
-/// FNV rather than `std::hash`: the std hashers are either randomly seeded per process or not
-/// promised to stay the same across Rust releases, and the name must be the same for every
-/// ralph that ever looks.
+/// The entry's file name: a stable hash of the absolute path, in hex.
 fn entry_file_name(root: &Path) -> String {
-    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-    const PRIME: u64 = 0x0000_0100_0000_01b3;
-    let hash = root
-        .as_os_str()
-        .as_bytes()
-        .iter()
-        .fold(OFFSET, |hash, &byte| {
-            (hash ^ u64::from(byte)).wrapping_mul(PRIME)
-        });
-    format!("{hash:016x}.json")
+    format!(
+        "{}.json",
+        crate::budget::stable_hash(root.as_os_str().as_bytes())
+    )
 }
 
 #[cfg(test)]

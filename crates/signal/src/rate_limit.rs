@@ -3,7 +3,7 @@
 //! Claude Code says so in fields (`api_retry` with `error_status: 429`, `api_error_status`,
 //! `rate_limit_event`); opencode gives the HTTP status. Codex, Gemini and Cursor give only a
 //! message, so the message is read: an HTTP 429, "Too Many Requests", "rate limit",
-//! `RESOURCE_EXHAUSTED`, "quota" or "usage limit" marks a rate limit, and "try again in 20s"
+//! `RESOURCE_EXHAUSTED`, "quota" or "usage limit" (`usage_limit_reached`) marks a rate limit, and "try again in 20s"
 //! (or "retry in", "retry after") gives the wait. A message that matches none of these is an
 //! ordinary error.
 
@@ -13,7 +13,7 @@ use crate::AgentEvent;
 use crate::summary::first_line;
 
 /// Phrases that mark a rate-limit or quota refusal, lowercase.
-const PHRASES: [&str; 8] = [
+const PHRASES: [&str; 9] = [
     "too many requests",
     "rate limit",
     "rate_limit",
@@ -22,6 +22,9 @@ const PHRASES: [&str; 8] = [
     "resource exhausted",
     "quota",
     "usage limit",
+    // Codex's error code for a ChatGPT plan's limit, `usage_limit_reached`, when only the code
+    // is given.
+    "usage_limit",
 ];
 
 /// Whether an error message reads like a rate limit or quota refusal.
@@ -104,6 +107,7 @@ mod tests {
             "You've hit your usage limit. Try again in 2 hours 5 minutes.",
             "Rate limit reached for gpt-5 in organization org-x on tokens per min. Please try again in 1.5s.",
             "API Error: 429",
+            "usage_limit_reached",
         ] {
             assert!(mentions_rate_limit(yes), "{yes}");
         }

@@ -183,10 +183,11 @@ pub(crate) fn warning(text: &str) -> String {
     format!("warning: {}", clean(text))
 }
 
-/// The loop is rate limited and waits `wait` before retrying.
+/// The loop is rate limited (its own agent was, or another loop's of the same agent) and
+/// waits `wait` before it runs the agent again.
 pub(crate) fn backoff(reason: &str, wait: Duration) -> String {
     format!(
-        "the agent is rate limited ({}); retrying the same iteration in {} (Ctrl-C stops)",
+        "the agent is rate limited ({}); the next attempt is in {} (Ctrl-C stops)",
         clean(reason),
         format_span(wait)
     )

@@ -49,10 +49,12 @@
 //! `codex`, `cursor-agent`, `gemini`, `opencode`, `amp`. The demo is never detected.
 
 mod command;
+mod login;
 mod preset;
 mod table;
 
 pub use command::ARGV_PROMPT_MAX;
+pub use login::login_rotates;
 pub use preset::{Arg, Preset, Program, PromptVia, Unattended};
 pub use table::{detect, find, presets};
 

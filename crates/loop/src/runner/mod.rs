@@ -49,6 +49,7 @@ mod recovery;
 mod save;
 mod session;
 mod settings;
+mod shared;
 mod start;
 mod stderr_lines;
 mod stream;
@@ -85,6 +86,8 @@ pub struct Runner {
     questions: Questions,
     /// The process groups the run starts, and what a killed run left.
     processes: Processes,
+    /// What the loop shares with the machine's other loops: rate limits, a fleet's spend.
+    shared: shared::Shared,
 }
 
 impl Runner {
@@ -202,6 +205,13 @@ impl Runner {
             return self.finish(policy::out_of_iterations(max)).await;
         }
         loop {
+            // Another loop of this agent may have hit a limit that holds for this one too.
+            if self.wait_out_shared_limit().await? {
+                return self.finish(policy::interrupted_backing_off()).await;
+            }
+            if let Some(stop) = self.fleet_cap_reached() {
+                return self.finish(stop).await;
+            }
             self.cleanup_before_iteration().await?;
             // An answer waiting in `.ralph/answer.md` goes to this iteration (`questions.rs`).
             self.pick_up_answer().await?;
@@ -210,6 +220,7 @@ impl Runner {
             if let Some(stop) = self.checkpoint_and_check(iteration, false).await {
                 return self.finish(stop).await;
             }
+            self.record_fleet_spend();
             let mut facts = run.facts(iteration, self.state.total_cost_usd, &self.cfg.settings);
             let limits = policy::Limits {
                 max_iterations: max,
@@ -244,7 +255,9 @@ impl Runner {
                         tally = next;
                         // The retry writes its own log files.
                         self.record.log_attempt.1 += 1;
-                        if self.back_off(wait, &message).await {
+                        let words = facts.rate_limit.as_ref().map_or(&message, |r| &r.message);
+                        let until = self.share_limit(wait, words);
+                        if self.back_off(wait, until, &message).await? {
                             return self.finish(policy::interrupted_backing_off()).await;
                         }
                         break;
@@ -311,22 +324,34 @@ impl Runner {
         }
     }
 
-    /// Waits out a rate limit; `true` if the human stopped the loop meanwhile.
-    async fn back_off(&mut self, wait: Duration, reason: &str) -> bool {
+    /// Waits out a rate limit (until `until`, `wait` from now), with `rate_limited_until` in
+    /// `state.json` meanwhile; `true` if the human stopped the loop.
+    async fn back_off(
+        &mut self,
+        wait: Duration,
+        until_time: SystemTime,
+        reason: &str,
+    ) -> Result<bool, RunError> {
         let until = Instant::now() + wait;
+        self.state.rate_limited_until = Some(ralph_protocol::state::timestamp(until_time));
+        self.save_state().await?;
         self.log(
             "backoff",
-            json!({"iteration": self.state.iteration, "seconds": wait.as_secs_f64(), "reason": reason}),
+            json!({"iteration": self.state.iteration, "seconds": wait.as_secs_f64(), "reason": reason, "agent_key": self.shared.key.as_str()}),
         );
         self.emit(LoopEvent::Backoff {
             until: until.into_std(),
             reason: reason.to_string(),
         })
         .await;
-        tokio::select! {
+        let stopped = tokio::select! {
             () = tokio::time::sleep_until(until) => false,
             () = self.io.controls.stop_requested() => true,
+        };
+        if !stopped {
+            self.state.rate_limited_until = None;
         }
+        Ok(stopped)
     }
 
     /// Ends the run: how and why in `state.json`, the event log and the front end.
@@ -334,6 +359,7 @@ impl Runner {
         let policy::Stop { outcome, reason } = stop;
         let reason = reason.as_str();
         self.state.status = outcome.status();
+        self.state.rate_limited_until = None;
         if self.state.status != Status::Stopped {
             // Ended for good: a question left open for a late answer closes with the run.
             self.questions.desk.run_ended(&mut self.state)?;

@@ -2,11 +2,18 @@
 //!
 //! A limit that says when it resets (Claude's `rate_limit_event` `resetsAt`) is waited out to
 //! that moment, plus a little jitter so that loops limited together do not all retry in the
-//! same second, and never longer than [`RESET_WAIT_MAX`] at a time. A limit that says how long
-//! to wait is waited that long; one that says neither backs off from [`super::policy::BACKOFF_START`],
-//! doubling while it lasts, up to [`super::policy::BACKOFF_MAX`].
+//! same second ([`spread`]), and never longer than [`RESET_WAIT_MAX`] at a time. A limit that says how long
+//! to wait is waited that long; one that says neither backs off from [`BACKOFF_START`], doubling
+//! while it lasts, up to [`BACKOFF_MAX`].
+//! These constants are the only copy of those numbers: the policy and its tests use them.
 
 use std::time::{Duration, SystemTime};
+
+/// The first wait after a rate limit that does not say how long to wait.
+pub(crate) const BACKOFF_START: Duration = Duration::from_secs(30);
+
+/// The longest wait between retries after rate limits that do not say when they reset.
+pub(crate) const BACKOFF_MAX: Duration = Duration::from_secs(15 * 60);
 
 /// The longest single wait for a stated reset: a weekly limit may reset days away, and the
 /// loop looks again (a retry that is refused costs nothing) rather than sleep that long.
@@ -14,6 +21,9 @@ pub(super) const RESET_WAIT_MAX: Duration = Duration::from_secs(6 * 3600);
 
 /// The most added after a stated reset.
 const JITTER_MAX: Duration = Duration::from_secs(30);
+
+/// The least spread given to a reset that is near or past: loops still do not retry as one.
+const JITTER_MIN_SPAN: Duration = Duration::from_secs(1);
 
 /// What the agent reported about a rate limit in one run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,7 +71,7 @@ impl RateLimit {
         if let Some(at) = self.resets_at {
             let reset = SystemTime::UNIX_EPOCH + Duration::from_secs(at);
             let until_reset = reset.duration_since(now).unwrap_or_default();
-            let wait = (until_reset + jitter.min(JITTER_MAX)).min(RESET_WAIT_MAX);
+            let wait = (until_reset + spread(until_reset, jitter)).min(RESET_WAIT_MAX);
             let mut line = format!(
                 "{}; it resets at {}, in {}",
                 self.message,
@@ -75,13 +85,22 @@ impl RateLimit {
         }
         let wait = self
             .retry_after
-            .unwrap_or_else(|| super::policy::BACKOFF_START * 2u32.saturating_pow(streak.min(8)))
-            .min(super::policy::BACKOFF_MAX);
+            .unwrap_or_else(|| BACKOFF_START * 2u32.saturating_pow(streak.min(8)))
+            .min(BACKOFF_MAX);
         (wait, self.message.clone())
     }
 }
 
-/// A little randomness for [`RateLimit::wait`]: up to [`JITTER_MAX`].
+/// What is added after a reset `until_reset` away, for a `jitter` drawn up to [`JITTER_MAX`]:
+/// a tenth of the wait, at least [`JITTER_MIN_SPAN`] and at most [`JITTER_MAX`], scaled by
+/// the draw. Loops limited together then retry spread over a span that matters next to their
+/// wait, and a limit a few seconds long is not stretched by half a minute.
+pub(super) fn spread(until_reset: Duration, jitter: Duration) -> Duration {
+    let span = (until_reset / 10).clamp(JITTER_MIN_SPAN, JITTER_MAX);
+    span.mul_f64(jitter.min(JITTER_MAX).as_secs_f64() / JITTER_MAX.as_secs_f64())
+}
+
+/// A little randomness for [`RateLimit::wait`] and [`spread`]: up to [`JITTER_MAX`].
 pub(super) fn jitter() -> Duration {
     let nanos = SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
@@ -91,7 +110,7 @@ pub(super) fn jitter() -> Duration {
 }
 
 /// `14:05` in the user's time zone; with the day (`Tue 2 Dec 14:05`) when it is not today.
-fn local_time(at: SystemTime, now: SystemTime) -> String {
+pub(super) fn local_time(at: SystemTime, now: SystemTime) -> String {
     let zone = jiff::tz::TimeZone::system();
     let (Ok(at), Ok(now)) = (
         jiff::Timestamp::try_from(at),
@@ -108,7 +127,7 @@ fn local_time(at: SystemTime, now: SystemTime) -> String {
 }
 
 /// `3h 12m`, `12m`, `40s`, `2d 5h`.
-fn short_span(d: Duration) -> String {
+pub(super) fn short_span(d: Duration) -> String {
     let s = d.as_secs();
     match s {
         0..60 => format!("{s}s"),
@@ -173,9 +192,34 @@ mod tests {
     }
 
     #[test]
-    fn a_reset_already_past_waits_only_the_jitter() {
-        let (wait, _) = limit(Some(NOW - 5), None).wait(3, at(NOW), Duration::from_secs(4));
-        assert_eq!(wait, Duration::from_secs(4));
+    fn a_reset_already_past_waits_only_a_second_s_spread() {
+        let (wait, _) = limit(Some(NOW - 5), None).wait(3, at(NOW), Duration::from_secs(15));
+        assert_eq!(wait, Duration::from_millis(500));
+    }
+
+    #[test]
+    fn the_spread_after_a_reset_is_a_tenth_of_the_wait_within_bounds() {
+        let half = Duration::from_secs(15);
+        assert_eq!(
+            spread(Duration::from_secs(4), half),
+            Duration::from_millis(500)
+        );
+        assert_eq!(
+            spread(Duration::from_secs(100), half),
+            Duration::from_secs(5)
+        );
+        assert_eq!(
+            spread(Duration::from_secs(3600), half),
+            Duration::from_secs(15)
+        );
+        assert_eq!(
+            spread(Duration::from_secs(3600), Duration::ZERO),
+            Duration::ZERO
+        );
+        assert_eq!(
+            spread(Duration::from_secs(3600), Duration::from_secs(99)),
+            JITTER_MAX
+        );
     }
 
     #[test]

@@ -65,6 +65,8 @@ pub struct RunConfig {
     pub agent_choice: Option<AgentChoice>,
     /// The knobs.
     pub settings: RunSettings,
+    /// The fleet the loop belongs to (`ralph fleet` says so in its environment), if any.
+    pub fleet: Option<crate::budget::FleetBudget>,
 }
 
 /// The time a [`Wait`] allows, or `None` for no limit.

@@ -131,7 +131,15 @@ impl Runner {
             done_task: None,
             rate_limited_until: None,
         };
+        let shared = super::shared::Shared {
+            // The agent runs with ralph's environment: what picks its account is here.
+            key: crate::budget::agent_key(&cfg.agent, |name| std::env::var(name).ok()),
+            limits_dir: ralph_protocol::budget::limits::limits_dir().ok(),
+            fleet: cfg.fleet.clone(),
+            recorded_spend: None,
+        };
         Ok(Runner {
+            shared,
             cfg,
             ws,
             state,

@@ -116,7 +116,7 @@ pub(crate) enum Activity {
     },
     /// DONE was judged; the reason's first line.
     Judged { accepted: bool, reason: String },
-    /// Rate limited: waiting until `until` before retrying.
+    /// Rate limited: waiting until `until` before the agent runs again.
     Backoff { until: Instant },
 }
 

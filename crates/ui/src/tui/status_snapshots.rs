@@ -104,6 +104,31 @@ fn before_the_first_iteration() {
     snapshot!("status_started", app, t0);
 }
 
+/// Waiting before an iteration on a limit another loop of the same agent hit: the status says
+/// how long is left, the scrollback whose limit it is and until when (issue 33, item 3).
+#[test]
+fn waiting_on_another_loop_s_rate_limit() {
+    let t0 = Instant::now();
+    let mut app = app();
+    app.on_event(started(), t0);
+    let _ = app.take_output();
+    app.on_event(
+        LoopEvent::Backoff {
+            until: t0 + secs(12 * 60),
+            reason: "Claude Code's limit, hit by the loop in /home/me/shop, holds for every loop of it on this machine: the usage limit is reached (five_hour); it ends at 14:05, in 12m".into(),
+        },
+        t0,
+    );
+    let lines: Vec<String> = app.take_output().iter().map(|l| l.to_string()).collect();
+    assert_eq!(
+        lines,
+        [
+            "ralph: the agent is rate limited (Claude Code's limit, hit by the loop in /home/me/shop, holds for every loop of it on this machine: the usage limit is reached (five_hour); it ends at 14:05, in 12m); the next attempt is in 12m (Ctrl-C stops)"
+        ]
+    );
+    snapshot!("status_waiting_on_a_shared_limit", app, t0 + secs(60));
+}
+
 #[test]
 fn running_with_a_time_limit() {
     let t0 = Instant::now();

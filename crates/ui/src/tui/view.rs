@@ -303,7 +303,7 @@ impl App {
                 } => (format!("DONE rejected: {reason}"), theme.warning),
                 Activity::Backoff { until } => (
                     format!(
-                        "rate limited: retrying in {}",
+                        "rate limited: next attempt in {}",
                         format_span(until.saturating_duration_since(now))
                     ),
                     theme.warning,

@@ -185,11 +185,6 @@ pub(crate) struct Limits {
     pub(crate) max_cost_usd: Option<f64>,
 }
 
-/// The first wait after a rate limit that does not say how long to wait.
-pub(crate) const BACKOFF_START: Duration = Duration::from_secs(30);
-/// The longest wait between retries after rate limits.
-pub(crate) const BACKOFF_MAX: Duration = Duration::from_secs(15 * 60);
-
 /// What the runner does next.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Next {

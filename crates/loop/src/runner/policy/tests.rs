@@ -3,6 +3,7 @@
 use std::os::unix::process::ExitStatusExt;
 
 use super::*;
+use crate::runner::rate_limit::{BACKOFF_MAX, BACKOFF_START};
 
 const LIMITS: Limits = Limits {
     max_iterations: 10,
