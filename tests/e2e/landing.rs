@@ -257,6 +257,13 @@ fn a_conflict_goes_back_to_the_loop_s_agent_which_resolves_it_and_the_work_lands
     let land = r.exec(&["land", "change-the-shared-file"]);
     land.expect_code(0);
     assert!(land.stderr.contains("conflict"), "{}", land.stderr);
+    // No resume command: the fallback, a fresh run with the failure in its prompt.
+    assert!(
+        land.stderr
+            .contains("as a fresh run: its agent cannot resume a session"),
+        "{}",
+        land.stderr
+    );
     assert_eq!(r.git(&["show", "main:a.txt"]), "main and loop\n");
     // main was checked out and clean: it moved as a fast-forward, work tree included.
     assert_eq!(r.p.read("a.txt"), "main and loop\n");
@@ -264,6 +271,93 @@ fn a_conflict_goes_back_to_the_loop_s_agent_which_resolves_it_and_the_work_lands
         r.git(&["status", "--porcelain", "--untracked-files=no"]),
         ""
     );
+}
+
+/// A Claude stream-json turn in session `sess-land` that signals DONE.
+const DONE_TURN: &str = r#"{"type":"system","subtype":"init","session_id":"sess-land"}
+{"type":"assistant","message":{"content":[{"type":"text","text":"Finished.\n<ralph>DONE</ralph>"}]},"session_id":"sess-land"}
+{"type":"result","subtype":"success","is_error":false,"result":"done","session_id":"sess-land"}
+"#;
+
+#[test]
+fn a_conflict_resumes_the_agent_s_own_session_with_the_files_and_hunks_and_the_work_lands() {
+    let r = Repo::new(
+        // No sandbox: the scripted agent keeps its counter and records outside its worktree.
+        "task: Change the shared file\nmax_iterations: 3\nsandbox: false\ntest_command: grep -q loop a.txt",
+        "- [ ] changed\n",
+    );
+    let home = r.home().to_path_buf();
+    std::fs::write(home.join("done.jsonl"), DONE_TURN).unwrap();
+    let at = |f: &str| home.join(f).display().to_string();
+    r.p.write(
+        "agent-script.txt",
+        &format!(
+            "[call 1]\nwrite a.txt loop\\n\ncheck-all\nstream-json '{done}'\n\
+             [call 2..]\nsave-prompt '{prompt}'\nsave-env '{env}'\nrun git merge -q main\n\
+             write a.txt \"main and loop\\n\"\nrun git add a.txt\nrun git commit -q -m resolved\n\
+             stream-json '{done}'\n",
+            done = at("done.jsonl"),
+            prompt = at("resumed-prompt.txt"),
+            env = at("resumed-env.txt"),
+        ),
+    );
+    let base = format!(
+        "'{}' --script '{}' --counter '{}'",
+        fake_agent_bin().display(),
+        r.p.path("agent-script.txt").display(),
+        at("calls")
+    );
+    let resume = format!("RALPH_RESUMED_SESSION={{session_id}} {base}");
+    let mut cmd = r.ralph();
+    cmd.args([
+        "run",
+        "--no-tui",
+        "--worktree",
+        "--agent-cmd",
+        &base,
+        "--agent-format",
+        "claude",
+        "--agent-resume-cmd",
+        &resume,
+    ]);
+    Run::finish(spawn(cmd), Duration::from_secs(90)).expect_code(0);
+    let wt = worktree_of(&r);
+    let state: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(wt.join(".ralph/state.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        state["agent_session"], "sess-land",
+        "the session is recorded for a landing to resume"
+    );
+    r.p.write("a.txt", "main\n");
+    r.git(&["commit", "-q", "-am", "main changes a.txt too"]);
+
+    let land = r.exec(&["land", "change-the-shared-file"]);
+    land.expect_code(0);
+    assert!(
+        land.stderr
+            .contains("back to its agent, resuming its session sess-land"),
+        "{}",
+        land.stderr
+    );
+    let env = std::fs::read_to_string(home.join("resumed-env.txt")).unwrap();
+    assert!(env.contains("RALPH_RESUMED_SESSION=sess-land"), "{env}");
+    let prompt = std::fs::read_to_string(home.join("resumed-prompt.txt")).unwrap();
+    assert!(
+        prompt.contains("Landing your finished work failed"),
+        "{prompt}"
+    );
+    assert!(prompt.contains("these files conflict: a.txt"), "{prompt}");
+    assert!(
+        prompt.contains("<<<<<<<") && prompt.contains("+main") && prompt.contains("loop"),
+        "the conflicting hunks: {prompt}"
+    );
+    assert!(
+        !prompt.contains("## Criteria still open"),
+        "a resume sends only what failed, not the whole task again: {prompt}"
+    );
+    assert_eq!(r.git(&["show", "main:a.txt"]), "main and loop\n");
+    assert_eq!(status_json(&r, &wt)["worktree"]["state"], "landed");
 }
 
 #[test]

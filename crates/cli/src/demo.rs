@@ -77,6 +77,7 @@ pub fn run(args: &DemoArgs) -> CmdResult {
             name: "demo".into(),
         }),
         settings,
+        sent_back: None,
     };
     let code = cmd_run::run_loop(cfg, None, cmd_run::wants_tui(args.no_tui))?;
     outln!(
