@@ -112,18 +112,34 @@ impl Checkpointer {
         args.extend(["-m".to_owned(), message.to_owned()]);
         let commit = self.git.with_identity().run(&args)?;
         let reference = format!("{}{label}", run_prefix(run));
-        if !self
+        // The diff stat and the ref are independent: both at once, which on a busy machine
+        // costs one wait for the CPU instead of two.
+        let from = parent.as_deref().unwrap_or(EMPTY_TREE);
+        let numstat = self
             .git
-            .compare_and_swap(&reference, &commit, None, "ralph: checkpoint")?
-        {
+            .command(numstat_args(from, &commit))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .map_err(|source| GitError::Spawn { source })?;
+        let created = self
+            .git
+            .compare_and_swap(&reference, &commit, None, "ralph: checkpoint");
+        let out = numstat
+            .wait_with_output()
+            .map_err(|source| GitError::Spawn { source })?;
+        if !created? {
             return Err(GitError::Other(format!(
                 "{reference} already exists: a checkpoint is never overwritten"
             )));
         }
-        let stat = match &parent {
-            Some(p) => diff_stat(&self.git, p, &commit)?,
-            None => diff_stat(&self.git, EMPTY_TREE, &commit)?,
-        };
+        if !out.status.success() {
+            let args: Vec<std::ffi::OsString> =
+                numstat_args(from, &commit).iter().map(Into::into).collect();
+            return Err(self.git.failed(&args, &out));
+        }
+        let stat = parse_numstat(&String::from_utf8_lossy(&out.stdout));
         Ok(Checkpoint {
             reference,
             commit,
@@ -272,7 +288,15 @@ pub const EMPTY_TREE: &str = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
 
 /// Lines added and deleted between two commits (or trees).
 pub fn diff_stat(git: &Git, from: &str, to: &str) -> Result<DiffStat, GitError> {
-    let out = git.run(["diff-tree", "-r", "--numstat", "--no-renames", from, to])?;
+    Ok(parse_numstat(&git.run(numstat_args(from, to))?))
+}
+
+fn numstat_args<'a>(from: &'a str, to: &'a str) -> [&'a str; 6] {
+    ["diff-tree", "-r", "--numstat", "--no-renames", from, to]
+}
+
+/// What `git diff-tree --numstat` printed, summed.
+fn parse_numstat(out: &str) -> DiffStat {
     let mut stat = DiffStat::default();
     for line in out.lines() {
         let mut cols = line.splitn(3, '\t');
@@ -284,7 +308,7 @@ pub fn diff_stat(git: &Git, from: &str, to: &str) -> Result<DiffStat, GitError> 
         stat.insertions += add.parse::<u64>().unwrap_or(0);
         stat.deletions += del.parse::<u64>().unwrap_or(0);
     }
-    Ok(stat)
+    stat
 }
 
 /// One checkpoint of a run, as listed.
