@@ -651,3 +651,87 @@ fn a_task_file_git_does_not_track_stays_out_of_what_lands_and_does_not_block_rem
     // The user's own task file is as they left it.
     assert!(r.p.read("RALPH_TASK.md").contains("- [ ] bee"));
 }
+
+#[test]
+fn two_loops_landing_at_once_land_one_after_the_other_each_on_the_tip_the_other_left() {
+    // Each loop's tests take a second, so the two landings overlap unless the lock serialises
+    // them.
+    let r = Repo::new(
+        "task: Add the bee file\nmax_iterations: 2\ntest_command: sleep 1 && test -f b.txt",
+        "- [ ] bee\n",
+    );
+    r.p.write(
+        "SEA_TASK.md",
+        "---\ntask: Add the sea file\nmax_iterations: 2\ntest_command: sleep 1 && test -f c.txt\n---\n- [ ] sea\n",
+    );
+    // The user works on a branch of their own; both loops land on main.
+    r.git(&["checkout", "-q", "-b", "mine"]);
+    r.p.write("notes.txt", "mine\n");
+    let base = r.git(&["rev-parse", "main"]).trim().to_owned();
+    let before = checkout_bytes(&r);
+    for (task, file, script) in [
+        ("RALPH_TASK.md", "b.txt", "bee-agent.txt"),
+        ("SEA_TASK.md", "c.txt", "sea-agent.txt"),
+    ] {
+        let script_path = r.home().join(script);
+        std::fs::write(
+            &script_path,
+            format!("[iteration 1]\nwrite {file} {file}\\n\ncheck-all\nsignal DONE\n"),
+        )
+        .unwrap();
+        let agent = format!(
+            "'{}' --script '{}'",
+            fake_agent_bin().display(),
+            script_path.display()
+        );
+        r.run(&agent, &["--worktree", "--onto", "main", "--task", task])
+            .expect_code(0);
+    }
+    assert_eq!(r.git(&["rev-parse", "main"]).trim(), base);
+
+    let land = |name: &str| {
+        let mut cmd = r.ralph();
+        cmd.args(["land", name]);
+        spawn(cmd)
+    };
+    let bee = land("add-the-bee-file");
+    let sea = land("add-the-sea-file");
+    let bee = Run::finish(bee, Duration::from_secs(90));
+    let sea = Run::finish(sea, Duration::from_secs(90));
+    bee.expect_code(0);
+    sea.expect_code(0);
+
+    // main went base -> first landing -> second landing, the second rebased on the first.
+    let line = r.git(&["rev-list", "--first-parent", "main"]);
+    let line: Vec<&str> = line.lines().collect();
+    assert_eq!(line.len(), 3, "{line:?}");
+    assert_eq!(line[2], base);
+    assert_eq!(r.git(&["show", "main:b.txt"]), "b.txt\n");
+    assert_eq!(r.git(&["show", "main:c.txt"]), "c.txt\n");
+    let (first, second) = if bee.stdout.contains(&format!("it was at {}", &base[..12])) {
+        (&bee, &sea)
+    } else {
+        (&sea, &bee)
+    };
+    assert!(
+        first
+            .stdout
+            .contains(&format!("at {} (it was at {}", &line[1][..12], &base[..12])),
+        "{}",
+        first.stdout
+    );
+    assert!(
+        second.stdout.contains(&format!(
+            "at {} (it was at {}",
+            &line[0][..12],
+            &line[1][..12]
+        )),
+        "{}",
+        second.stdout
+    );
+    assert_eq!(
+        checkout_bytes(&r),
+        before,
+        "the landings touched the user's checkout"
+    );
+}
