@@ -105,38 +105,26 @@ impl Checkpointer {
             Some(p) => Some(p.to_owned()),
             None => self.git.resolve("HEAD")?,
         };
-        let mut args = vec!["commit-tree".to_owned(), tree];
-        if let Some(p) = &parent {
-            args.extend(["-p".to_owned(), p.clone()]);
-        }
-        args.extend(["-m".to_owned(), message.to_owned()]);
-        let commit = self.git.with_identity().run(&args)?;
-        let reference = format!("{}{label}", run_prefix(run));
-        // The diff stat and the ref are independent: both at once, which on a busy machine
-        // costs one wait for the CPU instead of two.
+        // The diff stat needs only the two trees: it runs while the commit and its ref are
+        // made, which on a busy machine costs one wait for the CPU instead of two.
         let from = parent.as_deref().unwrap_or(EMPTY_TREE);
         let numstat = self
             .git
-            .command(numstat_args(from, &commit))
+            .command(numstat_args(from, &tree))
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .spawn()
             .map_err(|source| GitError::Spawn { source })?;
-        let created = self
-            .git
-            .compare_and_swap(&reference, &commit, None, "ralph: checkpoint");
+        let reference = format!("{}{label}", run_prefix(run));
+        let made = self.commit(&tree, parent.as_deref(), message, &reference);
         let out = numstat
             .wait_with_output()
             .map_err(|source| GitError::Spawn { source })?;
-        if !created? {
-            return Err(GitError::Other(format!(
-                "{reference} already exists: a checkpoint is never overwritten"
-            )));
-        }
+        let commit = made?;
         if !out.status.success() {
             let args: Vec<std::ffi::OsString> =
-                numstat_args(from, &commit).iter().map(Into::into).collect();
+                numstat_args(from, &tree).iter().map(Into::into).collect();
             return Err(self.git.failed(&args, &out));
         }
         let stat = parse_numstat(&String::from_utf8_lossy(&out.stdout));
@@ -145,6 +133,32 @@ impl Checkpointer {
             commit,
             stat,
         })
+    }
+
+    /// Commits `tree` (its parent `parent`) and creates `reference` for it, never moving an
+    /// existing one.
+    fn commit(
+        &self,
+        tree: &str,
+        parent: Option<&str>,
+        message: &str,
+        reference: &str,
+    ) -> Result<String, GitError> {
+        let mut args = vec!["commit-tree", tree];
+        if let Some(p) = parent {
+            args.extend(["-p", p]);
+        }
+        args.extend(["-m", message]);
+        let commit = self.git.with_identity().run(&args)?;
+        if !self
+            .git
+            .compare_and_swap(reference, &commit, None, "ralph: checkpoint")?
+        {
+            return Err(GitError::Other(format!(
+                "{reference} already exists: a checkpoint is never overwritten"
+            )));
+        }
+        Ok(commit)
     }
 
     /// The work tree's tree: ralph's index brought up to date, then written.
