@@ -735,3 +735,47 @@ fn two_loops_landing_at_once_land_one_after_the_other_each_on_the_tip_the_other_
         "the landings touched the user's checkout"
     );
 }
+
+#[test]
+fn a_target_that_moves_while_the_landing_tests_is_landed_on_again_from_its_new_tip() {
+    // The test command, when it runs in a landing's temporary worktree the first time, moves
+    // main to a commit made meanwhile (as another landing or a push would): the
+    // compare-and-swap must fail, and the landing start again from the new tip.
+    let r = Repo::new("task: Add the bee file\nmax_iterations: 2", "- [ ] bee\n");
+    let mark = r.home().join("moved");
+    let task = format!(
+        "---\ntask: Add the bee file\nmax_iterations: 2\ntest_command: \"case $PWD in *.landing-*) test -e '{mark}' || {{ touch '{mark}' && git -C '{repo}' update-ref refs/heads/main $(git -C '{repo}' rev-parse other); }};; esac; test -f b.txt\"\n---\n- [ ] bee\n",
+        mark = mark.display(),
+        repo = r.p.root().display(),
+    );
+    r.p.write("RALPH_TASK.md", &task);
+    r.git(&["commit", "-q", "-am", "the task"]);
+    r.git(&["checkout", "-q", "-b", "other"]);
+    r.p.write("z.txt", "meanwhile\n");
+    r.git(&["add", "z.txt"]);
+    r.git(&["commit", "-q", "-m", "meanwhile on main"]);
+    let meanwhile = r.git(&["rev-parse", "HEAD"]).trim().to_owned();
+    r.git(&["checkout", "-q", "-b", "mine", "main"]);
+    let before = checkout_bytes(&r);
+    let agent = r.p.agent(&format!("[iteration 1]\n{EDIT_AND_DONE}"));
+    r.run(&agent, &["--worktree", "--onto", "main"])
+        .expect_code(0);
+    let land = r.exec(&["land", "add-the-bee-file"]);
+    land.expect_code(0);
+    assert!(mark.exists(), "the first test run moved main");
+    // Landed on the commit that came meanwhile, tested again there.
+    let tip = r.git(&["rev-parse", "main"]).trim().to_owned();
+    assert_eq!(r.git(&["rev-parse", "main^"]).trim(), meanwhile);
+    assert_eq!(r.git(&["show", "main:z.txt"]), "meanwhile\n");
+    assert_eq!(r.git(&["show", "main:b.txt"]), "bee\n");
+    assert!(
+        land.stdout.contains(&format!(
+            "at {} (it was at {}",
+            &tip[..12],
+            &meanwhile[..12]
+        )),
+        "{}",
+        land.stdout
+    );
+    assert_eq!(checkout_bytes(&r), before);
+}
