@@ -257,6 +257,13 @@ fn a_conflict_goes_back_to_the_loop_s_agent_which_resolves_it_and_the_work_lands
     let land = r.exec(&["land", "change-the-shared-file"]);
     land.expect_code(0);
     assert!(land.stderr.contains("conflict"), "{}", land.stderr);
+    // No resume command: the fallback, a fresh run with the failure in its prompt.
+    assert!(
+        land.stderr
+            .contains("as a fresh run: its agent cannot resume a session"),
+        "{}",
+        land.stderr
+    );
     assert_eq!(r.git(&["show", "main:a.txt"]), "main and loop\n");
     // main was checked out and clean: it moved as a fast-forward, work tree included.
     assert_eq!(r.p.read("a.txt"), "main and loop\n");
@@ -264,6 +271,93 @@ fn a_conflict_goes_back_to_the_loop_s_agent_which_resolves_it_and_the_work_lands
         r.git(&["status", "--porcelain", "--untracked-files=no"]),
         ""
     );
+}
+
+/// A Claude stream-json turn in session `sess-land` that signals DONE.
+const DONE_TURN: &str = r#"{"type":"system","subtype":"init","session_id":"sess-land"}
+{"type":"assistant","message":{"content":[{"type":"text","text":"Finished.\n<ralph>DONE</ralph>"}]},"session_id":"sess-land"}
+{"type":"result","subtype":"success","is_error":false,"result":"done","session_id":"sess-land"}
+"#;
+
+#[test]
+fn a_conflict_resumes_the_agent_s_own_session_with_the_files_and_hunks_and_the_work_lands() {
+    let r = Repo::new(
+        // No sandbox: the scripted agent keeps its counter and records outside its worktree.
+        "task: Change the shared file\nmax_iterations: 3\nsandbox: false\ntest_command: grep -q loop a.txt",
+        "- [ ] changed\n",
+    );
+    let home = r.home().to_path_buf();
+    std::fs::write(home.join("done.jsonl"), DONE_TURN).unwrap();
+    let at = |f: &str| home.join(f).display().to_string();
+    r.p.write(
+        "agent-script.txt",
+        &format!(
+            "[call 1]\nwrite a.txt loop\\n\ncheck-all\nstream-json '{done}'\n\
+             [call 2..]\nsave-prompt '{prompt}'\nsave-env '{env}'\nrun git merge -q main\n\
+             write a.txt \"main and loop\\n\"\nrun git add a.txt\nrun git commit -q -m resolved\n\
+             stream-json '{done}'\n",
+            done = at("done.jsonl"),
+            prompt = at("resumed-prompt.txt"),
+            env = at("resumed-env.txt"),
+        ),
+    );
+    let base = format!(
+        "'{}' --script '{}' --counter '{}'",
+        fake_agent_bin().display(),
+        r.p.path("agent-script.txt").display(),
+        at("calls")
+    );
+    let resume = format!("RALPH_RESUMED_SESSION={{session_id}} {base}");
+    let mut cmd = r.ralph();
+    cmd.args([
+        "run",
+        "--no-tui",
+        "--worktree",
+        "--agent-cmd",
+        &base,
+        "--agent-format",
+        "claude",
+        "--agent-resume-cmd",
+        &resume,
+    ]);
+    Run::finish(spawn(cmd), Duration::from_secs(90)).expect_code(0);
+    let wt = worktree_of(&r);
+    let state: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(wt.join(".ralph/state.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        state["agent_session"], "sess-land",
+        "the session is recorded for a landing to resume"
+    );
+    r.p.write("a.txt", "main\n");
+    r.git(&["commit", "-q", "-am", "main changes a.txt too"]);
+
+    let land = r.exec(&["land", "change-the-shared-file"]);
+    land.expect_code(0);
+    assert!(
+        land.stderr
+            .contains("back to its agent, resuming its session sess-land"),
+        "{}",
+        land.stderr
+    );
+    let env = std::fs::read_to_string(home.join("resumed-env.txt")).unwrap();
+    assert!(env.contains("RALPH_RESUMED_SESSION=sess-land"), "{env}");
+    let prompt = std::fs::read_to_string(home.join("resumed-prompt.txt")).unwrap();
+    assert!(
+        prompt.contains("Landing your finished work failed"),
+        "{prompt}"
+    );
+    assert!(prompt.contains("these files conflict: a.txt"), "{prompt}");
+    assert!(
+        prompt.contains("<<<<<<<") && prompt.contains("+main") && prompt.contains("loop"),
+        "the conflicting hunks: {prompt}"
+    );
+    assert!(
+        !prompt.contains("## Criteria still open"),
+        "a resume sends only what failed, not the whole task again: {prompt}"
+    );
+    assert_eq!(r.git(&["show", "main:a.txt"]), "main and loop\n");
+    assert_eq!(status_json(&r, &wt)["worktree"]["state"], "landed");
 }
 
 #[test]
@@ -556,4 +650,132 @@ fn a_task_file_git_does_not_track_stays_out_of_what_lands_and_does_not_block_rem
     assert!(!wt.exists());
     // The user's own task file is as they left it.
     assert!(r.p.read("RALPH_TASK.md").contains("- [ ] bee"));
+}
+
+#[test]
+fn two_loops_landing_at_once_land_one_after_the_other_each_on_the_tip_the_other_left() {
+    // Each loop's tests take a second, so the two landings overlap unless the lock serialises
+    // them.
+    let r = Repo::new(
+        "task: Add the bee file\nmax_iterations: 2\ntest_command: sleep 1 && test -f b.txt",
+        "- [ ] bee\n",
+    );
+    r.p.write(
+        "SEA_TASK.md",
+        "---\ntask: Add the sea file\nmax_iterations: 2\ntest_command: sleep 1 && test -f c.txt\n---\n- [ ] sea\n",
+    );
+    // The user works on a branch of their own; both loops land on main.
+    r.git(&["checkout", "-q", "-b", "mine"]);
+    r.p.write("notes.txt", "mine\n");
+    let base = r.git(&["rev-parse", "main"]).trim().to_owned();
+    let before = checkout_bytes(&r);
+    for (task, file, script) in [
+        ("RALPH_TASK.md", "b.txt", "bee-agent.txt"),
+        ("SEA_TASK.md", "c.txt", "sea-agent.txt"),
+    ] {
+        let script_path = r.home().join(script);
+        std::fs::write(
+            &script_path,
+            format!("[iteration 1]\nwrite {file} {file}\\n\ncheck-all\nsignal DONE\n"),
+        )
+        .unwrap();
+        let agent = format!(
+            "'{}' --script '{}'",
+            fake_agent_bin().display(),
+            script_path.display()
+        );
+        r.run(&agent, &["--worktree", "--onto", "main", "--task", task])
+            .expect_code(0);
+    }
+    assert_eq!(r.git(&["rev-parse", "main"]).trim(), base);
+
+    let land = |name: &str| {
+        let mut cmd = r.ralph();
+        cmd.args(["land", name]);
+        spawn(cmd)
+    };
+    let bee = land("add-the-bee-file");
+    let sea = land("add-the-sea-file");
+    let bee = Run::finish(bee, Duration::from_secs(90));
+    let sea = Run::finish(sea, Duration::from_secs(90));
+    bee.expect_code(0);
+    sea.expect_code(0);
+
+    // main went base -> first landing -> second landing, the second rebased on the first.
+    let line = r.git(&["rev-list", "--first-parent", "main"]);
+    let line: Vec<&str> = line.lines().collect();
+    assert_eq!(line.len(), 3, "{line:?}");
+    assert_eq!(line[2], base);
+    assert_eq!(r.git(&["show", "main:b.txt"]), "b.txt\n");
+    assert_eq!(r.git(&["show", "main:c.txt"]), "c.txt\n");
+    let (first, second) = if bee.stdout.contains(&format!("it was at {}", &base[..12])) {
+        (&bee, &sea)
+    } else {
+        (&sea, &bee)
+    };
+    assert!(
+        first
+            .stdout
+            .contains(&format!("at {} (it was at {}", &line[1][..12], &base[..12])),
+        "{}",
+        first.stdout
+    );
+    assert!(
+        second.stdout.contains(&format!(
+            "at {} (it was at {}",
+            &line[0][..12],
+            &line[1][..12]
+        )),
+        "{}",
+        second.stdout
+    );
+    assert_eq!(
+        checkout_bytes(&r),
+        before,
+        "the landings touched the user's checkout"
+    );
+}
+
+#[test]
+fn a_target_that_moves_while_the_landing_tests_is_landed_on_again_from_its_new_tip() {
+    // The test command, when it runs in a landing's temporary worktree the first time, moves
+    // main to a commit made meanwhile (as another landing or a push would): the
+    // compare-and-swap must fail, and the landing start again from the new tip.
+    let r = Repo::new("task: Add the bee file\nmax_iterations: 2", "- [ ] bee\n");
+    let mark = r.home().join("moved");
+    let task = format!(
+        "---\ntask: Add the bee file\nmax_iterations: 2\ntest_command: \"case $PWD in *.landing-*) test -e '{mark}' || {{ touch '{mark}' && git -C '{repo}' update-ref refs/heads/main $(git -C '{repo}' rev-parse other); }};; esac; test -f b.txt\"\n---\n- [ ] bee\n",
+        mark = mark.display(),
+        repo = r.p.root().display(),
+    );
+    r.p.write("RALPH_TASK.md", &task);
+    r.git(&["commit", "-q", "-am", "the task"]);
+    r.git(&["checkout", "-q", "-b", "other"]);
+    r.p.write("z.txt", "meanwhile\n");
+    r.git(&["add", "z.txt"]);
+    r.git(&["commit", "-q", "-m", "meanwhile on main"]);
+    let meanwhile = r.git(&["rev-parse", "HEAD"]).trim().to_owned();
+    r.git(&["checkout", "-q", "-b", "mine", "main"]);
+    let before = checkout_bytes(&r);
+    let agent = r.p.agent(&format!("[iteration 1]\n{EDIT_AND_DONE}"));
+    r.run(&agent, &["--worktree", "--onto", "main"])
+        .expect_code(0);
+    let land = r.exec(&["land", "add-the-bee-file"]);
+    land.expect_code(0);
+    assert!(mark.exists(), "the first test run moved main");
+    // Landed on the commit that came meanwhile, tested again there.
+    let tip = r.git(&["rev-parse", "main"]).trim().to_owned();
+    assert_eq!(r.git(&["rev-parse", "main^"]).trim(), meanwhile);
+    assert_eq!(r.git(&["show", "main:z.txt"]), "meanwhile\n");
+    assert_eq!(r.git(&["show", "main:b.txt"]), "bee\n");
+    assert!(
+        land.stdout.contains(&format!(
+            "at {} (it was at {}",
+            &tip[..12],
+            &meanwhile[..12]
+        )),
+        "{}",
+        land.stdout
+    );
+    assert_eq!(checkout_bytes(&r), before);
 }

@@ -186,21 +186,21 @@ impl GitCosts {
             "MISS"
         };
         format!(
-            "git ({} files)                         median    p90       max     target\n\
+            "git ({} files)                         median    p99       max     target\n\
              checkpoint per iteration (3 changed)  {:>6.1} ms {:>6.1} ms {:>6.1} ms  < {CHECKPOINT_TARGET_MS} ms {verdict}\n\
              its git commands' CPU time (u+s)     {:>6.1} ms {:>6.1} ms {:>6.1} ms\n\
              first checkpoint of a run (seeding)   {:>6.1} ms\n\
              landing (rebase, tests `true`, CAS)    {:>6.1} ms {:>6.1} ms {:>6.1} ms\n",
             self.files,
             med,
-            ms(quantile(&self.checkpoints, 0.9)),
+            ms(quantile(&self.checkpoints, 0.99)),
             ms(quantile(&self.checkpoints, 1.0)),
             ms(quantile(&self.checkpoint_cpu, 0.5)),
-            ms(quantile(&self.checkpoint_cpu, 0.9)),
+            ms(quantile(&self.checkpoint_cpu, 0.99)),
             ms(quantile(&self.checkpoint_cpu, 1.0)),
             ms(self.first_checkpoint),
             ms(quantile(&self.landings, 0.5)),
-            ms(quantile(&self.landings, 0.9)),
+            ms(quantile(&self.landings, 0.99)),
             ms(quantile(&self.landings, 1.0)),
         )
     }
@@ -211,20 +211,20 @@ impl GitCosts {
             "files": self.files,
             "checkpoint_ms": {
                 "median": ms(quantile(&self.checkpoints, 0.5)),
-                "p90": ms(quantile(&self.checkpoints, 0.9)),
+                "p99": ms(quantile(&self.checkpoints, 0.99)),
                 "max": ms(quantile(&self.checkpoints, 1.0)),
                 "target": CHECKPOINT_TARGET_MS,
                 "runs": self.checkpoints.len(),
             },
             "checkpoint_cpu_ms": {
                 "median": ms(quantile(&self.checkpoint_cpu, 0.5)),
-                "p90": ms(quantile(&self.checkpoint_cpu, 0.9)),
+                "p99": ms(quantile(&self.checkpoint_cpu, 0.99)),
                 "max": ms(quantile(&self.checkpoint_cpu, 1.0)),
             },
             "first_checkpoint_ms": ms(self.first_checkpoint),
             "landing_ms": {
                 "median": ms(quantile(&self.landings, 0.5)),
-                "p90": ms(quantile(&self.landings, 0.9)),
+                "p99": ms(quantile(&self.landings, 0.99)),
                 "max": ms(quantile(&self.landings, 1.0)),
                 "runs": self.landings.len(),
             },

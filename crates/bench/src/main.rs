@@ -222,7 +222,7 @@ fn git_costs(quick: bool) -> git::GitCosts {
     if quick {
         git::run(10_000, 10, 2)
     } else {
-        git::run(10_000, 50, 5)
+        git::run(10_000, 100, 10)
     }
 }
 

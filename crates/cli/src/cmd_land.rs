@@ -6,9 +6,8 @@ use anyhow::anyhow;
 use ralph_git::Git;
 use ralph_git::land::{self, Landing, Method, Options};
 use ralph_git::worktree::{LandState, LoopInfo};
+use ralph_loop::runner::SentBack;
 use ralph_loop::task::{LandMode, LandWith, TaskFile};
-use ralph_protocol::answer::{Answer, AnsweredBy};
-use ralph_protocol::desk;
 use ralph_protocol::state::{AgentChoice, State, Status};
 use ralph_protocol::text::clean;
 use ralph_protocol::workspace::Workspace;
@@ -131,16 +130,18 @@ pub fn land_loop(mut info: LoopInfo, pr: bool) -> CmdResult {
                 outln!("{name}: needs-land: {reason}");
                 return Ok(1);
             }
-            Landing::Conflict { files, onto } => (
+            Landing::Conflict { files, hunks, onto } => (
                 format!(
-                    "your branch {} does not apply to {target}: these files conflict: {}",
+                    "your branch {} does not apply to {target}: these files conflict: {}\n\n```diff\n{hunks}\n```",
                     info.branch,
                     files.join(", ")
                 ),
                 onto,
             ),
             Landing::TestsFailed { output, onto } => (
-                format!("the tests failed on your work combined with {target}:\n\n{output}"),
+                format!(
+                    "the tests failed on your work combined with {target}:\n\n```\n{output}\n```"
+                ),
                 onto,
             ),
         };
@@ -157,18 +158,27 @@ pub fn land_loop(mut info: LoopInfo, pr: bool) -> CmdResult {
         }
         info.attempts += 1;
         info.save(ws.dir()).map_err(Failure::failed)?;
+        // The state the loop's last run left: its agent, and the session to resume.
+        let state = State::load(&ws).map_err(Failure::failed)?;
+        let back = SentBack {
+            failure: format!(
+                "Landing your work failed: {what}\n\n{target} is now at {onto}. In this worktree, bring your branch up to date with it (for example `git merge {onto}`), resolve every conflict, make sure the tests pass, commit, and signal DONE again."
+            ),
+            session: state.as_ref().and_then(|s| s.agent_session.clone()),
+        };
+        let how = match (&back.session, resumes(state.as_ref())) {
+            (Some(session), true) => format!("resuming its session {session}"),
+            (None, true) => "as a fresh run: it reported no session to resume".to_owned(),
+            (_, false) => "as a fresh run: its agent cannot resume a session".to_owned(),
+        };
         eprintln!(
-            "ralph: {name}: landing failed ({}); back to its agent (try {} of {})",
+            "ralph: {name}: landing failed ({}); back to its agent, {} (try {} of {})",
             clean(first_line(&what)),
+            clean(&how),
             info.attempts,
             task.git.land_attempts
         );
-        let guidance = format!(
-            "Landing your work failed: {what}\n\n{target} is now at {onto}. In this worktree, bring your branch up to date with it (for example `git merge {onto}`), resolve every conflict, make sure the tests pass, commit, and signal DONE again."
-        );
-        desk::submit(&ws, &Answer::new(guidance, AnsweredBy::RalphAnswer, None))
-            .map_err(Failure::failed)?;
-        let code = again(&info, &task_rel, state.as_ref())?;
+        let code = again(&info, &task_rel, state.as_ref(), back)?;
         if code != 0 {
             let reason = format!(
                 "the agent was asked to fix a failed landing and its loop ended with exit {code}; the worktree {} is kept",
@@ -181,8 +191,25 @@ pub fn land_loop(mut info: LoopInfo, pr: bool) -> CmdResult {
     }
 }
 
-/// Runs the loop in its worktree again, with the agent it ran with.
-fn again(info: &LoopInfo, task: &std::path::Path, state: Option<&State>) -> CmdResult {
+/// Whether the agent the loop ran with can resume a session (every preset but the demo's; a
+/// command given with `--agent-resume-cmd`).
+fn resumes(state: Option<&State>) -> bool {
+    match state.and_then(|s| s.agent_choice.as_ref()) {
+        Some(AgentChoice::Preset { name }) => {
+            ralph_loop::agents::find(name).is_some_and(|p| p.can_resume())
+        }
+        Some(AgentChoice::Command { resume_command, .. }) => resume_command.is_some(),
+        None => false,
+    }
+}
+
+/// Runs the loop in its worktree again, with the agent it ran with, told what failed.
+fn again(
+    info: &LoopInfo,
+    task: &std::path::Path,
+    state: Option<&State>,
+    back: SentBack,
+) -> CmdResult {
     let mut args = RunArgs {
         dir: DirArg {
             dir: info.worktree.clone(),
@@ -215,7 +242,7 @@ fn again(info: &LoopInfo, task: &std::path::Path, state: Option<&State>) -> CmdR
         }
         None => {}
     }
-    crate::cmd_run::run_without_landing(&args)
+    crate::cmd_run::run_sent_back(&args, back)
 }
 
 /// After `needs-land`: the combined commit, when the target now contains it (the user ran the

@@ -16,7 +16,7 @@ use ralph_protocol::text::shell_quote;
 use std::sync::Arc;
 
 use ralph_loop::agent_spec::{AgentSpec, Invocation};
-use ralph_loop::runner::{RunConfig, RunError, RunSettings, Runner};
+use ralph_loop::runner::{RunConfig, RunError, RunSettings, Runner, SentBack};
 use ralph_loop::sandbox::{self, Sandbox};
 use ralph_loop::task::{TaskFile, parse_limit, parse_wait};
 use ralph_protocol::workspace::Workspace;
@@ -32,15 +32,19 @@ use crate::{CmdResult, Failure, agents};
 /// Runs the loop in `args.dir` (in a worktree of its own with `--worktree` or `worktree: true`,
 /// landed after a verified DONE under `land: auto` or `land: pr`).
 pub fn run(args: &RunArgs) -> CmdResult {
-    run_with(args, true)
+    run_with(args, None)
 }
 
-/// [`run`], for a loop sent back by `ralph land` (which lands it itself when it is done).
-pub fn run_without_landing(args: &RunArgs) -> CmdResult {
-    run_with(args, false)
+/// [`run`], for a loop `ralph land` sends back with what failed (it lands the loop itself when
+/// it is done again).
+pub fn run_sent_back(args: &RunArgs, sent_back: SentBack) -> CmdResult {
+    run_with(args, Some(sent_back))
 }
 
-fn run_with(args: &RunArgs, may_land: bool) -> CmdResult {
+/// Runs the loop; `sent_back` when `ralph land` sent it back, which also means it does not
+/// land here.
+fn run_with(args: &RunArgs, sent_back: Option<SentBack>) -> CmdResult {
+    let may_land = sent_back.is_none();
     let root = crate::locate::run_root(&args.dir.dir)?;
     let task_path = root.join(&args.task);
     let task = TaskFile::load(&task_path).map_err(Failure::usage)?;
@@ -50,13 +54,13 @@ fn run_with(args: &RunArgs, may_land: bool) -> CmdResult {
                 "--onto names the branch a worktree loop lands on: add --worktree (or `worktree: true` in the task file)"
             )));
         }
-        return run_here(args, &root, task_path, task);
+        return run_here(args, &root, task_path, task, sent_back);
     }
     let (info, task_path) =
         crate::cmd_worktree::enter(&root, &task_path, &task, args.onto.as_deref())?;
     let task = TaskFile::load(&task_path).map_err(Failure::usage)?;
     let land = task.git.land;
-    let code = run_here(args, &info.worktree, task_path, task)?;
+    let code = run_here(args, &info.worktree, task_path, task, sent_back)?;
     if code == 0 && may_land && land != ralph_loop::task::LandMode::Manual {
         return crate::cmd_land::land_loop(info, false);
     }
@@ -72,7 +76,13 @@ fn run_with(args: &RunArgs, may_land: bool) -> CmdResult {
     Ok(code)
 }
 
-fn run_here(args: &RunArgs, root: &Path, task_path: PathBuf, mut task: TaskFile) -> CmdResult {
+fn run_here(
+    args: &RunArgs,
+    root: &Path,
+    task_path: PathBuf,
+    mut task: TaskFile,
+    sent_back: Option<SentBack>,
+) -> CmdResult {
     if let Some(left) = crate::cmd_init::example_left(&task, &task_path) {
         return Err(Failure::usage(anyhow::anyhow!(left)));
     }
@@ -94,6 +104,7 @@ fn run_here(args: &RunArgs, root: &Path, task_path: PathBuf, mut task: TaskFile)
     match configure(args, root, task_path, task) {
         Ok((mut cfg, sandbox, notes)) => {
             cfg.settings.log_budget = log_budget;
+            cfg.sent_back = sent_back;
             for note in notes {
                 eprintln!("ralph: {note}");
             }
@@ -241,6 +252,7 @@ fn configure(
             agent_choice: Some(choice),
             settings,
             fleet,
+            sent_back: None,
         },
         sandbox,
         notes,

@@ -78,6 +78,7 @@ pub fn run(args: &DemoArgs) -> CmdResult {
         }),
         settings,
         fleet: None,
+        sent_back: None,
     };
     let code = cmd_run::run_loop(cfg, None, cmd_run::wants_tui(args.no_tui))?;
     outln!(

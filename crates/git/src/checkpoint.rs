@@ -5,8 +5,11 @@
 //!
 //! 1. the first time, that index is a copy of the checkout's own index (or `HEAD`'s tree read
 //!    into it), so the files git has already hashed keep their cached stat data;
-//! 2. `git add -A` brings it to the work tree: tracked and untracked files git does not ignore.
-//!    Only files whose stat data changed since the last checkpoint are read and hashed again;
+//! 2. `git status` lists what differs from it in the work tree: tracked files changed or
+//!    deleted, untracked files git does not ignore. Only files whose stat data changed since
+//!    the last checkpoint are read and hashed, and only directories whose mtime changed are
+//!    read (the untracked cache, kept in ralph's index); `update-index` then brings just those
+//!    paths into the index;
 //! 3. `write-tree`, then `commit-tree` with the previous checkpoint (or `HEAD`) as parent;
 //! 4. `update-ref refs/ralph/<run>/<iteration> COMMIT 0000…`: created, never moved.
 //!
@@ -65,6 +68,14 @@ impl Checkpointer {
         if !root.ancestors().any(|d| d.join(".git").exists()) {
             return None;
         }
+        // A `.git` right here (a directory, or the file of a worktree) makes `root` the top of
+        // its work tree: no git process needed to say so.
+        if root.join(".git").exists() {
+            return Some(Checkpointer {
+                git: Git::new(root),
+                index,
+            });
+        }
         let top = Git::toplevel(root)?;
         let same = std::fs::canonicalize(&top).ok()? == std::fs::canonicalize(root).ok()?;
         // A project inside a bigger repository (a subdirectory) would checkpoint the whole
@@ -94,25 +105,29 @@ impl Checkpointer {
             Some(p) => Some(p.to_owned()),
             None => self.git.resolve("HEAD")?,
         };
-        let mut args = vec!["commit-tree".to_owned(), tree];
-        if let Some(p) = &parent {
-            args.extend(["-p".to_owned(), p.clone()]);
-        }
-        args.extend(["-m".to_owned(), message.to_owned()]);
-        let commit = self.git.with_identity().run(&args)?;
-        let reference = format!("{}{label}", run_prefix(run));
-        if !self
+        // The diff stat needs only the two trees: it runs while the commit and its ref are
+        // made, which on a busy machine costs one wait for the CPU instead of two.
+        let from = parent.as_deref().unwrap_or(EMPTY_TREE);
+        let numstat = self
             .git
-            .compare_and_swap(&reference, &commit, None, "ralph: checkpoint")?
-        {
-            return Err(GitError::Other(format!(
-                "{reference} already exists: a checkpoint is never overwritten"
-            )));
+            .command(numstat_args(from, &tree))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .map_err(|source| GitError::Spawn { source })?;
+        let reference = format!("{}{label}", run_prefix(run));
+        let made = self.commit(&tree, parent.as_deref(), message, &reference);
+        let out = numstat
+            .wait_with_output()
+            .map_err(|source| GitError::Spawn { source })?;
+        let commit = made?;
+        if !out.status.success() {
+            let args: Vec<std::ffi::OsString> =
+                numstat_args(from, &tree).iter().map(Into::into).collect();
+            return Err(self.git.failed(&args, &out));
         }
-        let stat = match &parent {
-            Some(p) => diff_stat(&self.git, p, &commit)?,
-            None => diff_stat(&self.git, EMPTY_TREE, &commit)?,
-        };
+        let stat = parse_numstat(&String::from_utf8_lossy(&out.stdout));
         Ok(Checkpoint {
             reference,
             commit,
@@ -120,26 +135,122 @@ impl Checkpointer {
         })
     }
 
+    /// Commits `tree` (its parent `parent`) and creates `reference` for it, never moving an
+    /// existing one.
+    fn commit(
+        &self,
+        tree: &str,
+        parent: Option<&str>,
+        message: &str,
+        reference: &str,
+    ) -> Result<String, GitError> {
+        let mut args = vec!["commit-tree", tree];
+        if let Some(p) = parent {
+            args.extend(["-p", p]);
+        }
+        args.extend(["-m", message]);
+        let commit = self.git.with_identity().run(&args)?;
+        if !self
+            .git
+            .compare_and_swap(reference, &commit, None, "ralph: checkpoint")?
+        {
+            return Err(GitError::Other(format!(
+                "{reference} already exists: a checkpoint is never overwritten"
+            )));
+        }
+        Ok(commit)
+    }
+
     /// The work tree's tree: ralph's index brought up to date, then written.
     fn tree(&self) -> Result<String, GitError> {
-        let git = self.git.with_index(&self.index);
+        let git = self.own_index();
         if !self.index.exists() {
             self.seed()?;
         }
-        // The untracked cache (kept in ralph's index) spares reading every directory that
-        // did not change since the last checkpoint; no checksum of the index is computed,
-        // since only ralph reads it.
-        git.run([
+        let changed = self.changed_paths(&git)?;
+        if !changed.is_empty() {
+            self.stage(&git, &changed)?;
+        }
+        git.run(["write-tree"])
+    }
+
+    /// Commands on ralph's own index, with what makes them fast there: the untracked cache
+    /// (directories whose mtime did not change are not read again), no checksum of the index
+    /// (only ralph reads it), and the index written back with what `status` learnt (the stat
+    /// data of files it found unchanged, the untracked cache), which `GIT_OPTIONAL_LOCKS=0`
+    /// would forbid. None of it applies to the user's index.
+    fn own_index(&self) -> Git {
+        self.git
+            .with_index(&self.index)
+            .with_env("GIT_OPTIONAL_LOCKS", "1")
+    }
+
+    /// The paths whose work tree differs from ralph's index: changed, deleted, in conflict,
+    /// or untracked and not ignored. One `git status`, which reads only the directories that
+    /// changed and hashes only files whose stat data changed.
+    fn changed_paths(&self, git: &Git) -> Result<Vec<Vec<u8>>, GitError> {
+        let out = git.output([
             "-c",
             "core.untrackedCache=true",
             "-c",
             "index.skipHash=true",
-            "add",
-            "-A",
-            "--",
-            ".",
+            // The cache is kept for one way of listing untracked files: `-uall`'s.
+            "-c",
+            "status.showUntrackedFiles=all",
+            "-c",
+            "status.renames=false",
+            "status",
+            "--porcelain=v2",
+            "-z",
+            "--untracked-files=all",
+            "--no-renames",
+            "--ignore-submodules=dirty",
         ])?;
-        git.run(["write-tree"])
+        if !out.status.success() {
+            return Err(self.git.failed(&["status".into()], &out));
+        }
+        Ok(worktree_changes(&out.stdout))
+    }
+
+    /// Brings `paths` in ralph's index to the work tree: added or hashed again if they exist,
+    /// removed if not, a file replacing a directory (or the reverse) allowed.
+    fn stage(&self, git: &Git, paths: &[Vec<u8>]) -> Result<(), GitError> {
+        use std::io::Write;
+        use std::process::Stdio;
+        let args = [
+            "-c",
+            "index.skipHash=true",
+            "update-index",
+            "--add",
+            "--remove",
+            "--replace",
+            "-z",
+            "--stdin",
+        ];
+        let mut child = git
+            .command(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|source| GitError::Spawn { source })?;
+        let mut input = Vec::new();
+        for p in paths {
+            input.extend_from_slice(p);
+            input.push(0);
+        }
+        // A git that died early shows in its exit status, below.
+        if let Some(mut stdin) = child.stdin.take() {
+            let _ = stdin.write_all(&input);
+        }
+        let out = child
+            .wait_with_output()
+            .map_err(|source| GitError::Spawn { source })?;
+        if !out.status.success() {
+            let args: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
+            return Err(self.git.failed(&args, &out));
+        }
+        Ok(())
     }
 
     /// Starts ralph's index as a copy of the checkout's, whose stat data spares hashing every
@@ -162,12 +273,44 @@ impl Checkpointer {
     }
 }
 
+/// The paths `git status --porcelain=v2 -z` reports as different in the work tree from the
+/// index (ordinary entries whose work-tree column is not `.`, unmerged entries, untracked
+/// files); what differs only between `HEAD` and the index is ralph's index already.
+fn worktree_changes(status: &[u8]) -> Vec<Vec<u8>> {
+    let mut paths = Vec::new();
+    for record in status.split(|&b| b == 0).filter(|r| !r.is_empty()) {
+        // The fields before the path: `1 XY sub mH mI mW hH hI path`,
+        // `u XY sub m1 m2 m3 mW h1 h2 h3 path`, `? path`.
+        let (fields, wanted) = match record[0] {
+            b'1' => (8, record.get(3).is_some_and(|&y| y != b'.')),
+            b'u' => (10, true),
+            b'?' => (1, true),
+            _ => continue,
+        };
+        if !wanted {
+            continue;
+        }
+        if let Some(path) = record.splitn(fields + 1, |&b| b == b' ').nth(fields) {
+            paths.push(path.to_vec());
+        }
+    }
+    paths
+}
+
 /// git's empty tree, the parent of a first checkpoint in a repository with no commit.
 pub const EMPTY_TREE: &str = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
 
 /// Lines added and deleted between two commits (or trees).
 pub fn diff_stat(git: &Git, from: &str, to: &str) -> Result<DiffStat, GitError> {
-    let out = git.run(["diff-tree", "-r", "--numstat", "--no-renames", from, to])?;
+    Ok(parse_numstat(&git.run(numstat_args(from, to))?))
+}
+
+fn numstat_args<'a>(from: &'a str, to: &'a str) -> [&'a str; 6] {
+    ["diff-tree", "-r", "--numstat", "--no-renames", from, to]
+}
+
+/// What `git diff-tree --numstat` printed, summed.
+fn parse_numstat(out: &str) -> DiffStat {
     let mut stat = DiffStat::default();
     for line in out.lines() {
         let mut cols = line.splitn(3, '\t');
@@ -179,7 +322,7 @@ pub fn diff_stat(git: &Git, from: &str, to: &str) -> Result<DiffStat, GitError> 
         stat.insertions += add.parse::<u64>().unwrap_or(0);
         stat.deletions += del.parse::<u64>().unwrap_or(0);
     }
-    Ok(stat)
+    stat
 }
 
 /// One checkpoint of a run, as listed.
@@ -265,4 +408,122 @@ pub fn after_iteration(
         _ => None,
     };
     cp.take(run, &label, previous, &message).map(Some)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn git(dir: &Path, args: &[&str]) -> String {
+        Git::new(dir)
+            .run(
+                ["-c", "user.name=t", "-c", "user.email=t@localhost"]
+                    .iter()
+                    .chain(args),
+            )
+            .unwrap()
+    }
+
+    /// The tree `git add -A` gives in a fresh index: what a checkpoint must hold.
+    fn reference_tree(dir: &Path) -> String {
+        let tmp = tempfile::tempdir().unwrap();
+        let g = Git::new(dir).with_index(&tmp.path().join("index"));
+        g.run(["read-tree", "HEAD"]).unwrap();
+        g.run(["add", "-A", "--", "."]).unwrap();
+        g.run(["write-tree"]).unwrap()
+    }
+
+    fn tree_of(dir: &Path, commit: &str) -> String {
+        git(dir, &["rev-parse", &format!("{commit}^{{tree}}")])
+    }
+
+    #[test]
+    fn each_checkpoint_holds_what_add_all_would_changes_deletions_new_files_and_type_changes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        git(dir, &["init", "-q", "-b", "main"]);
+        std::fs::create_dir_all(dir.join("src/deep")).unwrap();
+        for (p, text) in [
+            ("a.txt", "a\n"),
+            ("gone.txt", "bye\n"),
+            ("src/deep/b.txt", "b\n"),
+            ("becomes-dir", "file\n"),
+            (".gitignore", ".ralph/\n*.log\n"),
+        ] {
+            std::fs::write(dir.join(p), text).unwrap();
+        }
+        git(dir, &["add", "-A"]);
+        git(dir, &["commit", "-q", "-m", "base"]);
+        let ralph = dir.join(".ralph");
+        let cp = |it: u32, previous: Option<&str>| {
+            after_iteration(dir, &ralph, "r", it, previous, "t")
+                .unwrap()
+                .unwrap()
+        };
+        let first = cp(0, None);
+        assert_eq!(tree_of(dir, &first.commit), reference_tree(dir));
+        assert_eq!(first.stat.files, 0);
+
+        std::fs::write(dir.join("a.txt"), "a\nmore\n").unwrap();
+        std::fs::remove_file(dir.join("gone.txt")).unwrap();
+        std::fs::write(dir.join("src/deep/new file.txt"), "new\n").unwrap();
+        std::fs::create_dir_all(dir.join("fresh/dir")).unwrap();
+        std::fs::write(dir.join("fresh/dir/c.txt"), "c\n").unwrap();
+        std::fs::write(dir.join("noise.log"), "ignored\n").unwrap();
+        std::fs::remove_file(dir.join("becomes-dir")).unwrap();
+        std::fs::create_dir_all(dir.join("becomes-dir")).unwrap();
+        std::fs::write(dir.join("becomes-dir/inside.txt"), "in\n").unwrap();
+        let second = cp(1, Some(&first.commit));
+        assert_eq!(tree_of(dir, &second.commit), reference_tree(dir));
+        assert_eq!(second.stat.files, 6, "{:?}", second.stat);
+        let files = git(dir, &["ls-tree", "-r", "--name-only", &second.commit]);
+        assert!(!files.contains("noise.log"), "an ignored file: {files}");
+
+        // Nothing changed: the same tree, found without hashing anything.
+        let third = cp(2, Some(&second.commit));
+        assert_eq!(tree_of(dir, &third.commit), tree_of(dir, &second.commit));
+
+        // A change inside a directory the untracked cache knows, and the directory back to a
+        // file.
+        std::fs::write(dir.join("fresh/dir/d.txt"), "d\n").unwrap();
+        std::fs::remove_dir_all(dir.join("becomes-dir")).unwrap();
+        std::fs::write(dir.join("becomes-dir"), "file again\n").unwrap();
+        let fourth = cp(3, Some(&third.commit));
+        assert_eq!(tree_of(dir, &fourth.commit), reference_tree(dir));
+        assert_eq!(fourth.stat.files, 3, "{:?}", fourth.stat);
+    }
+
+    #[test]
+    fn the_user_s_index_is_left_byte_for_byte() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        git(dir, &["init", "-q", "-b", "main"]);
+        std::fs::write(dir.join("a.txt"), "a\n").unwrap();
+        git(dir, &["add", "-A"]);
+        git(dir, &["commit", "-q", "-m", "base"]);
+        std::fs::write(dir.join("a.txt"), "changed\n").unwrap();
+        std::fs::write(dir.join("b.txt"), "new\n").unwrap();
+        let index = std::fs::read(dir.join(".git/index")).unwrap();
+        after_iteration(dir, &dir.join(".ralph"), "r", 1, None, "t")
+            .unwrap()
+            .unwrap();
+        assert_eq!(std::fs::read(dir.join(".git/index")).unwrap(), index);
+    }
+
+    #[test]
+    fn status_records_are_read_for_work_tree_changes_only() {
+        let status = b"1 M. N... 100644 100644 100644 aa bb staged only.txt\0\
+1 .M N... 100644 100644 100644 aa aa with space.txt\0\
+1 .D N... 100644 100644 000000 aa aa gone\0\
+u UU N... 100644 100644 100644 100644 a b c both.txt\0\
+? new dir/f.txt\0";
+        let paths: Vec<String> = worktree_changes(status)
+            .into_iter()
+            .map(|p| String::from_utf8(p).unwrap())
+            .collect();
+        assert_eq!(
+            paths,
+            ["with space.txt", "gone", "both.txt", "new dir/f.txt"]
+        );
+    }
 }

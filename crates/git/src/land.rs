@@ -76,6 +76,9 @@ pub enum Landing {
     Conflict {
         /// The files in conflict.
         files: Vec<String>,
+        /// Their conflicting hunks, with git's conflict markers (`git diff` of the unmerged
+        /// files), cut to the first [`HUNK_LINES`] lines.
+        hunks: String,
         /// The target's tip it was tried on.
         onto: String,
     },
@@ -171,7 +174,13 @@ pub fn land(info: &LoopInfo, opts: &Options) -> Result<Landing, GitError> {
         let scratch = Scratch::new(&repo, &opts.data, &old)?;
         let combined = match combine(&scratch.git, &old, &tip, info, opts)? {
             Ok(c) => c,
-            Err(files) => return Ok(Landing::Conflict { files, onto: old }),
+            Err((files, hunks)) => {
+                return Ok(Landing::Conflict {
+                    files,
+                    hunks,
+                    onto: old,
+                });
+            }
         };
         if let Some(cmd) = &opts.test_command
             && let Err(output) = run_tests(scratch.git.dir(), cmd, opts.test_timeout)
@@ -225,14 +234,18 @@ fn backup(repo: &Git, target: &str, old: &str) -> Result<String, GitError> {
     Ok(name)
 }
 
-/// The combined commit, or the files in conflict.
+/// How much of the conflicting hunks a [`Landing::Conflict`] keeps: enough for the agent to
+/// see what collided, not a whole rewritten file.
+pub const HUNK_LINES: usize = 200;
+
+/// The combined commit, or the files in conflict and their hunks.
 fn combine(
     git: &Git,
     old: &str,
     tip: &str,
     info: &LoopInfo,
     opts: &Options,
-) -> Result<Result<String, Vec<String>>, GitError> {
+) -> Result<Result<String, (Vec<String>, String)>, GitError> {
     let git = git.with_identity();
     let mb = git.run(["merge-base", old, tip])?;
     if mb == old {
@@ -279,7 +292,16 @@ fn combine(
         .lines()
         .map(str::to_owned)
         .collect();
-    Ok(Err(files))
+    let diff = git.run(["diff", "--no-color", "--no-ext-diff", "--diff-filter=U"])?;
+    let lines: Vec<&str> = diff.lines().collect();
+    let mut hunks = lines[..lines.len().min(HUNK_LINES)].join("\n");
+    if lines.len() > HUNK_LINES {
+        hunks.push_str(&format!(
+            "\n[... {} more lines: see `git diff` after merging]",
+            lines.len() - HUNK_LINES
+        ));
+    }
+    Ok(Err((files, hunks)))
 }
 
 /// Runs `cmd` in `dir`; the end of its output when it fails or takes longer than `timeout`.

@@ -54,6 +54,11 @@ pub enum Carryover {
         /// How it ended, in words.
         how: String,
     },
+    /// `ralph land` could not land the work the agent finished, and sent it back.
+    LandingFailed {
+        /// What failed and what to do, in full.
+        what: String,
+    },
 }
 
 /// Placeholders a custom `.ralph/prompt.md` may use.
@@ -226,11 +231,12 @@ fn default_prompt(inputs: &PromptInputs<'_>, s: &Sections) -> String {
     p
 }
 
-/// The message that resumes an agent's session after its question was answered.
+/// The message that resumes an agent's session: after its question was answered, or when
+/// `ralph land` sends its finished work back.
 ///
 /// The agent still has the task and the protocol in its context; it needs only what changed.
 pub fn resume_message(carryover: &[Carryover]) -> String {
-    let mut m = String::from("ralph: here is what happened while you waited.\n\n");
+    let mut m = String::from("ralph: here is what happened since your last turn.\n\n");
     m.push_str(&render_carryover(carryover));
     m.push_str("Continue the task with this in mind. The protocol is unchanged: update .ralph/progress.md, and signal when you are done or need to ask again.\n");
     m
@@ -282,6 +288,13 @@ fn render_carryover(items: &[Carryover]) -> String {
             }
             Carryover::Guidance { text } => {
                 let _ = writeln!(out, "### Guidance from your human\n\n{}\n", quote(text));
+            }
+            Carryover::LandingFailed { what } => {
+                let _ = writeln!(
+                    out,
+                    "### Landing your finished work failed\n\n{}\n",
+                    what.trim_end()
+                );
             }
             Carryover::AgentFailed { how } => {
                 let _ = writeln!(

@@ -227,6 +227,11 @@ pub struct State {
     /// `ralph status` and the fleet view can say until when. `None` otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_limited_until: Option<String>,
+    /// The last session id the agent reported (Claude's `session_id`, Codex's thread id...),
+    /// so a loop `ralph land` sends back can resume that conversation. `None` until the agent
+    /// reports one, and for agents that never do.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_session: Option<String>,
 }
 
 /// A task file's fingerprint (SHA-256 of its bytes, in hex), recorded as [`State::done_task`].
@@ -326,6 +331,7 @@ impl State {
             total_cost_usd: None,
             done_task: None,
             rate_limited_until: None,
+            agent_session: None,
         }
     }
 

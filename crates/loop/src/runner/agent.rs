@@ -50,8 +50,9 @@ impl Runner {
         let carryover = std::mem::take(&mut self.session.carryover);
         let stem = self.log_stem(iteration);
         let prompt_path = self.ws.logs().join(format!("{stem}.prompt.md"));
-        // After an answer, an agent that can resume its session gets the answer as a new
-        // message in the same conversation; otherwise (or if that fails) a fresh prompt.
+        // After an answer (or a landing sent back), an agent that can resume its session gets
+        // it as a new message in the same conversation; otherwise (or if that fails) a fresh
+        // prompt.
         let resume = match (
             std::mem::take(&mut self.session.resume_next),
             &self.cfg.agent.resume,
@@ -65,7 +66,7 @@ impl Runner {
                 let message = prompt::resume_message(&carryover);
                 let invocation = resume(session, &message, &prompt_path);
                 self.emit(LoopEvent::Note(format!(
-                    "resuming the agent's session {session} with the answer"
+                    "resuming the agent's session {session} with what happened since its last turn"
                 )))
                 .await;
                 (message, invocation)
@@ -156,6 +157,7 @@ impl Runner {
         run.command = invocation.command.clone();
         if let Some(id) = &run.session_id {
             self.session.id = Some(id.clone());
+            self.state.agent_session = Some(id.clone());
         }
         if let Some((_, session)) = &resume
             && run.resume_did_not_take()
@@ -168,7 +170,7 @@ impl Runner {
                 .cloned()
                 .unwrap_or_else(|| run.describe(timeout));
             self.emit(LoopEvent::Warning(format!(
-                "resuming session {session} failed ({why}); the next iteration starts fresh and carries the answer"
+                "resuming session {session} failed ({why}); the next iteration starts fresh with the same message in its prompt"
             )))
             .await;
             self.log(

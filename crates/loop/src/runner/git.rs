@@ -25,17 +25,22 @@ impl Runner {
         let task = self.state.task.clone();
         let enabled = self.cfg.task.git.checkpoints;
         let (taken, touched) = tokio::task::spawn_blocking(move || {
-            let taken = enabled.then(|| {
-                ralph_git::checkpoint::after_iteration(
-                    &root,
-                    &dir,
-                    &run,
-                    iteration,
-                    previous.as_deref(),
-                    &task,
-                )
-            });
-            (taken, ralph_git::worktree::check_checkout(&dir, start))
+            // Two repositories' worth of `lstat`s (the worktree's, the user's checkout's),
+            // independent of each other: side by side.
+            std::thread::scope(|scope| {
+                let touched = scope.spawn(|| ralph_git::worktree::check_checkout(&dir, start));
+                let taken = enabled.then(|| {
+                    ralph_git::checkpoint::after_iteration(
+                        &root,
+                        &dir,
+                        &run,
+                        iteration,
+                        previous.as_deref(),
+                        &task,
+                    )
+                });
+                (taken, touched.join().unwrap_or(None))
+            })
         })
         .await
         .unwrap_or((None, None));

@@ -65,7 +65,7 @@ use processes::Processes;
 use questions::Questions;
 use record::Record;
 use session::Session;
-pub use settings::{RunConfig, RunSettings, wait_duration};
+pub use settings::{RunConfig, RunSettings, SentBack, wait_duration};
 
 /// Runs the loop; see the module docs.
 #[derive(Debug)]

@@ -67,6 +67,20 @@ pub struct RunConfig {
     pub settings: RunSettings,
     /// The fleet the loop belongs to (`ralph fleet` says so in its environment), if any.
     pub fleet: Option<crate::budget::FleetBudget>,
+    /// Set when `ralph land` sends a finished loop back to its agent with what failed.
+    pub sent_back: Option<SentBack>,
+}
+
+/// A finished loop sent back to its agent because its landing failed (a conflict, or tests
+/// failing on the combined tree).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SentBack {
+    /// What failed, in full: the files and hunks in conflict, or the end of the tests' output.
+    pub failure: String,
+    /// The agent's last session (`state.json`'s `agent_session`): the first iteration resumes
+    /// it with the failure when the agent can resume, else it starts fresh with the failure in
+    /// its prompt.
+    pub session: Option<String>,
 }
 
 /// The time a [`Wait`] allows, or `None` for no limit.

@@ -27,6 +27,7 @@ use super::session::Session;
 use super::settings::RunConfig;
 use crate::logs;
 use crate::notify::{Notifier, NotifyConfig};
+use crate::prompt::Carryover;
 
 impl Runner {
     /// Prepares a run: takes the lock, creates `.ralph/`, and reads what a previous run left.
@@ -39,6 +40,7 @@ impl Runner {
     ) -> Result<Self, RunError> {
         let ws = cfg.workspace.clone();
         let desk_ws = ws.clone();
+        let sent_back = cfg.sent_back.clone();
         ws.ensure()?;
         let lock = ws.lock()?;
         // Before anything is written: a state file that cannot be read stops the run, naming
@@ -130,6 +132,7 @@ impl Runner {
             checkpoint: previous.as_ref().and_then(|p| p.checkpoint.clone()),
             done_task: None,
             rate_limited_until: None,
+            agent_session: None,
         };
         let shared = super::shared::Shared {
             // The agent runs with ralph's environment: what picks its account is here.
@@ -161,9 +164,16 @@ impl Runner {
             },
             session: Session {
                 first_iteration,
-                carryover: Vec::new(),
-                id: None,
-                resume_next: false,
+                // A loop sent back by `ralph land`: its first iteration is told what failed,
+                // in the agent's last session when it can resume one.
+                carryover: sent_back
+                    .iter()
+                    .map(|s| Carryover::LandingFailed {
+                        what: s.failure.clone(),
+                    })
+                    .collect(),
+                resume_next: sent_back.as_ref().is_some_and(|s| s.session.is_some()),
+                id: sent_back.and_then(|s| s.session),
             },
             questions: Questions {
                 desk: ralph_protocol::desk::Desk::new(desk_ws),
