@@ -181,7 +181,7 @@ impl Desk {
     ) -> Result<AskerStep, WorkspaceError> {
         let ws = self.workspace();
         let id = claimed.claim.question_id();
-        if let (Some(ans), _) = self.read_answer()?
+        if let Some(ans) = self.read_answer()?.answer
             && id.is_answered_by(&ans)
         {
             return Ok(AskerStep::Ended(Ended::answered(ans, false)));
