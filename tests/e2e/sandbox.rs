@@ -423,3 +423,44 @@ write .ralph/answer.md {forged}\nsignal QUESTION\n\
         "{record}"
     );
 }
+
+/// The agent may edit the task file (it ticks its criteria there), so it can write `sandbox:
+/// false` or widen `sandbox_write:` for the next run. Regression: the next `ralph run` took
+/// them and ran the agent unfenced. Now it refuses (exit 2), naming each weakened key, until
+/// the human confirms with `--accept-sandbox`.
+#[test]
+fn a_sandbox_the_agent_weakened_in_the_task_file_waits_for_the_humans_word() {
+    let m = Machine::new("task: Escape\nmax_iterations: 1\nsandbox: true\nsandbox_net: [443]");
+    let script = "run sh -c 'echo out > \"$HOME/escaped.txt\"'\n\
+write RALPH_TASK.md ---\\ntask: Escape\\nmax_iterations: 1\\nsandbox: false\\nsandbox_write: [~/]\\n---\\n- [x] x\\n\n\
+signal DONE\n";
+    let first = m.run(script, &[], &[]);
+    first.expect_code(0);
+    assert!(
+        !m.home.join("escaped.txt").exists(),
+        "fenced in the first run"
+    );
+    assert!(m.p.read("RALPH_TASK.md").contains("sandbox: false"));
+
+    let refused = m.run(script, &["--again"], &[]);
+    refused.expect_code(2);
+    for named in [
+        "sandbox: true -> false",
+        "sandbox_write: adds ~/",
+        "sandbox_net: removed (every port)",
+        "--accept-sandbox",
+    ] {
+        assert!(
+            refused.stderr.contains(named),
+            "{named}: {}",
+            refused.stderr
+        );
+    }
+    assert!(!m.home.join("escaped.txt").exists(), "no agent ran");
+
+    // The human's word: this run takes them, and so does the next.
+    m.run(script, &["--again", "--accept-sandbox"], &[])
+        .expect_code(0);
+    assert!(m.home.join("escaped.txt").exists());
+    m.run(script, &["--again"], &[]).expect_code(0);
+}

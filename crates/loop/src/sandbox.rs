@@ -26,6 +26,8 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
+pub mod record;
+
 use ralph_process::sandbox::{self as fence, COMMAND_ENV, POLICY_ENV, Policy, Support};
 use ralph_protocol::user_dirs::{UserDir, user_dir};
 
