@@ -101,10 +101,19 @@ impl Machine {
 
     /// `ralph run` with this machine's environment (and `env`), in the worktree.
     fn start(&self, script: &str, extra: &[&str], env: &[(&str, &str)]) -> Guarded {
+        spawn(self.command(&ralph_bin(), script, extra, env))
+    }
+
+    /// `ralph run` of the binary `ralph` (with `extra` and `env`), not started.
+    fn command(&self, ralph: &Path, script: &str, extra: &[&str], env: &[(&str, &str)]) -> Command {
         let agent = self.p.agent(script);
-        let mut cmd = self.p.ralph();
-        cmd.args(["run", "--no-tui", "--agent-cmd", &agent])
+        let mut cmd = Command::new(ralph);
+        cmd.current_dir(self.p.root())
+            .stdin(std::process::Stdio::null())
+            .args(["run", "--no-tui", "--agent-cmd", &agent])
             .args(extra)
+            .env_remove("RALPH_DIR")
+            .env("NO_COLOR", "1")
             .env("HOME", &self.home)
             .env("XDG_CONFIG_HOME", &self.xdg)
             .env("XDG_DATA_HOME", self.home.join(".local/share"))
@@ -115,7 +124,7 @@ impl Machine {
             .env("CHECKOUT", &self.checkout)
             .env_remove("RALPH_SANDBOX_TEST_ABI")
             .envs(env.iter().copied());
-        spawn(cmd)
+        cmd
     }
 
     fn run(&self, script: &str, extra: &[&str], env: &[(&str, &str)]) -> Run {
@@ -463,4 +472,46 @@ signal DONE\n";
         .expect_code(0);
     assert!(m.home.join("escaped.txt").exists());
     m.run(script, &["--again"], &[]).expect_code(0);
+}
+
+/// A `ralph` installed without `ralph-sandbox` beside it (a copy of the binary alone) still
+/// fences the agent in, through `ralph __sandbox`.
+#[test]
+fn without_ralph_sandbox_beside_it_ralph_applies_the_sandbox_itself() {
+    if !landlock() {
+        return;
+    }
+    // A hard link in a directory of its own (under target/, on the binary's file system):
+    // `current_exe` names the link, and no `ralph-sandbox` is beside it.
+    let target = ralph_bin()
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let alone = tempfile::Builder::new()
+        .prefix("ralph-alone-")
+        .tempdir_in(&target)
+        .unwrap();
+    let ralph = alone.path().join("ralph");
+    std::fs::hard_link(ralph_bin(), &ralph).unwrap();
+    let m = Machine::new("task: Alone\nmax_iterations: 1");
+    let cmd = m.command(
+        &ralph,
+        &format!("{HOSTILE}check-all\nsignal DONE\n"),
+        &[],
+        &[],
+    );
+    let run = Run::finish(spawn(cmd), Duration::from_secs(60));
+    run.expect_code(0);
+    assert!(
+        run.stdout.contains("ralph: sandboxed: writes only to ")
+            || run.stderr.contains("ralph: sandboxed: writes only to "),
+        "{}{}",
+        run.stdout,
+        run.stderr
+    );
+    for (what, untouched) in m.untouched() {
+        assert!(untouched, "the agent wrote {what}\n{}", run.stdout);
+    }
 }
