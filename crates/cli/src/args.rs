@@ -132,8 +132,9 @@ pub enum Internal {
         #[arg(long)]
         run: Option<String>,
     },
-    /// The sandbox `ralph run` starts the agent in: applies the ruleset in `RALPH_SANDBOX`,
-    /// then runs the command line in `RALPH_SANDBOX_COMMAND` in its place.
+    /// The sandbox `ralph run` starts the agent in where `ralph-sandbox` is not beside ralph:
+    /// applies the ruleset in `RALPH_SANDBOX`, then execs the program and arguments in
+    /// `RALPH_SANDBOX_COMMAND` in its place.
     #[command(name = "__sandbox")]
     Sandbox,
 }

@@ -1,7 +1,7 @@
 //! The agent's sandbox, as a run sets it up: what the agent may write and read, the line the
 //! run starts with, and the line ralph adds when the agent is refused a path.
 //!
-//! The ruleset itself is Landlock's, applied by `ralph __sandbox` ([`ralph_process::sandbox`]):
+//! The ruleset itself is Landlock's, applied by `ralph-sandbox` (or `ralph __sandbox`; [`ralph_process::sandbox`]):
 //! [`Sandbox::wrap`] turns the agent's command line into that process's, once per agent start.
 //! What goes in it ([`plan`]):
 //!

@@ -27,10 +27,11 @@
 use std::io;
 use std::path::PathBuf;
 
-/// The environment variable that carries the [`Policy`] to `ralph __sandbox`.
+/// The environment variable that carries the [`Policy`] to `ralph-sandbox` (or `ralph
+/// __sandbox`).
 pub const POLICY_ENV: &str = "RALPH_SANDBOX";
 /// The environment variable that carries the agent's program and arguments ([`Exec`]) to
-/// `ralph __sandbox`.
+/// `ralph-sandbox` (or `ralph __sandbox`).
 pub const COMMAND_ENV: &str = "RALPH_SANDBOX_COMMAND";
 /// The small binary that applies the sandbox, installed beside `ralph`.
 pub const HELPER: &str = "ralph-sandbox";
