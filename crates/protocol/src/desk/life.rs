@@ -199,6 +199,9 @@ pub enum AskerStep {
     Ended(Ended),
     /// Wait for a change in `.ralph/`, or until this time (`None`: no deadline).
     Wait(Option<SystemTime>),
+    /// An answer ralph did not write was there (a hand-written file, say): refused and
+    /// removed; say so, and go on waiting.
+    Refused(Forged),
 }
 
 /// How a question that timed out is handled ([`Desk::close`]).

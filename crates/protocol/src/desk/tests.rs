@@ -582,6 +582,13 @@ fn a_lone_asker_gets_its_answer_and_cleans_up_as_the_loop_would() {
         desk.asker_step(&mut claimed, now).unwrap(),
         AskerStep::Wait(Some(now + min(5)))
     );
+    // A hand-written answer is no answer: the asker is told, and goes on waiting.
+    std::fs::write(desk.workspace().answer(), "Redis\n").unwrap();
+    assert!(matches!(
+        desk.asker_step(&mut claimed, now).unwrap(),
+        AskerStep::Refused(_)
+    ));
+    assert!(!desk.workspace().answer().exists());
     let picked = Reply::Picks(vec![2, 1], String::new());
     answer(desk.workspace(), None, &picked, AnsweredBy::Telegram, None).unwrap();
     let AskerStep::Ended(ended) = desk.asker_step(&mut claimed, now).unwrap() else {
