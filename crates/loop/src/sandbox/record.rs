@@ -178,8 +178,27 @@ pub fn check_and_record(
         let mut tmp = tempfile::Builder::new().prefix(".tmp-").tempfile_in(&dir)?;
         tmp.write_all(&serde_json::to_vec_pretty(&now).map_err(io::Error::other)?)?;
         tmp.persist(&file).map_err(|e| e.error)?;
+        prune(&dir);
     }
     Ok(Ok(()))
+}
+
+/// Removes the records of projects that are gone (a temporary directory, a removed worktree):
+/// best effort, when a record is written.
+fn prune(dir: &Path) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let gone = fs::read(&path)
+            .ok()
+            .and_then(|raw| serde_json::from_slice::<Record>(&raw).ok())
+            .is_some_and(|r| !r.root.exists());
+        if gone {
+            let _ = fs::remove_file(&path);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -219,7 +238,9 @@ mod tests {
     #[test]
     fn a_weaker_run_is_refused_until_accepted_and_then_recorded() {
         let dir = tempfile::tempdir().unwrap();
-        let (root, task) = (Path::new("/p"), Path::new("/p/RALPH_TASK.md"));
+        let project = tempfile::tempdir().unwrap();
+        let root = project.path();
+        let task = &root.join("RALPH_TASK.md");
         let on = settings(Mode::On, &[], None);
         let off = settings(Mode::Off, &[], None);
         check_and_record(dir.path(), root, task, &on, false)
@@ -230,8 +251,8 @@ mod tests {
             .unwrap_err();
         assert_eq!(refused.changes, vec!["sandbox: true -> false"]);
         assert!(refused.to_string().contains("--accept-sandbox"));
-        // Another project has its own record.
-        check_and_record(dir.path(), Path::new("/q"), task, &off, false)
+        // Another project has its own record (this one is gone).
+        check_and_record(dir.path(), Path::new("/no/such/project"), task, &off, false)
             .unwrap()
             .unwrap();
         check_and_record(dir.path(), root, task, &off, true)
@@ -240,6 +261,8 @@ mod tests {
         check_and_record(dir.path(), root, task, &off, false)
             .unwrap()
             .unwrap();
+        // The record of a project that is gone goes when another is written.
+        assert!(!path(dir.path(), Path::new("/no/such/project")).exists());
         // Back to the sandbox: stronger, taken, and the bar is raised again.
         check_and_record(dir.path(), root, task, &on, false)
             .unwrap()
