@@ -289,12 +289,14 @@ save-prompt prompt-4.txt
     wait_until(Duration::from_secs(20), "iteration 3", || {
         (p.state()["iteration"] == 3).then_some(())
     });
-    p.write(
-        ".ralph/answer.md",
-        &format!(
-            "---\nanswered_by: ralph-answer\nanswered_at: {asked_at}\nquestion_id: {id}\nanswer_id: 1-2\n---\nMemcached, the loser\n"
-        ),
-    );
+    // Sealed as `ralph answer` seals it: the loop takes no other (see the test of forgeries).
+    let ws = ralph_protocol::workspace::Workspace::new(p.root()).with_state_dir(p.state_path());
+    let key = ralph_protocol::answer::key(&ws).unwrap().unwrap();
+    let loser = ralph_protocol::answer::Answer::parse(&format!(
+        "---\nanswered_by: ralph-answer\nanswered_at: {asked_at}\nquestion_id: {id}\nanswer_id: 1-2\n---\nMemcached, the loser\n"
+    ))
+    .sealed(&key);
+    p.write(".ralph/answer.md", &loser.to_file());
     let run = Run::finish(child, Duration::from_secs(30));
     run.expect_code(3);
     assert!(p.read("prompt-2.txt").contains("Redis, the winner"));

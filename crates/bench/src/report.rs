@@ -244,10 +244,14 @@ impl Results {
                     s.iterations
                 ),
                 format!(
-                    "{:.2} ms median (gap {:.2} ms sandboxed, {:.2} ms --no-sandbox)",
+                    "{:.2} ms median (gap {:.2} ms sandboxed, {:.2} ms --no-sandbox{})",
                     s.median_ms(),
                     s.on.median,
-                    s.off.median
+                    s.off.median,
+                    s.fallback
+                        .as_ref()
+                        .map(|f| format!("; {:.2} ms through `ralph __sandbox`", f.median))
+                        .unwrap_or_default()
                 ),
                 "< 1 ms median",
                 Some(s.median_ms() < 1.0),

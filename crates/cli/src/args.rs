@@ -132,8 +132,9 @@ pub enum Internal {
         #[arg(long)]
         run: Option<String>,
     },
-    /// The sandbox `ralph run` starts the agent in: applies the ruleset in `RALPH_SANDBOX`,
-    /// then runs the command line in `RALPH_SANDBOX_COMMAND` in its place.
+    /// The sandbox `ralph run` starts the agent in where `ralph-sandbox` is not beside ralph:
+    /// applies the ruleset in `RALPH_SANDBOX`, then execs the program and arguments in
+    /// `RALPH_SANDBOX_COMMAND` in its place.
     #[command(name = "__sandbox")]
     Sandbox,
 }
@@ -317,6 +318,10 @@ pub struct RunArgs {
     /// Run the agent without its sandbox, as `sandbox: false` does (see docs/sandbox.md).
     #[arg(long)]
     pub no_sandbox: bool,
+    /// Take the task file's sandbox settings even where they are weaker than those the last
+    /// run of this project started with (the agent can edit the task file: docs/sandbox.md).
+    #[arg(long)]
+    pub accept_sandbox: bool,
     /// Run in a git worktree of its own, outside the repository, on a new branch
     /// `ralph/<task>`; `ralph land` brings the work back (also `worktree: true`).
     #[arg(long)]

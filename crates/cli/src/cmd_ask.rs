@@ -220,6 +220,10 @@ fn wait_for_answer(
             AskerStep::Ended(ended) => return Ok(ended),
             AskerStep::Wait(Some(until)) => until.duration_since(now).unwrap_or_default(),
             AskerStep::Wait(None) => Duration::from_secs(3600),
+            AskerStep::Refused(forged) => {
+                eprintln!("ralph: warning: {forged}");
+                continue;
+            }
         };
         match rx.recv_timeout(wait) {
             Ok(()) | Err(mpsc::RecvTimeoutError::Timeout) => {}

@@ -228,6 +228,7 @@ fn again(
         // Sent back with what failed: a task verified done before is run again all the same.
         again: true,
         no_sandbox: false,
+        accept_sandbox: false,
     };
     match state.and_then(|s| s.agent_choice.clone()) {
         Some(AgentChoice::Preset { name }) => args.agent = Some(name),

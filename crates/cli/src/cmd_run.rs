@@ -277,6 +277,25 @@ fn sandbox(
     } else {
         "sandbox: false in the task file"
     };
+    // The settings are the human's: weaker than the last run's, they wait for the human's word.
+    if !args.no_sandbox
+        && let Some(state) = ralph_protocol::broker::state_dir()
+    {
+        match sandbox::record::check_and_record(
+            &state,
+            root,
+            task_path,
+            &task.sandbox,
+            args.accept_sandbox,
+        ) {
+            Ok(Ok(())) => {}
+            Ok(Err(weakened)) => return Err(Failure::usage(anyhow::anyhow!(weakened))),
+            Err(e) => notes.push(format!(
+                "warning: could not record the sandbox settings in {}: {e}; the next run cannot tell whether they were weakened",
+                state.display()
+            )),
+        }
+    }
     // The agent's program, from its command line as it starts.
     let command = (agent.fresh)("", Path::new("")).command;
     let (plan, warnings) = sandbox::plan(&sandbox::Inputs {

@@ -232,12 +232,13 @@ fn describe(status: Status) -> &'static str {
     }
 }
 
-/// The answer in `.ralph/answer.md`, when it answers `q` and waits to be delivered.
+/// The answer in `.ralph/answer.md`, when it answers `q` and waits to be delivered (one ralph
+/// did not write is no answer: the loop refuses it).
 fn answer_waiting(ws: &Workspace, q: &PendingQuestion) -> Option<Answer> {
     answer::read(ws)
         .ok()
         .flatten()
-        .filter(|a| q.id.is_answered_by(a))
+        .filter(|a| q.id.is_answered_by(a) && answer::is_genuine(ws, a))
 }
 
 /// The question, and how to answer it, or the answer already given when one waits to be

@@ -1,7 +1,7 @@
 //! The agent's sandbox, as a run sets it up: what the agent may write and read, the line the
 //! run starts with, and the line ralph adds when the agent is refused a path.
 //!
-//! The ruleset itself is Landlock's, applied by `ralph __sandbox` ([`ralph_process::sandbox`]):
+//! The ruleset itself is Landlock's, applied by `ralph-sandbox` (or `ralph __sandbox`; [`ralph_process::sandbox`]):
 //! [`Sandbox::wrap`] turns the agent's command line into that process's, once per agent start.
 //! What goes in it ([`plan`]):
 //!
@@ -25,6 +25,8 @@
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+
+pub mod record;
 
 use ralph_process::sandbox::{self as fence, COMMAND_ENV, POLICY_ENV, Policy, Support};
 use ralph_protocol::user_dirs::{UserDir, user_dir};
@@ -59,8 +61,9 @@ pub struct SandboxSettings {
 #[derive(Debug)]
 pub struct Sandbox {
     policy: Policy,
-    /// `ralph`, which `ralph __sandbox` runs as.
-    ralph: PathBuf,
+    /// What applies the ruleset and execs the agent: `ralph-sandbox` beside `ralph`, or
+    /// `ralph __sandbox` where it is not there.
+    helper: String,
     /// The agent's `TMPDIR`, removed when the run ends.
     tmp: tempfile::TempDir,
     home: Option<PathBuf>,
@@ -68,6 +71,18 @@ pub struct Sandbox {
     never: Vec<(PathBuf, &'static str)>,
     watch: [DenialWatch; 2],
     said: HashSet<PathBuf>,
+}
+
+/// The command line of the process that applies the ruleset and execs the agent: the small
+/// `ralph-sandbox` beside `ralph` (it starts in a fraction of ralph's time: docs/benchmarks.md),
+/// or `ralph __sandbox` where it is not installed.
+fn helper(ralph: &Path) -> String {
+    let small = ralph.with_file_name(fence::HELPER);
+    if ralph_process::sys::is_executable(&small) {
+        quote(&small.to_string_lossy())
+    } else {
+        format!("{} __sandbox", quote(&ralph.to_string_lossy()))
+    }
 }
 
 /// Whether and how the agent is sandboxed this run.
@@ -216,7 +231,7 @@ pub fn plan(inputs: &Inputs<'_>) -> Result<(Plan, Vec<String>), String> {
     Ok((
         Plan::On(Box::new(Sandbox {
             policy,
-            ralph,
+            helper: helper(&ralph),
             tmp,
             home,
             never,
@@ -282,19 +297,16 @@ impl Sandbox {
             .find(|(k, _)| k == "PATH")
             .map(|(_, v)| std::ffi::OsString::from(v))
             .or_else(|| std::env::var_os("PATH"));
-        ralph_process::command_line::std_command(command, dir, path.as_deref())?;
+        let exec = ralph_process::command_line::resolve(command, dir, path.as_deref())?;
         let tmp = self.tmp.path().display().to_string();
         env.extend([
             (POLICY_ENV.to_owned(), self.policy.encode()),
-            (COMMAND_ENV.to_owned(), command.to_owned()),
+            (COMMAND_ENV.to_owned(), exec.encode()),
             ("TMPDIR".to_owned(), tmp.clone()),
             ("TMP".to_owned(), tmp.clone()),
             ("TEMP".to_owned(), tmp),
         ]);
-        Ok(format!(
-            "{} __sandbox",
-            quote(&self.ralph.to_string_lossy())
-        ))
+        Ok(self.helper.clone())
     }
 
     /// Reads a piece of the agent's output (`stderr` or stdout) and returns a line for each
@@ -708,6 +720,28 @@ fn scan(line: &[u8], found: &mut Vec<PathBuf>) {
 
 #[cfg(test)]
 mod tests {
+    /// `ralph-sandbox` beside `ralph` is what applies the ruleset; without it, `ralph
+    /// __sandbox` does.
+    #[test]
+    fn the_small_helper_beside_ralph_is_used_and_ralph_itself_where_it_is_missing() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let ralph = dir.path().join("ralph");
+        std::fs::write(&ralph, "").unwrap();
+        assert_eq!(
+            helper(&ralph),
+            format!("{} __sandbox", quote(&ralph.to_string_lossy()))
+        );
+        let small = dir.path().join("ralph-sandbox");
+        std::fs::write(&small, "").unwrap();
+        assert!(
+            helper(&ralph).ends_with("__sandbox"),
+            "not executable: not used"
+        );
+        std::fs::set_permissions(&small, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert_eq!(helper(&ralph), quote(&small.to_string_lossy()));
+    }
+
     use super::*;
 
     fn paths(lines: &str) -> Vec<PathBuf> {

@@ -18,6 +18,7 @@ use std::sync::{Mutex, PoisonError};
 
 use tokio::process::Command;
 
+use crate::sandbox::Exec;
 use crate::sys::is_executable;
 
 /// The characters that make a line need a shell, wherever they stand (inside quotes too: a
@@ -59,19 +60,29 @@ pub fn command(line: &str, dir: &Path, path_var: Option<&OsStr>) -> io::Result<C
     std_command(line, dir, path_var).map(Command::from)
 }
 
-/// [`command`], as the standard library's command: for a process that execs it in its own
-/// place (the sandbox, [`crate::sandbox::main`]).
+/// [`command`], as the standard library's command.
 pub fn std_command(
     line: &str,
     dir: &Path,
     path_var: Option<&OsStr>,
 ) -> io::Result<std::process::Command> {
     use std::os::unix::process::CommandExt;
-    use std::process::Command;
+    let exec = resolve(line, dir, path_var)?;
+    let mut cmd = std::process::Command::new(exec.program);
+    cmd.arg0(exec.arg0).args(exec.args);
+    Ok(cmd)
+}
+
+/// What runs `line` in `dir` with the child's `PATH` (`path_var`): its program found
+/// ([`direct_words`]), or `sh -c line`; for [`std_command`], and for the sandbox, which execs
+/// it in its own place ([`crate::sandbox::main`]).
+pub fn resolve(line: &str, dir: &Path, path_var: Option<&OsStr>) -> io::Result<Exec> {
     let Some(words) = direct_words(line) else {
-        let mut cmd = Command::new(find_program("sh", path_var, dir).unwrap_or("/bin/sh".into()));
-        cmd.arg0("sh").arg("-c").arg(line);
-        return Ok(cmd);
+        return Ok(Exec {
+            program: find_program("sh", path_var, dir).unwrap_or("/bin/sh".into()),
+            arg0: "sh".into(),
+            args: vec!["-c".into(), line.into()],
+        });
     };
     let (program, args) = words.split_first().expect("direct_words gives a program");
     let path = find_program(program, path_var, dir).ok_or_else(|| {
@@ -93,10 +104,12 @@ pub fn std_command(
             format!("no executable `{program}` {where_}"),
         )
     })?;
-    let mut cmd = Command::new(path);
     // As a shell would: the program sees the name it was called by.
-    cmd.arg0(program).args(args);
-    Ok(cmd)
+    Ok(Exec {
+        program: path,
+        arg0: program.clone(),
+        args: args.to_vec(),
+    })
 }
 
 /// The file `execvp` would run for `program` with the child's `PATH`, as an absolute path.

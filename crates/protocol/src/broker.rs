@@ -413,10 +413,17 @@ const LINK_KEY: &str = "link.key";
 
 /// The key links are derived from, made on first use.
 fn link_key(dir: &Path) -> io::Result<Vec<u8>> {
-    let path = dir.join(LINK_KEY);
+    state_key(dir, LINK_KEY)
+}
+
+/// The key of 256 random bits kept in `dir/name` (mode 0600), made on first use: the first
+/// process to make it wins, and every other one reads theirs.
+pub(crate) fn state_key(dir: &Path, name: &str) -> io::Result<Vec<u8>> {
+    let path = dir.join(name);
     if let Some(key) = read_small(&path).filter(|k| k.len() == 32) {
         return Ok(key);
     }
+    make_private_dir(dir)?;
     let mut key = [0u8; 32];
     getrandom::fill(&mut key).map_err(|e| io::Error::other(e.to_string()))?;
     let mut tmp = tempfile::Builder::new().prefix(".tmp-").tempfile_in(dir)?;
@@ -427,7 +434,7 @@ fn link_key(dir: &Path) -> io::Result<Vec<u8>> {
         // Another process made it first: theirs is the key.
         Err(_) => read_small(&path)
             .filter(|k| k.len() == 32)
-            .ok_or_else(|| io::Error::other(format!("{} is not a link key", path.display()))),
+            .ok_or_else(|| io::Error::other(format!("{} is not a key of ralph's", path.display()))),
     }
 }
 

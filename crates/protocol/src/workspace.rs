@@ -82,6 +82,8 @@ type Result<T, E = WorkspaceError> = std::result::Result<T, E>;
 pub struct Workspace {
     root: PathBuf,
     dir: PathBuf,
+    /// ralph's state directory, where it is not the user's (tests).
+    state_dir: Option<PathBuf>,
 }
 
 impl Workspace {
@@ -89,7 +91,26 @@ impl Workspace {
     pub fn new(root: impl Into<PathBuf>) -> Self {
         let root = root.into();
         let dir = root.join(DIR_NAME);
-        Workspace { root, dir }
+        Workspace {
+            root,
+            dir,
+            state_dir: None,
+        }
+    }
+
+    /// The same workspace, with ralph's state directory (where the key that seals answers is
+    /// kept, [`crate::answer`]) at `dir` instead of the user's: for tests, which never touch
+    /// the user's.
+    pub fn with_state_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.state_dir = Some(dir.into());
+        self
+    }
+
+    /// ralph's state directory as this workspace's answers are sealed under: the one given by
+    /// [`Workspace::with_state_dir`], else the user's (`$RALPH_STATE_DIR`, else
+    /// `~/.local/state/ralph`); `None` when there is no home directory to find it in.
+    pub fn state_dir(&self) -> Option<PathBuf> {
+        self.state_dir.clone().or_else(crate::broker::state_dir)
     }
 
     /// The project root (where the agent runs).

@@ -11,6 +11,7 @@
 use std::collections::HashSet;
 use std::time::{Duration, SystemTime};
 
+use ralph_protocol::answer::Forged;
 use ralph_protocol::desk::{
     Asking, Delivery, Desk, Ended, Input, Now, OnTimeout, PickUp, QuestionId, Stepped,
 };
@@ -298,6 +299,9 @@ impl Runner {
             self.emit(LoopEvent::Warning(msg.clone())).await;
             self.log("warning", json!({"message": msg}));
         }
+        if let Some(forged) = stepped.forged {
+            self.refuse_forged(forged).await;
+        }
         if let Some(by) = stepped.extended_from_afar {
             self.emit(LoopEvent::Note(format!(
                 "{} more to answer, asked from `ralph serve`",
@@ -472,6 +476,23 @@ impl Runner {
 }
 
 impl Runner {
+    /// Says that an answer ralph did not write was found in `answer.md` and refused: a warning
+    /// naming the file, and `answer_forged` in the events.
+    async fn refuse_forged(&mut self, forged: Forged) {
+        let msg = forged.to_string();
+        self.emit(LoopEvent::Warning(msg.clone())).await;
+        self.log(
+            "answer_forged",
+            json!({
+                "message": msg,
+                "file": forged.path,
+                "claimed_by": forged.answer.by,
+                "question": forged.answer.question,
+                "sealed": forged.answer.seal.is_some(),
+            }),
+        );
+    }
+
     /// Picks up an answer waiting in `.ralph/answer.md` for the iteration about to run, or
     /// refuses a second answer to a question already closed.
     pub(super) async fn pick_up_answer(&mut self) -> Result<(), RunError> {
@@ -485,6 +506,7 @@ impl Runner {
         }
         match found {
             PickUp::Nothing => {}
+            PickUp::Forged(forged) => self.refuse_forged(forged).await,
             PickUp::Refused { answer, answered } => {
                 let msg = format!(
                     "A second answer to a question already {} arrived ({}); it was not used.",

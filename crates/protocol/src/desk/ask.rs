@@ -181,7 +181,11 @@ impl Desk {
     ) -> Result<AskerStep, WorkspaceError> {
         let ws = self.workspace();
         let id = claimed.claim.question_id();
-        if let (Some(ans), _) = self.read_answer()?
+        let found = self.read_answer()?;
+        if let Some(forged) = found.forged {
+            return Ok(AskerStep::Refused(forged));
+        }
+        if let Some(ans) = found.answer
             && id.is_answered_by(&ans)
         {
             return Ok(AskerStep::Ended(Ended::answered(ans, false)));

@@ -9,7 +9,7 @@
 use std::collections::HashSet;
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::answer::{self, Answer, AnsweredBy};
+use crate::answer::{self, Answer, AnsweredBy, Forged};
 use crate::broker;
 use crate::clarifications;
 use crate::countdown::{Countdown, EXTEND_BY};
@@ -116,6 +116,20 @@ pub struct Stepped {
     pub save: bool,
     /// Something in `.ralph/` was wrong and was set right (said to the human).
     pub warning: Option<String>,
+    /// An answer ralph did not write was found, refused and removed (said to the human).
+    pub forged: Option<Forged>,
+}
+
+/// What [`Desk::read_answer`] found in `answer.md`.
+#[derive(Debug, Default)]
+pub struct Found {
+    /// The answer, written by ralph (or by someone this process cannot tell from it: see
+    /// [`answer::is_genuine`]).
+    pub answer: Option<Answer>,
+    /// Something that was not a plain file was there and was set right.
+    pub warning: Option<String>,
+    /// An answer ralph did not write was there: refused and removed.
+    pub forged: Option<Forged>,
 }
 
 /// An answer on its way to the agent: taken before (or while) an iteration runs, archived
@@ -141,6 +155,8 @@ pub struct Delivery {
 pub enum PickUp {
     /// No answer waits.
     Nothing,
+    /// An answer ralph did not write was there: it was refused and removed, never delivered.
+    Forged(Forged),
     /// A second answer to a question already closed (answered, or skipped when `answered` is
     /// false); it was taken back and is never delivered.
     Refused {
@@ -183,6 +199,9 @@ pub enum AskerStep {
     Ended(Ended),
     /// Wait for a change in `.ralph/`, or until this time (`None`: no deadline).
     Wait(Option<SystemTime>),
+    /// An answer ralph did not write was there (a hand-written file, say): refused and
+    /// removed; say so, and go on waiting.
+    Refused(Forged),
 }
 
 /// How a question that timed out is handled ([`Desk::close`]).
@@ -304,11 +323,11 @@ impl Desk {
             }
             Input::Look => {}
         }
-        // An answer may have landed from elsewhere (`ralph answer`, the page, a hand-written
-        // file).
-        let (found, warning) = self.read_answer()?;
-        out.warning = warning;
-        if let Some(ans) = found
+        // An answer may have landed from elsewhere (`ralph answer`, the page, the bot).
+        let found = self.read_answer()?;
+        out.warning = found.warning;
+        out.forged = found.forged;
+        if let Some(ans) = found.answer
             && asking.id.is_answered_by(&ans)
         {
             out.ended = Some(Ended::answered(ans, false));
@@ -422,14 +441,19 @@ impl Desk {
     /// whenever), or refuses a second answer to a question already closed; a question file
     /// nobody waits on is cleared.
     pub fn pick_up(&self, state: &mut State) -> Result<(PickUp, Option<String>), WorkspaceError> {
-        let (found, warning) = self.read_answer()?;
+        let Found {
+            answer: found,
+            warning,
+            forged,
+        } = self.read_answer()?;
         let Some(ans) = found else {
             if state.pending_question.as_ref().is_none_or(|p| !p.timed_out) {
                 // A question file nobody signalled for (or one already answered and archived)
                 // would be shown by mistake on the next QUESTION: clear it.
                 workspace::remove(&self.ws.question())?;
             }
-            return Ok((PickUp::Nothing, warning));
+            let found = forged.map_or(PickUp::Nothing, PickUp::Forged);
+            return Ok((found, warning));
         };
         let pending = state.pending_question.clone();
         let for_pending = pending.as_ref().is_some_and(|p| p.id.is_answered_by(&ans));
@@ -613,11 +637,13 @@ impl Desk {
         Ok(())
     }
 
-    /// Reads `answer.md`. What is not a plain file is set right and said (the warning): a
-    /// symlink (the agent can plant one) is removed unread, never followed; a directory is
-    /// moved aside whole; a pipe or a device is removed. `ralph answer` needs the name free,
-    /// and an error here would stop every run.
-    pub fn read_answer(&self) -> Result<(Option<Answer>, Option<String>), WorkspaceError> {
+    /// Reads `answer.md`: the one place an answer is taken. An answer ralph did not write (its
+    /// seal does not hold: the agent's own, or a hand-written file) is refused and removed,
+    /// never taken ([`Found::forged`]). What is not a plain file is set right and said (the
+    /// warning): a symlink (the agent can plant one) is removed unread, never followed; a
+    /// directory is moved aside whole; a pipe or a device is removed. `ralph answer` needs the
+    /// name free, and an error here would stop every run.
+    pub fn read_answer(&self) -> Result<Found, WorkspaceError> {
         let msg = match answer::read(&self.ws) {
             Err(WorkspaceError::Symlink { path }) => {
                 workspace::remove(&path)?;
@@ -655,9 +681,28 @@ impl Desk {
                     _ => return Err(WorkspaceError::Io { path, error }),
                 }
             }
-            read => return Ok((read?, None)),
+            Ok(Some(ans)) if !answer::is_genuine(&self.ws, &ans) => {
+                let path = self.ws.answer();
+                // Only that file; best effort (refused again at the next look).
+                let _ = workspace::remove_if(&path, workspace::MAX_READ_BYTES, |now| {
+                    Answer::parse(&String::from_utf8_lossy(now)).same_as(&ans)
+                });
+                return Ok(Found {
+                    forged: Some(Forged { path, answer: ans }),
+                    ..Found::default()
+                });
+            }
+            read => {
+                return Ok(Found {
+                    answer: read?,
+                    ..Found::default()
+                });
+            }
         };
-        Ok((None, Some(msg)))
+        Ok(Found {
+            warning: Some(msg),
+            ..Found::default()
+        })
     }
 
     fn question_raw(&self) -> Option<Vec<u8>> {

@@ -47,7 +47,8 @@ mod submit;
 pub use ask::{ClaimError, Claimed, picks_of};
 pub use id::QuestionId;
 pub use life::{
-    AskerStep, Asking, Closed, Delivery, Desk, Input, NewClaim, Now, OnTimeout, PickUp, Stepped,
+    AskerStep, Asking, Closed, Delivery, Desk, Found, Input, NewClaim, Now, OnTimeout, PickUp,
+    Stepped,
 };
 pub use reply::{MAX_ANSWER_BYTES, Refusal, Reply, check, compose, encode, read_back};
 pub use submit::{Submitted, submit};
@@ -140,7 +141,8 @@ pub fn waiting(ws: &Workspace) -> Result<Option<Waiting>, StateError> {
     let Some(pending) = State::load(ws)?.and_then(|s| s.pending_question) else {
         return Ok(None);
     };
-    let answer = answer::read(ws)?.filter(|a| pending.id.is_answered_by(a));
+    let answer =
+        answer::read(ws)?.filter(|a| pending.id.is_answered_by(a) && answer::is_genuine(ws, a));
     Ok(Some(Waiting {
         pending,
         answer,

@@ -33,54 +33,37 @@ pub enum Submitted {
 /// another answer or a skip: then this answer takes its own file back and is told. With no
 /// record of the question and no loop running, it was closed some other way and the answer
 /// is taken back too; with a loop running, the loop decides (it delivers it as guidance).
+///
+/// The answer is sealed here ([`crate::answer`]), under the key in ralph's state directory. A
+/// file already there that ralph did not write (the agent's, or a hand-written one) is not an
+/// answer: it is removed, and this one takes its place.
 pub fn submit(ws: &Workspace, answer: &Answer) -> Result<Submitted, WorkspaceError> {
+    let answer = &match answer::key(ws) {
+        Ok(Some(key)) => answer.clone().sealed(&key),
+        Ok(None) => answer.clone(),
+        Err(error) => {
+            return Err(WorkspaceError::Io {
+                path: ws.state_dir().unwrap_or_default().join(answer::KEY_FILE),
+                error,
+            });
+        }
+    };
     let contents = answer.to_file();
-    if workspace::create_atomic(&ws.answer(), contents.as_bytes())? {
-        let Some(question) = &answer.question else {
-            return Ok(Submitted::Accepted);
+    // A file in the way that ralph did not write is removed (only that one), then tried again.
+    for _ in 0..3 {
+        if workspace::create_atomic(&ws.answer(), contents.as_bytes())? {
+            return settle(ws, answer, &contents);
+        }
+        let Some(raw) = workspace::read_bounded(&ws.answer(), workspace::MAX_READ_BYTES)? else {
+            continue;
         };
-        let lost = match State::load(ws) {
-            Ok(Some(state)) => {
-                if state
-                    .pending_question
-                    .as_ref()
-                    .is_some_and(|p| &p.id == question)
-                {
-                    None
-                } else if let Some(closed) = state.closed(question) {
-                    match (&closed.answer_id, closed.answered_by) {
-                        (Some(id), _) if answer.id.as_ref() == Some(id) => None,
-                        _ if closed.run_ended => Some(Submitted::RunEnded),
-                        (_, Some(by)) => Some(Submitted::AlreadyAnswered(Answer {
-                            text: closed.answer_line.clone().unwrap_or_default(),
-                            by,
-                            at: SystemTime::now(),
-                            question: Some(question.clone()),
-                            id: closed.answer_id.clone(),
-                            who: None,
-                        })),
-                        (_, None) => Some(Submitted::Skipped),
-                    }
-                } else if ws.is_locked() {
-                    None
-                } else {
-                    Some(Submitted::AlreadyAnswered(Answer::new(
-                        "",
-                        AnsweredBy::File,
-                        None,
-                    )))
-                }
-            }
-            // Nothing readable to contradict the caller.
-            Ok(None) | Err(_) => None,
-        };
-        let Some(lost) = lost else {
-            return Ok(Submitted::Accepted);
-        };
+        let existing = Answer::parse(&String::from_utf8_lossy(&raw.bytes));
+        if answer::is_genuine(ws, &existing) {
+            return Ok(Submitted::AlreadyAnswered(existing));
+        }
         workspace::remove_if(&ws.answer(), workspace::MAX_READ_BYTES, |now| {
-            now == contents.as_bytes()
+            now == raw.bytes.as_slice()
         })?;
-        return Ok(lost);
     }
     Ok(match answer::read(ws)? {
         Some(existing) => Submitted::AlreadyAnswered(existing),
@@ -88,4 +71,54 @@ pub fn submit(ws: &Workspace, answer: &Answer) -> Result<Submitted, WorkspaceErr
         // it was delivered, and ours came second all the same.
         None => Submitted::AlreadyAnswered(Answer::new("", AnsweredBy::File, None)),
     })
+}
+
+/// After `answer` was created as `contents`: whether it won, or must be taken back.
+fn settle(ws: &Workspace, answer: &Answer, contents: &str) -> Result<Submitted, WorkspaceError> {
+    let Some(question) = &answer.question else {
+        return Ok(Submitted::Accepted);
+    };
+    let lost = match State::load(ws) {
+        Ok(Some(state)) => {
+            if state
+                .pending_question
+                .as_ref()
+                .is_some_and(|p| &p.id == question)
+            {
+                None
+            } else if let Some(closed) = state.closed(question) {
+                match (&closed.answer_id, closed.answered_by) {
+                    (Some(id), _) if answer.id.as_ref() == Some(id) => None,
+                    _ if closed.run_ended => Some(Submitted::RunEnded),
+                    (_, Some(by)) => Some(Submitted::AlreadyAnswered(Answer {
+                        text: closed.answer_line.clone().unwrap_or_default(),
+                        by,
+                        at: SystemTime::now(),
+                        question: Some(question.clone()),
+                        id: closed.answer_id.clone(),
+                        who: None,
+                        seal: None,
+                    })),
+                    (_, None) => Some(Submitted::Skipped),
+                }
+            } else if ws.is_locked() {
+                None
+            } else {
+                Some(Submitted::AlreadyAnswered(Answer::new(
+                    "",
+                    AnsweredBy::File,
+                    None,
+                )))
+            }
+        }
+        // Nothing readable to contradict the caller.
+        Ok(None) | Err(_) => None,
+    };
+    let Some(lost) = lost else {
+        return Ok(Submitted::Accepted);
+    };
+    workspace::remove_if(&ws.answer(), workspace::MAX_READ_BYTES, |now| {
+        now == contents.as_bytes()
+    })?;
+    Ok(lost)
 }
