@@ -145,7 +145,7 @@ fn answer_waiting(ws: &Workspace, id: &QuestionId) -> bool {
     answer::read(ws)
         .ok()
         .flatten()
-        .is_some_and(|a| id.is_answered_by(&a))
+        .is_some_and(|a| id.is_answered_by(&a) && answer::is_genuine(ws, &a))
 }
 
 fn describe(status: Status) -> &'static str {
@@ -271,7 +271,7 @@ pub(crate) fn closed_how(link: &LinkRecord) -> String {
     if let Some(a) = answer::read(&ws)
         .ok()
         .flatten()
-        .filter(|a| link.question.is_answered_by(a))
+        .filter(|a| link.question.is_answered_by(a) && answer::is_genuine(&ws, a))
     {
         return format!("answered from {}", a.source());
     }
