@@ -406,7 +406,10 @@ impl AgentFlags {
         pair("--agent-cmd", self.agent_cmd.clone());
         pair("--agent-format", self.agent_format.clone());
         pair("--agent-resume-cmd", self.agent_resume_cmd.clone());
-        pair("--max-iterations", self.max_iterations.map(|n| n.to_string()));
+        pair(
+            "--max-iterations",
+            self.max_iterations.map(|n| n.to_string()),
+        );
         pair("--question-timeout", self.question_timeout.clone());
         pair("--iteration-timeout", self.iteration_timeout.clone());
         if self.no_sandbox {
@@ -613,6 +616,9 @@ pub struct FleetArgs {
     /// When finished work lands (default: as each task file's `land:` says, else manual).
     #[arg(long, value_name = "WHEN", value_enum)]
     pub land: Option<LandArg>,
+    /// The branch every loop's work lands on (default: the one checked out now).
+    #[arg(long, value_name = "BRANCH")]
+    pub onto: Option<String>,
     /// Plain lines instead of the terminal view (automatic when stdout is not a terminal).
     #[arg(long)]
     pub no_tui: bool,
@@ -627,7 +633,9 @@ pub struct FleetArgs {
 fn positive_dollars(s: &str) -> Result<f64, String> {
     match s.trim_start_matches('$').parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
-        _ => Err(format!("{s} is not a positive number of dollars (e.g. 20 or 7.50)")),
+        _ => Err(format!(
+            "{s} is not a positive number of dollars (e.g. 20 or 7.50)"
+        )),
     }
 }
 

@@ -152,7 +152,7 @@ fn start(args: &FleetArgs) -> CmdResult {
         fleet,
         Launch {
             program,
-            agent_args: args.agent_flags.to_args(),
+            run_args: run_args(args),
             state_dir: state.clone(),
         },
     )
@@ -226,6 +226,17 @@ fn start(args: &FleetArgs) -> CmdResult {
     let outcomes = scheduler.outcomes();
     summary(&outcomes, &args.tasks);
     Ok(schedule::exit_code(&outcomes))
+}
+
+/// The flags every loop's `ralph run` gets besides its task: `--onto` and the agent flags.
+fn run_args(args: &FleetArgs) -> Vec<std::ffi::OsString> {
+    let mut out = Vec::new();
+    if let Some(onto) = &args.onto {
+        out.push("--onto".into());
+        out.push(onto.into());
+    }
+    out.extend(args.agent_flags.to_args());
+    out
 }
 
 /// The view of the fleet's loops, and what it needs.

@@ -155,8 +155,12 @@ fn configure(
                 } => (
                     None,
                     Some(command.as_str()),
-                    args.agent_flags.agent_format.as_deref().or(format.as_deref()),
-                    args.agent_flags.agent_resume_cmd
+                    args.agent_flags
+                        .agent_format
+                        .as_deref()
+                        .or(format.as_deref()),
+                    args.agent_flags
+                        .agent_resume_cmd
                         .as_deref()
                         .or(resume_command.as_deref()),
                 ),

@@ -68,10 +68,12 @@ pub fn claim(dir: &Path, worktree: &Path) -> Result<u16, PortError> {
         .write(true)
         .open(&lock_path)
         .map_err(io(&lock_path))?;
-    let _lock = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
-        .map_err(|(_, e)| PortError::Io {
-            path: lock_path.clone(),
-            source: e.into(),
+    let _lock =
+        nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive).map_err(|(_, e)| {
+            PortError::Io {
+                path: lock_path.clone(),
+                source: e.into(),
+            }
         })?;
     let claims = read_claims(dir);
     if let Some((first, _)) = claims.iter().find(|(_, w)| w == worktree) {

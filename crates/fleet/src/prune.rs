@@ -140,4 +140,3 @@ fn remove(info: &LoopInfo) -> Result<String, ralph_git::GitError> {
 fn first_line(s: &str) -> &str {
     s.lines().next().unwrap_or("")
 }
-

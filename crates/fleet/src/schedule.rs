@@ -27,8 +27,8 @@ use crate::ports;
 pub struct Launch {
     /// The `ralph` program.
     pub program: PathBuf,
-    /// The agent flags given to `ralph fleet`, passed on to each `ralph run`.
-    pub agent_args: Vec<OsString>,
+    /// The flags given to `ralph fleet` that each `ralph run` gets too (`--onto`, the agent's).
+    pub run_args: Vec<OsString>,
     /// ralph's state directory (ports, fleets).
     pub state_dir: PathBuf,
 }
@@ -169,7 +169,8 @@ impl Scheduler {
         if self.children.contains_key(&i) {
             return true;
         }
-        m.started && observe::phase(&m.worktree, m.pid.is_some_and(observe::pid_alive)) == Phase::Running
+        m.started
+            && observe::phase(&m.worktree, m.pid.is_some_and(observe::pid_alive)) == Phase::Running
     }
 
     fn log_path(&self, worktree: &Path) -> PathBuf {
@@ -209,7 +210,7 @@ impl Scheduler {
         if let Some(land) = self.fleet.land {
             cmd.arg("--land").arg(land.as_str());
         }
-        cmd.args(&self.launch.agent_args)
+        cmd.args(&self.launch.run_args)
             .env("RALPH_PORT", port.to_string())
             .env("RALPH_FLEET", &self.fleet.id)
             .stdin(Stdio::null())
