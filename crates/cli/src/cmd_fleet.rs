@@ -153,7 +153,7 @@ fn start(args: &FleetArgs) -> CmdResult {
         Launch {
             program,
             run_args: run_args(args),
-            state_dir: state.clone(),
+            state_dir: state,
         },
     )
     .map_err(Failure::failed)?;
@@ -204,17 +204,13 @@ fn start(args: &FleetArgs) -> CmdResult {
         plain: args.no_tui || !std::io::stdout().is_terminal(),
         only: roots,
         queued: {
-            let (dir, id) = (dir.clone(), id.clone());
             Box::new(move || {
                 Fleet::load(&dir, &id)
                     .map(|f| f.queued().cloned().collect())
                     .unwrap_or_default()
             })
         },
-        finished: {
-            let finished = finished.clone();
-            Box::new(move || finished.load(Ordering::Acquire))
-        },
+        finished: Box::new(move || finished.load(Ordering::Acquire)),
     };
     let shown = show(view);
     leave.store(true, Ordering::Release);
@@ -258,13 +254,23 @@ struct View {
 /// queued tasks given as rows of `RowState::Queued`); this is the one place that calls it.
 /// Until it is wired here, the fleet prints one line per change of a loop's phase.
 fn show(view: View) -> std::io::Result<()> {
-    let _ = view.plain;
+    let View {
+        plain,
+        only,
+        queued,
+        finished,
+    } = view;
+    if !plain {
+        outln!(
+            "ralph: the fleet's {} loops, one line per change:",
+            only.len()
+        );
+    }
     let mut last: Vec<String> = Vec::new();
     loop {
-        let finished = (view.finished)();
-        let queued: Vec<PathBuf> = (view.queued)().into_iter().map(|m| m.worktree).collect();
-        let now: Vec<String> = view
-            .only
+        let finished = finished();
+        let queued: Vec<PathBuf> = queued().into_iter().map(|m| m.worktree).collect();
+        let now: Vec<String> = only
             .iter()
             .map(|root| {
                 if queued.contains(root) {
@@ -281,7 +287,7 @@ fn show(view: View) -> std::io::Result<()> {
                 }
             })
             .collect();
-        for (i, (root, word)) in view.only.iter().zip(&now).enumerate() {
+        for (i, (root, word)) in only.iter().zip(&now).enumerate() {
             if last.get(i) != Some(word) {
                 let name = root.file_name().unwrap_or_default().to_string_lossy();
                 outln!("ralph: {name}: {word}");

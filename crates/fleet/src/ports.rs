@@ -81,10 +81,8 @@ pub fn claim(dir: &Path, worktree: &Path) -> Result<u16, PortError> {
     }
     for k in 0..BLOCKS {
         let first = FIRST_PORT + k * BLOCK;
-        if let Some((_, holder)) = claims.iter().find(|(f, _)| *f == first) {
-            if held(holder) {
-                continue;
-            }
+        if claims.iter().any(|(f, holder)| *f == first && held(holder)) {
+            continue;
         }
         if !free_on_loopback(first) {
             continue;

@@ -312,7 +312,7 @@ mod tests {
         let failed = outcome(Phase::Ended(End::Failed("x".into())), false);
         let review = outcome(Phase::Ended(End::NeedsReview("x".into())), true);
         assert_eq!(exit_code(&[landed.clone(), done.clone()]), 0);
-        assert_eq!(exit_code(&[landed.clone(), unlanded]), 1);
+        assert_eq!(exit_code(&[landed, unlanded]), 1);
         assert_eq!(exit_code(&[done.clone(), limit.clone()]), 3);
         assert_eq!(exit_code(&[limit.clone(), failed]), 1);
         assert_eq!(exit_code(&[review, limit]), 1);
