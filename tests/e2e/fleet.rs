@@ -5,6 +5,7 @@
 //! loops running and a second `ralph fleet` attaches to them; the user's checkout stays as it
 //! was throughout. Outcomes are checked on disk, in git and in exit codes, not in the view.
 
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -247,6 +248,22 @@ fn a_loop_whose_tests_fail_on_the_combined_tree_needs_review_and_keeps_its_workt
         prune.stdout
     );
     assert!(wt.exists());
+    // Given up on, it goes, its branch's last commit kept.
+    let tip = r.git(&["rev-parse", "ralph/add-the-bee-file"]);
+    r.exec(&["worktree", "discard", "add-the-bee-file"])
+        .expect_code(0);
+    let prune = r.exec(&["fleet", "prune"]);
+    assert!(
+        prune.stdout.contains("removed  add-the-bee-file"),
+        "{}",
+        prune.stdout
+    );
+    assert!(!wt.exists());
+    assert_eq!(r.git(&["branch", "--list", "ralph/add-the-bee-file"]), "");
+    assert_eq!(
+        r.git(&["rev-parse", "refs/ralph/pruned/ralph/add-the-bee-file"]),
+        tip
+    );
     assert_eq!(checkout_bytes(&r), before);
 }
 
@@ -267,8 +284,13 @@ fn killing_the_fleet_leaves_its_loops_running_and_a_second_fleet_attaches_to_the
         .collect();
     user_at_work(&r);
     let before = checkout_bytes(&r);
+    // The first fleet in a process group of its own, as a shell's job is, so that a Ctrl-C
+    // (SIGINT to the whole group) can be sent to it alone.
     let mut first = r.ralph();
-    first.args(["fleet", "--no-tui", "-j", "3"]).args(&tasks);
+    first
+        .args(["fleet", "--no-tui", "-j", "3"])
+        .args(&tasks)
+        .process_group(0);
     let mut first = spawn(first);
     wait_until(Duration::from_secs(60), "the first worktree", || {
         r.home().join("data/ralph/worktrees").exists().then_some(())
@@ -304,7 +326,11 @@ fn killing_the_fleet_leaves_its_loops_running_and_a_second_fleet_attaches_to_the
         ports.windows(2).all(|w| w[1] - w[0] >= 10),
         "two loops share ports: {ports:?}"
     );
-    first.0.kill().unwrap();
+    // Ctrl-C in the fleet's terminal, then SIGKILL for good measure.
+    let group = nix::unistd::Pid::from_raw(first.0.id() as i32);
+    nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGINT).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let _ = first.0.kill();
     first.0.wait().unwrap();
     for pid in &pids {
         assert!(pid_alive(*pid as i32), "loop {pid} died with the fleet");

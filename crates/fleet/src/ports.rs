@@ -99,12 +99,24 @@ pub fn claim(dir: &Path, worktree: &Path) -> Result<u16, PortError> {
     Err(PortError::Exhausted)
 }
 
-/// Gives back the blocks whose worktree is gone (a `ralph run` that ended before making it):
-/// what `ralph fleet prune` frees besides the landed and discarded loops'. Returns them.
+/// A claim whose worktree does not exist yet is left alone this long: its loop's `ralph run`
+/// may be making the worktree right now.
+const MAKING_WORKTREE: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// Gives back the blocks whose worktree is gone (a `ralph run` that ended before making it,
+/// its fleet dead before it could give the block back): what `ralph fleet prune` frees
+/// besides the landed and discarded loops'. Returns them.
 pub fn release_orphans(dir: &Path) -> Vec<(u16, PathBuf)> {
+    let old = |first: u16| {
+        std::fs::metadata(claim_path(dir, first))
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > MAKING_WORKTREE)
+    };
     let gone: Vec<(u16, PathBuf)> = read_claims(dir)
         .into_iter()
-        .filter(|(_, w)| !w.exists())
+        .filter(|(first, w)| !w.exists() && old(*first))
         .collect();
     for (first, _) in &gone {
         let _ = std::fs::remove_file(claim_path(dir, *first));
