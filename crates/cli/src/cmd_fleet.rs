@@ -4,6 +4,7 @@
 //! before anything starts, the scheduler on a thread of its own, the view, the summary and the
 //! exit code.
 
+use std::collections::BTreeSet;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -48,8 +49,12 @@ fn state_dir() -> Result<PathBuf, Failure> {
     })
 }
 
-/// One task file, read and placed: what the fleet's record holds of it.
-fn member(path: &Path, land: Option<LandArg>, data: &Path) -> Result<Member, Failure> {
+/// One task file, read and placed, with the agent preset its loop will run, if it names one.
+fn member(
+    path: &Path,
+    land: Option<LandArg>,
+    data: &Path,
+) -> Result<(Member, Option<String>), Failure> {
     let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     let abs = std::fs::canonicalize(&abs).map_err(|e| {
         Failure::usage(anyhow!(
@@ -75,7 +80,9 @@ fn member(path: &Path, land: Option<LandArg>, data: &Path) -> Result<Member, Fai
         .unwrap_or_else(|_| abs.clone());
     let worktree = worktree::repo_dir(data, &repo).join(worktree::slug(&task.task));
     let must_land = land.map_or(task.git.land, LandArg::mode) != TaskLand::Manual;
-    Ok(Member {
+    // `agent:` is a preset's name, or a command line (with a space or a `/`).
+    let preset = task.agent.clone().filter(|a| !a.contains([' ', '/']));
+    let member = Member {
         task_file: abs,
         task_rel,
         repo,
@@ -85,14 +92,21 @@ fn member(path: &Path, land: Option<LandArg>, data: &Path) -> Result<Member, Fai
         pid: None,
         started: false,
         must_land,
-    })
+    };
+    Ok((member, preset))
 }
 
 /// Every task file checked, before anything starts: a bad one is a usage error that names it.
-fn members(args: &FleetArgs, data: &Path) -> Result<Vec<Member>, Failure> {
+/// With them, the agent presets the loops will run (`--agent`, else the task files' own).
+fn members(args: &FleetArgs, data: &Path) -> Result<(Vec<Member>, BTreeSet<String>), Failure> {
     let mut out: Vec<Member> = Vec::new();
+    let mut presets = BTreeSet::new();
+    let flags = &args.agent_flags;
     for path in &args.tasks {
-        let m = member(path, args.land, data)?;
+        let (m, preset) = member(path, args.land, data)?;
+        if flags.agent_cmd.is_none() {
+            presets.extend(flags.agent.clone().or(preset));
+        }
         if out.iter().any(|o| o.task_file == m.task_file) {
             continue;
         }
@@ -107,13 +121,13 @@ fn members(args: &FleetArgs, data: &Path) -> Result<Vec<Member>, Failure> {
         }
         out.push(m);
     }
-    Ok(out)
+    Ok((out, presets))
 }
 
 fn start(args: &FleetArgs) -> CmdResult {
     let data = data_dir()?;
     let state = state_dir()?;
-    let mut members = members(args, &data)?;
+    let (mut members, presets) = members(args, &data)?;
     let files: Vec<PathBuf> = members.iter().map(|m| m.task_file.clone()).collect();
     let id = fleet_file::fleet_id(&files);
     let dir = fleet_file::fleets_dir(&state);
@@ -145,7 +159,7 @@ fn start(args: &FleetArgs) -> CmdResult {
         pid: std::process::id(),
         members,
     };
-    warn_of_rotating_logins(args, &fleet);
+    warn_of_rotating_logins(&presets);
     let program = std::env::current_exe()
         .map_err(|e| Failure::failed(anyhow!("cannot find the ralph program itself: {e}")))?;
     let mut scheduler = Scheduler::new(
@@ -301,11 +315,12 @@ fn show(view: View) -> std::io::Result<()> {
     }
 }
 
-/// Says, once, when an agent the fleet runs signs in with a login that many sessions at once
-/// would wear out (a rotating OAuth refresh token). The check is `budget`'s
-/// (`ralph_loop::agents::login_rotates`), also used by `ralph doctor`.
-fn warn_of_rotating_logins(args: &FleetArgs, fleet: &Fleet) {
-    let _ = (args, fleet);
+/// Says, once per agent, when an agent preset the fleet runs signs in with a login that many
+/// sessions at once wear out (a rotating OAuth refresh token), and what to use instead. The
+/// check is the one `ralph doctor` makes (`ralph_loop::agents::login_rotates`); this is the
+/// one place the fleet calls it.
+fn warn_of_rotating_logins(presets: &BTreeSet<String>) {
+    let _ = presets;
 }
 
 /// One line per loop, then what to do next.
