@@ -404,3 +404,30 @@ fn two_task_files_with_the_same_task_are_refused_before_anything_starts() {
     assert!(run.stderr.contains("have the same task"), "{}", run.stderr);
     assert!(!r.home().join("data/ralph/worktrees").exists());
 }
+
+#[test]
+fn a_task_file_that_is_missing_or_outside_a_repository_is_refused_with_its_name() {
+    let r = Repo::new("task: unused\nmax_iterations: 1", "- [ ] unused\n");
+    let missing = fleet(&r, &["tasks/nothing.md"]);
+    missing.expect_code(2);
+    assert!(
+        missing.stderr.contains("tasks/nothing.md"),
+        "{}",
+        missing.stderr
+    );
+    let outside = r.home().join("loose.md");
+    std::fs::write(&outside, "---\ntask: Loose\n---\n\n- [ ] loose\n").unwrap();
+    let run = fleet(&r, &[&outside.display().to_string()]);
+    run.expect_code(2);
+    assert!(
+        run.stderr.contains("not in a git repository"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("loose.md"), "{}", run.stderr);
+    // `ralph run --land` is for a loop in a worktree.
+    let plain = r.exec(&["run", "--no-tui", "--agent-cmd", "true", "--land", "auto"]);
+    plain.expect_code(2);
+    assert!(plain.stderr.contains("--worktree"), "{}", plain.stderr);
+    assert!(!r.home().join("data/ralph/worktrees").exists());
+}
