@@ -109,8 +109,9 @@ fn three_loops_on_disjoint_files_all_land_and_the_user_s_checkout_is_untouched()
                 &agent_line(&format!("adds-its-own-file-{n}.txt"), None),
                 // No sandbox: the test command records its environment outside the worktree.
                 &format!(
-                    "sandbox: false\ntest_command: test -f {n}.txt && env > '{}'",
-                    r.home().join(format!("env-{n}")).display()
+                    "sandbox: false\ntest_command: test -f {n}.txt && env > '{}'\nworktree_setup: echo $RALPH_PORT > '{}'",
+                    r.home().join(format!("env-{n}")).display(),
+                    r.home().join(format!("setup-{n}")).display()
                 ),
             )
         })
@@ -131,7 +132,7 @@ fn three_loops_on_disjoint_files_all_land_and_the_user_s_checkout_is_untouched()
             run.stdout
         );
     }
-    // Each loop's test command saw its block of ports.
+    // Each loop's test command and worktree_setup saw its block of ports.
     for n in names {
         let env = std::fs::read_to_string(r.home().join(format!("env-{n}"))).unwrap();
         let port: u16 = env
@@ -141,6 +142,9 @@ fn three_loops_on_disjoint_files_all_land_and_the_user_s_checkout_is_untouched()
             .parse()
             .unwrap();
         assert!(port >= 20_000, "{port}");
+        // worktree_setup saw the same block.
+        let setup = std::fs::read_to_string(r.home().join(format!("setup-{n}"))).unwrap();
+        assert_eq!(setup.trim(), port.to_string());
     }
     assert_eq!(checkout_bytes(&r), before, "the fleet touched the checkout");
 
