@@ -59,7 +59,7 @@ pub struct Outcome {
 
 impl Scheduler {
     /// Takes over the fleet `fleet` (its record saved under the state directory), attaching to
-    /// the loops that still run. `must_land` says, per member, whether it must land.
+    /// the loops that still run and queuing the ones that must run (again).
     pub fn new(mut fleet: Fleet, launch: Launch) -> std::io::Result<Scheduler> {
         fleet.pid = std::process::id();
         let mut queue = VecDeque::new();
