@@ -127,3 +127,79 @@ pub fn pid_alive(pid: u32) -> bool {
         Err(_) => true,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A loop's worktree whose `state.json` says `status` (and `reason`).
+    fn worktree(status: &str, reason: Option<&str>) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(".ralph")).unwrap();
+        let state = serde_json::json!({
+            "status": status, "iteration": 2, "max_iterations": 5, "pid": 1,
+            "root": dir.path(), "task": "t", "agent": "fake",
+            "started_at": "2026-11-28T00:00:00Z", "updated_at": "2026-11-28T00:00:00Z",
+            "pending_question": null, "reason": reason,
+        });
+        std::fs::write(dir.path().join(".ralph/state.json"), state.to_string()).unwrap();
+        dir
+    }
+
+    fn land(dir: &Path, state: LandState, reason: &str) {
+        let mut info = LoopInfo {
+            repo: "/r".into(),
+            worktree: dir.to_path_buf(),
+            branch: "ralph/t".into(),
+            base: "0".repeat(40),
+            target: Some("main".into()),
+            land: None,
+            reason: None,
+            landed: None,
+            attempts: 0,
+            task_file: None,
+        };
+        info.set_land(&dir.join(".ralph"), state, Some(reason.into()))
+            .unwrap();
+    }
+
+    #[test]
+    fn a_loop_s_phase_comes_from_its_files() {
+        let none = tempfile::tempdir().unwrap();
+        assert_eq!(phase(none.path(), false), Phase::NotStarted);
+        assert_eq!(phase(none.path(), true), Phase::Running);
+        let done = worktree("done", None);
+        assert_eq!(phase(done.path(), false), Phase::Ended(End::Done));
+        // A `running` state nobody holds the lock of: its process died.
+        let crashed = worktree("running", None);
+        assert_eq!(phase(crashed.path(), false), Phase::Interrupted);
+        let out = worktree("max_iterations", Some("5 iterations"));
+        assert_eq!(
+            phase(out.path(), false),
+            Phase::Ended(End::Limit("5 iterations".into()))
+        );
+        let gutter = worktree("failed", Some("GUTTER"));
+        assert_eq!(
+            phase(gutter.path(), false),
+            Phase::Ended(End::Failed("GUTTER".into()))
+        );
+        // Where its landing stands comes first.
+        land(done.path(), LandState::Landed, "landed on main");
+        assert_eq!(phase(done.path(), false), Phase::Ended(End::Landed));
+        land(done.path(), LandState::NeedsReview, "tests failed\nmore");
+        let end = phase(done.path(), false);
+        assert_eq!(
+            end,
+            Phase::Ended(End::NeedsReview("tests failed\nmore".into()))
+        );
+        // A landing whose process is gone: as the state says, for `ralph land` to finish.
+        land(done.path(), LandState::Landing, "");
+        assert_eq!(phase(done.path(), false), Phase::Ended(End::Done));
+    }
+
+    #[test]
+    fn this_process_is_alive_and_a_made_up_one_is_not() {
+        assert!(pid_alive(std::process::id()));
+        assert!(!pid_alive(u32::MAX));
+    }
+}
