@@ -313,6 +313,10 @@ fn killing_the_fleet_leaves_its_loops_running_and_a_second_fleet_attaches_to_the
         })
         .collect();
     let _stop = StopAtEnd(pids.clone());
+    // While the first fleet lives, a second one on the same task files starts nothing.
+    let twice = fleet(&r, &tasks.iter().map(String::as_str).collect::<Vec<_>>());
+    twice.expect_code(1);
+    assert!(twice.stderr.contains("already a fleet"), "{}", twice.stderr);
     // Three loops at once, three blocks of ten ports, in the environment of each agent.
     let mut ports: Vec<u16> = wts
         .iter()

@@ -131,13 +131,18 @@ fn start(args: &FleetArgs) -> CmdResult {
     let files: Vec<PathBuf> = members.iter().map(|m| m.task_file.clone()).collect();
     let id = fleet_file::fleet_id(&files);
     let dir = fleet_file::fleets_dir(&state);
-    if let Some(before) = Fleet::load(&dir, &id) {
-        if before.pid != std::process::id() && ralph_fleet::observe::pid_alive(before.pid) {
-            return Err(Failure::failed(anyhow!(
-                "these task files are already a fleet, scheduled by another `ralph fleet` (pid {}); use that one, or close it and run this again to attach to its loops",
-                before.pid
-            )));
-        }
+    let held = fleet_file::hold(&dir, &id)
+        .map_err(|e| Failure::failed(anyhow!("{}: {e}", dir.display())))?;
+    let before = Fleet::load(&dir, &id);
+    let Some(_held) = held else {
+        return Err(Failure::failed(anyhow!(
+            "these task files are already a fleet, scheduled by another `ralph fleet`{}; use that one, or close it and run this again to attach to its loops",
+            before
+                .map(|b| format!(" (pid {})", b.pid))
+                .unwrap_or_default()
+        )));
+    };
+    if let Some(before) = before {
         // The loops an earlier run of this fleet started: their processes and ports.
         for m in &mut members {
             if let Some(old) = before.members.iter().find(|o| o.task_file == m.task_file) {

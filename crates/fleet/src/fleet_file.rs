@@ -132,6 +132,27 @@ impl Fleet {
     }
 }
 
+/// The fleet's lock, `<id>.lock` beside its record, held by the one `ralph fleet` that
+/// schedules it for as long as that process lives (the kernel lets go when it dies), so that a
+/// second one on the same task files cannot start a loop twice.
+#[derive(Debug)]
+pub struct Held(#[allow(dead_code)] nix::fcntl::Flock<std::fs::File>);
+
+/// Takes fleet `id`'s lock; `Ok(None)` when another process holds it.
+pub fn hold(dir: &Path, id: &str) -> std::io::Result<Option<Held>> {
+    std::fs::create_dir_all(dir)?;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.join(format!("{id}.lock")))?;
+    match nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock) {
+        Ok(lock) => Ok(Some(Held(lock))),
+        Err((_, nix::errno::Errno::EWOULDBLOCK)) => Ok(None),
+        Err((_, e)) => Err(e.into()),
+    }
+}
+
 /// Every fleet on record in `dir`.
 pub fn all(dir: &Path) -> Vec<Fleet> {
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -189,5 +210,16 @@ mod tests {
         let queued: Vec<_> = back.queued().map(|m| m.task.as_str()).collect();
         assert_eq!(queued, ["two"]);
         assert_eq!(all(dir.path()).len(), 1);
+    }
+
+    #[test]
+    fn one_process_at_a_time_holds_a_fleet() {
+        let dir = tempfile::tempdir().unwrap();
+        let held = hold(dir.path(), "abc").unwrap();
+        assert!(held.is_some());
+        assert!(hold(dir.path(), "abc").unwrap().is_none(), "held twice");
+        assert!(hold(dir.path(), "other").unwrap().is_some());
+        drop(held);
+        assert!(hold(dir.path(), "abc").unwrap().is_some());
     }
 }
