@@ -292,7 +292,7 @@ fn killing_the_fleet_leaves_its_loops_running_and_a_second_fleet_attaches_to_the
     // (SIGINT to the whole group) can be sent to it alone.
     let mut first = r.ralph();
     first
-        .args(["fleet", "--no-tui", "-j", "3"])
+        .args(["fleet", "--no-tui", "-j", "3", "--onto", "main"])
         .args(&tasks)
         .process_group(0);
     let mut first = spawn(first);
@@ -345,7 +345,9 @@ fn killing_the_fleet_leaves_its_loops_running_and_a_second_fleet_attaches_to_the
     }
     // Again on the same task files: attached, nothing started twice.
     let mut second = r.ralph();
-    second.args(["fleet", "--no-tui", "-j", "3"]).args(&tasks);
+    second
+        .args(["fleet", "--no-tui", "-j", "3", "--onto", "main"])
+        .args(&tasks);
     let second = spawn(second);
     for wt in &wts {
         wait_until(Duration::from_secs(10), "the second fleet", || {
@@ -368,16 +370,24 @@ fn killing_the_fleet_leaves_its_loops_running_and_a_second_fleet_attaches_to_the
         assert_eq!(st["pid"].as_u64(), Some(*pid), "the loop was started again");
     }
     // Done, not landed (manual): a third run starts nothing and says so.
-    let third = fleet(&r, &tasks.iter().map(String::as_str).collect::<Vec<_>>());
+    let mut again = vec!["--onto", "main"];
+    again.extend(tasks.iter().map(String::as_str));
+    let third = fleet(&r, &again);
     third.expect_code(0);
     assert!(
-        third.stdout.contains("land ask-about-one"),
+        third
+            .stdout
+            .contains(&format!("land -C {}", wts[0].display())),
         "{}",
         third.stdout
     );
     for (wt, pid) in wts.iter().zip(&pids) {
         assert_eq!(loop_state(wt)["pid"].as_u64(), Some(*pid));
     }
+    // That command lands it, as printed (main is not checked out: it moves as a ref).
+    let land = r.exec(&["land", "-C", &wts[0].display().to_string()]);
+    land.expect_code(0);
+    assert_eq!(loop_info(&wts[0])["land"], "landed");
     assert_eq!(checkout_bytes(&r), before);
 }
 

@@ -353,7 +353,7 @@ fn summary(outcomes: &[Outcome], tasks: &[PathBuf]) {
             Phase::NotStarted => ("not started", None),
         };
         if o.phase == Phase::Ended(End::Done) {
-            to_land.push(name.clone());
+            to_land.push((name.clone(), o.member.worktree.clone()));
         }
         let why = why.map(|w| format!(": {}", clean(w))).unwrap_or_default();
         outln!(
@@ -365,8 +365,11 @@ fn summary(outcomes: &[Outcome], tasks: &[PathBuf]) {
         outln!("The fleet's loops cost ${spent:.2} in all.");
     }
     let program = crate::program();
-    for name in to_land {
-        outln!("{name} is done: `{program} land {name}` lands it (tested on the combined tree).");
+    for (name, worktree) in to_land {
+        outln!(
+            "{name} is done: `{program} land -C {}` lands it (tested on the combined tree).",
+            shell_quote(&worktree.display().to_string())
+        );
     }
     if outcomes.iter().any(|o| o.phase == Phase::Running) {
         let files: Vec<String> = tasks
