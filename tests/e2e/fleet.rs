@@ -449,3 +449,31 @@ fn a_task_file_that_is_missing_or_outside_a_repository_is_refused_with_its_name(
     assert!(plain.stderr.contains("--worktree"), "{}", plain.stderr);
     assert!(!r.home().join("data/ralph/worktrees").exists());
 }
+
+/// Regression: loops started at the same moment ran `git worktree add` in one repository at
+/// once, and some failed ("failed to read .git/worktrees/<other>/commondir"), 2 in 20 (this
+/// test failed 1 run in 2 without the lock).
+#[test]
+fn many_loops_started_at_once_all_get_their_worktrees() {
+    let r = Repo::new("task: unused\nmax_iterations: 1", "- [ ] unused\n");
+    let agent = agent_line("adds-its-own-file-alpha.txt", None);
+    let tasks: Vec<String> = (0..20)
+        .map(|n| {
+            task(
+                &r,
+                &format!("t{n}"),
+                &format!("Task number {n}"),
+                &agent,
+                "",
+            )
+        })
+        .collect();
+    let mut args = vec!["-j", "20"];
+    args.extend(tasks.iter().map(String::as_str));
+    let run = fleet(&r, &args);
+    run.expect_code(0);
+    for n in 0..20 {
+        let wt = worktree(&r, &format!("task-number-{n}"));
+        assert_eq!(loop_state(&wt)["status"], "done", "{n}: {}", run.stdout);
+    }
+}
