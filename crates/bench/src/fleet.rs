@@ -156,10 +156,13 @@ fn done_to_landed(bins: &Bins, trials: usize) -> Stats {
             &test,
             &format!("write landed-{n}.txt work\\n\ncheck-all\nsignal DONE\n"),
         );
-        let status = b
+        let out = b
             .fleet(bins, &["--land", "auto", "--onto", "main", &rel])
-            .status()
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .output()
             .expect("ralph fleet runs");
+        let status = out.status;
         let wt = b.worktree(&format!("bench-landing-{n}"));
         let landed = wt
             .as_ref()
@@ -173,7 +176,11 @@ fn done_to_landed(bins: &Bins, trials: usize) -> Stats {
                 let landed = landed.duration_since(UNIX_EPOCH).unwrap().as_nanos();
                 times.push(landed.saturating_sub(verified) as f64 / 1e6);
             }
-            _ => eprintln!("  warning: trial {n} did not land ({status})"),
+            _ => eprintln!(
+                "  warning: trial {n} did not land ({status}): {}{}",
+                String::from_utf8_lossy(&out.stdout).trim(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            ),
         }
     }
     let stats = stats_ms(&mut times);

@@ -92,6 +92,7 @@ fn member(
         pid: None,
         started: false,
         must_land,
+        failed_to_start: None,
     };
     Ok((member, preset))
 }
@@ -225,7 +226,12 @@ fn start(args: &FleetArgs) -> CmdResult {
         queued: {
             Box::new(move || {
                 Fleet::load(&dir, &id)
-                    .map(|f| f.queued().cloned().collect())
+                    .map(|f| {
+                        f.members
+                            .into_iter()
+                            .filter(|m| !m.started || m.failed_to_start.is_some())
+                            .collect()
+                    })
                     .unwrap_or_default()
             })
         },
@@ -260,7 +266,9 @@ struct View {
     plain: bool,
     /// The worktrees of the fleet's loops.
     only: Vec<PathBuf>,
-    /// The tasks still waiting for a place (the view's queued rows).
+    /// The tasks with no loop to show: still waiting for a place (`started` false: the view's
+    /// queued rows), or whose `ralph run` ended before its loop began (`failed_to_start`: failed
+    /// rows, with the reason).
     queued: Box<dyn Fn() -> Vec<Member> + Send>,
     /// Whether every loop has ended: the view closes then.
     finished: Box<dyn Fn() -> bool + Send>,
@@ -288,12 +296,15 @@ fn show(view: View) -> std::io::Result<()> {
     let mut last: Vec<String> = Vec::new();
     loop {
         let finished = finished();
-        let queued: Vec<PathBuf> = queued().into_iter().map(|m| m.worktree).collect();
+        let apart = queued();
         let now: Vec<String> = only
             .iter()
             .map(|root| {
-                if queued.contains(root) {
-                    return "queued".to_owned();
+                if let Some(m) = apart.iter().find(|m| &m.worktree == root) {
+                    return match &m.failed_to_start {
+                        Some(why) => format!("failed: {}", clean(why)),
+                        None => "queued".to_owned(),
+                    };
                 }
                 match ralph_fleet::observe::phase(root, false) {
                     Phase::Running => match State::load(&Workspace::new(root)).ok().flatten() {

@@ -65,6 +65,10 @@ pub struct Member {
     /// else the task file's `land:`).
     #[serde(default)]
     pub must_land: bool,
+    /// Why its `ralph run` ended before its loop began (a worktree that could not be made, a
+    /// bad agent), with where its output is: it has no loop to show, so the view shows this.
+    #[serde(default)]
+    pub failed_to_start: Option<String>,
 }
 
 /// `$RALPH_STATE_DIR/fleets/<id>.json`.
@@ -195,6 +199,7 @@ mod tests {
             pid: None,
             started,
             must_land: false,
+            failed_to_start: None,
         };
         let fleet = Fleet {
             id: "abc".into(),

@@ -74,6 +74,7 @@ impl Scheduler {
                 Phase::Ended(End::Stopped(_)) | Phase::Interrupted | Phase::NotStarted => {
                     m.started = false;
                     m.pid = None;
+                    m.failed_to_start = None;
                     queue.push_back(i);
                 }
                 Phase::Ended(_) => m.started = true,
@@ -122,16 +123,15 @@ impl Scheduler {
                 Phase::NotStarted | Phase::Interrupted
             ) {
                 let log = self.log_path(&m.worktree);
-                self.early_ends.insert(
-                    i,
-                    End::Failed(format!(
-                        "`ralph run` ended ({status}) before its loop did; its output is in {}",
-                        log.display()
-                    )),
+                let why = format!(
+                    "`ralph run` ended ({status}) before its loop did; its output is in {}",
+                    log.display()
                 );
                 if !m.worktree.exists() {
                     ports::release(&ports::ports_dir(&self.launch.state_dir), &m.worktree);
                 }
+                self.fleet.members[i].failed_to_start = Some(why.clone());
+                self.early_ends.insert(i, End::Failed(why));
             }
         }
         let running = self
@@ -297,6 +297,7 @@ mod tests {
                 pid: None,
                 started: true,
                 must_land,
+                failed_to_start: None,
             },
             phase,
             must_land,
