@@ -10,19 +10,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::checkpoints::Repo;
+use super::landing::checkout_bytes;
 use super::util::*;
-
-/// The user's checkout as the issue asks it be kept: HEAD (the file and the commit), the
-/// index file's bytes, `git status` and the stash list.
-fn checkout_bytes(r: &Repo) -> (Vec<u8>, String, Vec<u8>, String, String) {
-    (
-        std::fs::read(r.p.path(".git/HEAD")).unwrap(),
-        r.git(&["rev-parse", "HEAD"]),
-        std::fs::read(r.p.path(".git/index")).unwrap(),
-        r.git(&["status", "--porcelain=v1", "--untracked-files=all"]),
-        r.git(&["stash", "list"]),
-    )
-}
 
 /// The user at work on a branch of their own, `mine`, with a stash, a staged change and an
 /// untracked file: the loops land on `main`, which is not checked out.
