@@ -282,6 +282,7 @@ fn killing_the_fleet_leaves_its_loops_running_and_a_second_fleet_attaches_to_the
     let mut first = r.ralph();
     first
         .args(["fleet", "--no-tui", "-j", "3", "--onto", "main"])
+        .args(["--max-cost-usd", "5"])
         .args(&tasks)
         .process_group(0);
     let mut first = spawn(first);
@@ -323,6 +324,12 @@ fn killing_the_fleet_leaves_its_loops_running_and_a_second_fleet_attaches_to_the
         ports.windows(2).all(|w| w[1] - w[0] >= 10),
         "two loops share ports: {ports:?}"
     );
+    // Each agent knows its fleet and the fleet's cost cap (which the loops enforce).
+    for wt in &wts {
+        let env = std::fs::read_to_string(wt.join("ralph-env.txt")).unwrap();
+        assert!(env.lines().any(|l| l.starts_with("RALPH_FLEET=")), "{env}");
+        assert!(env.contains("RALPH_FLEET_MAX_COST_USD=5\n"), "{env}");
+    }
     // Ctrl-C in the fleet's terminal, then SIGKILL for good measure.
     let group = nix::unistd::Pid::from_raw(first.0.id() as i32);
     nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGINT).unwrap();
