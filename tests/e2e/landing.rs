@@ -11,7 +11,7 @@ use super::util::*;
 
 /// The user's checkout as the issue asks it be kept: HEAD (the file and the commit), the
 /// index file's bytes, `git status` and the stash list.
-fn checkout_bytes(r: &Repo) -> (Vec<u8>, String, Vec<u8>, String, String) {
+pub fn checkout_bytes(r: &Repo) -> (Vec<u8>, String, Vec<u8>, String, String) {
     (
         std::fs::read(r.p.path(".git/HEAD")).unwrap(),
         r.git(&["rev-parse", "HEAD"]),

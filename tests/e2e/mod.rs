@@ -9,6 +9,7 @@ mod commands;
 mod conventions;
 mod crashes;
 mod demo;
+mod fleet;
 mod hints;
 mod hostile;
 mod isolation;

@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! ralph-bench [SECTION…]     sections: decode process overhead sandbox reaction idle startup remote
-//!                            git (all by default; `decode` only reads what `cargo bench` wrote;
+//!                            git fleet (all by default; `decode` only reads what `cargo bench` wrote;
 //!                            `git` alone needs no release build of ralph)
 //! ralph-bench time CORPUS [MiB]     quick in-process timing of one corpus, best of five
 //! ralph-bench profile CORPUS [MiB] [N]  N decode passes (1), for `valgrind --tool=callgrind`
@@ -18,6 +18,7 @@
 
 #![forbid(unsafe_code)]
 
+mod fleet;
 mod git;
 mod iterations;
 mod peers;
@@ -38,8 +39,9 @@ use ralph_bench::quick;
 use crate::report::Results;
 use crate::setup::{Bins, loadavg};
 
-const SECTIONS: [&str; 9] = [
+const SECTIONS: [&str; 10] = [
     "decode", "process", "overhead", "sandbox", "reaction", "idle", "startup", "remote", "git",
+    "fleet",
 ];
 
 fn main() -> ExitCode {
@@ -176,11 +178,22 @@ fn run(args: &[String]) -> Result<(), String> {
         }
     }
 
+    let fleet = wanted("fleet").then(|| {
+        eprintln!("ralph fleet:");
+        if quick {
+            fleet::run(&bins, 5, 5)
+        } else {
+            fleet::run(&bins, 30, 30)
+        }
+    });
     let git = wanted("git").then(|| git_costs(quick));
     let machine = machine(quick, load_before, started.elapsed().as_secs_f64());
     println!("\n{}", results.table());
     if let Some(r) = &served {
         println!("{}", r.table());
+    }
+    if let Some(f) = &fleet {
+        println!("{}", f.table());
     }
     if let Some(g) = &git {
         println!("{}", g.table());
@@ -206,6 +219,9 @@ fn run(args: &[String]) -> Result<(), String> {
     let mut json = results.json(&machine);
     if let Some(r) = &served {
         json["remote"] = r.json();
+    }
+    if let Some(f) = &fleet {
+        json["fleet"] = f.json();
     }
     if let Some(g) = &git {
         json["git"] = g.json();

@@ -95,6 +95,13 @@ pub enum Command {
         after_help = "Examples:\n  ralph worktree list\n  ralph worktree discard add-a-cache\n  ralph worktree remove add-a-cache"
     )]
     Worktree(WorktreeArgs),
+    /// Run many tasks at once, each a loop in its own worktree; land them one at a time.
+    #[command(
+        after_long_help = FLEET_HELP,
+        args_conflicts_with_subcommands = true,
+        subcommand_negates_reqs = true
+    )]
+    Fleet(FleetArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     #[command(after_long_help = COMPLETIONS_HELP)]
     Completions(CompletionsArgs),
@@ -240,6 +247,26 @@ Exit codes:
   1  not landed: needs-land (the command that finishes it is printed), needs-review, or an error
   2  usage error (no such loop)";
 
+const FLEET_HELP: &str = "\
+Examples:
+  ralph fleet tasks/*.md                       # four at a time, landed by you (`ralph land`)
+  ralph fleet -j 2 --land auto tasks/*.md      # land each as soon as its DONE is verified
+  ralph fleet --agent codex --max-cost-usd 20 tasks/*.md
+  ralph fleet tasks/*.md                       # again, after closing it: attaches to the loops
+  ralph fleet prune                            # remove landed and discarded loops' worktrees
+
+Each task file becomes an ordinary `ralph run --worktree` in a process group of its own: if
+the fleet is closed or killed, its loops go on, and running it again on the same task files
+attaches to them. Each loop gets RALPH_PORT, the first of ten ports no other loop has. See
+docs/fleet.md.
+
+Exit codes:
+  0    every loop ended with DONE verified (and landed, under --land auto or pr)
+  1    a loop failed, was stopped, needs review or needs land, or did not land
+  2    usage error (bad flag, bad task file, two task files with the same task); nothing started
+  3    no loop failed, but one reached max_iterations
+  130  the fleet was left (its view closed) while loops still run: they go on";
+
 const DOCTOR_HELP: &str = "\
 Examples:
   ralph doctor
@@ -283,6 +310,59 @@ pub struct RunArgs {
     /// The task file, relative to DIR.
     #[arg(long, value_name = "FILE", default_value = "RALPH_TASK.md")]
     pub task: PathBuf,
+    #[command(flatten)]
+    pub agent_flags: AgentFlags,
+    /// Plain lines instead of the terminal UI (automatic when stdout is not a terminal).
+    #[arg(long)]
+    pub no_tui: bool,
+    /// Run in a git worktree of its own, outside the repository, on a new branch
+    /// `ralph/<task>`; `ralph land` brings the work back (also `worktree: true`).
+    #[arg(long)]
+    pub worktree: bool,
+    /// With --worktree: the branch the work lands on (default: the one checked out now).
+    #[arg(long, value_name = "BRANCH")]
+    pub onto: Option<String>,
+    /// Run a task that is already done again (without it, a task that ended with DONE verified
+    /// and has not changed since is not run: there is nothing to do).
+    #[arg(long)]
+    pub again: bool,
+    /// Take the task file's sandbox settings even where they are weaker than those the last
+    /// run of this project started with (the agent can edit the task file: docs/sandbox.md).
+    #[arg(long)]
+    pub accept_sandbox: bool,
+    /// With --worktree: when the work lands (overrides `land:` in the task file): `manual`
+    /// (`ralph land`), `auto` (after a verified DONE), `pr` (a pull request).
+    #[arg(long, value_name = "WHEN", value_enum)]
+    pub land: Option<LandArg>,
+}
+
+/// `--land`'s values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LandArg {
+    /// Only by `ralph land` (or `l` in the fleet's view).
+    Manual,
+    /// As soon as DONE is verified, tested on the combined tree, one loop at a time per
+    /// repository.
+    Auto,
+    /// As soon as DONE is verified, as a pull request (`gh pr create`).
+    Pr,
+}
+
+impl LandArg {
+    /// The task file's setting this stands for.
+    pub fn mode(self) -> ralph_loop::task::LandMode {
+        match self {
+            LandArg::Manual => ralph_loop::task::LandMode::Manual,
+            LandArg::Auto => ralph_loop::task::LandMode::Auto,
+            LandArg::Pr => ralph_loop::task::LandMode::PullRequest,
+        }
+    }
+}
+
+// The flags that choose and limit the agent: `ralph run`'s, which `ralph fleet` takes too and
+// passes on to each of its loops. Not a doc comment, for the reason given at `DirArg`.
+#[derive(Debug, Args, Clone, Default)]
+pub struct AgentFlags {
     /// An agent preset: claude, claude-sdk, codex, cursor, gemini, opencode or amp (`ralph
     /// agents` lists them). Overrides `agent:` in the task file.
     #[arg(long, value_name = "NAME", conflicts_with = "agent_cmd", value_parser = PresetName)]
@@ -312,27 +392,36 @@ pub struct RunArgs {
     /// How long one agent run may take: `30m`, `never`.
     #[arg(long, value_name = "DUR")]
     pub iteration_timeout: Option<String>,
-    /// Plain lines instead of the terminal UI (automatic when stdout is not a terminal).
-    #[arg(long)]
-    pub no_tui: bool,
     /// Run the agent without its sandbox, as `sandbox: false` does (see docs/sandbox.md).
     #[arg(long)]
     pub no_sandbox: bool,
-    /// Take the task file's sandbox settings even where they are weaker than those the last
-    /// run of this project started with (the agent can edit the task file: docs/sandbox.md).
-    #[arg(long)]
-    pub accept_sandbox: bool,
-    /// Run in a git worktree of its own, outside the repository, on a new branch
-    /// `ralph/<task>`; `ralph land` brings the work back (also `worktree: true`).
-    #[arg(long)]
-    pub worktree: bool,
-    /// With --worktree: the branch the work lands on (default: the one checked out now).
-    #[arg(long, value_name = "BRANCH")]
-    pub onto: Option<String>,
-    /// Run a task that is already done again (without it, a task that ended with DONE verified
-    /// and has not changed since is not run: there is nothing to do).
-    #[arg(long)]
-    pub again: bool,
+}
+
+impl AgentFlags {
+    /// These flags as `ralph run` takes them, to pass on.
+    pub fn to_args(&self) -> Vec<std::ffi::OsString> {
+        let mut out: Vec<std::ffi::OsString> = Vec::new();
+        let mut pair = |flag: &str, value: Option<String>| {
+            if let Some(v) = value {
+                out.push(flag.into());
+                out.push(v.into());
+            }
+        };
+        pair("--agent", self.agent.clone());
+        pair("--agent-cmd", self.agent_cmd.clone());
+        pair("--agent-format", self.agent_format.clone());
+        pair("--agent-resume-cmd", self.agent_resume_cmd.clone());
+        pair(
+            "--max-iterations",
+            self.max_iterations.map(|n| n.to_string()),
+        );
+        pair("--question-timeout", self.question_timeout.clone());
+        pair("--iteration-timeout", self.iteration_timeout.clone());
+        if self.no_sandbox {
+            out.push("--no-sandbox".into());
+        }
+        out
+    }
 }
 
 #[derive(Debug, Args)]
@@ -515,6 +604,55 @@ pub enum WorktreeCommand {
         /// The loop's name (its task slug).
         #[arg(value_name = "LOOP")]
         name: String,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct FleetArgs {
+    #[command(subcommand)]
+    pub command: Option<FleetCommand>,
+    /// The task files, one loop each (anywhere in a git repository, e.g. tasks/*.md).
+    #[arg(value_name = "TASK.md", required = true)]
+    pub tasks: Vec<PathBuf>,
+    /// How many loops run at once; the others wait their turn.
+    #[arg(short = 'j', long = "jobs", value_name = "N", default_value_t = 4,
+          value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub jobs: u16,
+    /// When finished work lands (default: as each task file's `land:` says, else manual).
+    #[arg(long, value_name = "WHEN", value_enum)]
+    pub land: Option<LandArg>,
+    /// The branch every loop's work lands on (default: the one checked out now).
+    #[arg(long, value_name = "BRANCH")]
+    pub onto: Option<String>,
+    /// Plain lines instead of the terminal view (automatic when stdout is not a terminal).
+    #[arg(long)]
+    pub no_tui: bool,
+    /// Stop starting iterations once the fleet's loops together have cost this many dollars.
+    #[arg(long, value_name = "USD", value_parser = positive_dollars)]
+    pub max_cost_usd: Option<f64>,
+    #[command(flatten)]
+    pub agent_flags: AgentFlags,
+}
+
+/// `--max-cost-usd`: a positive number of dollars.
+fn positive_dollars(s: &str) -> Result<f64, String> {
+    match s.trim_start_matches('$').parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!(
+            "{s} is not a positive number of dollars (e.g. 20 or 7.50)"
+        )),
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum FleetCommand {
+    /// Remove the worktrees and branches of landed and discarded loops; list what is kept and why.
+    #[command(
+        after_help = "Examples:\n  ralph fleet prune\n  ralph fleet prune -C ~/src/myproject\n\nEach branch's last commit is kept under refs/ralph/pruned/<branch>."
+    )]
+    Prune {
+        #[command(flatten)]
+        dir: DirArg,
     },
 }
 

@@ -12,7 +12,7 @@ use ralph_protocol::state::{AgentChoice, State, Status};
 use ralph_protocol::text::clean;
 use ralph_protocol::workspace::Workspace;
 
-use crate::args::{DirArg, LandArgs, RunArgs};
+use crate::args::{AgentFlags, DirArg, LandArgs, RunArgs};
 use crate::cmd_worktree::{self, short, slug_of};
 use crate::{CmdResult, Failure};
 
@@ -215,31 +215,25 @@ fn again(
             dir: info.worktree.clone(),
         },
         task: task.to_path_buf(),
-        agent: None,
-        agent_cmd: None,
-        agent_format: None,
-        agent_resume_cmd: None,
-        max_iterations: None,
-        question_timeout: None,
-        iteration_timeout: None,
+        agent_flags: AgentFlags::default(),
         no_tui: true,
         worktree: false,
         onto: None,
         // Sent back with what failed: a task verified done before is run again all the same.
         again: true,
-        no_sandbox: false,
+        land: None,
         accept_sandbox: false,
     };
     match state.and_then(|s| s.agent_choice.clone()) {
-        Some(AgentChoice::Preset { name }) => args.agent = Some(name),
+        Some(AgentChoice::Preset { name }) => args.agent_flags.agent = Some(name),
         Some(AgentChoice::Command {
             command,
             format,
             resume_command,
         }) => {
-            args.agent_cmd = Some(command);
-            args.agent_format = format;
-            args.agent_resume_cmd = resume_command;
+            args.agent_flags.agent_cmd = Some(command);
+            args.agent_flags.agent_format = format;
+            args.agent_flags.agent_resume_cmd = resume_command;
         }
         None => {}
     }

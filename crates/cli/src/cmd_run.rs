@@ -23,7 +23,8 @@ use ralph_protocol::workspace::Workspace;
 use ralph_signal::{StreamFormat, sanitize};
 use tokio::sync::mpsc;
 
-use crate::args::RunArgs;
+use crate::args::{LandArg, RunArgs};
+use ralph_loop::task::LandMode;
 use ralph_ui::{PlainOptions, Tui, TuiOptions, run_plain};
 
 use crate::demo_task::is_demo_task;
@@ -49,9 +50,9 @@ fn run_with(args: &RunArgs, sent_back: Option<SentBack>) -> CmdResult {
     let task_path = root.join(&args.task);
     let task = TaskFile::load(&task_path).map_err(Failure::usage)?;
     if !(args.worktree || task.git.worktree) {
-        if args.onto.is_some() {
+        if args.onto.is_some() || args.land.is_some() {
             return Err(Failure::usage(anyhow::anyhow!(
-                "--onto names the branch a worktree loop lands on: add --worktree (or `worktree: true` in the task file)"
+                "--onto and --land are for a loop in a worktree, whose work lands on a branch: add --worktree (or `worktree: true` in the task file)"
             )));
         }
         return run_here(args, &root, task_path, task, sent_back);
@@ -59,10 +60,10 @@ fn run_with(args: &RunArgs, sent_back: Option<SentBack>) -> CmdResult {
     let (info, task_path) =
         crate::cmd_worktree::enter(&root, &task_path, &task, args.onto.as_deref())?;
     let task = TaskFile::load(&task_path).map_err(Failure::usage)?;
-    let land = task.git.land;
+    let land = args.land.map_or(task.git.land, LandArg::mode);
     let code = run_here(args, &info.worktree, task_path, task, sent_back)?;
-    if code == 0 && may_land && land != ralph_loop::task::LandMode::Manual {
-        return crate::cmd_land::land_loop(info, false);
+    if code == 0 && may_land && land != LandMode::Manual {
+        return crate::cmd_land::land_loop(info, land == LandMode::PullRequest);
     }
     if code == 0 && may_land {
         eprintln!(
@@ -131,20 +132,20 @@ fn configure(
     task: TaskFile,
 ) -> Result<(RunConfig, Option<Sandbox>, Vec<String>), Failure> {
     let mut settings = RunSettings::from_task(&task);
-    if let Some(n) = args.max_iterations {
+    if let Some(n) = args.agent_flags.max_iterations {
         settings.max_iterations = n;
     }
-    if let Some(s) = &args.question_timeout {
+    if let Some(s) = &args.agent_flags.question_timeout {
         settings.question_timeout = parse_wait(s)
             .map_err(|e| Failure::usage(anyhow::anyhow!("--question-timeout {s}: {e}")))?;
     }
-    if let Some(s) = &args.iteration_timeout {
+    if let Some(s) = &args.agent_flags.iteration_timeout {
         settings.iteration_timeout = parse_limit(s)
             .map_err(|e| Failure::usage(anyhow::anyhow!("--iteration-timeout {s}: {e}")))?;
     }
     let mut notes = Vec::new();
     let recorded = recorded_choice(root);
-    let chosen_now = args.agent.is_some() || args.agent_cmd.is_some();
+    let chosen_now = args.agent_flags.agent.is_some() || args.agent_flags.agent_cmd.is_some();
     let (agent_name, agent_cmd, format, resume_cmd) = match &recorded {
         Some(choice) if !chosen_now => {
             notes.push(format!(
@@ -155,8 +156,8 @@ fn configure(
                 AgentChoice::Preset { name } => (
                     Some(name.as_str()),
                     None,
-                    args.agent_format.as_deref(),
-                    args.agent_resume_cmd.as_deref(),
+                    args.agent_flags.agent_format.as_deref(),
+                    args.agent_flags.agent_resume_cmd.as_deref(),
                 ),
                 AgentChoice::Command {
                     command,
@@ -165,18 +166,22 @@ fn configure(
                 } => (
                     None,
                     Some(command.as_str()),
-                    args.agent_format.as_deref().or(format.as_deref()),
-                    args.agent_resume_cmd
+                    args.agent_flags
+                        .agent_format
+                        .as_deref()
+                        .or(format.as_deref()),
+                    args.agent_flags
+                        .agent_resume_cmd
                         .as_deref()
                         .or(resume_command.as_deref()),
                 ),
             }
         }
         _ => (
-            args.agent.as_deref(),
-            args.agent_cmd.as_deref(),
-            args.agent_format.as_deref(),
-            args.agent_resume_cmd.as_deref(),
+            args.agent_flags.agent.as_deref(),
+            args.agent_flags.agent_cmd.as_deref(),
+            args.agent_flags.agent_format.as_deref(),
+            args.agent_flags.agent_resume_cmd.as_deref(),
         ),
     };
     let resolved = agents::resolve_with(
@@ -271,14 +276,14 @@ fn sandbox(
     notes: &mut Vec<String>,
 ) -> Result<Option<Sandbox>, Failure> {
     let mut settings = task.sandbox.clone();
-    let off_by = if args.no_sandbox {
+    let off_by = if args.agent_flags.no_sandbox {
         settings.mode = sandbox::Mode::Off;
         "--no-sandbox"
     } else {
         "sandbox: false in the task file"
     };
     // The settings are the human's: weaker than the last run's, they wait for the human's word.
-    if !args.no_sandbox
+    if !args.agent_flags.no_sandbox
         && let Some(state) = ralph_protocol::broker::state_dir()
     {
         match sandbox::record::check_and_record(

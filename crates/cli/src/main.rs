@@ -24,6 +24,7 @@ mod cmd_answer;
 mod cmd_ask;
 mod cmd_docs;
 mod cmd_doctor;
+mod cmd_fleet;
 mod cmd_history;
 mod cmd_init;
 mod cmd_land;
@@ -148,6 +149,7 @@ fn run(cli: Cli) -> CmdResult {
         Command::Undo(a) => cmd_history::undo(&a),
         Command::Land(a) => cmd_land::run(&a),
         Command::Worktree(a) => cmd_worktree::run(&a),
+        Command::Fleet(a) => cmd_fleet::run(&a),
         Command::Completions(a) => cmd_docs::completions(&a),
         Command::Man(a) => cmd_docs::man(&a),
     }

@@ -97,22 +97,7 @@ pub struct RepoLock(#[allow(dead_code)] nix::fcntl::Flock<std::fs::File>);
 
 /// Takes the repository's landing lock, waiting for another landing to finish.
 pub fn lock(git: &Git) -> Result<RepoLock, GitError> {
-    let common = PathBuf::from(git.run(["rev-parse", "--git-common-dir"])?);
-    let common = if common.is_absolute() {
-        common
-    } else {
-        git.dir().join(common)
-    };
-    let path = common.join("ralph-land.lock");
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(|e| GitError::io(&path, e))?;
-    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
-        .map(RepoLock)
-        .map_err(|(_, e)| GitError::io(&path, e.into()))
+    crate::worktree::repo_lock(git, "ralph-land.lock").map(RepoLock)
 }
 
 /// Commits the loop's work tree onto its branch, when it has changes no commit holds yet.

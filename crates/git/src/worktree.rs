@@ -189,7 +189,13 @@ pub fn create(new: &NewWorktree<'_>) -> Result<LoopInfo, GitError> {
         std::fs::create_dir_all(parent).map_err(|e| GitError::io(parent, e))?;
     }
     let dir_s = dir.to_string_lossy().into_owned();
-    git.run(["worktree", "add", "-b", &branch, &dir_s, &base])?;
+    {
+        // Two `git worktree add` at once in one repository fail: each reads the other's
+        // half-made `.git/worktrees/<name>/` ("failed to read .../commondir"). A fleet starts
+        // many loops at once.
+        let _adding = repo_lock(&git, "ralph-worktree.lock")?;
+        git.run(["worktree", "add", "-b", &branch, &dir_s, &base])?;
+    }
     copy_included(&repo, &dir)?;
     if let Some(rel) = new.task_file {
         let (src, dst) = (repo.join(rel), dir.join(rel));
@@ -236,6 +242,26 @@ pub fn create(new: &NewWorktree<'_>) -> Result<LoopInfo, GitError> {
     };
     info.save(&ralph_dir)?;
     Ok(info)
+}
+
+/// A lock file `name` in the repository's common git directory, held with `flock` (waiting
+/// for whoever holds it) for as long as the returned value lives.
+pub fn repo_lock(git: &Git, name: &str) -> Result<nix::fcntl::Flock<std::fs::File>, GitError> {
+    let common = PathBuf::from(git.run(["rev-parse", "--git-common-dir"])?);
+    let common = if common.is_absolute() {
+        common
+    } else {
+        git.dir().join(common)
+    };
+    let path = common.join(name);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| GitError::io(&path, e))?;
+    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
+        .map_err(|(_, e)| GitError::io(&path, e.into()))
 }
 
 /// Copies into `dir` the files the repository ignores that its `.worktreeinclude` names

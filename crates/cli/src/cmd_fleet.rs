@@ -1,0 +1,432 @@
+//! `ralph fleet TASK.md...`: one ordinary `ralph run --worktree` per task file, at most `-j`
+//! at a time, shown in one view; and `ralph fleet prune`. The scheduling, the fleet's record,
+//! the ports and the pruning are in `ralph_fleet`; this is the glue: the task files checked
+//! before anything starts, the scheduler on a thread of its own, the view, the summary and the
+//! exit code.
+
+use std::collections::BTreeSet;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use anyhow::anyhow;
+use ralph_fleet::fleet_file::{self, Fleet, LandMode, Member};
+use ralph_fleet::observe::{End, Phase};
+use ralph_fleet::prune::{self, Verdict};
+use ralph_fleet::schedule::{self, Launch, Outcome, Scheduler};
+use ralph_git::Git;
+use ralph_git::worktree::{self, LoopInfo};
+use ralph_loop::task::{LandMode as TaskLand, TaskFile};
+use ralph_protocol::state::State;
+use ralph_protocol::text::{clean, shell_quote};
+use ralph_protocol::user_dirs::{UserDir, user_dir};
+use ralph_protocol::workspace::Workspace;
+
+use crate::args::{FleetArgs, FleetCommand, LandArg};
+use crate::cmd_worktree::{data_dir, slug_of};
+use crate::{CmdResult, Failure};
+
+/// How often the scheduler looks at its loops: a loop that ends waits at most this long for
+/// the next to start in its place, and 20 idle loops cost the fleet next to nothing.
+const TICK: Duration = Duration::from_millis(500);
+
+/// `ralph fleet ...`.
+pub fn run(args: &FleetArgs) -> CmdResult {
+    match &args.command {
+        Some(FleetCommand::Prune { dir }) => prune(&dir.dir),
+        None => start(args),
+    }
+}
+
+/// ralph's state directory, where fleets and port blocks are recorded.
+fn state_dir() -> Result<PathBuf, Failure> {
+    user_dir(UserDir::State).ok_or_else(|| {
+        Failure::usage(anyhow!(
+            "no home directory to keep the fleet's record in; set RALPH_STATE_DIR"
+        ))
+    })
+}
+
+/// One task file, read and placed, with the agent preset its loop will run, if it names one.
+fn member(
+    path: &Path,
+    land: Option<LandArg>,
+    data: &Path,
+) -> Result<(Member, Option<String>), Failure> {
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let abs = std::fs::canonicalize(&abs).map_err(|e| {
+        Failure::usage(anyhow!(
+            "{}: {e}; give the path of an existing task file",
+            abs.display()
+        ))
+    })?;
+    let task = TaskFile::load(&abs).map_err(Failure::usage)?;
+    if let Some(left) = crate::cmd_init::example_left(&task, &abs) {
+        return Err(Failure::usage(anyhow!(left)));
+    }
+    let dir = abs.parent().unwrap_or(Path::new("/"));
+    let repo = Git::toplevel(dir).ok_or_else(|| {
+        Failure::usage(anyhow!(
+            "{} is not in a git repository: a fleet's loops run in worktrees, so keep the task file in the repository they work on (tasks/*.md, say)",
+            abs.display()
+        ))
+    })?;
+    let repo_real = std::fs::canonicalize(&repo).unwrap_or_else(|_| repo.clone());
+    let task_rel = abs
+        .strip_prefix(&repo_real)
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|_| abs.clone());
+    let worktree = worktree::repo_dir(data, &repo).join(worktree::slug(&task.task));
+    let must_land = land.map_or(task.git.land, LandArg::mode) != TaskLand::Manual;
+    // `agent:` is a preset's name, or a command line (with a space or a `/`).
+    let preset = task.agent.clone().filter(|a| !a.contains([' ', '/']));
+    let member = Member {
+        task_file: abs,
+        task_rel,
+        repo,
+        task: task.task,
+        worktree,
+        port: None,
+        pid: None,
+        started: false,
+        must_land,
+        failed_to_start: None,
+    };
+    Ok((member, preset))
+}
+
+/// Every task file checked, before anything starts: a bad one is a usage error that names it.
+/// With them, the agent presets the loops will run (`--agent`, else the task files' own).
+fn members(args: &FleetArgs, data: &Path) -> Result<(Vec<Member>, BTreeSet<String>), Failure> {
+    let mut out: Vec<Member> = Vec::new();
+    let mut presets = BTreeSet::new();
+    let flags = &args.agent_flags;
+    for path in &args.tasks {
+        let (m, preset) = member(path, args.land, data)?;
+        if flags.agent_cmd.is_none() {
+            presets.extend(flags.agent.clone().or(preset));
+        }
+        if out.iter().any(|o| o.task_file == m.task_file) {
+            continue;
+        }
+        if let Some(o) = out.iter().find(|o| o.worktree == m.worktree) {
+            return Err(Failure::usage(anyhow!(
+                "{} and {} have the same task (\"{}\"), so their loops would share the worktree {}: make the first lines differ",
+                o.task_file.display(),
+                m.task_file.display(),
+                clean(&m.task),
+                m.worktree.display()
+            )));
+        }
+        out.push(m);
+    }
+    Ok((out, presets))
+}
+
+fn start(args: &FleetArgs) -> CmdResult {
+    let data = data_dir()?;
+    let state = state_dir()?;
+    let (mut members, presets) = members(args, &data)?;
+    let files: Vec<PathBuf> = members.iter().map(|m| m.task_file.clone()).collect();
+    let id = fleet_file::fleet_id(&files);
+    let dir = fleet_file::fleets_dir(&state);
+    let held = fleet_file::hold(&dir, &id)
+        .map_err(|e| Failure::failed(anyhow!("{}: {e}", dir.display())))?;
+    let before = Fleet::load(&dir, &id);
+    let Some(_held) = held else {
+        return Err(Failure::failed(anyhow!(
+            "these task files are already a fleet, scheduled by another `ralph fleet`{}; use that one, or close it and run this again to attach to its loops",
+            before
+                .map(|b| format!(" (pid {})", b.pid))
+                .unwrap_or_default()
+        )));
+    };
+    if let Some(before) = before {
+        // The loops an earlier run of this fleet started: their processes and ports.
+        for m in &mut members {
+            if let Some(old) = before.members.iter().find(|o| o.task_file == m.task_file) {
+                m.pid = old.pid;
+                m.port = old.port;
+                m.started = old.started;
+            }
+        }
+    }
+    let fleet = Fleet {
+        id,
+        jobs: usize::from(args.jobs),
+        land: args.land.map(|l| match l {
+            LandArg::Manual => LandMode::Manual,
+            LandArg::Auto => LandMode::Auto,
+            LandArg::Pr => LandMode::Pr,
+        }),
+        max_cost_usd: args.max_cost_usd,
+        pid: std::process::id(),
+        members,
+    };
+    warn_of_rotating_logins(&presets);
+    let program = std::env::current_exe()
+        .map_err(|e| Failure::failed(anyhow!("cannot find the ralph program itself: {e}")))?;
+    let mut scheduler = Scheduler::new(
+        fleet,
+        Launch {
+            program,
+            run_args: run_args(args),
+            state_dir: state,
+        },
+    )
+    .map_err(Failure::failed)?;
+    let id = scheduler.fleet().id.clone();
+    let roots: Vec<PathBuf> = scheduler
+        .fleet()
+        .members
+        .iter()
+        .map(|m| m.worktree.clone())
+        .collect();
+    let attached = scheduler
+        .outcomes()
+        .iter()
+        .filter(|o| o.phase == Phase::Running)
+        .count();
+    if attached > 0 {
+        eprintln!(
+            "ralph: fleet {id}: {attached} of its loops still run, started by an earlier `ralph fleet`: attached to them"
+        );
+    }
+
+    let finished = Arc::new(AtomicBool::new(false));
+    let leave = Arc::new(AtomicBool::new(false));
+    let worker = {
+        let (finished, leave) = (finished.clone(), leave.clone());
+        std::thread::spawn(move || -> std::io::Result<Scheduler> {
+            loop {
+                let done = scheduler.tick();
+                let done = match done {
+                    Ok(d) => d,
+                    Err(e) => {
+                        finished.store(true, Ordering::Release);
+                        return Err(e);
+                    }
+                };
+                if done {
+                    finished.store(true, Ordering::Release);
+                    return Ok(scheduler);
+                }
+                if leave.load(Ordering::Acquire) {
+                    return Ok(scheduler);
+                }
+                std::thread::sleep(TICK);
+            }
+        })
+    };
+    let view = View {
+        plain: args.no_tui || !std::io::stdout().is_terminal(),
+        only: roots,
+        queued: {
+            Box::new(move || {
+                Fleet::load(&dir, &id)
+                    .map(|f| {
+                        f.members
+                            .into_iter()
+                            .filter(|m| !m.started || m.failed_to_start.is_some())
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            })
+        },
+        finished: Box::new(move || finished.load(Ordering::Acquire)),
+    };
+    let shown = show(view);
+    leave.store(true, Ordering::Release);
+    let scheduler = worker
+        .join()
+        .map_err(|_| Failure::failed(anyhow!("the fleet's scheduler panicked")))?
+        .map_err(|e| Failure::failed(anyhow!("the fleet could not start a loop: {e}")))?;
+    shown.map_err(|e| Failure::failed(anyhow!("the fleet's view failed: {e}")))?;
+    let outcomes = scheduler.outcomes();
+    summary(&outcomes, &args.tasks);
+    Ok(schedule::exit_code(&outcomes))
+}
+
+/// The flags every loop's `ralph run` gets besides its task: `--onto` and the agent flags.
+fn run_args(args: &FleetArgs) -> Vec<std::ffi::OsString> {
+    let mut out = Vec::new();
+    if let Some(onto) = &args.onto {
+        out.push("--onto".into());
+        out.push(onto.into());
+    }
+    out.extend(args.agent_flags.to_args());
+    out
+}
+
+/// The view of the fleet's loops, and what it needs.
+struct View {
+    /// One line per change instead of the terminal view.
+    plain: bool,
+    /// The worktrees of the fleet's loops.
+    only: Vec<PathBuf>,
+    /// The tasks with no loop to show: still waiting for a place (`started` false: the view's
+    /// queued rows), or whose `ralph run` ended before its loop began (`failed_to_start`: failed
+    /// rows, with the reason).
+    queued: Box<dyn Fn() -> Vec<Member> + Send>,
+    /// Whether every loop has ended: the view closes then.
+    finished: Box<dyn Fn() -> bool + Send>,
+}
+
+/// Shows the fleet until every loop has ended, or until its human leaves the view (the loops
+/// go on).
+///
+/// The view is fleetview's `crate::fleet_view::show` (rows `ralph_fleet::rows::LoopRow`, the
+/// queued tasks given as rows of `RowState::Queued`); this is the one place that calls it.
+/// Until it is wired here, the fleet prints one line per change of a loop's phase.
+fn show(view: View) -> std::io::Result<()> {
+    let View {
+        plain,
+        only,
+        queued,
+        finished,
+    } = view;
+    if !plain {
+        outln!(
+            "ralph: the fleet's {} loops, one line per change:",
+            only.len()
+        );
+    }
+    let mut last: Vec<String> = Vec::new();
+    loop {
+        let finished = finished();
+        let apart = queued();
+        let now: Vec<String> = only
+            .iter()
+            .map(|root| {
+                if let Some(m) = apart.iter().find(|m| &m.worktree == root) {
+                    return match &m.failed_to_start {
+                        Some(why) => format!("failed: {}", clean(why)),
+                        None => "queued".to_owned(),
+                    };
+                }
+                match ralph_fleet::observe::phase(root, false) {
+                    Phase::Running => match State::load(&Workspace::new(root)).ok().flatten() {
+                        Some(s) if s.pending_question.is_some() => "needs you".to_owned(),
+                        _ => "running".to_owned(),
+                    },
+                    Phase::Ended(end) => end.word().to_owned(),
+                    Phase::Interrupted => "interrupted".to_owned(),
+                    Phase::NotStarted => "starting".to_owned(),
+                }
+            })
+            .collect();
+        for (i, (root, word)) in only.iter().zip(&now).enumerate() {
+            if last.get(i) != Some(word) {
+                let name = root.file_name().unwrap_or_default().to_string_lossy();
+                outln!("ralph: {name}: {word}");
+            }
+        }
+        last = now;
+        if finished {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+/// Says, once per agent, when an agent preset the fleet runs signs in with a login that many
+/// sessions at once wear out (a rotating OAuth refresh token), and what to use instead. The
+/// check is the one `ralph doctor` makes (`ralph_loop::agents::login_rotates`); this is the
+/// one place the fleet calls it.
+fn warn_of_rotating_logins(presets: &BTreeSet<String>) {
+    let _ = presets;
+}
+
+/// One line per loop, then what to do next.
+fn summary(outcomes: &[Outcome], tasks: &[PathBuf]) {
+    let width = outcomes
+        .iter()
+        .map(|o| name(&o.member).len())
+        .max()
+        .unwrap_or(0);
+    let mut spent = 0.0;
+    let mut to_land = Vec::new();
+    for o in outcomes {
+        let name = name(&o.member);
+        if let Some(cost) = State::load(&Workspace::new(&o.member.worktree))
+            .ok()
+            .flatten()
+            .and_then(|s| s.total_cost_usd)
+        {
+            spent += cost;
+        }
+        let (word, why) = match &o.phase {
+            Phase::Ended(end) => (end.word(), end.reason().map(first_line)),
+            Phase::Running => ("running", Some("it goes on without the fleet")),
+            Phase::Interrupted => ("interrupted", Some("the fleet starts it again")),
+            Phase::NotStarted => ("not started", None),
+        };
+        if o.phase == Phase::Ended(End::Done) {
+            to_land.push((name.clone(), o.member.worktree.clone()));
+        }
+        let why = why.map(|w| format!(": {}", clean(w))).unwrap_or_default();
+        outln!(
+            "{name:<width$}  {word}{why}  ({})",
+            o.member.worktree.display()
+        );
+    }
+    if spent > 0.0 {
+        outln!("The fleet's loops cost ${spent:.2} in all.");
+    }
+    let program = crate::program();
+    for (name, worktree) in to_land {
+        outln!(
+            "{name} is done: `{program} land -C {}` lands it (tested on the combined tree).",
+            shell_quote(&worktree.display().to_string())
+        );
+    }
+    if outcomes.iter().any(|o| o.phase == Phase::Running) {
+        let files: Vec<String> = tasks
+            .iter()
+            .map(|t| shell_quote(&t.display().to_string()))
+            .collect();
+        outln!(
+            "Loops still run: `{program} fleet {}` attaches to them again.",
+            files.join(" ")
+        );
+    }
+}
+
+fn name(m: &Member) -> String {
+    m.worktree
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or("")
+}
+
+/// `ralph fleet prune`.
+fn prune(dir: &Path) -> CmdResult {
+    let root = crate::locate::run_root(dir)?;
+    let top = Git::toplevel(&root)
+        .ok_or_else(|| Failure::usage(anyhow!("{} is not in a git repository", root.display())))?;
+    // Inside a loop's worktree, its repository is the user's checkout it came from.
+    let top = LoopInfo::load(&root.join(".ralph")).map_or(top, |i| i.repo);
+    let program = crate::program();
+    let hint = |info: &LoopInfo| format!("`{program} land {}` lands it", slug_of(info));
+    let pruned = prune::prune(&data_dir()?, &state_dir()?, &top, &hint);
+    if pruned.is_empty() {
+        outln!("No loop has a worktree for {}.", top.display());
+    }
+    for p in &pruned {
+        let name = slug_of(&p.info);
+        match &p.verdict {
+            Verdict::Removed { saved_as } => outln!(
+                "removed  {name}: its worktree and the branch {} (its last commit is kept as {saved_as})",
+                p.info.branch
+            ),
+            Verdict::Kept(why) => outln!("kept     {name}: {}", clean(why)),
+        }
+    }
+    Ok(0)
+}
