@@ -168,6 +168,11 @@ pub const EMPTY_TREE: &str = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
 /// Lines added and deleted between two commits (or trees).
 pub fn diff_stat(git: &Git, from: &str, to: &str) -> Result<DiffStat, GitError> {
     let out = git.run(["diff-tree", "-r", "--numstat", "--no-renames", from, to])?;
+    Ok(numstat(&out))
+}
+
+/// What `git diff --numstat` printed, summed.
+pub(crate) fn numstat(out: &str) -> DiffStat {
     let mut stat = DiffStat::default();
     for line in out.lines() {
         let mut cols = line.splitn(3, '\t');
@@ -179,7 +184,7 @@ pub fn diff_stat(git: &Git, from: &str, to: &str) -> Result<DiffStat, GitError> 
         stat.insertions += add.parse::<u64>().unwrap_or(0);
         stat.deletions += del.parse::<u64>().unwrap_or(0);
     }
-    Ok(stat)
+    stat
 }
 
 /// One checkpoint of a run, as listed.
