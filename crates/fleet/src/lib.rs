@@ -4,3 +4,5 @@
 //! registry entry, questions and landing; this crate only schedules them, lists them as rows
 //! for the view, `ralph status --all` and the dashboard, and lands the finished ones one at a
 //! time per repository. If the fleet process dies the loops go on.
+
+pub mod rows;
