@@ -155,6 +155,8 @@ pub struct LoopRow {
     pub question_id: Option<String>,
     /// The waiting question's first line, cleaned.
     pub question: Option<String>,
+    /// When the waiting question's wait ends (RFC 3339); `None` for no deadline.
+    pub question_deadline: Option<String>,
     /// While it waits out a rate limit: until when (RFC 3339).
     pub rate_limited_until: Option<String>,
     /// Why it stands where it stands (why it failed or stopped, what a landing needs), cleaned.
@@ -184,6 +186,7 @@ impl LoopRow {
             diff: None,
             question_id: None,
             question: None,
+            question_deadline: None,
             rate_limited_until: None,
             reason: None,
             branch: None,
@@ -285,6 +288,7 @@ impl Collector {
             if let Some(q) = state.pending_question.as_ref().filter(|_| live) {
                 row.question_id = Some(q.id.as_str().to_owned());
                 row.question = Some(one_line(&q.question.text, LINE_MAX));
+                row.question_deadline = q.deadline.clone();
             }
             row.last_line = (self.said)(&ws, state).map(|l| one_line(&l, LINE_MAX));
         }
