@@ -8,6 +8,7 @@ mod commands;
 mod conventions;
 mod crashes;
 mod demo;
+mod fleet_view;
 mod hints;
 mod hostile;
 mod isolation;

@@ -208,6 +208,9 @@ pub type LastSaid = dyn Fn(&Workspace, &State) -> Option<String> + Send;
 /// Reads the rows, keeping each loop's diff stat for [`DIFF_MAX_AGE`].
 pub struct Collector {
     said: Box<LastSaid>,
+    /// Every loop this collector has listed: a plain loop that ends leaves the registry, and a
+    /// view that showed it keeps showing how it ended.
+    seen: Vec<PathBuf>,
     diffs: HashMap<PathBuf, (Instant, Option<Diff>)>,
     data: Option<PathBuf>,
 }
@@ -225,13 +228,14 @@ impl Collector {
     pub fn new(said: Box<LastSaid>) -> Collector {
         Collector {
             said,
+            seen: Vec::new(),
             diffs: HashMap::new(),
             data: user_dir(UserDir::Data),
         }
     }
 
-    /// The roots of every loop this machine knows: running ones, and those resting in a
-    /// worktree; with `only`, those of `only` (whether known yet or not).
+    /// The roots of every loop this machine knows: running ones, those resting in a worktree,
+    /// and those listed before; with `only`, those of `only` (whether known yet or not).
     pub fn roots(&self, only: Option<&[PathBuf]>) -> Vec<PathBuf> {
         if let Some(only) = only {
             let mut roots: Vec<PathBuf> = Vec::new();
@@ -251,6 +255,11 @@ impl Collector {
                 }
             }
         }
+        for r in &self.seen {
+            if !roots.contains(r) {
+                roots.push(r.clone());
+            }
+        }
         roots
     }
 
@@ -259,6 +268,7 @@ impl Collector {
         let roots = self.roots(only);
         let mut rows: Vec<LoopRow> = roots.iter().filter_map(|r| self.row(r, now)).collect();
         self.diffs.retain(|root, _| roots.contains(root));
+        self.seen = rows.iter().map(|r| r.root.clone()).collect();
         sort(&mut rows);
         rows
     }

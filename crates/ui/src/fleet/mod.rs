@@ -42,8 +42,10 @@ use crate::theme::Theme;
 
 #[cfg(test)]
 mod snapshots;
+mod terminal;
 mod view;
 
+pub use terminal::{FleetHost, TICK, run_fleet_plain, run_fleet_tui};
 pub use view::{row_line, state_words};
 
 /// What the owner of the view should do after a key.

@@ -93,7 +93,8 @@ fn detail(row: &LoopRow) -> Option<Detail> {
     {
         return Some(Detail {
             prefix: "asks: ",
-            text: q.clone(),
+            // Markdown, as the agent wrote it: shown rendered, as the panel shows it.
+            text: crate::markdown_first_line(q),
             asks: true,
         });
     }

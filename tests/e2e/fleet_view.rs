@@ -1,0 +1,150 @@
+//! The fleet view (`ralph status --all --watch`) in a real terminal, and `ralph status --all`'s
+//! rows: loops of the scripted fake agent, each in a project of its own on one "machine" (one
+//! state directory).
+
+use std::time::Duration;
+
+use super::tui::{Tmux, assert_stty_sane};
+use super::util::*;
+
+/// Asks, then (with the answer) finishes.
+const ASK_THEN_DONE: &str = "\
+[iteration 1]
+print \"I need to choose a cache backend before going on.\"
+question \"Should the session cache use **Redis** or *Memcached*?\" --option Redis --option Memcached
+signal QUESTION
+[iteration 2]
+save-prompt prompt-2.txt
+print \"Using the answer.\"
+check-all
+signal DONE
+";
+
+/// A project whose loop (task `task`) asks [`ASK_THEN_DONE`]'s question, started in the
+/// background, once it waits.
+fn waiting_loop(p: &Project, task: &str) -> Guarded {
+    p.write(
+        "RALPH_TASK.md",
+        &format!("---\ntask: {task}\nmax_iterations: 2\nquestion_timeout: 10m\n---\n- [ ] cache\n"),
+    );
+    let agent = p.agent(ASK_THEN_DONE);
+    let child = p.start(&agent, &[]);
+    p.wait_for_status("waiting_input", Duration::from_secs(60));
+    child
+}
+
+/// The line of `screen` that shows `needle`.
+fn line_of(screen: &str, needle: &str) -> usize {
+    screen
+        .lines()
+        .position(|l| l.contains(needle))
+        .unwrap_or_else(|| panic!("no line shows {needle:?}:\n{screen}"))
+}
+
+#[test]
+fn enter_on_a_waiting_loop_answers_it_and_its_row_moves_down() {
+    let alpha = Project::new();
+    let beta = alpha.beside();
+    let _a = waiting_loop(&alpha, "Alpha cache");
+    let _b = waiting_loop(&beta, "Beta cache");
+
+    let tmux = Tmux::start(&alpha);
+    tmux.cmd(&["resize-window", "-t", "0", "-x", "80", "-y", "24"]);
+    alpha.write(
+        "watch.sh",
+        &format!(
+            "'{}' status --all --watch\necho \"view exited: $?\"\n",
+            ralph_bin().display()
+        ),
+    );
+    tmux.type_text("sh watch.sh");
+    tmux.key("Enter");
+    let screen = tmux.wait_for("2 need you", Duration::from_secs(30));
+    // Alpha first (both wait; by task), and selected.
+    let (a, b) = (
+        line_of(&screen, "Alpha cache"),
+        line_of(&screen, "Beta cache"),
+    );
+    assert!(a < b, "{screen}");
+    assert!(screen.contains("› needs you Alpha cache"), "{screen}");
+    assert!(
+        screen.contains("asks: Should the session cache use Redis or Memcached?"),
+        "{screen}"
+    );
+
+    // Enter opens the question in the panel of `ralph run`; 1 picks Redis, Enter sends it.
+    tmux.key("Enter");
+    tmux.wait_for("The agent asks", Duration::from_secs(10));
+    tmux.type_text("1");
+    tmux.key("Enter");
+    let screen = tmux.wait_for("1 needs you", Duration::from_secs(30));
+    assert!(
+        screen.contains("Answered alpha") || screen.contains("Answered "),
+        "{screen}"
+    );
+    // The answer reached the loop, which finished with it.
+    alpha.wait_for_status("done", Duration::from_secs(60));
+    assert!(alpha.read("prompt-2.txt").contains("Redis"));
+    // Alpha's row moved below Beta's, which still waits.
+    let screen = tmux.wait_for("done ", Duration::from_secs(30));
+    let visible = tmux.screen();
+    let (a, b) = (
+        line_of(&visible, "Alpha cache"),
+        line_of(&visible, "Beta cache"),
+    );
+    assert!(b < a, "Alpha did not move down:\n{screen}");
+
+    // q leaves the view; the loops go on (Beta still waits).
+    tmux.key("q");
+    tmux.wait_for("view exited: 0", Duration::from_secs(10));
+    assert_eq!(beta.state()["status"], "waiting_input");
+    tmux.assert_sane();
+    assert_stty_sane(&alpha);
+}
+
+#[test]
+fn status_all_json_gives_the_rows_needs_you_first() {
+    let alpha = Project::new();
+    let beta = alpha.beside();
+    let _a = waiting_loop(&alpha, "Alpha cache");
+    beta.write(
+        "RALPH_TASK.md",
+        "---\ntask: Beta done\nmax_iterations: 1\n---\n- [ ] x\n",
+    );
+    let agent = beta.agent("[iteration 1]\nprint \"all \\e[31mdone\"\ncheck-all\nsignal DONE\n");
+    beta.run(&agent, &[]).expect_code(0);
+
+    let out = beta.exec(&["status", "--all", "--json"]);
+    out.expect_code(0);
+    let rows: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let rows = rows.as_array().unwrap();
+    // Only the running loop is in the registry; a finished plain loop is not listed.
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    let a = &rows[0];
+    assert_eq!(a["state"], "needs-you");
+    assert_eq!(a["task"], "Alpha cache");
+    assert_eq!(a["iteration"], 1);
+    assert_eq!(a["max_iterations"], 2);
+    assert_eq!(a["criteria_total"], 1);
+    assert_eq!(a["criteria_done"], 0);
+    assert_eq!(
+        a["question"],
+        "Should the session cache use **Redis** or *Memcached*?"
+    );
+    assert!(a["question_id"].is_string());
+    assert!(a["answer_command"].as_str().unwrap().contains("answer -C"));
+    assert_eq!(a["running"], true);
+
+    let text = beta.exec(&["status", "--all"]);
+    assert!(
+        text.stdout.contains("1 of 1 loops needs you"),
+        "{}",
+        text.stdout
+    );
+    assert!(
+        text.stdout
+            .contains(": needs you · Alpha cache · iteration 1/2"),
+        "{}",
+        text.stdout
+    );
+}
