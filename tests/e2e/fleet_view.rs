@@ -148,3 +148,108 @@ fn status_all_json_gives_the_rows_needs_you_first() {
         text.stdout
     );
 }
+
+/// `git ARGS` in `dir`, with an identity of its own.
+fn git(dir: &std::path::Path, args: &[&str]) {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The `ralph serve` dashboard in chromium shows the fleet, with each loop's diff stat, and
+/// a waiting loop's state links to its question's page, which answers it.
+#[test]
+fn the_dashboard_in_chromium_shows_the_fleet_with_diff_stats() {
+    use fantoccini::Locator;
+
+    use super::browser::{driver, have_chromium, session, tokio_rt};
+    use super::remote::{Broker, pairing_link};
+
+    if !have_chromium() {
+        return;
+    }
+    let broker = Broker::start();
+    // A loop in a git repository that wrote two lines, then asked.
+    let p = Project::with_task(
+        "task: Cache in a repo\nmax_iterations: 2\nquestion_timeout: 5m",
+        "- [ ] cache\n",
+    );
+    let agent = p.agent(&format!(
+        "[iteration 1]\nwrite cache.rs \"fn a() {{}}\\nfn b() {{}}\\n\"\n{}",
+        ASK_THEN_DONE.trim_start_matches("[iteration 1]\n")
+    ));
+    git(p.root(), &["init", "-q"]);
+    git(p.root(), &["add", "-A"]);
+    git(p.root(), &["commit", "-q", "-m", "base"]);
+    let mut cmd = broker.ralph(&p);
+    cmd.args(["run", "--no-tui", "--agent-cmd", &agent]);
+    let _child = spawn(cmd);
+    p.wait_for_status("waiting_input", Duration::from_secs(60));
+
+    let (link, _) = pairing_link(&broker);
+    let (_driver, driver_url) = driver();
+    tokio_rt().block_on(async {
+        let profile = tempfile::tempdir().unwrap();
+        let c = session(&driver_url, profile.path(), (420, 900)).await;
+        c.goto(&link).await.unwrap();
+        // The page's stream replaces what `<main>` holds: look again until it settles.
+        let mut text = String::new();
+        for _ in 0..100 {
+            if let Ok(t) = c.find(Locator::Css("main.dashboard section.fleet")).await
+                && let Ok(got) = t.text().await
+            {
+                text = got;
+                if text.contains("+2 -0") {
+                    break;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert!(text.contains("The fleet: 1 loop, 1 needs you"), "{text}");
+        assert!(text.contains("Cache in a repo"), "{text}");
+        assert!(text.contains("+2 -0"), "no diff stat:\n{text}");
+        assert!(text.contains("1/2"), "{text}");
+        // The state links to the question's page, which answers it as today.
+        let mut href = None;
+        for _ in 0..100 {
+            if let Ok(a) = c
+                .find(Locator::Css("section.fleet tr.needs-you td.state a"))
+                .await
+                && let (Ok(t), Ok(h)) = (a.text().await, a.attr("href").await)
+            {
+                assert_eq!(t, "needs you");
+                href = h;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let href = href.expect("the waiting loop's state links to its question");
+        c.goto(&format!("{}{href}", broker.url.trim_end_matches('/')))
+            .await
+            .unwrap();
+        let page_text = c
+            .find(Locator::Css("body"))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(
+            page_text.contains("Should the session cache use"),
+            "{page_text}"
+        );
+        c.close().await.unwrap();
+    });
+}

@@ -202,6 +202,46 @@ impl LoopRow {
     }
 }
 
+/// What the loop's human must do, or where it is, in a few words: `needs you`, `rate
+/// limited until 14:05`, `needs review`.
+pub fn state_words(row: &LoopRow) -> String {
+    match row.state {
+        RowState::NeedsYou => "needs you".into(),
+        RowState::Running => "running".into(),
+        RowState::RateLimited => {
+            match row.rate_limited_until.as_deref().and_then(parse_timestamp) {
+                Some(at) => format!("rate limited until {}", local_time(at, SystemTime::now())),
+                None => "rate limited".into(),
+            }
+        }
+        RowState::Done => "done".into(),
+        RowState::Landing => "landing".into(),
+        RowState::Landed => "landed".into(),
+        RowState::NeedsLand => "needs land".into(),
+        RowState::NeedsReview => "needs review".into(),
+        RowState::Failed => "failed".into(),
+        RowState::Stopped => "stopped".into(),
+        RowState::Queued => "queued".into(),
+    }
+}
+
+/// `14:05` in the user's time zone; with the day (`Tue 2 Dec 14:05`) when not today.
+fn local_time(at: SystemTime, now: SystemTime) -> String {
+    let zone = jiff::tz::TimeZone::system();
+    let (Ok(at), Ok(now)) = (
+        jiff::Timestamp::try_from(at),
+        jiff::Timestamp::try_from(now),
+    ) else {
+        return "an unknown time".into();
+    };
+    let at = at.to_zoned(zone.clone());
+    if at.date() == now.to_zoned(zone).date() {
+        at.strftime("%H:%M").to_string()
+    } else {
+        at.strftime("%a %-d %b %H:%M").to_string()
+    }
+}
+
 /// Reads what the agent said last in a loop (its newest log, decoded in its stream format).
 pub type LastSaid = dyn Fn(&Workspace, &State) -> Option<String> + Send;
 

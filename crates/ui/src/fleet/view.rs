@@ -6,10 +6,9 @@
 //! thing the agent said, else why it stopped. The rows come cleaned (`ralph_fleet::rows`);
 //! they are cut to the width here, never wrapped, so a row is always two lines.
 
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
-use ralph_fleet::rows::{LoopRow, RowState, needing_you};
-use ralph_protocol::state::parse_timestamp;
+use ralph_fleet::rows::{LoopRow, RowState, needing_you, state_words};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
@@ -24,29 +23,6 @@ use crate::countdown_view::format_span;
 const KEYS: &str = "↑↓ select · Enter answer · d diff · l land · x stop · r retry · q quit";
 /// The key of its own the view adds while a question is open (the panel shows its keys).
 const PANEL_KEYS: &str = "Ctrl+C back to the list (the question keeps waiting)";
-
-/// What the loop's human must do, or where it is, in a few words: `needs you`, `rate
-/// limited until 14:05`, `needs review`.
-pub fn state_words(row: &LoopRow) -> String {
-    match row.state {
-        RowState::NeedsYou => "needs you".into(),
-        RowState::Running => "running".into(),
-        RowState::RateLimited => {
-            match row.rate_limited_until.as_deref().and_then(parse_timestamp) {
-                Some(at) => format!("rate limited until {}", local_time(at, SystemTime::now())),
-                None => "rate limited".into(),
-            }
-        }
-        RowState::Done => "done".into(),
-        RowState::Landing => "landing".into(),
-        RowState::Landed => "landed".into(),
-        RowState::NeedsLand => "needs land".into(),
-        RowState::NeedsReview => "needs review".into(),
-        RowState::Failed => "failed".into(),
-        RowState::Stopped => "stopped".into(),
-        RowState::Queued => "queued".into(),
-    }
-}
 
 /// The row on one line, for plain mode and `ralph status --all`:
 /// `ROOT: needs you · Fix the login · iteration 2/10 · 3m 12s · $0.42 · criteria 1/3 · +12 -3 ·
@@ -110,23 +86,6 @@ fn detail(row: &LoopRow) -> Option<Detail> {
         text: text.clone(),
         asks: false,
     })
-}
-
-/// `14:05` in the user's time zone; with the day (`Tue 2 Dec 14:05`) when not today.
-fn local_time(at: SystemTime, now: SystemTime) -> String {
-    let zone = jiff::tz::TimeZone::system();
-    let (Ok(at), Ok(now)) = (
-        jiff::Timestamp::try_from(at),
-        jiff::Timestamp::try_from(now),
-    ) else {
-        return "an unknown time".into();
-    };
-    let at = at.to_zoned(zone.clone());
-    if at.date() == now.to_zoned(zone).date() {
-        at.strftime("%H:%M").to_string()
-    } else {
-        at.strftime("%a %-d %b %H:%M").to_string()
-    }
 }
 
 /// `s` cut to `width` columns (an ellipsis marks the cut), padded to it when `pad`.
