@@ -132,7 +132,7 @@ impl FleetHost for Host {
             FleetAction::Stop(root) => {
                 match stop::request(&Workspace::new(&root), stop::StopBy::Command) {
                     Ok(()) => format!(
-                        "Asked {} to stop: its state is kept; `r` (or `ralph run` there) resumes it.",
+                        "Asked {} to stop; `r` runs it again.",
                         name(&root)
                     ),
                     Err(e) => format!("Could not ask {} to stop: {e}", name(&root)),
@@ -141,36 +141,18 @@ impl FleetHost for Host {
             FleetAction::Land(root) => {
                 let args: Vec<OsString> = vec!["land".into(), "-C".into(), root.clone().into()];
                 match spawn_detached(&root, "land", &args) {
-                    Ok(log) => format!(
-                        "Landing {} (one landing at a time per repository; its output: {}).",
-                        name(&root),
-                        log.display()
-                    ),
+                    Ok((log, mut child)) => {
+                        // Reaped when it ends, so no zombie stays while the view runs.
+                        std::thread::spawn(move || child.wait());
+                        format!("Landing {} (output: {}).", name(&root), log.display())
+                    }
                     Err(e) => format!("Could not start `ralph land` for {}: {e}", name(&root)),
                 }
             }
-            FleetAction::Retry(root) => {
-                let mut args: Vec<OsString> = vec![
-                    "run".into(),
-                    "-C".into(),
-                    root.clone().into(),
-                    "--no-tui".into(),
-                ];
-                let info = LoopInfo::load(&root.join(".ralph"));
-                if let Some(task) = info.as_ref().and_then(|i| i.task_file.clone()) {
-                    args.extend(["--worktree".into(), "--task".into(), task.into()]);
-                }
-                match spawn_detached(&root, "run", &args) {
-                    Ok(log) => format!(
-                        "Running {} again (its output: {}).",
-                        name(&root),
-                        log.display()
-                    ),
-                    Err(e) => format!("Could not start `ralph run` in {}: {e}", name(&root)),
-                }
-            }
+            FleetAction::Retry(root) => retry(&root),
             FleetAction::Diff(root) => match show_diff(&root) {
-                Ok(()) => return,
+                Ok(None) => return,
+                Ok(Some(note)) => note,
                 Err(e) => format!("Could not show the diff of {}: {e}", name(&root)),
             },
             FleetAction::None | FleetAction::Redraw | FleetAction::Quit => return,
@@ -224,17 +206,65 @@ fn request(root: &Path, req: &broker::Request, done: &str) -> String {
     }
 }
 
+/// Runs the loop in `root` again, detached, with the agent its last run had; what happened,
+/// in words (a run that refuses to start says why at once).
+fn retry(root: &Path) -> String {
+    use ralph_protocol::state::{AgentChoice, State};
+    let mut args: Vec<OsString> = vec!["run".into(), "-C".into(), root.into(), "--no-tui".into()];
+    if let Some(task) = LoopInfo::load(&root.join(".ralph")).and_then(|i| i.task_file) {
+        args.extend(["--worktree".into(), "--task".into(), task.into()]);
+    }
+    match State::load(&Workspace::new(root)).ok().flatten().and_then(|s| s.agent_choice) {
+        Some(AgentChoice::Preset { name }) => args.extend(["--agent".into(), name.into()]),
+        Some(AgentChoice::Command { command, format, resume_command }) => {
+            args.extend(["--agent-cmd".into(), command.into()]);
+            if let Some(f) = format {
+                args.extend(["--agent-format".into(), f.into()]);
+            }
+            if let Some(r) = resume_command {
+                args.extend(["--agent-resume-cmd".into(), r.into()]);
+            }
+        }
+        None => {}
+    }
+    let (log, mut child) = match spawn_detached(root, "run", &args) {
+        Ok(started) => started,
+        Err(e) => return format!("Could not start `ralph run` in {}: {e}", name(root)),
+    };
+    // A run that cannot start (a bad task file, a missing agent) ends at once: say why here.
+    let until = Instant::now() + std::time::Duration::from_millis(700);
+    while Instant::now() < until {
+        if let Ok(Some(status)) = child.try_wait() {
+            let said = std::fs::read_to_string(&log).unwrap_or_default();
+            let last = said.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
+            return format!(
+                "`ralph run` in {} ended at once ({status}): {}",
+                name(root),
+                ralph_protocol::text::one_line(last, 200)
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // Reaped when it ends, so no zombie stays while the view runs.
+    std::thread::spawn(move || child.wait());
+    format!("Running {} again (output: {}).", name(root), log.display())
+}
+
 /// Starts `ralph ARGS` for the loop in `root` in a process group of its own, so it outlives
 /// the view and no Ctrl-C typed here reaches it; its output goes to a file in ralph's state
-/// directory, whose path is returned.
-fn spawn_detached(root: &Path, what: &str, args: &[OsString]) -> io::Result<PathBuf> {
+/// directory. The file's path, and the child (the caller reaps it).
+fn spawn_detached(
+    root: &Path,
+    what: &str,
+    args: &[OsString],
+) -> io::Result<(PathBuf, std::process::Child)> {
     let dir = ralph_protocol::user_dirs::user_dir(ralph_protocol::user_dirs::UserDir::State)
         .ok_or_else(|| io::Error::other("no state directory; set RALPH_STATE_DIR"))?
         .join("fleet-view");
     std::fs::create_dir_all(&dir)?;
     let log_path = dir.join(format!("{}-{what}.log", name(root)));
     let log = std::fs::File::create(&log_path)?;
-    let mut child = Command::new(std::env::current_exe()?)
+    let child = Command::new(std::env::current_exe()?)
         .args(args)
         .current_dir(root)
         .stdin(Stdio::null())
@@ -242,22 +272,34 @@ fn spawn_detached(root: &Path, what: &str, args: &[OsString]) -> io::Result<Path
         .stderr(log)
         .process_group(0)
         .spawn()?;
-    // Reaped when it ends, so no zombie stays while the view runs.
-    std::thread::spawn(move || child.wait());
-    Ok(log_path)
+    Ok((log_path, child))
 }
 
-/// The loop's work against its base (a worktree loop's base commit, a plain loop's `HEAD`)
-/// through git's pager (`GIT_PAGER`, `core.pager`, `PAGER`, else `less`).
-fn show_diff(root: &Path) -> io::Result<()> {
+/// The loop's work against its base (a worktree loop's base commit, a plain loop's `HEAD`),
+/// untracked files included, through the user's pager (git's: `GIT_PAGER`, `core.pager`,
+/// `PAGER`, else `less`), which waits for its `q` even when the diff is short.
+fn show_diff(root: &Path) -> io::Result<Option<String>> {
+    use std::io::Write;
     let base = LoopInfo::load(&root.join(".ralph"))
         .map(|i| i.base)
         .unwrap_or_else(|| "HEAD".into());
-    let status = ralph_git::Git::new(root)
-        .command(["--paginate", "diff", "--stat", "--patch", &base, "--"])
-        .status()?;
-    match status.success() {
-        true => Ok(()),
-        false => Err(io::Error::other(format!("git diff exited with {status}"))),
+    let patch = ralph_git::worktree::work_patch(root, &base, true).map_err(io::Error::other)?;
+    if patch.is_empty() {
+        return Ok(Some(format!("{} has changed nothing against its base yet.", name(root))));
     }
+    let pager = ralph_git::Git::new(root)
+        .run(["var", "GIT_PAGER"])
+        .unwrap_or_else(|_| "less".into());
+    // The user's own pager command line, run as git runs it; the diff goes on its stdin.
+    let mut child = Command::new("sh")
+        .args(["-c", &pager])
+        .env("LESS", std::env::var("LESS").unwrap_or_else(|_| "RX".into()))
+        .stdin(Stdio::piped())
+        .spawn()?;
+    if let Some(mut stdin) = child.stdin.take() {
+        // A pager quit before the end closes its stdin: not an error.
+        let _ = stdin.write_all(&patch);
+    }
+    child.wait()?;
+    Ok(None)
 }

@@ -295,7 +295,7 @@ impl FleetView {
                 FleetAction::Land(root)
             }
             KeyCode::Char('l') => self.refuse(format!(
-                "{} cannot land now: only a done loop in a worktree lands ({}).",
+                "Only a done loop in a worktree lands; {}: {}.",
                 row.name(),
                 state_words(&row)
             )),
@@ -303,7 +303,7 @@ impl FleetView {
             KeyCode::Char('x') => self.refuse(format!("{} is not running.", row.name())),
             KeyCode::Char('r') if retriable(&row) => FleetAction::Retry(root),
             KeyCode::Char('r') => self.refuse(format!(
-                "{} is {}: only a failed or stopped loop is retried.",
+                "Only a failed or stopped loop runs again; {}: {}.",
                 row.name(),
                 state_words(&row)
             )),
