@@ -94,7 +94,19 @@ fn enter_on_a_waiting_loop_answers_it_and_its_row_moves_down() {
     );
     assert!(b < a, "Alpha did not move down:\n{screen}");
 
-    // q leaves the view; the loops go on (Beta still waits).
+    // x stops Beta (selected: the selection stayed on the first row's loop... Alpha moved, so
+    // go to Beta, now first); r runs it again with the same agent, and it asks again.
+    tmux.key("Home");
+    tmux.key("x");
+    tmux.wait_for("Asked ", Duration::from_secs(10));
+    beta.wait_for_status("stopped", Duration::from_secs(30));
+    tmux.wait_for("nothing needs you", Duration::from_secs(30));
+    tmux.key("r");
+    tmux.wait_for("Running ", Duration::from_secs(10));
+    beta.wait_for_status("waiting_input", Duration::from_secs(60));
+    tmux.wait_for("1 needs you", Duration::from_secs(30));
+
+    // q leaves the view; the loops go on (Beta waits).
     tmux.key("q");
     tmux.wait_for("view exited: 0", Duration::from_secs(10));
     assert_eq!(beta.state()["status"], "waiting_input");

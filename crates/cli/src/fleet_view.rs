@@ -131,10 +131,7 @@ impl FleetHost for Host {
             },
             FleetAction::Stop(root) => {
                 match stop::request(&Workspace::new(&root), stop::StopBy::Command) {
-                    Ok(()) => format!(
-                        "Asked {} to stop; `r` runs it again.",
-                        name(&root)
-                    ),
+                    Ok(()) => format!("Asked {} to stop; `r` runs it again.", name(&root)),
                     Err(e) => format!("Could not ask {} to stop: {e}", name(&root)),
                 }
             }
@@ -214,9 +211,17 @@ fn retry(root: &Path) -> String {
     if let Some(task) = LoopInfo::load(&root.join(".ralph")).and_then(|i| i.task_file) {
         args.extend(["--worktree".into(), "--task".into(), task.into()]);
     }
-    match State::load(&Workspace::new(root)).ok().flatten().and_then(|s| s.agent_choice) {
+    match State::load(&Workspace::new(root))
+        .ok()
+        .flatten()
+        .and_then(|s| s.agent_choice)
+    {
         Some(AgentChoice::Preset { name }) => args.extend(["--agent".into(), name.into()]),
-        Some(AgentChoice::Command { command, format, resume_command }) => {
+        Some(AgentChoice::Command {
+            command,
+            format,
+            resume_command,
+        }) => {
             args.extend(["--agent-cmd".into(), command.into()]);
             if let Some(f) = format {
                 args.extend(["--agent-format".into(), f.into()]);
@@ -236,7 +241,11 @@ fn retry(root: &Path) -> String {
     while Instant::now() < until {
         if let Ok(Some(status)) = child.try_wait() {
             let said = std::fs::read_to_string(&log).unwrap_or_default();
-            let last = said.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
+            let last = said
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("");
             return format!(
                 "`ralph run` in {} ended at once ({status}): {}",
                 name(root),
@@ -285,7 +294,10 @@ fn show_diff(root: &Path) -> io::Result<Option<String>> {
         .unwrap_or_else(|| "HEAD".into());
     let patch = ralph_git::worktree::work_patch(root, &base, true).map_err(io::Error::other)?;
     if patch.is_empty() {
-        return Ok(Some(format!("{} has changed nothing against its base yet.", name(root))));
+        return Ok(Some(format!(
+            "{} has changed nothing against its base yet.",
+            name(root)
+        )));
     }
     let pager = ralph_git::Git::new(root)
         .run(["var", "GIT_PAGER"])
@@ -293,7 +305,10 @@ fn show_diff(root: &Path) -> io::Result<Option<String>> {
     // The user's own pager command line, run as git runs it; the diff goes on its stdin.
     let mut child = Command::new("sh")
         .args(["-c", &pager])
-        .env("LESS", std::env::var("LESS").unwrap_or_else(|_| "RX".into()))
+        .env(
+            "LESS",
+            std::env::var("LESS").unwrap_or_else(|_| "RX".into()),
+        )
         .stdin(Stdio::piped())
         .spawn()?;
     if let Some(mut stdin) = child.stdin.take() {

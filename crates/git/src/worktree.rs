@@ -424,14 +424,35 @@ pub fn work_stat(dir: &Path, base: &str) -> Result<DiffStat, GitError> {
 /// (not ignored) file as a new file; in colour when `color`. Reads only, as [`work_stat`].
 pub fn work_patch(dir: &Path, base: &str, color: bool) -> Result<Vec<u8>, GitError> {
     let git = Git::new(dir);
-    let color = if color { "--color=always" } else { "--color=never" };
+    let color = if color {
+        "--color=always"
+    } else {
+        "--color=never"
+    };
     let mut out = git
-        .output(["diff", color, "--stat", "--patch", "--no-renames", "--no-ext-diff", base, "--"])?
+        .output([
+            "diff",
+            color,
+            "--stat",
+            "--patch",
+            "--no-renames",
+            "--no-ext-diff",
+            base,
+            "--",
+        ])?
         .stdout;
     let untracked = git.run(["ls-files", "-z", "--others", "--exclude-standard"])?;
     for path in untracked.split('\0').filter(|p| !p.is_empty()) {
         // `--no-index` exits 1 when the files differ, which a new file always does.
-        let o = git.output(["diff", color, "--no-index", "--no-ext-diff", "--", "/dev/null", path])?;
+        let o = git.output([
+            "diff",
+            color,
+            "--no-index",
+            "--no-ext-diff",
+            "--",
+            "/dev/null",
+            path,
+        ])?;
         out.extend_from_slice(&o.stdout);
     }
     Ok(out)

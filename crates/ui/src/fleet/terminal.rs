@@ -83,8 +83,11 @@ impl Taken {
 
 impl Drop for Taken {
     fn drop(&mut self) {
-        // The viewport goes, so the shell's prompt comes back where the view began.
+        // The viewport goes, so the shell's prompt comes back where the view began, at the
+        // start of its line.
+        let top = self.0.get_frame().area().y;
         let _ = self.0.clear();
+        let _ = self.0.set_cursor_position((0, top));
         let _ = self.0.show_cursor();
         let _ = execute!(io::stdout(), DisableBracketedPaste);
         let _ = crossterm::terminal::disable_raw_mode();
