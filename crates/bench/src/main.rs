@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! ralph-bench [SECTION…]     sections: decode process overhead sandbox reaction idle startup remote
-//!                            git (all by default; `decode` only reads what `cargo bench` wrote;
+//!                            git fleet (all by default; `decode` only reads what `cargo bench` wrote;
 //!                            `git` alone needs no release build of ralph)
 //! ralph-bench time CORPUS [MiB]     quick in-process timing of one corpus, best of five
 //! ralph-bench profile CORPUS [MiB] [N]  N decode passes (1), for `valgrind --tool=callgrind`
@@ -18,6 +18,7 @@
 
 #![forbid(unsafe_code)]
 
+mod fleet;
 mod git;
 mod iterations;
 mod peers;
@@ -38,8 +39,9 @@ use ralph_bench::quick;
 use crate::report::Results;
 use crate::setup::{Bins, loadavg};
 
-const SECTIONS: [&str; 9] = [
+const SECTIONS: [&str; 10] = [
     "decode", "process", "overhead", "sandbox", "reaction", "idle", "startup", "remote", "git",
+    "fleet",
 ];
 
 fn main() -> ExitCode {
@@ -176,6 +178,10 @@ fn run(args: &[String]) -> Result<(), String> {
         }
     }
 
+    let fleet = wanted("fleet").then(|| {
+        eprintln!("the fleet view:");
+        fleet::run(&bins, if quick { 20 } else { 100 })
+    });
     let git = wanted("git").then(|| git_costs(quick));
     let machine = machine(quick, load_before, started.elapsed().as_secs_f64());
     println!("\n{}", results.table());
@@ -184,6 +190,9 @@ fn run(args: &[String]) -> Result<(), String> {
     }
     if let Some(g) = &git {
         println!("{}", g.table());
+    }
+    if let Some(f) = &fleet {
+        println!("{}", f.table());
     }
     println!(
         "machine: {} ({} CPUs, {} GiB RAM), Linux {}, /tmp on {}; load average {:.2} before, {:.2} after{}",
@@ -209,6 +218,9 @@ fn run(args: &[String]) -> Result<(), String> {
     }
     if let Some(g) = &git {
         json["git"] = g.json();
+    }
+    if let Some(f) = &fleet {
+        json["fleet_view"] = f.json();
     }
     let json = serde_json::to_string_pretty(&json).expect("results serialize");
     std::fs::write(&path, json + "\n").map_err(|e| format!("{}: {e}", path.display()))?;

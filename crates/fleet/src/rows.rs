@@ -36,6 +36,10 @@ use serde::{Deserialize, Serialize};
 /// How long a [`Collector`] keeps a loop's diff stat before it asks git again.
 pub const DIFF_MAX_AGE: Duration = Duration::from_secs(5);
 
+/// How long a [`Collector`] keeps what a loop's agent said last before it decodes its log
+/// again.
+pub const SAID_MAX_AGE: Duration = Duration::from_secs(2);
+
 /// The longest a cleaned one-line text of the agent's is kept (the view cuts it to its width).
 const LINE_MAX: usize = 300;
 
@@ -252,7 +256,19 @@ pub struct Collector {
     /// view that showed it keeps showing how it ended.
     seen: Vec<PathBuf>,
     diffs: HashMap<PathBuf, (Instant, Option<Diff>)>,
+    /// What each loop's agent said last, and when that was read.
+    said_at: HashMap<PathBuf, (Instant, Option<String>)>,
+    /// Each task file's criteria, by its size and modification time.
+    criteria: HashMap<PathBuf, (FileStamp, Option<(usize, usize)>)>,
     data: Option<PathBuf>,
+}
+
+/// A file's size and modification time: whether it changed since it was read.
+type FileStamp = Option<(u64, SystemTime)>;
+
+fn stamp(path: &Path) -> FileStamp {
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.len(), m.modified().ok()?))
 }
 
 impl std::fmt::Debug for Collector {
@@ -270,6 +286,8 @@ impl Collector {
             said,
             seen: Vec::new(),
             diffs: HashMap::new(),
+            said_at: HashMap::new(),
+            criteria: HashMap::new(),
             data: user_dir(UserDir::Data),
         }
     }
@@ -308,6 +326,7 @@ impl Collector {
         let roots = self.roots(only);
         let mut rows: Vec<LoopRow> = roots.iter().filter_map(|r| self.row(r, now)).collect();
         self.diffs.retain(|root, _| roots.contains(root));
+        self.said_at.retain(|root, _| roots.contains(root));
         self.seen = rows.iter().map(|r| r.root.clone()).collect();
         sort(&mut rows);
         rows
@@ -340,7 +359,16 @@ impl Collector {
                 row.question = Some(one_line(&q.question.text, LINE_MAX));
                 row.question_deadline = q.deadline.clone();
             }
-            row.last_line = (self.said)(&ws, state).map(|l| one_line(&l, LINE_MAX));
+            row.last_line = match self.said_at.get(root) {
+                Some((at, said)) if now.saturating_duration_since(*at) < SAID_MAX_AGE => {
+                    said.clone()
+                }
+                _ => {
+                    let said = (self.said)(&ws, state).map(|l| one_line(&l, LINE_MAX));
+                    self.said_at.insert(root.to_path_buf(), (now, said.clone()));
+                    said
+                }
+            };
         }
         row.state = row_state(state.as_ref(), info.as_ref(), live, &ws);
         let died = state
@@ -361,7 +389,18 @@ impl Collector {
             Some(i) => i.task_file.as_ref().map(|t| root.join(t)),
             None => Some(root.join("RALPH_TASK.md")),
         };
-        if let Some(checks) = task_file.and_then(|t| criteria(&t)) {
+        let checks = task_file.and_then(|t| {
+            let now_stamp = stamp(&t);
+            match self.criteria.get(&t) {
+                Some((was, checks)) if *was == now_stamp => *checks,
+                _ => {
+                    let checks = criteria(&t);
+                    self.criteria.insert(t, (now_stamp, checks));
+                    checks
+                }
+            }
+        });
+        if let Some(checks) = checks {
             row.criteria_done = Some(checks.0);
             row.criteria_total = Some(checks.1);
         }

@@ -45,7 +45,7 @@ enum Wake {
 }
 
 /// Reads keys on a thread of its own while `reading` is set.
-fn read_input(tx: Sender<Wake>, reading: Arc<AtomicBool>, alive: Arc<AtomicBool>) {
+fn read_input(tx: &Sender<Wake>, reading: &AtomicBool, alive: &AtomicBool) {
     while alive.load(Ordering::Relaxed) {
         if !reading.load(Ordering::Acquire) {
             std::thread::sleep(Duration::from_millis(20));
@@ -103,7 +103,7 @@ pub fn run_fleet_tui(host: &mut dyn FleetHost, changes: Receiver<()>) -> io::Res
         let (tx, reading, alive) = (tx.clone(), reading.clone(), alive.clone());
         std::thread::Builder::new()
             .name("ralph-fleet-keys".into())
-            .spawn(move || read_input(tx, reading, alive))?;
+            .spawn(move || read_input(&tx, &reading, &alive))?;
     }
     std::thread::Builder::new()
         .name("ralph-fleet-changes".into())
