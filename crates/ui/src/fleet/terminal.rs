@@ -220,3 +220,62 @@ fn change_key(row: &LoopRow) -> String {
         row.rate_limited_until
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use ralph_fleet::rows::RowState;
+
+    use super::*;
+
+    /// Rows that change by a script: each call to `rows` gives the next set.
+    struct Scripted {
+        sets: Vec<Vec<LoopRow>>,
+        at: usize,
+    }
+
+    impl FleetHost for Scripted {
+        fn rows(&mut self, _now: Instant) -> Vec<LoopRow> {
+            let rows = self.sets[self.at.min(self.sets.len() - 1)].clone();
+            self.at += 1;
+            rows
+        }
+        fn act(&mut self, _: FleetAction, _: &mut FleetView, _: Instant) {}
+        fn finished(&mut self) -> bool {
+            self.at >= self.sets.len()
+        }
+    }
+
+    fn row(state: RowState, elapsed: u64) -> LoopRow {
+        let mut r = LoopRow::bare(PathBuf::from("/w/a"), "Task A", state);
+        r.elapsed_seconds = Some(elapsed);
+        r.iteration = 1;
+        r.max_iterations = 3;
+        r
+    }
+
+    #[test]
+    fn plain_mode_prints_a_line_per_change_of_a_row_and_none_for_its_clock() {
+        let mut host = Scripted {
+            sets: vec![
+                vec![row(RowState::Running, 1)],
+                vec![row(RowState::Running, 3)],
+                vec![row(RowState::NeedsYou, 5)],
+                vec![row(RowState::NeedsYou, 7)],
+            ],
+            at: 0,
+        };
+        let (tx, changes) = mpsc::channel();
+        for _ in 0..4 {
+            tx.send(()).unwrap();
+        }
+        let mut out = Vec::new();
+        run_fleet_plain(&mut host, &changes, &mut out).unwrap();
+        let out = String::from_utf8(out).unwrap();
+        assert_eq!(
+            out,
+            "/w/a: running · Task A · iteration 1/3 · 1s\n/w/a: needs you · Task A · iteration 1/3 · 5s\n"
+        );
+    }
+}
