@@ -288,7 +288,7 @@ impl FleetView {
             KeyCode::Enter => self.refuse(format!("No question waits in {}.", row.name())),
             KeyCode::Char('d') if row.diff.is_some() => FleetAction::Diff(root),
             KeyCode::Char('d') => self.refuse(format!(
-                "{} is not in a git repository: no diff.",
+                "{} has no diff to show: not in a git repository, or not started.",
                 row.name()
             )),
             KeyCode::Char('l') if landable(row.state) && row.branch.is_some() => {
