@@ -33,11 +33,15 @@ use ralph_protocol::user_dirs::{UserDir, user_dir};
 use ralph_protocol::workspace::Workspace;
 use serde::{Deserialize, Serialize};
 
-/// How long a [`Collector`] keeps a loop's diff stat before it asks git again.
+/// How long a [`Collector`] keeps a running loop's diff stat before it asks git again.
 pub const DIFF_MAX_AGE: Duration = Duration::from_secs(5);
 
-/// How long a [`Collector`] keeps what a loop's agent said last before it decodes its log
-/// again.
+/// How long it keeps the diff stat of a loop whose agent is not at work (it waits on its
+/// human, or has ended) while the loop's state stays the same: its work tree hardly changes.
+pub const RESTING_DIFF_MAX_AGE: Duration = Duration::from_secs(60);
+
+/// How long a [`Collector`] keeps what a working loop's agent said last before it decodes its
+/// log again (a loop whose agent is not at work: until its state changes).
 pub const SAID_MAX_AGE: Duration = Duration::from_secs(2);
 
 /// The longest a cleaned one-line text of the agent's is kept (the view cuts it to its width).
@@ -255,9 +259,11 @@ pub struct Collector {
     /// Every loop this collector has listed: a plain loop that ends leaves the registry, and a
     /// view that showed it keeps showing how it ended.
     seen: Vec<PathBuf>,
-    diffs: HashMap<PathBuf, (Instant, Option<Diff>)>,
-    /// What each loop's agent said last, and when that was read.
-    said_at: HashMap<PathBuf, (Instant, Option<String>)>,
+    /// Each loop's diff stat: when it was read, and the loop's state's `updated_at` then.
+    diffs: HashMap<PathBuf, (Instant, String, Option<Diff>)>,
+    /// What each loop's agent said last, when that was read, and its state's `updated_at`
+    /// then.
+    said_at: HashMap<PathBuf, (Instant, String, Option<String>)>,
     /// Each task file's criteria, by its size and modification time.
     criteria: HashMap<PathBuf, (FileStamp, Option<(usize, usize)>)>,
     data: Option<PathBuf>,
@@ -359,13 +365,20 @@ impl Collector {
                 row.question = Some(one_line(&q.question.text, LINE_MAX));
                 row.question_deadline = q.deadline.clone();
             }
+            // While the agent works its log grows; otherwise only a new state can change it.
+            let at_work = live && state.status == Status::Running;
             row.last_line = match self.said_at.get(root) {
-                Some((at, said)) if now.saturating_duration_since(*at) < SAID_MAX_AGE => {
+                Some((at, version, said))
+                    if *version == state.updated_at
+                        && (!at_work || now.saturating_duration_since(*at) < SAID_MAX_AGE) =>
+                {
                     said.clone()
                 }
                 _ => {
                     let said = (self.said)(&ws, state).map(|l| one_line(&l, LINE_MAX));
-                    self.said_at.insert(root.to_path_buf(), (now, said.clone()));
+                    let version = state.updated_at.clone();
+                    self.said_at
+                        .insert(root.to_path_buf(), (now, version, said.clone()));
                     said
                 }
             };
@@ -404,19 +417,36 @@ impl Collector {
             row.criteria_done = Some(checks.0);
             row.criteria_total = Some(checks.1);
         }
-        row.diff = self.diff(root, info.as_ref(), now);
+        let version = state
+            .as_ref()
+            .map(|s| s.updated_at.clone())
+            .unwrap_or_default();
+        let at_work = matches!(row.state, RowState::Running | RowState::Landing);
+        row.diff = self.diff(root, info.as_ref(), (&version, at_work), now);
         Some(row)
     }
 
     /// The loop's diff stat, from the cache while it is fresh.
-    fn diff(&mut self, root: &Path, info: Option<&LoopInfo>, now: Instant) -> Option<Diff> {
-        if let Some((at, diff)) = self.diffs.get(root)
-            && now.saturating_duration_since(*at) < DIFF_MAX_AGE
+    fn diff(
+        &mut self,
+        root: &Path,
+        info: Option<&LoopInfo>,
+        (version, at_work): (&str, bool),
+        now: Instant,
+    ) -> Option<Diff> {
+        let max_age = match at_work {
+            true => DIFF_MAX_AGE,
+            false => RESTING_DIFF_MAX_AGE,
+        };
+        if let Some((at, was, diff)) = self.diffs.get(root)
+            && was == version
+            && now.saturating_duration_since(*at) < max_age
         {
             return *diff;
         }
         let diff = work_diff(root, info);
-        self.diffs.insert(root.to_path_buf(), (now, diff));
+        self.diffs
+            .insert(root.to_path_buf(), (now, version.to_owned(), diff));
         diff
     }
 }
