@@ -5,6 +5,7 @@
 use std::collections::HashSet;
 use std::ffi::OsString;
 use std::io::{self, IsTerminal};
+use std::os::unix::fs::DirBuilderExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -52,7 +53,12 @@ pub fn show(opts: ShowOptions) -> io::Result<()> {
     };
     // A loop that starts registers here: the view hears of it at once.
     if let Some(dir) = registry::registry_dir()
-        && std::fs::create_dir_all(&dir).is_ok()
+        // As the registry makes it: it lists the user's projects, for the user alone.
+        && std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)
+            .is_ok()
     {
         host.watch(&dir);
     }
