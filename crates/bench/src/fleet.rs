@@ -96,9 +96,11 @@ pub fn run(bins: &Bins, trials: u32) -> FleetShown {
     }
 
     let active = Project::new(trials + 2, "question_timeout: 10m\n");
+    let view_err = dirs.path().join("view-stderr.txt");
     let mut view = ralph(bins, dirs.path())
         .args(["status", "--all", "--watch"])
         .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&view_err).expect("a file for the view's errors"))
         .spawn()
         .expect("start ralph status --all --watch");
     let stdout = view.stdout.take().expect("stdout");
@@ -107,6 +109,9 @@ pub fn run(bins: &Bins, trials: u32) -> FleetShown {
     std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines() {
             let Ok(line) = line else { break };
+            if std::env::var_os("BENCH_FLEET_LINES").is_some() {
+                eprintln!("  view: {line}");
+            }
             if line.starts_with(&mine) && line.contains(": needs you") {
                 let _ = tx.send(now_ns());
             }
@@ -120,11 +125,23 @@ pub fn run(bins: &Bins, trials: u32) -> FleetShown {
     let stamps = active.path().join("stamps.txt");
     let script = crate::reaction::script(bins, &stamps, trials + 1);
     let agent = active.agent(bins, "script.txt", &script);
-    let mut measured = start_loop(bins, dirs.path(), &active, &agent);
+    let loop_err = dirs.path().join("loop-stderr.txt");
+    let mut measured = ralph(bins, dirs.path())
+        .args(["run", "--no-tui", "-C"])
+        .arg(active.path())
+        .args(["--agent-cmd", &agent])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&loop_err).expect("a file for the loop's errors"))
+        .spawn()
+        .expect("start ralph run");
     let mut shown = Vec::new();
     for _ in 0..=trials {
         let Ok(t) = rx.recv_timeout(Duration::from_secs(60)) else {
-            eprintln!("  warning: no question shown in the view within 60 s; stopping early");
+            eprintln!(
+                "  warning: no question shown in the view within 60 s; stopping early. The view said: {}; the loop said: {}",
+                std::fs::read_to_string(&view_err).unwrap_or_default(),
+                std::fs::read_to_string(&loop_err).unwrap_or_default()
+            );
             break;
         };
         shown.push(t);

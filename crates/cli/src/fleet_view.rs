@@ -41,6 +41,7 @@ pub fn last_said() -> Box<LastSaid> {
 /// Shows the loops until `q` (or until `finished` says so); the loops go on either way.
 pub fn show(opts: ShowOptions) -> io::Result<()> {
     let (tx, changes) = mpsc::channel();
+    let watcher = spawn_watcher(tx)?;
     let dumb = std::env::var("TERM").map_or(true, |t| t.is_empty() || t == "dumb");
     let plain = opts.plain || dumb || !io::stdout().is_terminal() || !io::stdin().is_terminal();
     let mut host = Host {
@@ -49,7 +50,7 @@ pub fn show(opts: ShowOptions) -> io::Result<()> {
         extra: opts.extra,
         finished: opts.finished,
         watched: HashSet::new(),
-        tx,
+        watcher,
     };
     // A loop that starts registers here: the view hears of it at once.
     if let Some(dir) = registry::registry_dir()
@@ -75,7 +76,48 @@ struct Host {
     finished: Box<dyn Fn() -> bool + Send>,
     /// The directories watched so far.
     watched: HashSet<PathBuf>,
-    tx: Sender<()>,
+    /// Asks the watch thread to watch one more directory.
+    watcher: tokio::sync::mpsc::UnboundedSender<PathBuf>,
+}
+
+/// The thread that watches the loops' directories: one inotify instance for all of them (the
+/// kernel allows a user only 128, and twenty loops use some of their own), each change a `()`
+/// on `changes`. Directories to watch are sent on the returned channel.
+fn spawn_watcher(changes: Sender<()>) -> io::Result<tokio::sync::mpsc::UnboundedSender<PathBuf>> {
+    let (add_tx, mut add_rx) = tokio::sync::mpsc::unbounded_channel::<PathBuf>();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    std::thread::Builder::new()
+        .name("ralph-fleet-watch".into())
+        .spawn(move || {
+            rt.block_on(async move {
+                let Ok(mut watch) = ralph_process::DirsWatch::new() else {
+                    // No watch: the view still reads the rows at every tick.
+                    while add_rx.recv().await.is_some() {}
+                    return;
+                };
+                let (wake_tx, mut wake_rx) = tokio::sync::mpsc::unbounded_channel();
+                loop {
+                    tokio::select! {
+                        dir = add_rx.recv() => match dir {
+                            Some(dir) => {
+                                if !watch.contains(&dir) {
+                                    let _ = watch.add(&dir, None, wake_tx.clone());
+                                }
+                            }
+                            None => return,
+                        },
+                        Some(()) = wake_rx.recv() => {
+                            if changes.send(()).is_err() {
+                                return;
+                            }
+                        }
+                    }
+                }
+            });
+        })?;
+    Ok(add_tx)
 }
 
 impl Host {
@@ -84,7 +126,7 @@ impl Host {
         if self.watched.contains(dir) || !dir.is_dir() {
             return;
         }
-        if ralph_process::watch_blocking(dir, self.tx.clone()).is_ok() {
+        if self.watcher.send(dir.to_path_buf()).is_ok() {
             self.watched.insert(dir.to_path_buf());
         }
     }
