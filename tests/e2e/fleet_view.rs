@@ -110,6 +110,13 @@ fn enter_on_a_waiting_loop_answers_it_and_its_row_moves_down() {
     tmux.key("q");
     tmux.wait_for("view exited: 0", Duration::from_secs(10));
     assert_eq!(beta.state()["status"], "waiting_input");
+    // The run `r` started is no child of this test: stopped here, so no loop outlives it.
+    beta.exec(&["stop"]).expect_code(0);
+    beta.wait_for_status("stopped", Duration::from_secs(30));
+    wait_until(Duration::from_secs(30), "the retried run to end", || {
+        let status = beta.exec(&["status", "--json"]).stdout;
+        status.contains("\"running\": false").then_some(())
+    });
     tmux.assert_sane();
     assert_stty_sane(&alpha);
 }
