@@ -20,7 +20,7 @@ const CHROMIUM: &str = "/usr/bin/chromium";
 const DRIVER: &str = "/usr/bin/chromedriver";
 
 /// `chromedriver` and the chromium it starts, in a process group of their own.
-struct Driver(Guarded);
+pub(super) struct Driver(Guarded);
 
 impl Drop for Driver {
     /// A test that fails never closes its session: chromium would outlive the driver killed,
@@ -32,7 +32,7 @@ impl Drop for Driver {
 }
 
 /// `chromedriver` on a free port; the URL to reach it.
-fn driver() -> (Driver, String) {
+pub(super) fn driver() -> (Driver, String) {
     let port = TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -49,7 +49,11 @@ fn driver() -> (Driver, String) {
 }
 
 /// A headless chromium session at `size`, with a fresh profile in `profile`.
-async fn session(driver_url: &str, profile: &Path, size: (u32, u32)) -> fantoccini::Client {
+pub(super) async fn session(
+    driver_url: &str,
+    profile: &Path,
+    size: (u32, u32),
+) -> fantoccini::Client {
     // A fresh profile, and none of chromium's calls home: on a machine with no network they are
     // refused many at a time and slow its start.
     let mut caps = serde_json::Map::new();
@@ -71,7 +75,7 @@ async fn session(driver_url: &str, profile: &Path, size: (u32, u32)) -> fantocci
 }
 
 /// Whether chromium and its driver are here; says why not when they are not.
-fn have_chromium() -> bool {
+pub(super) fn have_chromium() -> bool {
     let here = Path::new(CHROMIUM).exists() && Path::new(DRIVER).exists();
     if !here {
         eprintln!(
@@ -81,7 +85,7 @@ fn have_chromium() -> bool {
     here
 }
 
-fn tokio_rt() -> tokio::runtime::Runtime {
+pub(super) fn tokio_rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -130,7 +130,7 @@ fn a_worktree_run_from_start_to_landing_leaves_the_user_s_checkout_byte_for_byte
         .as_array()
         .unwrap()
         .iter()
-        .find(|l| l["worktree"]["branch"] == "ralph/add-the-bee-file")
+        .find(|l| l["branch"] == "ralph/add-the-bee-file")
         .expect("the landed loop is listed");
     assert_eq!(row["state"], "landed");
     assert!(r.exec(&["status", "--all"]).stdout.contains(": landed"));

@@ -10,6 +10,7 @@ mod conventions;
 mod crashes;
 mod demo;
 mod fleet;
+mod fleet_view;
 mod hints;
 mod hostile;
 mod isolation;

@@ -22,7 +22,7 @@ signal DONE
 ";
 
 /// A tmux server of our own (its own socket), killed when dropped, even when the test fails.
-struct Tmux {
+pub(super) struct Tmux {
     socket: String,
     /// The socket file, removed after the server (tmux leaves it behind).
     socket_path: Option<String>,
@@ -33,7 +33,7 @@ struct Tmux {
 impl Tmux {
     /// Starts a detached 100x30 session running `sh` in `p`'s directory, with `p`'s own
     /// state and XDG directories (the server's environment is its sessions').
-    fn start(p: &Project) -> Tmux {
+    pub(super) fn start(p: &Project) -> Tmux {
         static N: AtomicUsize = AtomicUsize::new(0);
         let socket = format!(
             "ralph-e2e-{}-{}",
@@ -75,7 +75,7 @@ impl Tmux {
         tmux
     }
 
-    fn try_cmd(&self, args: &[&str]) -> std::io::Result<Output> {
+    pub(super) fn try_cmd(&self, args: &[&str]) -> std::io::Result<Output> {
         Command::new("tmux")
             .args(["-L", &self.socket, "-f", "/dev/null"])
             .args(args)
@@ -86,7 +86,7 @@ impl Tmux {
             .output()
     }
 
-    fn cmd(&self, args: &[&str]) -> String {
+    pub(super) fn cmd(&self, args: &[&str]) -> String {
         let out = self.try_cmd(args).expect("tmux runs");
         assert!(
             out.status.success(),
@@ -97,27 +97,27 @@ impl Tmux {
     }
 
     /// Types `text` literally.
-    fn type_text(&self, text: &str) {
+    pub(super) fn type_text(&self, text: &str) {
         self.cmd(&["send-keys", "-t", "0", "-l", text]);
     }
 
     /// Presses a key by tmux name (`Enter`, `C-c`).
-    fn key(&self, key: &str) {
+    pub(super) fn key(&self, key: &str) {
         self.cmd(&["send-keys", "-t", "0", key]);
     }
 
     /// What the pane shows.
-    fn screen(&self) -> String {
+    pub(super) fn screen(&self) -> String {
         self.cmd(&["capture-pane", "-p", "-t", "0"])
     }
 
     /// The pane's visible screen and its history.
-    fn everything(&self) -> String {
+    pub(super) fn everything(&self) -> String {
         self.cmd(&["capture-pane", "-p", "-t", "0", "-S", "-"])
     }
 
     /// Waits until the pane shows `needle`, or fails with what it shows.
-    fn wait_for(&self, needle: &str, limit: Duration) -> String {
+    pub(super) fn wait_for(&self, needle: &str, limit: Duration) -> String {
         let start = std::time::Instant::now();
         loop {
             let screen = self.everything();
@@ -134,7 +134,7 @@ impl Tmux {
 
     /// Checks the terminal is back to normal after ralph exited: line editing and echo on
     /// (`stty`), the cursor shown.
-    fn assert_sane(&self) {
+    pub(super) fn assert_sane(&self) {
         assert_eq!(
             self.cmd(&["display", "-p", "-t", "0", "#{cursor_flag}"])
                 .trim(),
@@ -191,7 +191,7 @@ fn assert_restored(tmux: &Tmux, p: &Project) {
     assert_stty_sane(p);
 }
 
-fn assert_stty_sane(p: &Project) {
+pub(super) fn assert_stty_sane(p: &Project) {
     let stty = p.read("stty.txt");
     let flags: Vec<&str> = stty.split([' ', ';', '\n']).collect();
     assert!(

@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! ralph-bench [SECTION…]     sections: decode process overhead sandbox reaction idle startup remote
-//!                            git fleet (all by default; `decode` only reads what `cargo bench` wrote;
+//!                            git fleet fleet_view (all by default; `decode` only reads what `cargo bench` wrote;
 //!                            `git` alone needs no release build of ralph)
 //! ralph-bench time CORPUS [MiB]     quick in-process timing of one corpus, best of five
 //! ralph-bench profile CORPUS [MiB] [N]  N decode passes (1), for `valgrind --tool=callgrind`
@@ -19,6 +19,7 @@
 #![forbid(unsafe_code)]
 
 mod fleet;
+mod fleet_view;
 mod git;
 mod iterations;
 mod peers;
@@ -39,9 +40,9 @@ use ralph_bench::quick;
 use crate::report::Results;
 use crate::setup::{Bins, loadavg};
 
-const SECTIONS: [&str; 10] = [
+const SECTIONS: [&str; 11] = [
     "decode", "process", "overhead", "sandbox", "reaction", "idle", "startup", "remote", "git",
-    "fleet",
+    "fleet", "fleet_view",
 ];
 
 fn main() -> ExitCode {
@@ -186,6 +187,11 @@ fn run(args: &[String]) -> Result<(), String> {
             fleet::run(&bins, 30, 30)
         }
     });
+    let fleet_view = wanted("fleet_view").then(|| {
+        eprintln!("the fleet view:");
+        fleet_view::run(&bins, if quick { 20 } else { 100 })
+    });
+
     let git = wanted("git").then(|| git_costs(quick));
     let machine = machine(quick, load_before, started.elapsed().as_secs_f64());
     println!("\n{}", results.table());
@@ -197,6 +203,9 @@ fn run(args: &[String]) -> Result<(), String> {
     }
     if let Some(g) = &git {
         println!("{}", g.table());
+    }
+    if let Some(f) = &fleet_view {
+        println!("{}", f.table());
     }
     println!(
         "machine: {} ({} CPUs, {} GiB RAM), Linux {}, /tmp on {}; load average {:.2} before, {:.2} after{}",
@@ -225,6 +234,9 @@ fn run(args: &[String]) -> Result<(), String> {
     }
     if let Some(g) = &git {
         json["git"] = g.json();
+    }
+    if let Some(f) = &fleet_view {
+        json["fleet_view"] = f.json();
     }
     let json = serde_json::to_string_pretty(&json).expect("results serialize");
     std::fs::write(&path, json + "\n").map_err(|e| format!("{}: {e}", path.display()))?;

@@ -36,7 +36,7 @@ impl Reaction {
 /// Each question's text differs: ralph removes a question file identical to the one just
 /// answered (it takes it for the answered one), so an agent repeating itself word for word
 /// would lose its second question.
-fn script(bins: &Bins, stamps: &Path, asks: u32) -> String {
+pub(crate) fn script(bins: &Bins, stamps: &Path, asks: u32) -> String {
     let stamp = |label: &str| format!("run {} __stamp {} {label}\n", q(&bins.me), q(stamps));
     let mut s = String::new();
     for i in 1..=asks {

@@ -43,7 +43,7 @@ pub enum Command {
     Run(RunArgs),
     /// Show what the loop is doing, and any question waiting for you.
     #[command(
-        after_help = "Examples:\n  ralph status\n  ralph status --json | jq .pending_question\n  ralph status --all"
+        after_help = "Examples:\n  ralph status\n  ralph status --json | jq .pending_question\n  ralph status --all\n  ralph status --all --watch"
     )]
     Status(StatusArgs),
     /// Show the running iteration's output: what the agent printed so far, then, with -f, as it comes.
@@ -431,9 +431,14 @@ pub struct StatusArgs {
     /// One JSON object, for scripts (with --all: an array).
     #[arg(long)]
     pub json: bool,
-    /// Every loop running on this machine, waiting ones first.
+    /// Every loop on this machine (running, or resting in a worktree), the ones that need
+    /// you first.
     #[arg(long, conflicts_with = "dir")]
     pub all: bool,
+    /// With --all: keep showing the loops, live, in the fleet view (Enter answers, d diff,
+    /// l land, x stop, r retry, q quits); plain lines when not in a terminal.
+    #[arg(long, requires = "all", conflicts_with = "json")]
+    pub watch: bool,
 }
 
 #[derive(Debug, Args)]

@@ -3,10 +3,10 @@
 use std::time::SystemTime;
 
 use ralph_protocol::answer::{self, Answer};
+use ralph_protocol::broker;
 use ralph_protocol::state::{PendingQuestion, State, Status};
 use ralph_protocol::text::clean;
 use ralph_protocol::workspace::Workspace;
-use ralph_protocol::{broker, registry};
 use serde_json::json;
 
 use crate::args::StatusArgs;
@@ -17,7 +17,7 @@ use ralph_ui::{fmt_duration, label};
 /// Prints the state of the loop in `-C DIR`, as text or JSON.
 pub fn run(args: &StatusArgs) -> CmdResult {
     if args.all {
-        return all(args.json);
+        return all(args.json, args.watch);
     }
     let root = match locate::target(&args.dir.dir)? {
         Target::Project(root) => root,
@@ -31,7 +31,7 @@ pub fn run(args: &StatusArgs) -> CmdResult {
                 "ralph: {}: not inside a project; the loops running on this machine, those waiting for an answer first:",
                 dir.display()
             );
-            return all(args.json);
+            return all(args.json, false);
         }
     };
     let ws = Workspace::new(&root);
@@ -143,79 +143,62 @@ fn running_lines(ws: &Workspace, state: &State) -> Vec<String> {
     lines
 }
 
-/// `--all`: every registered loop on this machine, waiting ones first.
-fn all(json_out: bool) -> CmdResult {
-    let mut loops: Vec<(std::path::PathBuf, Option<State>)> = registry::list()
-        .into_iter()
-        .map(|e| {
-            let state = State::load(&Workspace::new(&e.root)).ok().flatten();
-            (e.root, state)
-        })
-        .collect();
-    // Waiting ones first, then by directory.
-    loops.sort_by_key(|(root, st)| {
-        let waiting = st
-            .as_ref()
-            .is_some_and(|s| s.status == Status::WaitingInput);
-        (!waiting, root.clone())
-    });
-    // Loops in worktrees that no process runs now (done, landed, needs-land, ...): after the
-    // running ones, so that what waits on a landing is seen too.
-    let running: Vec<std::path::PathBuf> = loops.iter().map(|(root, _)| root.clone()).collect();
-    let resting: Vec<std::path::PathBuf> = crate::cmd_worktree::data_dir()
-        .map(|data| ralph_git::worktree::all_loops(&data))
-        .unwrap_or_default()
-        .into_iter()
-        .map(|info| info.worktree)
-        .filter(|w| !running.iter().any(|r| r == w))
-        .collect();
+/// `--all`: every loop on this machine, running or resting in a worktree, the ones that need
+/// their human first: the fleet view's rows (`ralph_fleet::rows`), as text, JSON, or live
+/// (`--watch`).
+fn all(json_out: bool, watch: bool) -> CmdResult {
+    if watch {
+        crate::fleet_view::show(crate::fleet_view::ShowOptions {
+            plain: false,
+            only: None,
+            extra: Box::new(Vec::new),
+            finished: Box::new(|| false),
+        })?;
+        return Ok(0);
+    }
+    let rows = ralph_fleet::rows::collect(None, crate::fleet_view::last_said());
     if json_out {
-        let mut items: Vec<_> = loops
+        let items: Vec<serde_json::Value> = rows
             .iter()
-            .map(|(root, st)| {
-                let hint = format!("{} \"your answer\"", crate::answer_command(root));
-                to_json(&Workspace::new(root), st.as_ref(), true, &hint)
+            .map(|row| {
+                let mut v = serde_json::to_value(row).unwrap_or_default();
+                if row.question_id.is_some() {
+                    v["answer_command"] = json!(crate::answer_command(&row.root));
+                }
+                v
             })
             .collect();
-        for root in &resting {
-            let ws = Workspace::new(root);
-            let st = State::load(&ws).ok().flatten();
-            let hint = format!("{} \"your answer\"", crate::answer_command(root));
-            items.push(to_json(&ws, st.as_ref(), false, &hint));
-        }
         outln!("{}", serde_json::to_string_pretty(&items)?);
         return Ok(0);
     }
-    if loops.is_empty() {
-        outln!("No ralph loop is running on this machine.");
+    if rows.is_empty() {
+        outln!("No ralph loop on this machine: `ralph run` starts one.");
     }
-    for root in &resting {
-        for line in crate::cmd_worktree::status_lines(root)
-            .iter()
-            .filter(|l| l.starts_with("state: "))
-        {
-            outln!("{}: {}", root.display(), &line["state: ".len()..]);
-        }
-    }
-    for (root, st) in &loops {
-        let Some(st) = st else {
-            outln!("{}: running (no state yet)", root.display());
-            continue;
-        };
+    let waiting = ralph_fleet::rows::needing_you(&rows);
+    if waiting > 0 {
         outln!(
-            "{}: {} (iteration {} of {}, pid {})",
-            root.display(),
-            describe(st.status),
-            st.iteration,
-            st.max_iterations,
-            st.pid
+            "{waiting} of {} loops {} you:",
+            rows.len(),
+            if waiting == 1 { "needs" } else { "need" }
         );
-        if let Some(q) = &st.pending_question
-            && st.status == Status::WaitingInput
+    }
+    for row in &rows {
+        outln!("{}", ralph_ui::row_line(row));
+        let ws = Workspace::new(&row.root);
+        if row.state == ralph_fleet::rows::RowState::NeedsYou
+            && let Some(q) = State::load(&ws)
+                .ok()
+                .flatten()
+                .and_then(|s| s.pending_question)
         {
-            let ws = Workspace::new(root);
-            let command = crate::answer_command(root);
-            print_question(root, q, answer_waiting(&ws, q).as_ref(), true, &command);
+            let command = crate::answer_command(&row.root);
+            print_question(
+                &row.root,
+                &q,
+                answer_waiting(&ws, &q).as_ref(),
+                true,
+                &command,
+            );
         }
     }
     Ok(0)

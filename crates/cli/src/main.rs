@@ -36,6 +36,7 @@ mod cmd_stop;
 mod cmd_worktree;
 mod demo;
 mod demo_task;
+mod fleet_view;
 mod locate;
 
 use std::process::ExitCode;

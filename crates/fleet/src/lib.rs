@@ -10,6 +10,8 @@
 //!   the loops of an earlier `ralph fleet` on the same task files.
 //! - [`observe`]: where a loop stands, from its files alone.
 //! - [`ports`]: each loop's block of ten ports (`RALPH_PORT`).
+//! - [`rows`]: every loop as one row for the view, `ralph status --all` and the dashboard,
+//!   the ones that need the human first.
 //! - [`prune`]: the worktrees and branches of landed and discarded loops, removed.
 
 #![forbid(unsafe_code)]
@@ -18,4 +20,5 @@ pub mod fleet_file;
 pub mod observe;
 pub mod ports;
 pub mod prune;
+pub mod rows;
 pub mod schedule;

@@ -310,7 +310,7 @@ fn numstat_args<'a>(from: &'a str, to: &'a str) -> [&'a str; 6] {
 }
 
 /// What `git diff-tree --numstat` printed, summed.
-fn parse_numstat(out: &str) -> DiffStat {
+pub(crate) fn parse_numstat(out: &str) -> DiffStat {
     let mut stat = DiffStat::default();
     for line in out.lines() {
         let mut cols = line.splitn(3, '\t');

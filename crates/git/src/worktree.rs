@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::checkpoint::DiffStat;
 use crate::git::{Git, GitError};
 
 /// Where a loop stands once its agent is done with it, as `ralph status` shows it.
@@ -411,6 +412,84 @@ fn in_base(info: &LoopInfo, path: &Path) -> Result<bool, GitError> {
         .is_some())
 }
 
+/// How much the work tree at `dir` differs from the commit `base`, uncommitted and untracked
+/// (not ignored) work included: what a loop has done so far, for the fleet's rows.
+///
+/// Reads only: `git diff --numstat` against `base` for the files git knows, and the lines of
+/// each untracked file (a binary one, or one over a mebibyte, counts as a file without lines).
+/// No object is written and the index is not touched.
+pub fn work_stat(dir: &Path, base: &str) -> Result<DiffStat, GitError> {
+    const MAX_READ: u64 = 1 << 20;
+    let git = Git::new(dir);
+    let out = git.run([
+        "diff",
+        "--numstat",
+        "--no-renames",
+        "--no-ext-diff",
+        base,
+        "--",
+    ])?;
+    let mut stat = crate::checkpoint::parse_numstat(&out);
+    let untracked = git.run(["ls-files", "-z", "--others", "--exclude-standard"])?;
+    for path in untracked.split('\0').filter(|p| !p.is_empty()) {
+        stat.files += 1;
+        let path = dir.join(path);
+        let small =
+            std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file() && m.len() <= MAX_READ);
+        if let Some(bytes) = small.then(|| std::fs::read(&path).ok()).flatten()
+            && !bytes.contains(&0)
+        {
+            let lines = bytecount_lines(&bytes);
+            stat.insertions += lines;
+        }
+    }
+    Ok(stat)
+}
+
+/// The patch [`work_stat`] counts: the work tree at `dir` against `base`, then each untracked
+/// (not ignored) file as a new file; in colour when `color`. Reads only, as [`work_stat`].
+pub fn work_patch(dir: &Path, base: &str, color: bool) -> Result<Vec<u8>, GitError> {
+    let git = Git::new(dir);
+    let color = if color {
+        "--color=always"
+    } else {
+        "--color=never"
+    };
+    let mut out = git
+        .output([
+            "diff",
+            color,
+            "--stat",
+            "--patch",
+            "--no-renames",
+            "--no-ext-diff",
+            base,
+            "--",
+        ])?
+        .stdout;
+    let untracked = git.run(["ls-files", "-z", "--others", "--exclude-standard"])?;
+    for path in untracked.split('\0').filter(|p| !p.is_empty()) {
+        // `--no-index` exits 1 when the files differ, which a new file always does.
+        let o = git.output([
+            "diff",
+            color,
+            "--no-index",
+            "--no-ext-diff",
+            "--",
+            "/dev/null",
+            path,
+        ])?;
+        out.extend_from_slice(&o.stdout);
+    }
+    Ok(out)
+}
+
+/// The lines of a text, a last line without a newline counted.
+fn bytecount_lines(bytes: &[u8]) -> u64 {
+    let newlines = bytes.iter().filter(|&&b| b == b'\n').count() as u64;
+    newlines + u64::from(!bytes.is_empty() && !bytes.ends_with(b"\n"))
+}
+
 /// Every loop's worktree on this machine (under `<data>/worktrees/`), of every repository.
 pub fn all_loops(data: &Path) -> Vec<LoopInfo> {
     let Ok(repos) = std::fs::read_dir(data.join("worktrees")) else {
@@ -470,5 +549,48 @@ mod tests {
         assert!(a.starts_with("/data/worktrees"));
         assert!(a.file_name().unwrap().to_string_lossy().starts_with("app-"));
         assert_ne!(a, b, "two repositories of the same name do not share");
+    }
+}
+
+#[cfg(test)]
+mod work_stat_tests {
+    use super::*;
+
+    fn git(dir: &Path, args: &[&str]) -> String {
+        Git::new(dir).with_identity().run(args).unwrap()
+    }
+
+    #[test]
+    fn counts_committed_uncommitted_and_untracked_work_against_the_base() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        git(d, &["init", "-q"]);
+        std::fs::write(d.join("a.txt"), "one\ntwo\nthree\n").unwrap();
+        std::fs::write(d.join(".gitignore"), "target/\n").unwrap();
+        git(d, &["add", "-A"]);
+        git(d, &["commit", "-q", "-m", "base"]);
+        let base = git(d, &["rev-parse", "HEAD"]);
+        assert_eq!(work_stat(d, &base).unwrap(), DiffStat::default());
+
+        // A commit on top, an uncommitted edit, an untracked file, a binary and an ignored one.
+        std::fs::write(d.join("a.txt"), "one\n2\nthree\nfour\n").unwrap();
+        git(d, &["commit", "-q", "-am", "work"]);
+        std::fs::write(d.join("a.txt"), "one\n2\nthree\nfour\nfive\n").unwrap();
+        std::fs::write(d.join("new.rs"), "fn main() {}\n// no newline").unwrap();
+        std::fs::write(d.join("blob.bin"), [0u8, 1, 2, b'\n']).unwrap();
+        std::fs::create_dir(d.join("target")).unwrap();
+        std::fs::write(d.join("target/out"), "ignored\n").unwrap();
+        let stat = work_stat(d, &base).unwrap();
+        assert_eq!(
+            stat,
+            DiffStat {
+                files: 3,
+                insertions: 3 + 2,
+                deletions: 1
+            }
+        );
+        assert_eq!(stat.to_string(), "+5 -1");
+        // Nothing was staged or written.
+        assert_eq!(git(d, &["status", "--porcelain"]).lines().count(), 3);
     }
 }

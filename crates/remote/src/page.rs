@@ -13,6 +13,8 @@ use std::time::{Duration, SystemTime};
 use pulldown_cmark::{CowStr, Event, LinkType, Options, Parser, Tag, TagEnd};
 use ralph_protocol::text::clean;
 
+use ralph_fleet::rows::{LoopRow, needing_you, state_words};
+
 use crate::loops::{LoopView, QuestionView, project_name};
 
 /// Escapes `s` for HTML text and attribute values (quoted with `"`), cleaned first as every
@@ -260,23 +262,32 @@ pub(crate) fn not_found() -> String {
 }
 
 /// The dashboard: every loop, waiting ones first, each with its waiting question's page.
-pub(crate) fn dashboard(loops: &[(LoopView, Option<String>)], now: SystemTime) -> String {
+pub(crate) fn dashboard(
+    loops: &[(LoopView, Option<String>)],
+    fleet: &[LoopRow],
+    now: SystemTime,
+) -> String {
     layout(
         "ralph loops",
         &format!(
             "<main class=\"dashboard\" data-events=\"/events\">{}</main>",
-            dashboard_body(loops, now)
+            dashboard_body(loops, fleet, now)
         ),
     )
 }
 
 /// What the dashboard's `<main>` holds: the page at first, and each `loops` event of its
 /// stream after, which the page's script puts in its place.
-pub(crate) fn dashboard_body(loops: &[(LoopView, Option<String>)], now: SystemTime) -> String {
+pub(crate) fn dashboard_body(
+    loops: &[(LoopView, Option<String>)],
+    fleet: &[LoopRow],
+    now: SystemTime,
+) -> String {
     let mut b = String::from("<h1>ralph loops</h1>");
     if loops.is_empty() {
         b.push_str("<p>No ralph loop is running on this machine.</p>");
     }
+    fleet_table(&mut b, loops, fleet);
     for (l, link) in loops {
         let elapsed = l
             .started_at
@@ -330,6 +341,56 @@ pub(crate) fn dashboard_body(loops: &[(LoopView, Option<String>)], now: SystemTi
         b.push_str("</article>");
     }
     b
+}
+
+/// The fleet: every loop on the machine (running, or resting in a worktree: done, landing,
+/// landed, needing a landing or a review) as the terminal's fleet view lists them, the ones
+/// that need their human first, each with its diff against its base; a waiting one links to
+/// its question's page.
+fn fleet_table(b: &mut String, loops: &[(LoopView, Option<String>)], fleet: &[LoopRow]) {
+    if fleet.is_empty() {
+        return;
+    }
+    let waiting = needing_you(fleet);
+    let _ = write!(
+        b,
+        "<section class=\"fleet\"><h2>The fleet: {} loop{}, {waiting} need{} you</h2><table><thead><tr><th>state</th><th>loop</th><th>task</th><th>iteration</th><th>cost</th><th>criteria</th><th>diff</th></tr></thead><tbody>",
+        fleet.len(),
+        if fleet.len() == 1 { "" } else { "s" },
+        if waiting == 1 { "s" } else { "" },
+    );
+    for row in fleet {
+        let link = loops
+            .iter()
+            .find(|(l, _)| l.root == row.root)
+            .and_then(|(_, link)| link.as_ref());
+        let state = match link {
+            Some(link) => format!("<a href=\"{}\">{}</a>", esc(link), esc(&state_words(row))),
+            None => esc(&state_words(row)),
+        };
+        let iteration = match row.max_iterations {
+            0 => String::new(),
+            max => format!("{}/{max}", row.iteration),
+        };
+        let cost = row.cost_usd.map(|c| format!("${c:.2}")).unwrap_or_default();
+        let criteria = match (row.criteria_done, row.criteria_total) {
+            (Some(d), Some(t)) => format!("{d}/{t}"),
+            _ => String::new(),
+        };
+        let diff = row.diff.map(|d| d.to_string()).unwrap_or_default();
+        let _ = write!(
+            b,
+            "<tr class=\"{}\"><td class=\"state\">{state}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"diff\">{}</td></tr>",
+            row.state.as_str(),
+            esc(&row.name()),
+            esc(&row.task),
+            esc(&iteration),
+            esc(&cost),
+            esc(&criteria),
+            esc(&diff),
+        );
+    }
+    b.push_str("</tbody></table></section>");
 }
 
 #[cfg(test)]

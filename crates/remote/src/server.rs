@@ -41,7 +41,7 @@ use tower_http::timeout::TimeoutLayer;
 use ralph_protocol::broker;
 use ralph_protocol::desk::{QuestionId, Reply};
 use ralph_protocol::stop::StopBy;
-
+use ralph_fleet::rows::{Collector, LoopRow};
 use crate::devices;
 use crate::loops::{self, Receipt, Sender};
 use crate::page;
@@ -432,7 +432,9 @@ struct Dashboard {
     changes: streams::Subscription,
     dir: PathBuf,
     links: Links,
-    shown: Option<Vec<loops::LoopView>>,
+    shown: Option<(Vec<loops::LoopView>, Vec<LoopRow>)>,
+    /// The fleet's rows, each loop's diff stat kept a few seconds.
+    fleet: Collector,
     /// The request's headers, for its device cookie: a revoked device's stream ends.
     headers: HeaderMap,
 }
@@ -453,6 +455,7 @@ async fn dashboard_events(State(app): State<Arc<App>>, headers: HeaderMap) -> Re
         dir: app.state_dir.clone(),
         links: Links::new(),
         shown: None,
+        fleet: fleet_collector(),
         headers: headers.clone(),
     };
     let stream = futures_util::stream::unfold(start, |mut d| async move {
@@ -461,25 +464,38 @@ async fn dashboard_events(State(app): State<Arc<App>>, headers: HeaderMap) -> Re
             let dir = d.dir.clone();
             let headers = d.headers.clone();
             let mut links = std::mem::take(&mut d.links);
-            let (loops, kept) = tokio::task::spawn_blocking(move || {
+            let mut fleet = std::mem::replace(&mut d.fleet, fleet_collector());
+            let (loops, rows, kept, fleet) = tokio::task::spawn_blocking(move || {
                 // Revoked while its page was open (`ralph serve revoke`): the stream ends.
                 devices::device(&dir, &headers)?;
                 let loops = with_links(&dir, loops::all(), &mut links);
-                Some((loops, links))
+                let rows = fleet.collect(None, std::time::Instant::now());
+                Some((loops, rows, links, fleet))
             })
             .await
             .ok()??;
             d.links = kept;
+            d.fleet = fleet;
             let views: Vec<loops::LoopView> = loops.iter().map(|(l, _)| l.clone()).collect();
-            if d.shown.as_ref() == Some(&views) {
+            // The clock alone changes nothing worth a new page.
+            let mut still = rows.clone();
+            still.iter_mut().for_each(|r| r.elapsed_seconds = None);
+            let shown = Some((views, still));
+            if d.shown == shown {
                 continue;
             }
-            d.shown = Some(views);
-            let body = page::dashboard_body(&loops, SystemTime::now());
+            d.shown = shown;
+            let body = page::dashboard_body(&loops, &rows, SystemTime::now());
             return Some((Ok(Event::default().event("loops").data(body)), d));
         }
     });
     sse(stream)
+}
+
+/// The fleet's rows for the dashboard (`ralph_fleet::rows`), without the agent's last line,
+/// which the page does not show.
+fn fleet_collector() -> Collector {
+    Collector::new(Box::new(|_, _| None))
 }
 
 /// The answer links a dashboard shows, by loop and question: made once per question, not at
@@ -540,11 +556,16 @@ async fn dashboard(State(app): State<Arc<App>>, headers: HeaderMap) -> Response 
             .into_response();
     }
     let dir = app.state_dir.clone();
-    let loops =
-        tokio::task::spawn_blocking(move || with_links(&dir, loops::all(), &mut Links::new()))
-            .await
-            .unwrap_or_default();
-    Html(page::dashboard(&loops, SystemTime::now())).into_response()
+    let (loops, rows) = tokio::task::spawn_blocking(move || {
+        let loops = with_links(&dir, loops::all(), &mut Links::new());
+        (
+            loops,
+            fleet_collector().collect(None, std::time::Instant::now()),
+        )
+    })
+    .await
+    .unwrap_or_default();
+    Html(page::dashboard(&loops, &rows, SystemTime::now())).into_response()
 }
 
 /// The body of `POST /stop`: the loop's directory, as the dashboard's form sends it.

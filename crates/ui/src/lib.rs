@@ -15,6 +15,8 @@
 //!
 //! - [`QuestionPanel`], the agent's question with options, an answer
 //!   editor and the loop's countdown, which the loop pauses while the person types.
+//! - [`FleetView`], one row per loop on the machine, the ones that need their human first,
+//!   with the question panel for the one picked.
 //! - [`Theme`], colours or, under `NO_COLOR`, bold/reverse/dim instead.
 //!
 //! Everything the agent wrote is stripped of terminal control sequences
@@ -24,6 +26,7 @@
 #![warn(missing_docs, unreachable_pub)]
 
 mod countdown_view;
+mod fleet;
 mod markdown;
 mod plain;
 mod question_panel;
@@ -37,6 +40,10 @@ mod wrap;
 #[cfg(test)]
 mod question_snapshots;
 
+pub use fleet::{
+    FleetAction, FleetHost, FleetView, TICK as FLEET_TICK, row_line, run_fleet_plain,
+    run_fleet_tui, state_words,
+};
 pub use plain::{PlainOptions, fmt_duration, run_plain};
 pub use plain::{TEXT_WIDTH, agent_event, last_line, markdown_first_line, markdown_lines};
 pub use question_panel::{PanelAction, QuestionPanel};
