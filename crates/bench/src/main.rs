@@ -41,8 +41,17 @@ use crate::report::Results;
 use crate::setup::{Bins, loadavg};
 
 const SECTIONS: [&str; 11] = [
-    "decode", "process", "overhead", "sandbox", "reaction", "idle", "startup", "remote", "git",
-    "fleet", "fleet_view",
+    "decode",
+    "process",
+    "overhead",
+    "sandbox",
+    "reaction",
+    "idle",
+    "startup",
+    "remote",
+    "git",
+    "fleet",
+    "fleet_view",
 ];
 
 fn main() -> ExitCode {

@@ -275,60 +275,38 @@ struct View {
 }
 
 /// Shows the fleet until every loop has ended, or until its human leaves the view (the loops
-/// go on).
-///
-/// The view is fleetview's `crate::fleet_view::show` (rows `ralph_fleet::rows::LoopRow`, the
-/// queued tasks given as rows of `RowState::Queued`); this is the one place that calls it.
-/// Until it is wired here, the fleet prints one line per change of a loop's phase.
+/// go on): the view of `ralph status --all --watch`, with the fleet's loops only and a row for
+/// each task still queued (or whose `ralph run` ended before its loop began, with the reason).
 fn show(view: View) -> std::io::Result<()> {
+    use ralph_fleet::rows::{LoopRow, RowState};
     let View {
         plain,
         only,
         queued,
         finished,
     } = view;
-    if !plain {
-        outln!(
-            "ralph: the fleet's {} loops, one line per change:",
-            only.len()
-        );
-    }
-    let mut last: Vec<String> = Vec::new();
-    loop {
-        let finished = finished();
-        let apart = queued();
-        let now: Vec<String> = only
-            .iter()
-            .map(|root| {
-                if let Some(m) = apart.iter().find(|m| &m.worktree == root) {
-                    return match &m.failed_to_start {
-                        Some(why) => format!("failed: {}", clean(why)),
-                        None => "queued".to_owned(),
+    crate::fleet_view::show(crate::fleet_view::ShowOptions {
+        plain,
+        only: Some(only),
+        finished,
+        extra: Box::new(move || {
+            queued()
+                .into_iter()
+                .map(|m| {
+                    let failed = m.failed_to_start.clone();
+                    let state = if failed.is_some() {
+                        RowState::Failed
+                    } else {
+                        RowState::Queued
                     };
-                }
-                match ralph_fleet::observe::phase(root, false) {
-                    Phase::Running => match State::load(&Workspace::new(root)).ok().flatten() {
-                        Some(s) if s.pending_question.is_some() => "needs you".to_owned(),
-                        _ => "running".to_owned(),
-                    },
-                    Phase::Ended(end) => end.word().to_owned(),
-                    Phase::Interrupted => "interrupted".to_owned(),
-                    Phase::NotStarted => "starting".to_owned(),
-                }
-            })
-            .collect();
-        for (i, (root, word)) in only.iter().zip(&now).enumerate() {
-            if last.get(i) != Some(word) {
-                let name = root.file_name().unwrap_or_default().to_string_lossy();
-                outln!("ralph: {name}: {word}");
-            }
-        }
-        last = now;
-        if finished {
-            return Ok(());
-        }
-        std::thread::sleep(Duration::from_millis(250));
-    }
+                    let mut row = LoopRow::bare(m.worktree, &m.task, state);
+                    row.task_file = Some(m.task_file);
+                    row.reason = failed;
+                    row
+                })
+                .collect()
+        }),
+    })
 }
 
 /// Says, once per agent, when an agent preset the fleet runs signs in with a login that many
@@ -336,7 +314,13 @@ fn show(view: View) -> std::io::Result<()> {
 /// check is the one `ralph doctor` makes (`ralph_loop::agents::login_rotates`); this is the
 /// one place the fleet calls it.
 fn warn_of_rotating_logins(presets: &BTreeSet<String>) {
-    let _ = presets;
+    for name in presets {
+        if let Some(preset) = ralph_loop::agents::find(name)
+            && let Some(warning) = ralph_loop::agents::login_rotates(&preset.spec(Vec::new(), None))
+        {
+            eprintln!("ralph: warning: {warning}");
+        }
+    }
 }
 
 /// One line per loop, then what to do next.

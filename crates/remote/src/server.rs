@@ -38,14 +38,14 @@ use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::set_header::SetResponseHeaderLayer;
 use tower_http::timeout::TimeoutLayer;
 
-use ralph_protocol::broker;
-use ralph_protocol::desk::{QuestionId, Reply};
-use ralph_protocol::stop::StopBy;
-use ralph_fleet::rows::{Collector, LoopRow};
 use crate::devices;
 use crate::loops::{self, Receipt, Sender};
 use crate::page;
 use crate::streams;
+use ralph_fleet::rows::{Collector, LoopRow};
+use ralph_protocol::broker;
+use ralph_protocol::desk::{QuestionId, Reply};
+use ralph_protocol::stop::StopBy;
 
 /// The largest request body taken, in bytes: an answer's cap plus room for its encoding.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
