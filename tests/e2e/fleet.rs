@@ -158,6 +158,39 @@ fn three_loops_on_disjoint_files_all_land_and_the_user_s_checkout_is_untouched()
 }
 
 #[test]
+fn a_landing_that_moves_the_user_s_checked_out_branch_does_not_stop_the_loops_still_at_work() {
+    // The user is on main, clean: a landing fast-forwards their checkout, which every other
+    // loop of the repository checks after each iteration. That move is ralph's own.
+    let r = Repo::new("task: unused\nmax_iterations: 1", "- [ ] unused\n");
+    let quick = task(
+        &r,
+        "alpha",
+        "Add the alpha file",
+        &agent_line("adds-its-own-file-alpha.txt", None),
+        "test_command: test -f alpha.txt",
+    );
+    let slow = task(
+        &r,
+        "slow",
+        "Add the slow file",
+        &agent_line("works-on-while-another-lands.txt", None),
+        "test_command: test -f slow.txt",
+    );
+    r.git(&["add", "-A"]);
+    r.git(&["commit", "-qm", "tasks"]);
+    let run = fleet(&r, &["-j", "2", "--land", "auto", &quick, &slow]);
+    run.expect_code(0);
+    for n in ["alpha", "slow"] {
+        assert_eq!(r.git(&["show", &format!("main:{n}.txt")]), format!("{n}\n"));
+        let wt = worktree(&r, &format!("add-the-{n}-file"));
+        assert_eq!(loop_info(&wt)["land"], "landed", "{n}: {}", run.stdout);
+    }
+    // The checkout followed main, and has nothing of its own.
+    assert_eq!(r.git(&["rev-parse", "HEAD"]), r.git(&["rev-parse", "main"]));
+    assert_eq!(r.git(&["status", "--porcelain"]), "");
+}
+
+#[test]
 fn two_loops_on_the_same_line_land_one_after_the_other_the_second_s_conflict_resolved_by_its_agent()
 {
     let r = Repo::new("task: unused\nmax_iterations: 1", "- [ ] unused\n");

@@ -193,6 +193,9 @@ pub fn land(info: &LoopInfo, opts: &Options) -> Result<Landing, GitError> {
                 );
                 return Ok(Landing::NeedsLand { checkout, command });
             }
+            // The other loops of this repository check the checkout after every iteration: the
+            // move is recorded as ralph's own before it happens (the swap moves its HEAD).
+            crate::worktree::record_checkout_move(&repo, &checkout, &old, &combined)?;
             if !repo.compare_and_swap(&target_ref, &combined, Some(&old), "ralph: land")? {
                 continue;
             }

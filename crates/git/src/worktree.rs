@@ -248,13 +248,7 @@ pub fn create(new: &NewWorktree<'_>) -> Result<LoopInfo, GitError> {
 /// A lock file `name` in the repository's common git directory, held with `flock` (waiting
 /// for whoever holds it) for as long as the returned value lives.
 pub fn repo_lock(git: &Git, name: &str) -> Result<nix::fcntl::Flock<std::fs::File>, GitError> {
-    let common = PathBuf::from(git.run(["rev-parse", "--git-common-dir"])?);
-    let common = if common.is_absolute() {
-        common
-    } else {
-        git.dir().join(common)
-    };
-    let path = common.join(name);
+    let path = common_dir(git)?.join(name);
     let file = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
@@ -263,6 +257,69 @@ pub fn repo_lock(git: &Git, name: &str) -> Result<nix::fcntl::Flock<std::fs::Fil
         .map_err(|e| GitError::io(&path, e))?;
     nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
         .map_err(|(_, e)| GitError::io(&path, e.into()))
+}
+
+/// The repository's common git directory (the same for every worktree of it).
+fn common_dir(git: &Git) -> Result<PathBuf, GitError> {
+    let common = PathBuf::from(git.run(["rev-parse", "--git-common-dir"])?);
+    Ok(if common.is_absolute() {
+        common
+    } else {
+        git.dir().join(common)
+    })
+}
+
+/// The fast-forwards ralph's own landings made of a user's checkout (`<git common
+/// dir>/ralph-checkout-moves`, one `checkout\tfrom\tto` line each, the last [`MOVES_KEPT`]):
+/// what lets the other loops of the repository tell a landing's move of the checkout from an
+/// agent reaching into it.
+const MOVES_FILE: &str = "ralph-checkout-moves";
+const MOVES_KEPT: usize = 200;
+
+/// Records that a landing fast-forwarded the checkout at `checkout` from `from` to `to`.
+/// Called under the landing lock, so the file has one writer at a time.
+pub(crate) fn record_checkout_move(
+    git: &Git,
+    checkout: &Path,
+    from: &str,
+    to: &str,
+) -> Result<(), GitError> {
+    let path = common_dir(git)?.join(MOVES_FILE);
+    let old = std::fs::read_to_string(&path).unwrap_or_default();
+    let mut lines: Vec<String> = old.lines().map(str::to_owned).collect();
+    lines.push(format!("{}\t{from}\t{to}", checkout.display()));
+    let skip = lines.len().saturating_sub(MOVES_KEPT);
+    let text = lines[skip..].join("\n") + "\n";
+    ralph_protocol::workspace::write_atomic(&path, text.as_bytes())
+        .map_err(|e| GitError::io(&path, std::io::Error::other(e.to_string())))
+}
+
+/// Whether ralph's landings alone moved the checkout at `checkout` from `from` to `to`: a chain
+/// of recorded fast-forwards leads from one to the other.
+fn moved_by_landings(repo: &Path, from: &str, to: &str) -> bool {
+    let Ok(dir) = common_dir(&Git::new(repo)) else {
+        return false;
+    };
+    let text = std::fs::read_to_string(dir.join(MOVES_FILE)).unwrap_or_default();
+    let here = |c: &str| {
+        Path::new(c) == repo
+            || std::fs::canonicalize(c).ok().as_deref()
+                == std::fs::canonicalize(repo).ok().as_deref()
+    };
+    let mut at = from.to_owned();
+    for line in text.lines() {
+        let mut cols = line.splitn(3, '\t');
+        let (Some(c), Some(f), Some(t)) = (cols.next(), cols.next(), cols.next()) else {
+            continue;
+        };
+        if f == at && here(c) {
+            at = t.to_owned();
+            if at == to {
+                return true;
+            }
+        }
+    }
+    false
 }
 
 /// Copies into `dir` the files the repository ignores that its `.worktreeinclude` names
@@ -325,6 +382,18 @@ impl Snapshot {
         })
     }
 
+    /// Whether the only change from `before` is ralph's landings fast-forwarding the branch
+    /// checked out at `repo` (its HEAD and, with it, its index; nothing else).
+    fn only_landed_since(&self, before: &Snapshot, repo: &Path) -> bool {
+        self.branch == before.branch
+            && self.status == before.status
+            && self.stash == before.stash
+            && match (&before.head, &self.head) {
+                (Some(from), Some(to)) if from != to => moved_by_landings(repo, from, to),
+                _ => false,
+            }
+    }
+
     /// What differs from `before`, in words.
     pub fn changes_since(&self, before: &Snapshot) -> Vec<&'static str> {
         let mut what = Vec::new();
@@ -365,7 +434,23 @@ pub fn check_checkout(ralph_dir: &Path, start: bool) -> Option<String> {
     if start {
         return None;
     }
-    let changed = now.changes_since(&before?);
+    let before = before?;
+    let mut now = now;
+    if now != before && !now.only_landed_since(&before, &info.repo) {
+        // A landing may be half way (its swap done, the checkout's files not yet moved): once
+        // no landing runs, look again.
+        if let Ok(_landing) = crate::land::lock(&Git::new(&info.repo))
+            && let Ok(again) = Snapshot::take(&info.repo)
+        {
+            now = again;
+            let json = serde_json::to_vec(&now).expect("serializes");
+            let _ = ralph_protocol::workspace::write_atomic(&path, &json);
+        }
+    }
+    if now.only_landed_since(&before, &info.repo) {
+        return None;
+    }
+    let changed = now.changes_since(&before);
     (!changed.is_empty()).then(|| format!("{} in {}", changed.join(", "), info.repo.display()))
 }
 
