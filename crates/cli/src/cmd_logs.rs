@@ -40,7 +40,7 @@ pub fn run(args: &LogsArgs) -> CmdResult {
             )));
         }
         for dir in [ws.logs(), ws.dir().to_path_buf()] {
-            ralph_process::watch::watch_blocking(&dir, tx.clone()).map_err(|e| {
+            ralph_process::watch_blocking(&dir, tx.clone()).map_err(|e| {
                 Failure::failed(anyhow::anyhow!("cannot watch {}: {e}", dir.display()))
             })?;
         }

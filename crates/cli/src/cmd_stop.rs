@@ -32,7 +32,7 @@ pub fn run(args: &StopArgs) -> CmdResult {
     }
     let (tx, rx) = std::sync::mpsc::channel();
     // Before the request: the loop's answer to it must not be missed.
-    ralph_process::watch::watch_blocking(ws.dir(), tx).map_err(|e| {
+    ralph_process::watch_blocking(ws.dir(), tx).map_err(|e| {
         Failure::failed(anyhow::anyhow!("cannot watch {}: {e}", ws.dir().display()))
     })?;
     stop::request(&ws, StopBy::Command).map_err(Failure::failed)?;

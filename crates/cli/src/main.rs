@@ -165,7 +165,7 @@ fn run_internal(command: Internal) -> CmdResult {
             ralph_process::guard_main(&ralph_dir, terminal, run.as_deref());
             Ok(0)
         }
-        Internal::Sandbox => Ok(u8::try_from(ralph_process::sandbox::main()).unwrap_or(1)),
+        Internal::Sandbox => Ok(u8::try_from(ralph_process::sandbox_main()).unwrap_or(1)),
     }
 }
 

@@ -60,7 +60,7 @@ pub fn command(line: &str, dir: &Path, path_var: Option<&OsStr>) -> io::Result<C
 }
 
 /// [`command`], as the standard library's command: for a process that execs it in its own
-/// place (the sandbox, [`crate::sandbox::main`]).
+/// place (the sandbox, [`crate::sandbox_main`]).
 pub fn std_command(
     line: &str,
     dir: &Path,

@@ -186,7 +186,7 @@ pub fn main() -> i32 {
 
 /// How applying a policy went.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Applied {
+pub(crate) enum Applied {
     /// The ruleset holds, for this process and everything it starts.
     Enforced,
     /// The kernel could not enforce it, and why.
@@ -194,7 +194,7 @@ pub enum Applied {
 }
 
 /// Restricts this process (its calling thread, and what it execs) to `policy`.
-pub fn apply(policy: &Policy) -> io::Result<Applied> {
+pub(crate) fn apply(policy: &Policy) -> io::Result<Applied> {
     // The ruleset's own status says whether the kernel enforced it: no probe needed, unless a
     // test stands in for a kernel without Landlock.
     if std::env::var_os(TEST_ABI_ENV).is_some()

@@ -67,7 +67,7 @@ impl Streams {
                 .mode(0o700)
                 .create(&registry)?;
         }
-        let mut dirs = ralph_process::watch::DirsWatch::new()?;
+        let mut dirs = ralph_process::DirsWatch::new()?;
         let (registry_tx, mut registry_rx) = mpsc::unbounded_channel();
         dirs.add(&registry, None, registry_tx)?;
         let (loop_tx, mut loop_rx) = mpsc::unbounded_channel();

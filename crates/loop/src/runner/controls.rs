@@ -56,7 +56,7 @@ pub fn forward_stop_requests(
     use ralph_protocol::stop;
     let _ = stop::take(ws);
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let watch = ralph_process::watch::watch_async(ws.dir(), &[stop::FILE_NAME], tx)?;
+    let watch = ralph_process::watch_async(ws.dir(), &[stop::FILE_NAME], tx)?;
     let ws = ws.clone();
     let task = tokio::spawn(async move {
         while rx.recv().await.is_some() {
@@ -87,7 +87,7 @@ pub fn forward_stop_requests(
 /// front end that waits for its channel to close must not wait for it).
 #[derive(Debug)]
 pub struct StopRequests {
-    _watch: ralph_process::watch::DirWatch,
+    _watch: ralph_process::DirWatch,
     task: tokio::task::AbortHandle,
 }
 

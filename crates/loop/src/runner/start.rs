@@ -173,7 +173,7 @@ impl Runner {
     }
 
     /// Has `guard` stop the group running when ralph is killed outright (see
-    /// [`guard`](ralph_process::guard)). Without one, only the next `ralph run` stops such a group.
+    /// [`guard`](ralph_process::Guard)). Without one, only the next `ralph run` stops such a group.
     pub fn set_guard(&mut self, guard: Guard) {
         self.processes.guard = Some(guard);
     }
@@ -207,7 +207,7 @@ impl Runner {
 
 /// Watches `.ralph/` and sends a wake-up for every change to the question, the answer, a
 /// `ralph ask` claim or a request from `ralph serve` (skip, extend); the runner then looks at
-/// the files. The loop's own writes there (state, events) do not wake it ([`ralph_process::watch`]).
+/// the files. The loop's own writes there (state, events) do not wake it ([`ralph_process::DirWatch`]).
 fn watch_dir(
     dir: &std::path::Path,
     tx: mpsc::UnboundedSender<()>,
