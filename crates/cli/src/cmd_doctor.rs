@@ -7,8 +7,7 @@ use std::process::{Command, Stdio};
 
 use ralph_loop::config;
 use ralph_loop::task::TaskFile;
-use ralph_protocol::user_dirs::{STATE_DIR_ENV, UserDir, user_dir};
-use ralph_protocol::workspace::Workspace;
+use ralph_protocol::{STATE_DIR_ENV, UserDir, Workspace, user_dir};
 use ralph_signal::sanitize;
 
 use crate::args::DoctorArgs;

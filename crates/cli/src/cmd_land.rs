@@ -7,11 +7,9 @@ use ralph_git::Git;
 use ralph_git::land::{self, Landing, Method, Options};
 use ralph_git::worktree::{LandState, LoopInfo};
 use ralph_loop::task::{LandMode, LandWith, TaskFile};
-use ralph_protocol::answer::{Answer, AnsweredBy};
-use ralph_protocol::desk;
-use ralph_protocol::state::{AgentChoice, State, Status};
-use ralph_protocol::text::clean;
-use ralph_protocol::workspace::Workspace;
+use ralph_protocol::{
+    AgentChoice, Answer, AnsweredBy, State, Status, Workspace, clean, submit_answer,
+};
 
 use crate::args::{DirArg, LandArgs, RunArgs};
 use crate::cmd_worktree::{self, short, slug_of};
@@ -166,7 +164,7 @@ pub fn land_loop(mut info: LoopInfo, pr: bool) -> CmdResult {
         let guidance = format!(
             "Landing your work failed: {what}\n\n{target} is now at {onto}. In this worktree, bring your branch up to date with it (for example `git merge {onto}`), resolve every conflict, make sure the tests pass, commit, and signal DONE again."
         );
-        desk::submit(&ws, &Answer::new(guidance, AnsweredBy::RalphAnswer, None))
+        submit_answer(&ws, &Answer::new(guidance, AnsweredBy::RalphAnswer, None))
             .map_err(Failure::failed)?;
         let code = again(&info, &task_rel, state.as_ref())?;
         if code != 0 {

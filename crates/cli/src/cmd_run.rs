@@ -10,16 +10,14 @@ use anyhow::Context as _;
 use ralph_loop::agents::Program;
 use ralph_loop::config;
 use ralph_process::Guard;
-use ralph_protocol::event::{Control, LoopEvent};
-use ralph_protocol::state::{AgentChoice, State, Status};
-use ralph_protocol::text::shell_quote;
+use ralph_protocol::{AgentChoice, Control, LoopEvent, State, Status, shell_quote};
 use std::sync::Arc;
 
 use ralph_loop::agent_spec::{AgentSpec, Invocation};
 use ralph_loop::runner::{RunConfig, RunError, RunSettings, Runner};
 use ralph_loop::sandbox::{self, Sandbox};
 use ralph_loop::task::{TaskFile, parse_limit, parse_wait};
-use ralph_protocol::workspace::Workspace;
+use ralph_protocol::Workspace;
 use ralph_signal::{StreamFormat, sanitize};
 use tokio::sync::mpsc;
 

@@ -2,11 +2,10 @@
 
 use std::time::SystemTime;
 
-use ralph_protocol::answer::{self, Answer};
-use ralph_protocol::state::{PendingQuestion, State, Status};
-use ralph_protocol::text::clean;
-use ralph_protocol::workspace::Workspace;
-use ralph_protocol::{broker, registry};
+use ralph_protocol::{
+    Answer, Channel, PendingQuestion, State, Status, Workspace, answer_url, clean, read_answer,
+    registered_loops,
+};
 use serde_json::json;
 
 use crate::args::StatusArgs;
@@ -131,7 +130,7 @@ pub fn status_word(status: Status) -> &'static str {
 /// While the loop runs: how long it has run, and the agent's last line.
 fn running_lines(ws: &Workspace, state: &State) -> Vec<String> {
     let mut lines = Vec::new();
-    if let Some(started) = ralph_protocol::state::parse_timestamp(&state.started_at)
+    if let Some(started) = ralph_protocol::parse_timestamp(&state.started_at)
         && let Ok(elapsed) = SystemTime::now().duration_since(started)
     {
         lines.push(format!("elapsed: {}", fmt_duration(elapsed)));
@@ -145,7 +144,7 @@ fn running_lines(ws: &Workspace, state: &State) -> Vec<String> {
 
 /// `--all`: every registered loop on this machine, waiting ones first.
 fn all(json_out: bool) -> CmdResult {
-    let mut loops: Vec<(std::path::PathBuf, Option<State>)> = registry::list()
+    let mut loops: Vec<(std::path::PathBuf, Option<State>)> = registered_loops()
         .into_iter()
         .map(|e| {
             let state = State::load(&Workspace::new(&e.root)).ok().flatten();
@@ -234,7 +233,7 @@ fn describe(status: Status) -> &'static str {
 
 /// The answer in `.ralph/answer.md`, when it answers `q` and waits to be delivered.
 fn answer_waiting(ws: &Workspace, q: &PendingQuestion) -> Option<Answer> {
-    answer::read(ws)
+    read_answer(ws)
         .ok()
         .flatten()
         .filter(|a| q.id.is_answered_by(a))
@@ -320,7 +319,7 @@ fn print_question(
     if live {
         outln!("\n  Answer it with:\n    {hint}");
         // The link `--json` gives too: one way to make it.
-        if let Some(url) = broker::answer_url(root, &q.id, broker::Channel::Status) {
+        if let Some(url) = answer_url(root, &q.id, Channel::Status) {
             outln!("  {}", ralph_ui::answer_link(&url));
         }
     } else {
@@ -347,7 +346,7 @@ fn to_json(ws: &Workspace, state: Option<&State>, live: bool, hint: &str) -> ser
         v["worktree"] = w;
     }
     if live {
-        let elapsed = ralph_protocol::state::parse_timestamp(&state.started_at)
+        let elapsed = ralph_protocol::parse_timestamp(&state.started_at)
             .and_then(|t| SystemTime::now().duration_since(t).ok())
             .map(|d| d.as_secs());
         v["elapsed_seconds"] = json!(elapsed);
@@ -372,7 +371,7 @@ fn to_json(ws: &Workspace, state: Option<&State>, live: bool, hint: &str) -> ser
         // A link only while the question can still be answered (one is minted per call).
         let url = waiting
             .is_none()
-            .then(|| broker::answer_url(root, &q.id, broker::Channel::Status))
+            .then(|| answer_url(root, &q.id, Channel::Status))
             .flatten();
         v["pending_question"]["answer_url"] = json!(url);
         v["pending_question"]["answer_waiting"] = match waiting {

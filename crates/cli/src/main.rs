@@ -40,7 +40,7 @@ mod locate;
 use std::process::ExitCode;
 
 use clap::Parser;
-use ralph_protocol::text::shell_quote;
+use ralph_protocol::shell_quote;
 
 use crate::args::{Cli, Command, Internal, InternalCli};
 
@@ -214,7 +214,7 @@ pub fn program() -> String {
 
 /// The command that answers the loop in `root`, without the answer: `ralph answer -C /dir`.
 pub fn answer_command(root: &std::path::Path) -> String {
-    ralph_protocol::desk::answer_command(&program(), root)
+    ralph_protocol::answer_command(&program(), root)
 }
 
 /// The command that runs (and resumes) the loop in `root`: `ralph run -C /dir`.

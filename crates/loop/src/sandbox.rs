@@ -27,7 +27,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use ralph_process::{SANDBOX_COMMAND_ENV, SANDBOX_POLICY_ENV, SandboxPolicy, SandboxSupport};
-use ralph_protocol::user_dirs::{UserDir, user_dir};
+use ralph_protocol::{UserDir, user_dir};
 
 /// `sandbox:` in the task file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

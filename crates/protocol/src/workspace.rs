@@ -152,7 +152,7 @@ impl Workspace {
         self.dir.join("logs")
     }
 
-    /// `.ralph/stop`: another process asks the running loop to stop (see [`crate::stop`]).
+    /// `.ralph/stop`: another process asks the running loop to stop (see [`crate::request_stop`]).
     pub fn stop_request(&self) -> PathBuf {
         self.dir.join(crate::stop::FILE_NAME)
     }

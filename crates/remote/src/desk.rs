@@ -8,24 +8,23 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use ralph_protocol::answer::{self, AnsweredBy};
-use ralph_protocol::broker;
-use ralph_protocol::desk::{self, DeskError, Submitted};
-use ralph_protocol::state::{PendingQuestion, State, Status};
-use ralph_protocol::workspace::Workspace;
+use ralph_protocol::{
+    AnsweredBy, DeskError, PendingQuestion, Request, State, Status, Submitted, Workspace,
+    answer_question, broker_running_in, broker_state_dir, read_answer, send_request,
+};
 
-pub use ralph_protocol::broker::{AcquireError, BrokerLock, Channel, LinkRecord};
+pub use ralph_protocol::{AcquireError, BrokerLock, Channel, LinkRecord};
 
-pub use ralph_protocol::desk::{MAX_ANSWER_BYTES, QuestionId, Reply};
+pub use ralph_protocol::{MAX_ANSWER_BYTES, QuestionId, Reply};
 
 /// ralph's state directory, where the broker's lock, links and devices live.
 pub fn state_dir() -> Option<PathBuf> {
-    broker::state_dir()
+    broker_state_dir()
 }
 
 /// The loop and question an answer-link token stands for.
 pub fn verify_link(state_dir: &Path, token: &str) -> Option<LinkRecord> {
-    broker::verify(state_dir, token)
+    ralph_protocol::verify_link(state_dir, token)
 }
 
 /// The link of `channel` to `root`'s question `id`.
@@ -33,9 +32,9 @@ pub fn mint_link(
     state_dir: &Path,
     root: &Path,
     id: &QuestionId,
-    channel: broker::Channel,
+    channel: Channel,
 ) -> std::io::Result<String> {
-    broker::mint(state_dir, root, id, channel)
+    ralph_protocol::mint_link(state_dir, root, id, channel)
 }
 
 /// One loop on this machine, for the dashboard.
@@ -126,7 +125,7 @@ pub fn project_name(root: &Path) -> String {
 
 /// Every registered loop, waiting ones first.
 pub fn loops() -> Vec<LoopView> {
-    let mut all: Vec<LoopView> = ralph_protocol::registry::list()
+    let mut all: Vec<LoopView> = ralph_protocol::registered_loops()
         .into_iter()
         .filter_map(|e| load(&e.root))
         .collect();
@@ -151,7 +150,7 @@ pub fn load(root: &Path) -> Option<LoopView> {
         task: state.task.lines().next().unwrap_or("").to_string(),
         iteration: state.iteration,
         max_iterations: state.max_iterations,
-        started_at: ralph_protocol::state::parse_timestamp(&state.started_at),
+        started_at: ralph_protocol::parse_timestamp(&state.started_at),
         last_signal: state.last_signal.clone(),
         cost_usd: state.total_cost_usd,
         question,
@@ -162,7 +161,7 @@ pub fn load(root: &Path) -> Option<LoopView> {
 /// Whether an answer to the question `id` waits to be delivered: the question is answered,
 /// though the loop has not taken it yet.
 fn answer_waiting(ws: &Workspace, id: &QuestionId) -> bool {
-    answer::read(ws)
+    read_answer(ws)
         .ok()
         .flatten()
         .is_some_and(|a| id.is_answered_by(&a))
@@ -236,14 +235,14 @@ impl Outcome {
 }
 
 /// Answers the question `link` stands for, through the same path as every front end
-/// ([`desk::answer`]: one encoding, one limit, first answer wins).
+/// ([`answer_question`](ralph_protocol::answer_question): one encoding, one limit, first answer wins).
 pub fn submit(link: &LinkRecord, reply: &Reply, sender: &Sender) -> Outcome {
     let ws = Workspace::new(&link.root);
     let (by, who) = match sender {
         Sender::Web(who) => (AnsweredBy::Web, who),
         Sender::Telegram(who) => (AnsweredBy::Telegram, who),
     };
-    match desk::answer(&ws, Some(&link.question), reply, by, Some(who.clone())) {
+    match answer_question(&ws, Some(&link.question), reply, by, Some(who.clone())) {
         Ok(Submitted::Accepted) => Outcome::Accepted {
             live: ws.is_locked(),
         },
@@ -287,7 +286,7 @@ pub fn closed_long_ago(link: &LinkRecord, now: SystemTime) -> bool {
 /// How the question `link` stands for closed, in words for a page that still shows it.
 pub fn closed_how(link: &LinkRecord) -> String {
     let ws = Workspace::new(&link.root);
-    if let Some(a) = answer::read(&ws)
+    if let Some(a) = read_answer(&ws)
         .ok()
         .flatten()
         .filter(|a| link.question.is_answered_by(a))
@@ -314,13 +313,13 @@ pub fn closed_how(link: &LinkRecord) -> String {
     }
 }
 
-/// Stores a new secret of `kind` (see [`ralph_protocol::broker::put_secret`]); returns its token.
+/// Stores a new secret of `kind` (see [`ralph_protocol::put_secret`]); returns its token.
 pub fn put_secret<T: serde::Serialize>(
     state_dir: &Path,
     kind: &str,
     record: impl FnOnce(String) -> T,
 ) -> std::io::Result<String> {
-    broker::put_secret(state_dir, kind, record)
+    ralph_protocol::put_secret(state_dir, kind, record)
 }
 
 /// The secret of `kind` stored for `token`, and its file.
@@ -330,33 +329,33 @@ pub fn get_secret<T: serde::de::DeserializeOwned>(
     token: &str,
     hash: impl Fn(&T) -> &String,
 ) -> Option<(T, PathBuf)> {
-    broker::get_secret(state_dir, kind, token, hash)
+    ralph_protocol::get_secret(state_dir, kind, token, hash)
 }
 
 /// RFC 3339, as everywhere in `.ralph/`.
 pub fn timestamp(t: SystemTime) -> String {
-    ralph_protocol::state::timestamp(t)
+    ralph_protocol::timestamp(t)
 }
 
 /// Reads an RFC 3339 time.
 pub fn parse_timestamp(s: &str) -> Option<SystemTime> {
-    ralph_protocol::state::parse_timestamp(s)
+    ralph_protocol::parse_timestamp(s)
 }
 
 /// The URL of the broker running with state directory `state_dir`, if one runs.
 pub fn broker_url(state_dir: &Path) -> Option<String> {
-    broker::running_in(state_dir).map(|b| b.url)
+    broker_running_in(state_dir).map(|b| b.url)
 }
 
 /// What the web page's "+5 min" adds: as `Ctrl+E` in the panel.
-pub const PAGE_EXTEND: Duration = ralph_protocol::countdown::EXTEND_BY;
+pub const PAGE_EXTEND: Duration = ralph_protocol::EXTEND_BY;
 
 /// What Telegram's "+1 h" adds: a phone in a pocket is looked at less often than a page.
 pub const TELEGRAM_EXTEND: Duration = Duration::from_secs(3600);
 
 /// `5 min`, `1 h`: a span as a button says it.
 pub fn describe_span(d: Duration) -> String {
-    broker::describe_span(d)
+    ralph_protocol::describe_span(d)
 }
 
 /// What a front end may do to a waiting question besides answering it.
@@ -365,7 +364,7 @@ pub enum Action {
     /// Skip it: the agent goes on with its best guess.
     Skip,
     /// More time: the web page's "+5 min", Telegram's "+1 h" (within
-    /// [`broker::MIN_EXTEND`]..=[`broker::MAX_EXTEND`]).
+    /// [`MIN_EXTEND`](ralph_protocol::MIN_EXTEND)..=[`MAX_EXTEND`](ralph_protocol::MAX_EXTEND)).
     Extend(Duration),
 }
 
@@ -383,7 +382,7 @@ pub fn act(link: &LinkRecord, action: Action) -> Outcome {
         );
     }
     // A running loop (or a lone `ralph ask`) is registered; with none, nobody would act.
-    if !ralph_protocol::registry::list()
+    if !ralph_protocol::registered_loops()
         .iter()
         .any(|e| e.root == link.root)
     {
@@ -393,35 +392,35 @@ pub fn act(link: &LinkRecord, action: Action) -> Outcome {
         );
     }
     let req = match action {
-        Action::Skip => broker::Request::skip(&link.question),
-        Action::Extend(by) => match broker::Request::extend(&link.question, by) {
+        Action::Skip => Request::skip(&link.question),
+        Action::Extend(by) => match Request::extend(&link.question, by) {
             Ok(r) => r,
             Err(why) => return Outcome::Invalid(why),
         },
     };
-    match broker::request(&ws, &req) {
+    match send_request(&ws, &req) {
         Ok(()) => Outcome::Requested(match action {
             Action::Skip => "Skipped: the agent goes on with its best guess.".into(),
-            Action::Extend(by) => format!("{} more to answer.", broker::describe_span(by)),
+            Action::Extend(by) => format!("{} more to answer.", ralph_protocol::describe_span(by)),
         }),
         Err(e) => Outcome::Invalid(format!("could not reach the loop: {e}")),
     }
 }
 
 /// Who asks a loop to stop, from the broker.
-pub use ralph_protocol::stop::StopBy;
+pub use ralph_protocol::StopBy;
 
 /// Asks the loop in `root` to stop, as `ralph stop` does, when it is one of the loops running
 /// on this machine (a path from a request names no other); the words for the asker.
 pub fn stop_loop(root: &Path, by: StopBy) -> Result<String, String> {
-    let running = ralph_protocol::registry::list()
+    let running = ralph_protocol::registered_loops()
         .into_iter()
         .any(|e| e.root == root);
     let ws = Workspace::new(root);
     if !running || ws.check_not_symlink().is_err() || !ws.is_locked() {
         return Err("That loop is not running.".into());
     }
-    ralph_protocol::stop::request(&ws, by)
+    ralph_protocol::request_stop(&ws, by)
         .map_err(|e| format!("Could not ask the loop to stop: {e}"))?;
     Ok(format!(
         "Asked the loop in {} to stop: the agent is stopped and the state saved; `ralph run` there resumes it.",
@@ -434,11 +433,10 @@ mod tests {
     use super::*;
 
     /// An answer of only NULs passed the "empty" check, and duplicate picks (`1,1`) were
-    /// taken, from the page and Telegram (which answer through `desk::compose`).
+    /// taken, from the page and Telegram (which answer through `compose_answer`).
     #[test]
     fn control_characters_only_are_empty_and_a_pick_counts_once() {
-        use ralph_protocol::desk::{Refusal, compose};
-        use ralph_protocol::question::{Question, QuestionOption};
+        use ralph_protocol::{Question, QuestionOption, Refusal, compose_answer};
         let option = |label: &str| QuestionOption {
             label: label.into(),
             description: None,
@@ -448,12 +446,12 @@ mod tests {
             multi_select: true,
             ..Question::plain("Which?")
         };
-        let nuls = compose(Some(&q), &Reply::Text("\0\0\0".into())).unwrap_err();
+        let nuls = compose_answer(Some(&q), &Reply::Text("\0\0\0".into())).unwrap_err();
         assert_eq!(nuls, Refusal::Empty);
-        let twice = compose(Some(&q), &Reply::Picks(vec![1, 1], String::new())).unwrap_err();
+        let twice = compose_answer(Some(&q), &Reply::Picks(vec![1, 1], String::new())).unwrap_err();
         assert_eq!(twice, Refusal::Twice { pick: 1 });
         assert_eq!(
-            compose(Some(&q), &Reply::Picks(vec![2, 1], String::new())).unwrap(),
+            compose_answer(Some(&q), &Reply::Picks(vec![2, 1], String::new())).unwrap(),
             "Memcached\nRedis"
         );
     }
@@ -468,7 +466,7 @@ mod tests {
         let link = LinkRecord {
             hash: String::new(),
             root: dir.path().to_path_buf(),
-            question: ralph_protocol::desk::QuestionId::from_file("t1"),
+            question: ralph_protocol::QuestionId::from_file("t1"),
         };
         let now = SystemTime::now();
         assert!(

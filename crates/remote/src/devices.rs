@@ -104,8 +104,7 @@ pub fn pair_browser(state_dir: &Path, code: &str, user_agent: Option<&str>) -> O
         name: format!("browser {}", &hash[..6]),
         hash,
         paired_at: desk::timestamp(now),
-        user_agent: user_agent
-            .map(|ua| ralph_protocol::text::clean(ua).chars().take(200).collect()),
+        user_agent: user_agent.map(|ua| ralph_protocol::clean(ua).chars().take(200).collect()),
     })
     .ok()
 }

@@ -106,7 +106,7 @@ pub async fn serve(
         return Err(ServeError::NeedsTls(opts.bind));
     }
     let state_dir = desk::state_dir().ok_or(ServeError::NoStateDir)?;
-    let registry = ralph_protocol::registry::registry_dir().ok_or(ServeError::NoStateDir)?;
+    let registry = ralph_protocol::registry_dir().ok_or(ServeError::NoStateDir)?;
     let telegram = telegram::settings().map_err(ServeError::Config)?;
     let tls = match &opts.tls {
         None => None,

@@ -11,12 +11,12 @@ use std::fmt::Write as _;
 use std::time::{Duration, SystemTime};
 
 use pulldown_cmark::{CowStr, Event, LinkType, Options, Parser, Tag, TagEnd};
-use ralph_protocol::text::clean;
+use ralph_protocol::clean;
 
 use crate::desk::{LoopView, QuestionView, project_name};
 
 /// Escapes `s` for HTML text and attribute values (quoted with `"`), cleaned first as every
-/// front end cleans agent text ([`ralph_protocol::text::clean`]: escape sequences, bidi
+/// front end cleans agent text ([`ralph_protocol::clean`]: escape sequences, bidi
 /// controls, zero-width and tag characters).
 pub fn esc(s: &str) -> String {
     let s = clean(s);

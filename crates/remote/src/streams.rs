@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use ralph_protocol::workspace::Workspace;
+use ralph_protocol::Workspace;
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc, watch};
 use tokio::task::AbortHandle;
 
@@ -79,7 +79,7 @@ impl Streams {
                 let pinned: Vec<PathBuf> = seen.lock().pinned.keys().cloned().collect();
                 let dir = registry.clone();
                 let listed = tokio::task::spawn_blocking(move || {
-                    ralph_protocol::registry::list_in(&dir)
+                    ralph_protocol::registered_loops_in(&dir)
                         .into_iter()
                         .map(|e| e.root)
                         .chain(pinned)

@@ -33,7 +33,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-use ralph_protocol::user_dirs::{UserDir, user_dir};
+use ralph_protocol::{UserDir, user_dir};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -113,7 +113,7 @@ fn settings_at(path: &Path) -> Result<Option<Settings>, String> {
         ));
     }
     // Opened as `.ralph/`'s files are: a pipe in its place is refused, never waited on.
-    let text = ralph_protocol::workspace::open_plain(std::fs::OpenOptions::new().read(true), path)
+    let text = ralph_protocol::open_plain(std::fs::OpenOptions::new().read(true), path)
         .and_then(|f| std::io::read_to_string(std::io::Read::take(f, 1024 * 1024)))
         .map_err(|e| format!("could not read {}: {e}", path.display()))?;
     let parsed: RemoteToml =
@@ -341,7 +341,7 @@ struct Posts {
     /// No sending before this (the API failed).
     retry_at: Option<Instant>,
     /// Questions Telegram refused for good (a 4xx but 429): not sent again.
-    refused: HashSet<(PathBuf, ralph_protocol::desk::QuestionId)>,
+    refused: HashSet<(PathBuf, ralph_protocol::QuestionId)>,
 }
 
 /// The running bot.
@@ -521,7 +521,7 @@ impl Bot {
             None => "Reply to a question's message to answer it.".to_string(),
             Some(p) if p.redacted => "Answer this one on the web page its message links to.".into(),
             Some(p) => {
-                let text = ralph_protocol::text::clean(text);
+                let text = ralph_protocol::clean(text);
                 desk::submit(
                     &p.link(),
                     &Reply::Text(text),
@@ -713,9 +713,9 @@ impl Bot {
         } else {
             let mut options = String::new();
             for (i, (label, desc)) in q.options.iter().enumerate() {
-                let mut line = format!("{}. {}", i + 1, ralph_protocol::text::clean(label));
+                let mut line = format!("{}. {}", i + 1, ralph_protocol::clean(label));
                 if let Some(d) = desc {
-                    let _ = write!(line, " — {}", ralph_protocol::text::clean(d));
+                    let _ = write!(line, " — {}", ralph_protocol::clean(d));
                 }
                 let line = format!("\n{}", html(&cut(&line, 300)));
                 if options.chars().count() + line.chars().count() > MAX_OPTIONS_CHARS {
@@ -732,12 +732,12 @@ impl Bot {
                 let _ = write!(
                     options,
                     "\n<i>Default:</i> {}",
-                    html(&cut(&ralph_protocol::text::clean(d), 300))
+                    html(&cut(&ralph_protocol::clean(d), 300))
                 );
             }
             const FOOTER: &str =
                 "\n\n<i>Tap an option, or reply to this message to write an answer.</i>";
-            let body = html(&ralph_protocol::text::clean(&q.text));
+            let body = html(&ralph_protocol::clean(&q.text));
             let used = text.chars().count() + 2 + options.chars().count() + FOOTER.chars().count();
             let body = if used + body.chars().count() <= MAX_MESSAGE_CHARS {
                 body
@@ -764,7 +764,7 @@ impl Bot {
             labels: q
                 .options
                 .iter()
-                .map(|(l, _)| ralph_protocol::text::clean(l))
+                .map(|(l, _)| ralph_protocol::clean(l))
                 .collect(),
             multi: q.multi_select,
             picked: BTreeSet::new(),

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use ralph_process::is_executable;
-use ralph_protocol::text::shell_quote;
+use ralph_protocol::shell_quote;
 use ralph_signal::StreamFormat;
 
 use super::preset::Arg::{Extra, Lit, Model, Prompt, Session};

@@ -8,7 +8,7 @@ use ralph_signal::StreamFormat;
 use super::command::{Options, running_as_root};
 use super::preset::Arg::Lit;
 use super::*;
-use ralph_protocol::text::shell_quote;
+use ralph_protocol::shell_quote;
 
 /// A prompt, id, model and arguments that a shell would mangle if any went unquoted.
 const NASTY: &str = "it's \"quoted\" $(touch pwned) `touch pwned2` $HOME\n; rm -rf / &\\ *";

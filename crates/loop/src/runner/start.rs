@@ -9,10 +9,7 @@ use std::time::SystemTime;
 use ralph_process::Guard;
 use serde_json::json;
 
-use ralph_protocol::event::{Control, LoopEvent};
-use ralph_protocol::registry;
-use ralph_protocol::state::{State, Status, timestamp};
-use ralph_protocol::workspace::{self};
+use ralph_protocol::{Control, LoopEvent, State, Status, register, timestamp, write_atomic};
 use tokio::sync::mpsc;
 
 use super::Runner;
@@ -58,7 +55,7 @@ impl Runner {
             ),
         ] {
             if std::fs::symlink_metadata(&path).is_err() {
-                workspace::write_atomic(&path, initial.as_bytes())?;
+                write_atomic(&path, initial.as_bytes())?;
             }
         }
 
@@ -104,7 +101,7 @@ impl Runner {
             ..NotifyConfig::default()
         });
         // Best effort: `ralph status --all` is a convenience, never a reason not to run.
-        let registration = registry::register(ws.root()).ok();
+        let registration = register(ws.root()).ok();
         let now = SystemTime::now();
         let state = State {
             status: Status::Running,
@@ -158,7 +155,7 @@ impl Runner {
                 resume_next: false,
             },
             questions: Questions {
-                desk: ralph_protocol::desk::Desk::new(desk_ws),
+                desk: ralph_protocol::Desk::new(desk_ws),
                 delivering: None,
                 asks_seen: std::collections::HashSet::new(),
                 resume: resume_question,
@@ -216,7 +213,7 @@ fn watch_dir(
         "answer.md",
         "question.md",
         "ask.json",
-        ralph_protocol::broker::REQUEST_FILE,
+        ralph_protocol::REQUEST_FILE,
     ];
     ralph_process::watch_async(dir, &FILES, tx).map_err(|e| RunError::Watch {
         path: dir.to_path_buf(),
