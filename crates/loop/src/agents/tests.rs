@@ -56,10 +56,7 @@ fn every_preset_s_unattended_flag_is_one_it_passes() {
     for preset in presets() {
         match preset.unattended {
             Some(u) => assert!(
-                preset.fresh_args.contains(&Lit(u.flag))
-                    && preset
-                        .resume_args
-                        .is_none_or(|args| args.contains(&Lit(u.flag))),
+                preset.args.contains(&Lit(u.flag)),
                 "{}: {}",
                 preset.name,
                 u.flag
@@ -77,7 +74,6 @@ fn every_preset_quotes_everything_that_came_from_outside() {
         let fresh = preset.fresh(NASTY, &file, &extra(), Some(NASTY));
         let words = words_seen(&fresh.command, &program);
         let want = preset.words(
-            preset.fresh_args,
             None,
             NASTY,
             &file,
