@@ -17,7 +17,7 @@
 //! - `question` is the agent's question ([`Question`], `question.md`); `answer` is the
 //!   human's answer ([`Answer`], `answer.md`, first writer wins); `countdown` is the deadline
 //!   ([`Countdown`]); `clarifications` is the record of every question and its answer
-//!   ([`record_clarification`]).
+//!   (written by the desk).
 //! - `state` is `state.json` ([`State`]) and `events.jsonl` ([`log_event`]): what other
 //!   processes read about the loop.
 //! - `desk` is the one owner of a question's life ([`Desk`]: open, step, close, deliver,
@@ -69,14 +69,13 @@ pub use broker::{
     running as broker_running, running_in as broker_running_in, state_dir as broker_state_dir,
     take_request, verify as verify_link,
 };
-pub use clarifications::{Entry as Clarification, record as record_clarification};
 pub use countdown::{Countdown, EXTEND_BY, IDLE_RESUME};
 pub use desk::{
     AskerStep, Asking, ClaimError, Claimed, Closed, Delivery, Desk, DeskError, Ended,
     Input as DeskInput, MAX_ANSWER_BYTES, NewClaim, Now, OnTimeout, PickUp, QuestionId, Refusal,
     Reply, Stepped, Submitted, Waiting, answer as answer_question, answer_command,
-    check as check_answer, compose as compose_answer, encode as encode_answer, guide, picks_of,
-    read_back, submit as submit_answer, waiting as question_waiting,
+    compose as compose_answer, encode as encode_answer, guide, read_back, submit as submit_answer,
+    waiting as question_waiting,
 };
 pub use event::{Control, LoopEvent, Outcome};
 pub use frontmatter::{Fences, Found as Frontmatter, is_fence, split as split_frontmatter};
@@ -90,11 +89,10 @@ pub use state::{
     log_event, read_events, task_digest,
 };
 pub use stop::{FILE_NAME as STOP_FILE, StopBy, request as request_stop, take as take_stop};
-pub use text::{clean, cut, is_bidi_control, is_invisible, one_line, shell_quote};
+pub use text::{clean, cut, is_bidi_control, one_line, shell_quote};
 pub use time::{parse_timestamp, timestamp};
 pub use user_dirs::{STATE_DIR_ENV, UserDir, user_dir};
 pub use workspace::{
-    Bounded, DIR_NAME, MAX_READ_BYTES, SpareFile, Workspace, WorkspaceError, WorkspaceLock, append,
-    append_with, create_atomic, open_plain, read_bounded, read_text, read_text_tail, remove,
-    remove_if, write_atomic, write_atomic_unsynced,
+    DIR_NAME, SpareFile, Workspace, WorkspaceError, WorkspaceLock, append, open_plain, read_text,
+    read_text_tail, write_atomic, write_atomic_unsynced,
 };
