@@ -174,7 +174,7 @@ fn iteration_timeout_stops_what_a_stubborn_agent_started_in_a_session_of_its_own
 fn an_adopted_process_that_exited_is_reaped_before_the_next_iteration() {
     // Only ralph's adopted children are its to reap: without a subreaper (the portable
     // backend) the grandchild is init's, and init reaps it when it will.
-    if !ralph_process::sys::SUBREAPER {
+    if !ralph_process::SUBREAPER {
         return;
     }
     let p = Project::with_task("task: Leaky\nmax_iterations: 2", "- [ ] x\n");

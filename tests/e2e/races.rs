@@ -290,9 +290,9 @@ save-prompt prompt-4.txt
         (p.state()["iteration"] == 3).then_some(())
     });
     // Sealed as `ralph answer` seals it: the loop takes no other (see the test of forgeries).
-    let ws = ralph_protocol::workspace::Workspace::new(p.root()).with_state_dir(p.state_path());
-    let key = ralph_protocol::answer::key(&ws).unwrap().unwrap();
-    let loser = ralph_protocol::answer::Answer::parse(&format!(
+    let ws = ralph_protocol::Workspace::new(p.root()).with_state_dir(p.state_path());
+    let key = ralph_protocol::key(&ws).unwrap().unwrap();
+    let loser = ralph_protocol::Answer::parse(&format!(
         "---\nanswered_by: ralph-answer\nanswered_at: {asked_at}\nquestion_id: {id}\nanswer_id: 1-2\n---\nMemcached, the loser\n"
     ))
     .sealed(&key);

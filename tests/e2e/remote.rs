@@ -664,7 +664,7 @@ fn the_page_gives_five_more_minutes_and_skips_as_the_panel_does() {
     // has about six.
     let deadline = p.state()["pending_question"]["deadline"]
         .as_str()
-        .and_then(ralph_protocol::state::parse_timestamp)
+        .and_then(ralph_protocol::parse_timestamp)
         .unwrap();
     let left = deadline
         .duration_since(std::time::SystemTime::now())

@@ -28,8 +28,8 @@ struct Machine {
 /// without it, as there is nothing to refuse with. (This machine's has ABI 7.)
 fn landlock() -> bool {
     let there = matches!(
-        ralph_process::sandbox::support(),
-        ralph_process::sandbox::Support::Available { .. }
+        ralph_process::sandbox_support(),
+        ralph_process::SandboxSupport::Available { .. }
     );
     if !there {
         eprintln!("skipped: this kernel has no Landlock, so nothing is refused");

@@ -389,7 +389,7 @@ fn plus_one_hour_gives_the_question_an_hour_and_the_loop_says_so() {
     let left = || {
         let deadline = p.state()["pending_question"]["deadline"]
             .as_str()
-            .and_then(ralph_protocol::state::parse_timestamp)?;
+            .and_then(ralph_protocol::parse_timestamp)?;
         deadline.duration_since(std::time::SystemTime::now()).ok()
     };
     assert!(

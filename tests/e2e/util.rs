@@ -346,7 +346,7 @@ impl Run {
 /// Whether a process with this pid is alive (and not a zombie): asked of ralph's own process
 /// layer, so that the same test runs against either backend, and on macOS.
 pub fn pid_alive(pid: i32) -> bool {
-    u32::try_from(pid).is_ok_and(ralph_process::sys::is_alive)
+    u32::try_from(pid).is_ok_and(ralph_process::is_alive)
 }
 
 /// Guards still running for this project's `.ralph/`.

@@ -137,7 +137,7 @@ pub fn run() -> CmdResult {
                 f.preset.name.to_owned(),
                 installed.to_owned(),
                 f.version.clone().unwrap_or_else(|| "-".into()),
-                yes_no(f.preset.resume_args.is_some()),
+                yes_no(f.preset.can_resume()),
                 yes_no(f.preset.native_questions),
                 f.path.as_ref().map_or_else(
                     || program_name(f.preset).to_owned(),

@@ -8,12 +8,10 @@
 use std::io::Read;
 
 use anyhow::{Context as _, anyhow};
-use ralph_protocol::answer::AnsweredBy;
-use ralph_protocol::desk::{self, DeskError, MAX_ANSWER_BYTES, Refusal, Reply, Submitted};
-use ralph_protocol::question::Picks;
-use ralph_protocol::state::State;
-use ralph_protocol::text::shell_quote;
-use ralph_protocol::workspace::Workspace;
+use ralph_protocol::{
+    AnsweredBy, DeskError, MAX_ANSWER_BYTES, Picks, Refusal, Reply, State, Submitted, Workspace,
+    answer_question, guide, shell_quote,
+};
 
 use crate::args::AnswerArgs;
 use crate::locate::{self, Target};
@@ -91,10 +89,10 @@ pub fn run(args: &AnswerArgs) -> CmdResult {
     let submitted = match &pending {
         // The question may close between the look above and the answer (the asker took
         // another front end's answer): the loser is told who won all the same.
-        Some(_) => desk::answer(&ws, None, &reply, AnsweredBy::RalphAnswer, None),
+        Some(_) => answer_question(&ws, None, &reply, AnsweredBy::RalphAnswer, None),
         // --force: guidance for the next iteration, with no question to answer.
         None => match &reply {
-            Reply::Text(text) => desk::guide(&ws, text, AnsweredBy::RalphAnswer),
+            Reply::Text(text) => guide(&ws, text, AnsweredBy::RalphAnswer),
             Reply::Picks(..) => Err(DeskError::Refused(Refusal::NoOptions)),
         },
     }
@@ -188,7 +186,7 @@ fn first_line(s: &str) -> &str {
 }
 
 /// Opens `$VISUAL` or `$EDITOR` on a file that shows the question; lines starting with `#` are dropped.
-fn edit(q: Option<&ralph_protocol::state::PendingQuestion>) -> Result<String, Failure> {
+fn edit(q: Option<&ralph_protocol::PendingQuestion>) -> Result<String, Failure> {
     // Set but empty counts as unset, as in git and most shells' tools.
     let set = |name| {
         std::env::var(name)

@@ -25,10 +25,10 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::{Context as _, anyhow};
 use ralph_loop::task::{TaskFile, Wait, parse_wait};
-use ralph_protocol::desk::{AskerStep, ClaimError, Desk, Ended, read_back};
-use ralph_protocol::question::{Question, QuestionOption};
-use ralph_protocol::user_dirs::{UserDir, user_dir};
-use ralph_protocol::workspace::Workspace;
+use ralph_protocol::{
+    AskerStep, ClaimError, Desk, Ended, Question, QuestionOption, UserDir, Workspace, read_back,
+    user_dir,
+};
 
 use crate::args::AskArgs;
 use crate::{CmdResult, Failure};
@@ -127,7 +127,7 @@ fn ask(args: &AskArgs, root: &Path, outside: bool) -> CmdResult {
     // Alone, this process is the loop `ralph serve` and `ralph status` look for.
     let _registration = claimed
         .is_alone()
-        .then(|| ralph_protocol::registry::register(root).ok())
+        .then(|| ralph_protocol::register(root).ok())
         .flatten();
     // On stderr: stdout is the answer alone, for `ans=$(ralph ask …)`.
     let until = match wait {
@@ -207,10 +207,7 @@ fn no_answer(ended: &Ended, question: &Question, alone: bool, outside: bool) -> 
 
 /// Waits for the desk to say the question ended: on every change in `.ralph/`, and at the
 /// deadline.
-fn wait_for_answer(
-    desk: &Desk,
-    claimed: &mut ralph_protocol::desk::Claimed,
-) -> Result<Ended, Failure> {
+fn wait_for_answer(desk: &Desk, claimed: &mut ralph_protocol::Claimed) -> Result<Ended, Failure> {
     let (tx, rx) = mpsc::channel();
     ralph_process::watch_blocking(desk.workspace().dir(), tx)
         .context("could not watch .ralph/ for the answer")?;

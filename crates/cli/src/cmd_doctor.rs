@@ -7,8 +7,7 @@ use std::process::{Command, Stdio};
 
 use ralph_loop::config;
 use ralph_loop::task::TaskFile;
-use ralph_protocol::user_dirs::{STATE_DIR_ENV, UserDir, user_dir};
-use ralph_protocol::workspace::Workspace;
+use ralph_protocol::{STATE_DIR_ENV, UserDir, Workspace, user_dir};
 use ralph_signal::sanitize;
 
 use crate::args::DoctorArgs;
@@ -93,7 +92,7 @@ fn platform(report: &mut Report) {
     ));
     report.item(format!(
         "process backend: {} (see docs/platforms.md)",
-        ralph_process::sys::BACKEND
+        ralph_process::BACKEND
     ));
     if !matches!(
         std::env::consts::OS,
@@ -159,7 +158,7 @@ fn placeholder_task(path: &Path) -> TaskFile {
 /// may write of its own (see docs/sandbox.md).
 fn sandbox_section(report: &mut Report, task: &TaskFile) {
     use ralph_loop::sandbox::{Mode, profile};
-    use ralph_process::sandbox::{Support, support};
+    use ralph_process::{SandboxSupport, sandbox_support};
     report.section("Sandbox");
     let mode = task.sandbox.mode;
     let setting = match mode {
@@ -167,8 +166,8 @@ fn sandbox_section(report: &mut Report, task: &TaskFile) {
         Mode::Off => "sandbox: false: agents run unsandboxed",
         Mode::Required => "sandbox: required",
     };
-    match support() {
-        Support::Available { abi } => {
+    match sandbox_support() {
+        SandboxSupport::Available { abi } => {
             report.item(format!(
                 "Landlock ABI {abi}: agents run sandboxed{}; {setting}",
                 if abi < 4 && task.sandbox.net.is_some() {
@@ -178,7 +177,7 @@ fn sandbox_section(report: &mut Report, task: &TaskFile) {
                 }
             ));
         }
-        Support::Missing { why } => {
+        SandboxSupport::Missing { why } => {
             report.item(format!("no Landlock: {why}; {setting}"));
             if mode != Mode::Off {
                 report.problem(
@@ -477,7 +476,7 @@ fn broker(report: &mut Report) {
         .ok()
         .and_then(|text| serde_json::from_str::<ServeLock>(&text).ok());
     match held {
-        Some(l) if ralph_process::sys::is_alive(l.pid) => {
+        Some(l) if ralph_process::is_alive(l.pid) => {
             report.item(format!("running: pid {}, {}", l.pid, sanitize(&l.url)));
         }
         Some(l) => report.item(format!(

@@ -19,10 +19,7 @@ use ralph_fleet::schedule::{self, Launch, Outcome, Scheduler};
 use ralph_git::Git;
 use ralph_git::worktree::{self, LoopInfo};
 use ralph_loop::task::{LandMode as TaskLand, TaskFile};
-use ralph_protocol::state::State;
-use ralph_protocol::text::{clean, shell_quote};
-use ralph_protocol::user_dirs::{UserDir, user_dir};
-use ralph_protocol::workspace::Workspace;
+use ralph_protocol::{State, UserDir, Workspace, clean, shell_quote, user_dir};
 
 use crate::args::{FleetArgs, FleetCommand, LandArg};
 use crate::cmd_worktree::{data_dir, slug_of};

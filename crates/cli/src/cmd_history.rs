@@ -10,9 +10,7 @@ use std::path::{Path, PathBuf};
 use anyhow::anyhow;
 use ralph_git::checkpoint::{self, Listed};
 use ralph_git::{Checkpointer, Git};
-use ralph_protocol::state::{self, State};
-use ralph_protocol::text::clean;
-use ralph_protocol::workspace::Workspace;
+use ralph_protocol::{State, Workspace, clean, read_events};
 use serde_json::json;
 
 use crate::args::{DiffArgs, LogArgs, UndoArgs};
@@ -89,7 +87,7 @@ impl History {
 /// `ralph log`.
 pub fn log(args: &LogArgs) -> CmdResult {
     let h = History::open(&args.dir.dir)?;
-    let events = state::read_events(&h.ws.events());
+    let events = read_events(&h.ws.events());
     // This run's events: those after its `run_start`.
     let from = events
         .iter()

@@ -2,7 +2,7 @@
 
 use anyhow::anyhow;
 use ralph_loop::task::TaskFile;
-use ralph_protocol::workspace::{self, Workspace};
+use ralph_protocol::{Workspace, write_atomic};
 
 use crate::args::InitArgs;
 use crate::locate::project_root;
@@ -70,7 +70,7 @@ pub fn run(args: &InitArgs) -> CmdResult {
     ws.ensure().map_err(Failure::usage)?;
     // A `.ralph/` from before ralph wrote one, or made by hand.
     ws.ensure_gitignore()?;
-    workspace::write_atomic(&task, EXAMPLE.as_bytes())?;
+    write_atomic(&task, EXAMPLE.as_bytes())?;
     for (path, text) in [
         (
             ws.progress(),
@@ -82,7 +82,7 @@ pub fn run(args: &InitArgs) -> CmdResult {
         ),
     ] {
         if std::fs::symlink_metadata(&path).is_err() {
-            workspace::write_atomic(&path, text.as_bytes())?;
+            write_atomic(&path, text.as_bytes())?;
         }
     }
     outln!(

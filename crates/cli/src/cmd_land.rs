@@ -8,9 +8,7 @@ use ralph_git::land::{self, Landing, Method, Options};
 use ralph_git::worktree::{LandState, LoopInfo};
 use ralph_loop::runner::SentBack;
 use ralph_loop::task::{LandMode, LandWith, TaskFile};
-use ralph_protocol::state::{AgentChoice, State, Status};
-use ralph_protocol::text::clean;
-use ralph_protocol::workspace::Workspace;
+use ralph_protocol::{AgentChoice, State, Status, Workspace, clean};
 
 use crate::args::{AgentFlags, DirArg, LandArgs, RunArgs};
 use crate::cmd_worktree::{self, short, slug_of};

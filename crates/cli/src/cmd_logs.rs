@@ -11,8 +11,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use ralph_loop::logs::{self, OutputFile};
-use ralph_protocol::state::{AgentChoice, State, Status};
-use ralph_protocol::workspace::Workspace;
+use ralph_protocol::{AgentChoice, State, Status, Workspace};
 use ralph_signal::{AgentEvent, Decoder, StreamFormat};
 
 use crate::args::LogsArgs;
@@ -40,7 +39,7 @@ pub fn run(args: &LogsArgs) -> CmdResult {
             )));
         }
         for dir in [ws.logs(), ws.dir().to_path_buf()] {
-            ralph_process::watch::watch_blocking(&dir, tx.clone()).map_err(|e| {
+            ralph_process::watch_blocking(&dir, tx.clone()).map_err(|e| {
                 Failure::failed(anyhow::anyhow!("cannot watch {}: {e}", dir.display()))
             })?;
         }
@@ -104,7 +103,7 @@ fn ended(ws: &Workspace) -> String {
             "{}{}",
             s.status.as_str(),
             s.reason
-                .map(|r| format!(" ({})", ralph_protocol::text::clean(&r)))
+                .map(|r| format!(" ({})", ralph_protocol::clean(&r)))
                 .unwrap_or_default()
         ),
         None => "no state recorded".into(),

@@ -10,16 +10,14 @@ use anyhow::Context as _;
 use ralph_loop::agents::Program;
 use ralph_loop::config;
 use ralph_process::Guard;
-use ralph_protocol::event::{Control, LoopEvent};
-use ralph_protocol::state::{AgentChoice, State, Status};
-use ralph_protocol::text::shell_quote;
+use ralph_protocol::{AgentChoice, Control, LoopEvent, State, Status, shell_quote};
 use std::sync::Arc;
 
 use ralph_loop::agent_spec::{AgentSpec, Invocation};
 use ralph_loop::runner::{RunConfig, RunError, RunSettings, Runner, SentBack};
 use ralph_loop::sandbox::{self, Sandbox};
 use ralph_loop::task::{TaskFile, parse_limit, parse_wait};
-use ralph_protocol::workspace::Workspace;
+use ralph_protocol::Workspace;
 use ralph_signal::{StreamFormat, sanitize};
 use tokio::sync::mpsc;
 
@@ -284,7 +282,7 @@ fn sandbox(
     };
     // The settings are the human's: weaker than the last run's, they wait for the human's word.
     if !args.agent_flags.no_sandbox
-        && let Some(state) = ralph_protocol::broker::state_dir()
+        && let Some(state) = ralph_protocol::broker_state_dir()
     {
         match sandbox::record::check_and_record(
             &state,
@@ -401,7 +399,7 @@ fn customize(
 }
 
 /// Starts the guard that stops the agent if this process is killed outright (see
-/// `ralph_process::guard`): this binary again, as `ralph __guard`. Run from `/proc/self/exe` on
+/// `ralph_process::Guard`): this binary again, as `ralph __guard`. Run from `/proc/self/exe` on
 /// Linux, which names this binary even when its file was replaced since (elsewhere, from the
 /// path the system gives for it). Without a guard the loop
 /// still runs (the next `ralph run` stops an orphaned group), with a warning. With `terminal`
@@ -434,7 +432,7 @@ pub fn run_loop(cfg: RunConfig, sandbox: Option<Sandbox>, tui: bool) -> CmdResul
     let bell = cfg.task.notify.bell;
     let desktop = cfg.task.notify.desktop_notification;
     // Before anything is started: what the agent starts outside its process group is then
-    // ralph's to find and stop (see `ralph_process::orphans`).
+    // ralph's to find and stop (see `ralph_process::sweep`).
     if let Err(e) = ralph_process::adopt() {
         eprintln!(
             "ralph: warning: could not become the subreaper of the agent's processes ({e}); a process the agent starts in a session of its own may outlive its iteration"
@@ -523,7 +521,7 @@ pub fn run_loop(cfg: RunConfig, sandbox: Option<Sandbox>, tui: bool) -> CmdResul
 /// Ctrl-C would: the state is saved and the next `ralph run` goes on from it.
 fn stop_when_output_is_unread(controls: mpsc::UnboundedSender<Control>) {
     let watch = move || {
-        if ralph_process::reader::wait_until_reader_gone(std::io::stdout()) {
+        if ralph_process::wait_until_reader_gone(std::io::stdout()) {
             eprintln!(
                 "ralph: nobody reads the output any more (its pipe closed); stopping as Ctrl-C would, with the state saved"
             );

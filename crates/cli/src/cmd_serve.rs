@@ -73,7 +73,7 @@ pub fn run(args: &ServeArgs) -> CmdResult {
 }
 
 fn state_dir() -> Result<std::path::PathBuf, Failure> {
-    ralph_protocol::broker::state_dir().ok_or_else(|| {
+    ralph_protocol::broker_state_dir().ok_or_else(|| {
         Failure::failed(anyhow!(
             "no home directory to keep ralph's state in; set RALPH_STATE_DIR"
         ))
@@ -96,7 +96,7 @@ fn devices() -> CmdResult {
         let agent = b
             .user_agent
             .as_deref()
-            .map(|ua| format!(": {}", ralph_protocol::text::clean(ua)))
+            .map(|ua| format!(": {}", ralph_protocol::clean(ua)))
             .unwrap_or_default();
         outln!("  {}  browser, paired {}{agent}", b.id, when(&b.paired_at));
     }
@@ -111,7 +111,7 @@ fn devices() -> CmdResult {
 fn when(at: &str) -> String {
     match at.get(..16) {
         Some(t) => format!("{} UTC", t.replace('T', " ")),
-        None => ralph_protocol::text::clean(at),
+        None => ralph_protocol::clean(at),
     }
 }
 

@@ -1,12 +1,15 @@
 //! `ralph status`: what the loop is doing, with a waiting question first and loudest.
+//!
+//! The loop's facts (status, iteration, agent, cost) are `state.json`'s; the question waiting
+//! and an answer given to it are the desk's ([`question_waiting`]), as the panel, `ralph
+//! answer` and `ralph serve` see them.
 
 use std::time::SystemTime;
 
-use ralph_protocol::answer::{self, Answer};
-use ralph_protocol::broker;
-use ralph_protocol::state::{PendingQuestion, State, Status};
-use ralph_protocol::text::clean;
-use ralph_protocol::workspace::Workspace;
+use ralph_protocol::{
+    Answer, Channel, PendingQuestion, State, Status, Waiting, Workspace, answer_url, clean,
+    question_waiting, registered_loops,
+};
 use serde_json::json;
 
 use crate::args::StatusArgs;
@@ -37,12 +40,19 @@ pub fn run(args: &StatusArgs) -> CmdResult {
     let ws = Workspace::new(&root);
     ws.check_not_symlink().map_err(Failure::failed)?;
     let state = State::load(&ws).map_err(Failure::failed)?;
+    let waiting = question_waiting(&ws).map_err(Failure::failed)?;
     let live = ws.is_locked();
     let hint = format!("{} \"your answer\"", crate::answer_command(&root));
     if args.json {
         outln!(
             "{}",
-            serde_json::to_string_pretty(&to_json(&ws, state.as_ref(), live, &hint))?
+            serde_json::to_string_pretty(&state_json(
+                &ws,
+                state.as_ref(),
+                waiting.as_ref(),
+                live,
+                &hint
+            ))?
         );
         return Ok(0);
     }
@@ -83,11 +93,11 @@ pub fn run(args: &StatusArgs) -> CmdResult {
     } else {
         outln!("{}: {}{facts}", root.display(), describe(state.status));
     }
-    if let Some(q) = &state.pending_question {
+    if let Some(w) = &waiting {
         print_question(
             &root,
-            q,
-            answer_waiting(&ws, q).as_ref(),
+            &w.pending,
+            w.answer.as_ref(),
             live,
             &crate::answer_command(&root),
         );
@@ -131,7 +141,7 @@ pub fn status_word(status: Status) -> &'static str {
 /// While the loop runs: how long it has run, and the agent's last line.
 fn running_lines(ws: &Workspace, state: &State) -> Vec<String> {
     let mut lines = Vec::new();
-    if let Some(started) = ralph_protocol::state::parse_timestamp(&state.started_at)
+    if let Some(started) = ralph_protocol::parse_timestamp(&state.started_at)
         && let Ok(elapsed) = SystemTime::now().duration_since(started)
     {
         lines.push(format!("elapsed: {}", fmt_duration(elapsed)));
@@ -215,13 +225,13 @@ fn describe(status: Status) -> &'static str {
     }
 }
 
-/// The answer in `.ralph/answer.md`, when it answers `q` and waits to be delivered (one ralph
-/// did not write is no answer: the loop refuses it).
+/// The answer given to `q` and waiting to be delivered, as the desk sees it.
 fn answer_waiting(ws: &Workspace, q: &PendingQuestion) -> Option<Answer> {
-    answer::read(ws)
+    question_waiting(ws)
         .ok()
         .flatten()
-        .filter(|a| q.id.is_answered_by(a) && answer::is_genuine(ws, a))
+        .filter(|w| w.pending.id == q.id)
+        .and_then(|w| w.answer)
 }
 
 /// The question, and how to answer it, or the answer already given when one waits to be
@@ -304,7 +314,7 @@ fn print_question(
     if live {
         outln!("\n  Answer it with:\n    {hint}");
         // The link `--json` gives too: one way to make it.
-        if let Some(url) = broker::answer_url(root, &q.id, broker::Channel::Status) {
+        if let Some(url) = answer_url(root, &q.id, Channel::Status) {
             outln!("  {}", ralph_ui::answer_link(&url));
         }
     } else {
@@ -317,6 +327,18 @@ fn print_question(
 }
 
 fn to_json(ws: &Workspace, state: Option<&State>, live: bool, hint: &str) -> serde_json::Value {
+    let waiting = question_waiting(ws).ok().flatten();
+    state_json(ws, state, waiting.as_ref(), live, hint)
+}
+
+/// One loop as `--json` gives it: `state.json`, with what the desk says of its question.
+fn state_json(
+    ws: &Workspace,
+    state: Option<&State>,
+    waiting: Option<&Waiting>,
+    live: bool,
+    hint: &str,
+) -> serde_json::Value {
     let root = ws.root();
     let Some(state) = state else {
         return json!({"status": "none", "root": root.display().to_string(), "running": false, "iteration": 0, "max_iterations": null, "pid": null, "pending_question": null});
@@ -331,14 +353,17 @@ fn to_json(ws: &Workspace, state: Option<&State>, live: bool, hint: &str) -> ser
         v["worktree"] = w;
     }
     if live {
-        let elapsed = ralph_protocol::state::parse_timestamp(&state.started_at)
+        let elapsed = ralph_protocol::parse_timestamp(&state.started_at)
             .and_then(|t| SystemTime::now().duration_since(t).ok())
             .map(|d| d.as_secs());
         v["elapsed_seconds"] = json!(elapsed);
         let format = crate::cmd_logs::agent_format(Some(state));
         v["last_line"] = json!(crate::cmd_logs::last_line(ws, format));
     }
-    if let Some(q) = &state.pending_question {
+    v["pending_question"] = serde_json::Value::Null;
+    if let Some(w) = waiting {
+        let q = &w.pending;
+        v["pending_question"] = serde_json::to_value(q).unwrap_or_default();
         let now = SystemTime::now();
         let waited = q
             .asked_at_time()
@@ -352,14 +377,14 @@ fn to_json(ws: &Workspace, state: Option<&State>, live: bool, hint: &str) -> ser
         v["pending_question"]["waited_seconds"] = json!(waited);
         v["pending_question"]["seconds_left"] = json!(left);
         v["pending_question"]["answer_command"] = json!(hint);
-        let waiting = answer_waiting(ws, q);
         // A link only while the question can still be answered (one is minted per call).
-        let url = waiting
+        let url = w
+            .answer
             .is_none()
-            .then(|| broker::answer_url(root, &q.id, broker::Channel::Status))
+            .then(|| answer_url(root, &q.id, Channel::Status))
             .flatten();
         v["pending_question"]["answer_url"] = json!(url);
-        v["pending_question"]["answer_waiting"] = match waiting {
+        v["pending_question"]["answer_waiting"] = match &w.answer {
             Some(a) => json!({"text": a.text, "by": a.source()}),
             None => serde_json::Value::Null,
         };

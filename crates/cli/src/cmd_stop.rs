@@ -8,9 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-use ralph_protocol::state::State;
-use ralph_protocol::stop::{self, StopBy};
-use ralph_protocol::workspace::Workspace;
+use ralph_protocol::{State, StopBy, Workspace, request_stop};
 
 use crate::args::StopArgs;
 use crate::{CmdResult, Failure};
@@ -32,10 +30,10 @@ pub fn run(args: &StopArgs) -> CmdResult {
     }
     let (tx, rx) = std::sync::mpsc::channel();
     // Before the request: the loop's answer to it must not be missed.
-    ralph_process::watch::watch_blocking(ws.dir(), tx).map_err(|e| {
+    ralph_process::watch_blocking(ws.dir(), tx).map_err(|e| {
         Failure::failed(anyhow::anyhow!("cannot watch {}: {e}", ws.dir().display()))
     })?;
-    stop::request(&ws, StopBy::Command).map_err(Failure::failed)?;
+    request_stop(&ws, StopBy::Command).map_err(Failure::failed)?;
     eprintln!(
         "ralph: asked the loop in {} to stop; waiting for it to save its state…",
         root.display()

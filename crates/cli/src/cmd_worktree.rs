@@ -7,9 +7,7 @@ use anyhow::anyhow;
 use ralph_git::Git;
 use ralph_git::worktree::{self, LandState, LoopInfo, NewWorktree};
 use ralph_loop::task::TaskFile;
-use ralph_protocol::state::State;
-use ralph_protocol::user_dirs::{UserDir, user_dir};
-use ralph_protocol::workspace::Workspace;
+use ralph_protocol::{State, UserDir, Workspace, user_dir};
 
 use crate::args::{WorktreeArgs, WorktreeCommand};
 use crate::{CmdResult, Failure};
@@ -131,9 +129,7 @@ pub fn state_of(info: &LoopInfo) -> String {
     }
     let ws = Workspace::new(&info.worktree);
     match State::load(&ws).ok().flatten() {
-        Some(s)
-            if ws.is_locked() || !matches!(s.status, ralph_protocol::state::Status::Running) =>
-        {
+        Some(s) if ws.is_locked() || !matches!(s.status, ralph_protocol::Status::Running) => {
             crate::cmd_status::status_word(s.status).to_owned()
         }
         Some(_) => "failed".to_owned(),
@@ -235,7 +231,7 @@ pub fn status_lines(root: &Path) -> Vec<String> {
             format!("state: {}", state_of(&info)),
         ];
         if let Some(r) = &info.reason {
-            lines.push(format!("landing: {}", ralph_protocol::text::clean(r)));
+            lines.push(format!("landing: {}", ralph_protocol::clean(r)));
         }
         return lines;
     }

@@ -13,11 +13,10 @@ use std::time::Duration;
 use anyhow::{Context as _, anyhow};
 use ralph_loop::runner::{RunConfig, RunSettings};
 use ralph_loop::task::{TaskFile, parse_wait};
-use ralph_protocol::answer::Answer;
-use ralph_protocol::question::{Question, QuestionOption};
-use ralph_protocol::state::AgentChoice;
-use ralph_protocol::text::shell_quote;
-use ralph_protocol::workspace::{self, Workspace};
+use ralph_protocol::{
+    AgentChoice, Answer, Question, QuestionOption, Workspace, append, read_text, shell_quote,
+    write_atomic,
+};
 
 use crate::args::DemoArgs;
 use crate::demo_task::{DEMO_TASK, is_demo_task};
@@ -140,7 +139,7 @@ pub fn agent() -> CmdResult {
         return Ok(0);
     }
 
-    let answer = workspace::read_text(&ws.answer())?.map(|raw| Answer::parse(&raw).text);
+    let answer = read_text(&ws.answer())?.map(|raw| Answer::parse(&raw).text);
     let gave_up_waiting = prompt.contains("Your question went unanswered")
         || prompt.contains("skipped your question");
     if answer.is_none() && !gave_up_waiting {
@@ -159,7 +158,7 @@ pub fn agent() -> CmdResult {
             context: Some("The team writes in English, but the new teammate is from Lyon.".into()),
             warning: None,
         };
-        workspace::write_atomic(&ws.question(), q.to_markdown().as_bytes())?;
+        write_atomic(&ws.question(), q.to_markdown().as_bytes())?;
         progress(
             &ws,
             "Asked which language the greeting should be in (default: English).",
@@ -231,7 +230,7 @@ fn say(line: &str) {
 
 fn progress(ws: &Workspace, line: &str) -> Result<(), Failure> {
     let iteration = std::env::var("RALPH_ITERATION").unwrap_or_default();
-    workspace::append(
+    append(
         &ws.progress(),
         format!("- iteration {iteration}: {line}\n").as_bytes(),
     )?;
@@ -241,13 +240,13 @@ fn progress(ws: &Workspace, line: &str) -> Result<(), Failure> {
 fn check_first(task_file: &Path) -> Result<(), Failure> {
     let text = std::fs::read_to_string(task_file)?;
     let text = text.replacen("- [ ]", "- [x]", 1);
-    workspace::write_atomic(task_file, text.as_bytes())?;
+    write_atomic(task_file, text.as_bytes())?;
     Ok(())
 }
 
 fn check_all(task_file: &Path) -> Result<(), Failure> {
     let text = std::fs::read_to_string(task_file)?;
-    workspace::write_atomic(task_file, text.replace("- [ ]", "- [x]").as_bytes())?;
+    write_atomic(task_file, text.replace("- [ ]", "- [x]").as_bytes())?;
     Ok(())
 }
 

@@ -14,10 +14,10 @@ use std::time::{Instant, SystemTime};
 
 use ralph_fleet::rows::{Collector, LastSaid, LoopRow, sort};
 use ralph_git::worktree::LoopInfo;
-use ralph_protocol::answer::AnsweredBy;
-use ralph_protocol::desk::{self, QuestionId, Reply, Submitted};
-use ralph_protocol::workspace::Workspace;
-use ralph_protocol::{broker, registry, stop};
+use ralph_protocol::{
+    AnsweredBy, QuestionId, Reply, Request, StopBy, Submitted, Workspace, answer_question,
+    describe_span, question_waiting, registry_dir, request_stop, send_request,
+};
 use ralph_ui::{FleetAction, FleetHost, FleetView};
 
 /// How to show the loops.
@@ -53,7 +53,7 @@ pub fn show(opts: ShowOptions) -> io::Result<()> {
         watcher,
     };
     // A loop that starts registers here: the view hears of it at once.
-    if let Some(dir) = registry::registry_dir()
+    if let Some(dir) = registry_dir()
         // As the registry makes it: it lists the user's projects, for the user alone.
         && std::fs::DirBuilder::new()
             .recursive(true)
@@ -145,7 +145,7 @@ impl FleetHost for Host {
 
     fn act(&mut self, action: FleetAction, view: &mut FleetView, now: Instant) {
         let note = match action {
-            FleetAction::Open(root) => match desk::waiting(&Workspace::new(&root)) {
+            FleetAction::Open(root) => match question_waiting(&Workspace::new(&root)) {
                 Ok(Some(w)) => {
                     view.open_question(&root, &w.pending, now, SystemTime::now());
                     return;
@@ -161,24 +161,20 @@ impl FleetHost for Host {
                 view.close_question();
                 request(
                     &root,
-                    &broker::Request::skip(&id),
+                    &Request::skip(&id),
                     "Skipped: the agent goes on with its best guess.",
                 )
             }
-            FleetAction::Extend { root, id, by } => match broker::Request::extend(&id, by) {
+            FleetAction::Extend { root, id, by } => match Request::extend(&id, by) {
                 Ok(req) => request(
                     &root,
                     &req,
-                    &format!(
-                        "Asked {} for {} more.",
-                        name(&root),
-                        broker::describe_span(by)
-                    ),
+                    &format!("Asked {} for {} more.", name(&root), describe_span(by)),
                 ),
                 Err(why) => why,
             },
             FleetAction::Stop(root) => {
-                match stop::request(&Workspace::new(&root), stop::StopBy::Command) {
+                match request_stop(&Workspace::new(&root), StopBy::Command) {
                     Ok(()) => format!("Asked {} to stop; `r` runs it again.", name(&root)),
                     Err(e) => format!("Could not ask {} to stop: {e}", name(&root)),
                 }
@@ -220,8 +216,8 @@ fn name(root: &Path) -> String {
 /// Answers the question `id` of the loop in `root` through its desk; what happened, in words.
 fn answer(root: &Path, id: &QuestionId, text: String) -> String {
     let ws = Workspace::new(root);
-    let first = ralph_protocol::text::one_line(text.lines().next().unwrap_or(""), 60);
-    match desk::answer(
+    let first = ralph_protocol::one_line(text.lines().next().unwrap_or(""), 60);
+    match answer_question(
         &ws,
         Some(id),
         &Reply::Text(text),
@@ -244,8 +240,8 @@ fn answer(root: &Path, id: &QuestionId, text: String) -> String {
 }
 
 /// Sends the loop in `root` a request for its waiting question (skip, more time).
-fn request(root: &Path, req: &broker::Request, done: &str) -> String {
-    match broker::request(&Workspace::new(root), req) {
+fn request(root: &Path, req: &Request, done: &str) -> String {
+    match send_request(&Workspace::new(root), req) {
         Ok(()) => done.to_owned(),
         Err(e) => format!("Could not reach the loop in {}: {e}", name(root)),
     }
@@ -254,7 +250,7 @@ fn request(root: &Path, req: &broker::Request, done: &str) -> String {
 /// Runs the loop in `root` again, detached, with the agent its last run had; what happened,
 /// in words (a run that refuses to start says why at once).
 fn retry(root: &Path) -> String {
-    use ralph_protocol::state::{AgentChoice, State};
+    use ralph_protocol::{AgentChoice, State};
     let mut args: Vec<OsString> = vec!["run".into(), "-C".into(), root.into(), "--no-tui".into()];
     if let Some(task) = LoopInfo::load(&root.join(".ralph")).and_then(|i| i.task_file) {
         args.extend(["--worktree".into(), "--task".into(), task.into()]);
@@ -297,7 +293,7 @@ fn retry(root: &Path) -> String {
             return format!(
                 "`ralph run` in {} ended at once ({status}): {}",
                 name(root),
-                ralph_protocol::text::one_line(last, 200)
+                ralph_protocol::one_line(last, 200)
             );
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
@@ -315,7 +311,7 @@ fn spawn_detached(
     what: &str,
     args: &[OsString],
 ) -> io::Result<(PathBuf, std::process::Child)> {
-    let dir = ralph_protocol::user_dirs::user_dir(ralph_protocol::user_dirs::UserDir::State)
+    let dir = ralph_protocol::user_dir(ralph_protocol::UserDir::State)
         .ok_or_else(|| io::Error::other("no state directory; set RALPH_STATE_DIR"))?
         .join("fleet-view");
     std::fs::create_dir_all(&dir)?;

@@ -12,12 +12,10 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::anyhow;
-use ralph_protocol::registry;
-use ralph_protocol::state::{State, Status};
-use ralph_protocol::workspace::{DIR_NAME, Workspace};
+use ralph_protocol::{DIR_NAME, State, Status, Workspace, registered_loops};
 
 use crate::Failure;
-use ralph_protocol::text::shell_quote;
+use ralph_protocol::shell_quote;
 
 /// The project `dir` is in: `dir` or its nearest ancestor holding `.ralph/` or
 /// `RALPH_TASK.md`; `None` outside any project. `dir` must exist (a usage error otherwise).
@@ -78,7 +76,7 @@ pub fn target(dir: &Path) -> Result<Target, Failure> {
 
 /// The roots of the running loops on this machine whose question waits for an answer.
 fn waiting_loops() -> Vec<PathBuf> {
-    registry::list()
+    registered_loops()
         .into_iter()
         .filter(|entry| {
             State::load(&Workspace::new(&entry.root))

@@ -42,7 +42,7 @@ mod locate;
 use std::process::ExitCode;
 
 use clap::Parser;
-use ralph_protocol::text::shell_quote;
+use ralph_protocol::shell_quote;
 
 use crate::args::{Cli, Command, Internal, InternalCli};
 
@@ -168,7 +168,7 @@ fn run_internal(command: Internal) -> CmdResult {
             ralph_process::guard_main(&ralph_dir, terminal, run.as_deref());
             Ok(0)
         }
-        Internal::Sandbox => Ok(u8::try_from(ralph_process::sandbox::main()).unwrap_or(1)),
+        Internal::Sandbox => Ok(u8::try_from(ralph_process::sandbox_main()).unwrap_or(1)),
     }
 }
 
@@ -217,7 +217,7 @@ pub fn program() -> String {
 
 /// The command that answers the loop in `root`, without the answer: `ralph answer -C /dir`.
 pub fn answer_command(root: &std::path::Path) -> String {
-    ralph_protocol::desk::answer_command(&program(), root)
+    ralph_protocol::answer_command(&program(), root)
 }
 
 /// The command that runs (and resumes) the loop in `root`: `ralph run -C /dir`.

@@ -96,7 +96,7 @@ pub fn fleet_id(task_files: &[PathBuf]) -> String {
         .collect();
     paths.sort();
     paths.dedup();
-    let digest = ralph_protocol::state::task_digest(paths.join("\0").as_bytes());
+    let digest = ralph_protocol::task_digest(paths.join("\0").as_bytes());
     digest[..12].to_owned()
 }
 
@@ -126,7 +126,7 @@ impl Fleet {
     pub fn save(&self, dir: &Path) -> std::io::Result<()> {
         std::fs::create_dir_all(dir)?;
         let json = serde_json::to_vec_pretty(self).expect("serializes");
-        ralph_protocol::workspace::write_atomic(&Fleet::path(dir, &self.id), &json)
+        ralph_protocol::write_atomic(&Fleet::path(dir, &self.id), &json)
             .map_err(std::io::Error::other)
     }
 

@@ -6,8 +6,7 @@
 use std::path::Path;
 
 use ralph_git::worktree::{LandState, LoopInfo};
-use ralph_protocol::state::{State, Status};
-use ralph_protocol::workspace::Workspace;
+use ralph_protocol::{State, Status, Workspace};
 
 /// A loop's phase, for scheduling and the summary.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -92,7 +92,7 @@ pub fn claim(dir: &Path, worktree: &Path) -> Result<u16, PortError> {
             worktree: worktree.to_path_buf(),
         })
         .expect("serializes");
-        ralph_protocol::workspace::write_atomic(&path, &json)
+        ralph_protocol::write_atomic(&path, &json)
             .map_err(|e| io(&path)(std::io::Error::other(e)))?;
         return Ok(first);
     }
@@ -163,7 +163,7 @@ fn held(worktree: &Path) -> bool {
         // the block back if that run ends without one, `ralph fleet prune` if the fleet died.
         return true;
     }
-    let running = ralph_protocol::workspace::Workspace::new(worktree).is_locked();
+    let running = ralph_protocol::Workspace::new(worktree).is_locked();
     let over = LoopInfo::load(&ralph_dir)
         .and_then(|i| i.land)
         .is_some_and(|l| matches!(l, LandState::Landed | LandState::Discarded));

@@ -13,7 +13,7 @@ use std::path::Path;
 
 use ralph_git::Git;
 use ralph_git::worktree::{self, LandState, LoopInfo};
-use ralph_protocol::workspace::Workspace;
+use ralph_protocol::Workspace;
 
 use crate::observe::{self, End, Phase};
 use crate::ports;

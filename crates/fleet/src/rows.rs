@@ -19,18 +19,16 @@
 //!
 //! Everything the agent wrote (its last line, the task's summary, the question, the reason a
 //! loop ended) is cleaned of control and bidirectional characters here, once, with
-//! `ralph_protocol::text::one_line`; every front end shows the rows as they are.
+//! `ralph_protocol::one_line`; every front end shows the rows as they are.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
 use ralph_git::worktree::{self, LandState, LoopInfo};
-use ralph_protocol::registry;
-use ralph_protocol::state::{State, Status, parse_timestamp};
-use ralph_protocol::text::one_line;
-use ralph_protocol::user_dirs::{UserDir, user_dir};
-use ralph_protocol::workspace::Workspace;
+use ralph_protocol::{
+    State, Status, UserDir, Workspace, one_line, parse_timestamp, registered_loops, user_dir,
+};
 use serde::{Deserialize, Serialize};
 
 /// How long a [`Collector`] keeps a running loop's diff stat before it asks git again.
@@ -310,7 +308,7 @@ impl Collector {
             }
             return roots;
         }
-        let mut roots: Vec<PathBuf> = registry::list().into_iter().map(|e| e.root).collect();
+        let mut roots: Vec<PathBuf> = registered_loops().into_iter().map(|e| e.root).collect();
         if let Some(data) = &self.data {
             for info in worktree::all_loops(data) {
                 let w = canonical(&info.worktree);
@@ -497,7 +495,7 @@ fn row_state(
     match state.status {
         Status::WaitingInput | Status::Running if live => {
             let waits = state.pending_question.as_ref().is_some_and(|q| {
-                !ralph_protocol::answer::read(ws)
+                !ralph_protocol::read_answer(ws)
                     .ok()
                     .flatten()
                     .is_some_and(|a| q.id.is_answered_by(&a))

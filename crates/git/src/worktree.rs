@@ -97,8 +97,7 @@ impl LoopInfo {
     pub fn save(&self, ralph_dir: &Path) -> Result<(), GitError> {
         let path = LoopInfo::path(ralph_dir);
         let json = serde_json::to_vec_pretty(self).expect("serializes");
-        ralph_protocol::workspace::write_atomic(&path, &json)
-            .map_err(|e| GitError::Other(e.to_string()))
+        ralph_protocol::write_atomic(&path, &json).map_err(|e| GitError::Other(e.to_string()))
     }
 }
 
@@ -207,7 +206,7 @@ pub fn create(new: &NewWorktree<'_>) -> Result<LoopInfo, GitError> {
             std::fs::copy(&src, &dst).map_err(|e| GitError::io(&src, e))?;
         }
     }
-    ralph_protocol::workspace::Workspace::new(&dir)
+    ralph_protocol::Workspace::new(&dir)
         .ensure()
         .map_err(|e| GitError::Other(e.to_string()))?;
     if let Some(cmd) = new.setup {
@@ -290,7 +289,7 @@ pub(crate) fn record_checkout_move(
     lines.push(format!("{}\t{from}\t{to}", checkout.display()));
     let skip = lines.len().saturating_sub(MOVES_KEPT);
     let text = lines[skip..].join("\n") + "\n";
-    ralph_protocol::workspace::write_atomic(&path, text.as_bytes())
+    ralph_protocol::write_atomic(&path, text.as_bytes())
         .map_err(|e| GitError::io(&path, std::io::Error::other(e.to_string())))
 }
 
@@ -430,7 +429,7 @@ pub fn check_checkout(ralph_dir: &Path, start: bool) -> Option<String> {
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok());
     let json = serde_json::to_vec(&now).expect("serializes");
-    let _ = ralph_protocol::workspace::write_atomic(&path, &json);
+    let _ = ralph_protocol::write_atomic(&path, &json);
     if start {
         return None;
     }
@@ -444,7 +443,7 @@ pub fn check_checkout(ralph_dir: &Path, start: bool) -> Option<String> {
         {
             now = again;
             let json = serde_json::to_vec(&now).expect("serializes");
-            let _ = ralph_protocol::workspace::write_atomic(&path, &json);
+            let _ = ralph_protocol::write_atomic(&path, &json);
         }
     }
     if now.only_landed_since(&before, &info.repo) {

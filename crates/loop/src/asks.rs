@@ -1,7 +1,7 @@
 //! Whether a `ralph ask` that claimed the question (`.ralph/ask.json`) is still there to
 //! receive its answer: what the loop and a second `ralph ask` both need to know.
 
-use ralph_protocol::state::{AskClaim, parse_timestamp};
+use ralph_protocol::{AskClaim, parse_timestamp};
 
 /// Whether the `ralph ask` that wrote `claim` is gone (killed with its agent, or by the agent's
 /// tool timeout): no process has its pid, or the one that has it now started after the claim

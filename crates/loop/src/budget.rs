@@ -27,8 +27,10 @@
 //! one model's limit would have allowed another costs minutes, where retrying into a shared
 //! limit costs failures.
 
-use ralph_protocol::budget::fleet::{FLEET_ENV, FLEET_MAX_COST_ENV, check_fleet_id};
-use ralph_protocol::budget::limits::AgentKey;
+use ralph_protocol::{
+    budget::fleet::FLEET_ENV, budget::fleet::FLEET_MAX_COST_ENV, budget::fleet::check_fleet_id,
+    budget::limits::AgentKey,
+};
 use ralph_signal::StreamFormat;
 
 use crate::agent_spec::AgentSpec;

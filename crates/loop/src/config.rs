@@ -16,12 +16,12 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use ralph_protocol::user_dirs::{UserDir, user_dir};
+use ralph_protocol::{UserDir, user_dir};
 use serde::Deserialize;
 
 use crate::logs::LogBudget;
 use crate::task::{CONFIG_KEYS, Key, TaskFile, TaskWarning, WarningKind};
-use ralph_protocol::workspace::{self, Workspace};
+use ralph_protocol::{Workspace, read_text};
 
 /// What a config file may set.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -90,7 +90,7 @@ impl Config {
 
     /// Reads a config file; `Ok(None)` when there is none.
     pub fn load_file(path: &Path) -> Result<Option<Config>, ConfigError> {
-        let text = match workspace::read_text(path) {
+        let text = match read_text(path) {
             Ok(Some(t)) => t,
             Ok(None) => return Ok(None),
             Err(e) => {

@@ -9,7 +9,7 @@
 
 use serde_json::{Value, json};
 
-use ralph_protocol::question::{Question, QuestionOption};
+use ralph_protocol::{Question, QuestionOption};
 
 /// The name of Claude Code's question tool.
 pub const ASK_TOOL: &str = "AskUserQuestion";

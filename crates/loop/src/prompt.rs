@@ -11,7 +11,7 @@
 use std::fmt::Write as _;
 
 use crate::task::TaskFile;
-use ralph_protocol::question::Question;
+use ralph_protocol::Question;
 
 /// Something the previous iteration (or a human) left for the next prompt.
 #[derive(Debug, Clone, PartialEq)]

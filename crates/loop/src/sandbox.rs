@@ -1,7 +1,7 @@
 //! The agent's sandbox, as a run sets it up: what the agent may write and read, the line the
 //! run starts with, and the line ralph adds when the agent is refused a path.
 //!
-//! The ruleset itself is Landlock's, applied by `ralph-sandbox` (or `ralph __sandbox`; [`ralph_process::sandbox`]):
+//! The ruleset itself is Landlock's, applied by `ralph-sandbox` (or `ralph __sandbox`; [`ralph_process::sandbox_main`]):
 //! [`Sandbox::wrap`] turns the agent's command line into that process's, once per agent start.
 //! What goes in it ([`plan`]):
 //!
@@ -28,8 +28,8 @@ use std::path::{Path, PathBuf};
 
 pub mod record;
 
-use ralph_process::sandbox::{self as fence, COMMAND_ENV, POLICY_ENV, Policy, Support};
-use ralph_protocol::user_dirs::{UserDir, user_dir};
+use ralph_process::{SANDBOX_COMMAND_ENV, SANDBOX_POLICY_ENV, SandboxPolicy, SandboxSupport};
+use ralph_protocol::{UserDir, user_dir};
 
 /// `sandbox:` in the task file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -60,7 +60,7 @@ pub struct SandboxSettings {
 /// output for refusals.
 #[derive(Debug)]
 pub struct Sandbox {
-    policy: Policy,
+    policy: SandboxPolicy,
     /// What applies the ruleset and execs the agent: `ralph-sandbox` beside `ralph`, or
     /// `ralph __sandbox` where it is not there.
     helper: String,
@@ -78,7 +78,7 @@ pub struct Sandbox {
 /// or `ralph __sandbox` where it is not installed.
 fn helper(ralph: &Path) -> String {
     let small = ralph.with_file_name(fence::HELPER);
-    if ralph_process::sys::is_executable(&small) {
+    if ralph_process::is_executable(&small) {
         quote(&small.to_string_lossy())
     } else {
         format!("{} __sandbox", quote(&ralph.to_string_lossy()))
@@ -132,7 +132,7 @@ pub fn plan(inputs: &Inputs<'_>) -> Result<(Plan, Vec<String>), String> {
             Vec::new(),
         ));
     }
-    if let Support::Missing { why } = fence::support() {
+    if let SandboxSupport::Missing { why } = ralph_process::sandbox_support() {
         if settings.mode == Mode::Required {
             return Err(format!(
                 "`sandbox: required` in the task file, and the agent cannot be sandboxed here: {why}. Run it where Landlock is (Linux 5.13 or later), or set `sandbox: true` to run unsandboxed with a warning"
@@ -222,7 +222,7 @@ pub fn plan(inputs: &Inputs<'_>) -> Result<(Plan, Vec<String>), String> {
     read.retain(clear);
     dedup(&mut write);
     dedup(&mut read);
-    let policy = Policy {
+    let policy = SandboxPolicy {
         write,
         read,
         ports: settings.net.clone(),
@@ -273,7 +273,7 @@ impl Sandbox {
     }
 
     /// The policy (for `ralph doctor` and tests).
-    pub fn policy(&self) -> &Policy {
+    pub fn policy(&self) -> &SandboxPolicy {
         &self.policy
     }
 
@@ -297,11 +297,11 @@ impl Sandbox {
             .find(|(k, _)| k == "PATH")
             .map(|(_, v)| std::ffi::OsString::from(v))
             .or_else(|| std::env::var_os("PATH"));
-        let exec = ralph_process::command_line::resolve(command, dir, path.as_deref())?;
+        let exec = ralph_process::resolve(command, dir, path.as_deref())?;
         let tmp = self.tmp.path().display().to_string();
         env.extend([
-            (POLICY_ENV.to_owned(), self.policy.encode()),
-            (COMMAND_ENV.to_owned(), exec.encode()),
+            (SANDBOX_POLICY_ENV.to_owned(), self.policy.encode()),
+            (SANDBOX_COMMAND_ENV.to_owned(), exec.encode()),
             ("TMPDIR".to_owned(), tmp.clone()),
             ("TMP".to_owned(), tmp.clone()),
             ("TEMP".to_owned(), tmp),
@@ -570,7 +570,7 @@ fn git_dirs_outside(root: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
 /// path it names.
 fn program_dirs(command: &str, root: &Path) -> Vec<PathBuf> {
     let path = std::env::var_os("PATH");
-    let Ok(cmd) = ralph_process::command_line::std_command(command, root, path.as_deref()) else {
+    let Ok(cmd) = ralph_process::std_command(command, root, path.as_deref()) else {
         return Vec::new();
     };
     let program = PathBuf::from(cmd.get_program());
@@ -586,7 +586,7 @@ fn program_dirs(command: &str, root: &Path) -> Vec<PathBuf> {
         if !named.is_file() || SYSTEM.iter().any(|s| named.starts_with(s)) {
             continue;
         }
-        let runs = ralph_process::sys::is_executable(&named)
+        let runs = ralph_process::is_executable(&named)
             || named.extension().is_some_and(|e| {
                 ["js", "mjs", "cjs", "ts", "py", "rb", "sh"]
                     .iter()

@@ -75,7 +75,7 @@ pub fn std_command(
 
 /// What runs `line` in `dir` with the child's `PATH` (`path_var`): its program found
 /// ([`direct_words`]), or `sh -c line`; for [`std_command`], and for the sandbox, which execs
-/// it in its own place ([`crate::sandbox::main`]).
+/// it in its own place ([`crate::sandbox_main`]).
 pub fn resolve(line: &str, dir: &Path, path_var: Option<&OsStr>) -> io::Result<Exec> {
     let Some(words) = direct_words(line) else {
         return Ok(Exec {

@@ -14,38 +14,47 @@
 //! # Backends
 //!
 //! What the operating system says about a pid (alive, a zombie, when it started, its parent,
-//! its group, its environment) is read in one place, [`sys`]; what changes in a directory
-//! (`.ralph/`, the registry) is learnt in one other, [`watch`]. Each has two backends behind
+//! its group, its environment) is read in one place, the `sys` module ([`stat`], [`is_alive`]);
+//! what changes in a directory (`.ralph/`, the registry) is learnt in one other, `watch`
+//! ([`DirWatch`], [`DirsWatch`]). Each has two backends behind
 //! one API: the Linux one (`/proc`, `PR_SET_CHILD_SUBREAPER`, inotify) and the portable one
 //! (`sysinfo`, a walk of the process table, `notify`), built on every other target and, on
-//! Linux, with the `portable` feature, so CI runs it too. [`sys::BACKEND`] names the one
+//! Linux, with the `portable` feature, so CI runs it too. [`BACKEND`] names the one
 //! built.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub)]
 
 mod adopt;
-pub mod command_line;
+mod command_line;
 mod group;
-pub mod guard;
-pub mod orphans;
-pub mod reader;
-pub mod sandbox;
-pub mod supervisor;
-pub mod sys;
-pub mod watch;
+mod guard;
+mod orphans;
+mod reader;
+mod sandbox;
+mod supervisor;
+mod sys;
+mod watch;
 
 pub use adopt::{adopt, adopting, spawn};
-pub use command_line::{command, direct_words};
+pub use command_line::{command, direct_words, std_command};
 pub use group::{Group, GroupDue, GroupState};
 pub use guard::{Guard, GuardedRun, SavedTerminal, guard_main};
 pub use orphans::{
     RUN_VAR, Swept, group_is_ours, lineage_groups, mark_of, ralph_dir_value, run_id, run_mark,
     stop_everywhere, sweep, terminate,
 };
+pub use reader::wait_until_reader_gone;
+pub use sandbox::{
+    COMMAND_ENV as SANDBOX_COMMAND_ENV, POLICY_ENV as SANDBOX_POLICY_ENV, Policy as SandboxPolicy,
+    Support as SandboxSupport, TEST_ABI_ENV as SANDBOX_TEST_ABI_ENV, main as sandbox_main,
+    support as sandbox_support,
+};
 pub use supervisor::{
     Spawned, Stopped, describe_exit, group_alive, kill_group_now, live_members, spawn_shell,
     spawn_shell_open, stop_group, stop_group_blocking,
 };
-pub use sys::{ProcStat, gone_since, is_alive, is_executable, processes, started_at, stat};
+pub use sys::{
+    BACKEND, ProcStat, SUBREAPER, gone_since, is_alive, is_executable, processes, started_at, stat,
+};
 pub use watch::{DirWatch, DirsWatch, watch_async, watch_blocking};

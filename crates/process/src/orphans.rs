@@ -266,17 +266,22 @@ struct Escapee {
 /// their parent is gone, are the group's to stop).
 fn look(mark: &[u8], stopped_group: i32, reaped: &mut usize) -> Vec<Escapee> {
     let mut started = started();
-    let children = sys::own_children();
-    // A child its starter has reaped is no longer one of ours: forget it, so that its pid,
-    // should it come back as an adopted orphan's, is not mistaken for it.
-    started.retain(|pid| children.contains(pid));
-    let own_group = getpgrp().as_raw();
-    let mut escapees = Vec::new();
     let found = if sys::SUBREAPER {
+        let children = sys::own_children();
+        // A child its starter has reaped is no longer one of ours: forget it, so that its
+        // pid, should it come back as an adopted orphan's, is not mistaken for it.
+        started.retain(|pid| children.contains(pid));
         children
     } else {
+        // The same, asked of the few children it started, one by one: the table is read once,
+        // by `strays`, not once more for the children (a read of every process's stat, which
+        // the question shown after an agent run waited for).
+        let me = getpid().as_raw();
+        started.retain(|&pid| stat_of(pid).is_some_and(|s| s.parent == me));
         strays(mark)
     };
+    let own_group = getpgrp().as_raw();
+    let mut escapees = Vec::new();
     for pid in found {
         if started.contains(&pid) {
             continue;

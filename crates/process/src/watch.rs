@@ -8,14 +8,99 @@
 //! elsewhere. Either way a change to a watched file sends `()` on a channel and the receiver
 //! looks at the files; reads never do.
 
+use std::collections::HashMap;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use tokio::sync::mpsc;
+
 #[cfg(all(target_os = "linux", not(feature = "portable")))]
 mod linux;
 #[cfg(all(target_os = "linux", not(feature = "portable")))]
-pub use linux::{DirWatch, DirsWatch, watch_async, watch_blocking};
+use linux as backend;
 #[cfg(any(not(target_os = "linux"), feature = "portable"))]
 mod portable;
 #[cfg(any(not(target_os = "linux"), feature = "portable"))]
-pub use portable::{DirWatch, DirsWatch, watch_async, watch_blocking};
+use portable as backend;
+
+pub use backend::{DirWatch, watch_async, watch_blocking};
+
+/// Many directories watched through one backend watcher (one inotify instance, one `notify`
+/// watcher), each for the files it names (or for any change), each sending on a channel of its
+/// own; directories come and go while it runs.
+///
+/// One instance however many directories: the kernel allows a user 128 inotify instances by
+/// default (`fs.inotify.max_user_instances`) and far more watches, and a broker following fifty
+/// loops beside the fifty loops' own watches would run out of instances with one each. Dropped,
+/// it stops. Must be made in a Tokio runtime (the Linux backend reads the events there).
+#[derive(Debug)]
+pub struct DirsWatch {
+    watcher: backend::Dirs,
+    /// Keyed as the backend's events name a directory.
+    targets: Targets<backend::Key>,
+    /// The directories as given, and their keys in `targets`.
+    by_dir: HashMap<PathBuf, backend::Key>,
+}
+
+/// What one watched directory wants: changes to the files it names (to any entry when
+/// `None`), said on its channel.
+#[derive(Debug)]
+struct Target {
+    names: Option<&'static [&'static str]>,
+    tx: mpsc::UnboundedSender<()>,
+}
+
+/// The watched directories, shared with the backend's reader of events.
+type Targets<K> = Arc<Mutex<HashMap<K, Target>>>;
+
+fn lock<K>(targets: &Targets<K>) -> MutexGuard<'_, HashMap<K, Target>> {
+    targets.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl DirsWatch {
+    /// An instance watching nothing yet.
+    pub fn new() -> io::Result<DirsWatch> {
+        let targets = Targets::default();
+        Ok(DirsWatch {
+            watcher: backend::Dirs::new(Arc::clone(&targets))?,
+            targets,
+            by_dir: HashMap::new(),
+        })
+    }
+
+    /// Watches `dir` (not its subdirectories): `()` on `tx` for every change to a file named
+    /// one of `names`, or to any entry when `names` is `None`.
+    pub fn add(
+        &mut self,
+        dir: &Path,
+        names: Option<&'static [&'static str]>,
+        tx: mpsc::UnboundedSender<()>,
+    ) -> io::Result<()> {
+        let key = self.watcher.watch(dir)?;
+        lock(&self.targets).insert(key.clone(), Target { names, tx });
+        self.by_dir.insert(dir.to_path_buf(), key);
+        Ok(())
+    }
+
+    /// Stops watching `dir`.
+    pub fn remove(&mut self, dir: &Path) {
+        if let Some(key) = self.by_dir.remove(dir) {
+            lock(&self.targets).remove(&key);
+            self.watcher.unwatch(dir, key);
+        }
+    }
+
+    /// Whether `dir` is watched.
+    pub fn contains(&self, dir: &Path) -> bool {
+        self.by_dir.contains_key(dir)
+    }
+
+    /// The directories watched.
+    pub fn dirs(&self) -> impl Iterator<Item = &Path> {
+        self.by_dir.keys().map(PathBuf::as_path)
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -13,7 +13,6 @@ use std::time::{Duration, Instant};
 
 use ralph_process::Stopped;
 use ralph_process::Swept;
-use ralph_process::sys;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -88,7 +87,7 @@ fn read_pids(file: &std::path::Path, want: usize) -> Vec<i32> {
 
 /// The process's state letter, if there is such a process.
 fn state(pid: i32) -> Option<char> {
-    sys::stat(u32::try_from(pid).ok()?).map(|s| s.state)
+    ralph_process::stat(u32::try_from(pid).ok()?).map(|s| s.state)
 }
 
 /// Whether `pid` has exited: a zombie, or gone (reaped here, or by init when this process is
@@ -100,7 +99,7 @@ fn exited(pid: i32) -> bool {
 /// Whether `pid` was reaped: by a sweep here, or by init when this process is not its
 /// subreaper (give it a moment then).
 fn reaped(pid: i32) -> bool {
-    if !sys::SUBREAPER {
+    if !ralph_process::SUBREAPER {
         wait_for("init to reap it", || state(pid).is_none());
     }
     state(pid).is_none()
@@ -108,7 +107,7 @@ fn reaped(pid: i32) -> bool {
 
 /// How many processes a sweep reaped where this process adopts them; none where it does not.
 fn adopted(n: usize) -> usize {
-    if sys::SUBREAPER { n } else { 0 }
+    if ralph_process::SUBREAPER { n } else { 0 }
 }
 
 fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
@@ -285,7 +284,7 @@ fn start_with(script: &str, env: &[(&str, &str)], want: usize) -> (Child, Vec<i3
 
 #[test]
 fn without_a_subreaper_a_marked_descendant_is_found_by_its_parent_pid() {
-    if sys::SUBREAPER {
+    if ralph_process::SUBREAPER {
         return;
     }
     let _serial = serial();
@@ -305,7 +304,7 @@ fn without_a_subreaper_a_marked_descendant_is_found_by_its_parent_pid() {
 
 #[test]
 fn without_a_subreaper_a_process_of_another_run_is_left_alone() {
-    if sys::SUBREAPER {
+    if ralph_process::SUBREAPER {
         return;
     }
     let _serial = serial();

@@ -14,7 +14,7 @@ use crate::workspace::{self, Workspace, WorkspaceError};
 
 /// One entry of the record.
 #[derive(Debug, Clone, Copy)]
-pub struct Entry<'a> {
+pub(crate) struct Entry<'a> {
     /// The question, or `None` for guidance given without one.
     pub question: Option<&'a Question>,
     /// When it was asked (RFC 3339).
@@ -24,7 +24,7 @@ pub struct Entry<'a> {
 }
 
 /// Appends `entry` to `.ralph/clarifications.md`, creating it with a title if needed.
-pub fn record(ws: &Workspace, entry: &Entry<'_>) -> Result<(), WorkspaceError> {
+pub(crate) fn record(ws: &Workspace, entry: &Entry<'_>) -> Result<(), WorkspaceError> {
     let path = ws.clarifications();
     let mut text = String::new();
     // Missing, or empty: an empty file has no title yet (an older ralph could leave one).

@@ -101,7 +101,7 @@ fn register_in(dir: &Path, root: &Path) -> io::Result<Registration> {
     let entry = LoopEntry {
         root: root.clone(),
         pid: std::process::id(),
-        started_at: crate::state::timestamp(SystemTime::now()),
+        started_at: crate::time::timestamp(SystemTime::now()),
     };
     let path = dir.join(entry_file_name(&root));
     let mut json = serde_json::to_vec_pretty(&entry).map_err(io::Error::other)?;
@@ -185,7 +185,7 @@ mod tests {
         assert_eq!(entries.len(), 1, "{entries:?}");
         assert_eq!(entries[0].root, fs::canonicalize(project.path()).unwrap());
         assert_eq!(entries[0].pid, std::process::id());
-        assert!(crate::state::parse_timestamp(&entries[0].started_at).is_some());
+        assert!(crate::time::parse_timestamp(&entries[0].started_at).is_some());
         assert!(registration.path().starts_with(&dir));
 
         drop(registration);

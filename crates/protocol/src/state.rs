@@ -18,7 +18,7 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::time::{parse_timestamp, timestamp};
+use crate::time::{parse_timestamp, timestamp};
 
 use crate::desk::QuestionId;
 use crate::question::Question;

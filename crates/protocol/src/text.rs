@@ -53,7 +53,7 @@ pub fn is_bidi_control(c: char) -> bool {
 /// invisible operator, a byte order mark, a soft hyphen, the Mongolian vowel separator, an
 /// interlinear annotation mark, or a tag character. The zero-width joiner and non-joiner are
 /// kept: scripts and emoji sequences need them, and they cannot reorder or hide text.
-pub fn is_invisible(c: char) -> bool {
+pub(crate) fn is_invisible(c: char) -> bool {
     is_bidi_control(c)
         || matches!(
             c,

@@ -23,7 +23,7 @@ pub const DIR_NAME: &str = ".ralph";
 ///
 /// Bigger files are cut (with a note) rather than loaded, so a runaway agent cannot make the
 /// harness allocate gigabytes.
-pub const MAX_READ_BYTES: usize = 1024 * 1024;
+pub(crate) const MAX_READ_BYTES: usize = 1024 * 1024;
 
 /// What `.ralph/.gitignore` says: everything in the directory, itself included, is ignored.
 const GITIGNORE: &str = "# Written by ralph: .ralph/ is this machine's loop state (lock, logs, config), not for git.\n*\n";
@@ -173,7 +173,7 @@ impl Workspace {
         self.dir.join("logs")
     }
 
-    /// `.ralph/stop`: another process asks the running loop to stop (see [`crate::stop`]).
+    /// `.ralph/stop`: another process asks the running loop to stop (see [`crate::request_stop`]).
     pub fn stop_request(&self) -> PathBuf {
         self.dir.join(crate::stop::FILE_NAME)
     }
@@ -403,7 +403,7 @@ impl SpareFile {
 ///
 /// Returns `Ok(false)` when another writer got there first; exactly one of any number of
 /// racing writers sees `Ok(true)`.
-pub fn create_atomic(path: &Path, contents: &[u8]) -> Result<bool> {
+pub(crate) fn create_atomic(path: &Path, contents: &[u8]) -> Result<bool> {
     let held = beneath(path)?;
     let target = held.as_ref().map_or(path, |b| b.path.as_path());
     let tmp = temp_beside(target, path, contents)?;
@@ -521,7 +521,7 @@ pub fn append(path: &Path, contents: &[u8]) -> Result<()> {
 }
 
 /// [`append`], with the write itself given: the seam through which a test makes it fail.
-pub fn append_with(
+pub(crate) fn append_with(
     path: &Path,
     contents: &[u8],
     write: impl FnOnce(&mut File, &[u8]) -> io::Result<()>,
@@ -544,7 +544,7 @@ pub fn append_with(
 
 /// What [`read_bounded`] found.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Bounded {
+pub(crate) struct Bounded {
     /// The bytes read, at most the limit.
     pub bytes: Vec<u8>,
     /// The file's full size, when it was larger than the limit.
@@ -553,7 +553,7 @@ pub struct Bounded {
 
 impl Bounded {
     /// The contents as text (invalid UTF-8 replaced), with a note when the file was cut.
-    pub fn text_with_note(&self) -> String {
+    pub(crate) fn text_with_note(&self) -> String {
         let mut text = String::from_utf8_lossy(&self.bytes).into_owned();
         if let Some(size) = self.cut_from {
             text.push_str(&format!(
@@ -628,7 +628,7 @@ fn open_to_read(path: &Path) -> Result<Option<(File, u64)>> {
 
 /// Reads at most `limit` bytes of `path`, refusing symlinks and anything but a plain file;
 /// `Ok(None)` if it does not exist.
-pub fn read_bounded(path: &Path, limit: usize) -> Result<Option<Bounded>> {
+pub(crate) fn read_bounded(path: &Path, limit: usize) -> Result<Option<Bounded>> {
     let Some((file, size)) = open_to_read(path)? else {
         return Ok(None);
     };
@@ -688,7 +688,7 @@ fn read_tail(path: &Path, limit: usize) -> Result<Option<String>> {
 }
 
 /// Removes `path` if it exists (a symlink is removed itself, never its target).
-pub fn remove(path: &Path) -> Result<()> {
+pub(crate) fn remove(path: &Path) -> Result<()> {
     match fs::remove_file(path) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
@@ -699,7 +699,11 @@ pub fn remove(path: &Path) -> Result<()> {
 /// Removes `path` if what it holds now (its first `limit` bytes) passes `unchanged`: a file
 /// this process wrote or read, taken back only if nobody has replaced it since. Whether it was
 /// removed.
-pub fn remove_if(path: &Path, limit: usize, unchanged: impl FnOnce(&[u8]) -> bool) -> Result<bool> {
+pub(crate) fn remove_if(
+    path: &Path,
+    limit: usize,
+    unchanged: impl FnOnce(&[u8]) -> bool,
+) -> Result<bool> {
     match read_bounded(path, limit)? {
         Some(now) if unchanged(&now.bytes) => remove(path).map(|()| true),
         _ => Ok(false),

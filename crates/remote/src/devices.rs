@@ -15,7 +15,7 @@ use std::time::{Duration, SystemTime};
 use axum::http::{HeaderMap, header};
 use serde::{Deserialize, Serialize};
 
-use ralph_protocol::{broker, state};
+use ralph_protocol::{get_secret, parse_timestamp, put_secret, timestamp};
 
 /// The device cookie's name.
 pub(crate) const COOKIE: &str = "ralph_device";
@@ -72,17 +72,16 @@ pub(crate) fn new_pairing_code(
             }
         }
     }
-    broker::put_secret(state_dir, PAIRING, |hash| PairingCode {
+    put_secret(state_dir, PAIRING, |hash| PairingCode {
         hash,
         kind: kind.to_string(),
-        expires_at: state::timestamp(now + PAIRING_TTL),
+        expires_at: timestamp(now + PAIRING_TTL),
     })
 }
 
 /// Takes the pairing code `code` of `kind` (once: its file is removed); whether it was valid.
 pub(crate) fn take_pairing_code(state_dir: &Path, kind: &str, code: &str, now: SystemTime) -> bool {
-    let Some((record, path)) =
-        broker::get_secret(state_dir, PAIRING, code, |p: &PairingCode| &p.hash)
+    let Some((record, path)) = get_secret(state_dir, PAIRING, code, |p: &PairingCode| &p.hash)
     else {
         return false;
     };
@@ -90,7 +89,7 @@ pub(crate) fn take_pairing_code(state_dir: &Path, kind: &str, code: &str, now: S
     if std::fs::remove_file(&path).is_err() {
         return false;
     }
-    record.kind == kind && state::parse_timestamp(&record.expires_at).is_some_and(|e| now < e)
+    record.kind == kind && parse_timestamp(&record.expires_at).is_some_and(|e| now < e)
 }
 
 /// Pairs a browser with the web pairing `code`, recording its `User-Agent` for `ralph serve
@@ -104,12 +103,11 @@ pub(crate) fn pair_browser(
     if !take_pairing_code(state_dir, "web", code, now) {
         return None;
     }
-    broker::put_secret(state_dir, DEVICES, |hash| Device {
+    put_secret(state_dir, DEVICES, |hash| Device {
         name: format!("browser {}", &hash[..6]),
         hash,
-        paired_at: state::timestamp(now),
-        user_agent: user_agent
-            .map(|ua| ralph_protocol::text::clean(ua).chars().take(200).collect()),
+        paired_at: timestamp(now),
+        user_agent: user_agent.map(|ua| ralph_protocol::clean(ua).chars().take(200).collect()),
     })
     .ok()
 }
@@ -181,7 +179,7 @@ pub(crate) fn device(state_dir: &Path, headers: &HeaderMap) -> Option<String> {
         .filter_map(|c| c.trim().split_once('='))
         .find(|(k, _)| *k == COOKIE || *k == SECURE_COOKIE)
         .map(|(_, v)| v.to_string())?;
-    broker::get_secret(state_dir, DEVICES, &token, |d: &Device| &d.hash).map(|(d, _)| d.name)
+    get_secret(state_dir, DEVICES, &token, |d: &Device| &d.hash).map(|(d, _)| d.name)
 }
 
 /// Failed pairing attempts of the last minute, by sender (a Telegram user; the web's one

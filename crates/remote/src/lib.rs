@@ -37,7 +37,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use ralph_protocol::broker;
+use ralph_protocol::{AcquireError, BrokerLock, broker_running_in, broker_state_dir};
 
 use server::{App, router};
 
@@ -90,7 +90,7 @@ pub enum ServeError {
     NoStateDir,
     /// Another broker runs, or the lock could not be taken.
     #[error(transparent)]
-    Lock(#[from] broker::AcquireError),
+    Lock(#[from] AcquireError),
     /// `remote.toml` is unsafe or wrong.
     #[error("{0}")]
     Config(String),
@@ -120,8 +120,8 @@ pub async fn serve(
     if !opts.bind.ip().is_loopback() && opts.tls.is_none() && !opts.insecure_http {
         return Err(ServeError::NeedsTls(opts.bind));
     }
-    let state_dir = broker::state_dir().ok_or(ServeError::NoStateDir)?;
-    let registry = ralph_protocol::registry::registry_dir().ok_or(ServeError::NoStateDir)?;
+    let state_dir = broker_state_dir().ok_or(ServeError::NoStateDir)?;
+    let registry = ralph_protocol::registry_dir().ok_or(ServeError::NoStateDir)?;
     let telegram = telegram::settings().map_err(ServeError::Config)?;
     let tls = match &opts.tls {
         None => None,
@@ -146,7 +146,7 @@ pub async fn serve(
         )));
     }
     let streams = streams::Streams::new(registry).map_err(io("could not watch the loops"))?;
-    let mut lock = broker::BrokerLock::acquire(&state_dir)?;
+    let mut lock = BrokerLock::acquire(&state_dir)?;
     let std_listener = std::net::TcpListener::bind(opts.bind)
         .map_err(io(format!("could not listen on {}", opts.bind)))?;
     let local = std_listener
@@ -229,9 +229,9 @@ fn origin_of(url: &str) -> String {
 
 /// A one-time pairing link of `kind` for the running broker: `(link, QR code for a terminal)`.
 pub fn pairing_link(kind: &str) -> Result<(String, String), String> {
-    let dir = broker::state_dir()
+    let dir = broker_state_dir()
         .ok_or("no home directory to keep ralph's state in; set RALPH_STATE_DIR")?;
-    let broker = broker::running_in(&dir).map(|b| b.url).ok_or(
+    let broker = broker_running_in(&dir).map(|b| b.url).ok_or(
         "`ralph serve` is not running on this machine: start it first (in another terminal, or as the user service described in the README), then pair",
     )?;
     if kind == "telegram" {

@@ -8,15 +8,12 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use ralph_protocol::answer::{self, AnsweredBy};
-use ralph_protocol::broker;
-use ralph_protocol::desk::{self, DeskError, Submitted};
-use ralph_protocol::state::{PendingQuestion, State, Status};
-use ralph_protocol::workspace::Workspace;
+use ralph_protocol::{
+    AnsweredBy, DeskError, PendingQuestion, Request, State, Status, Submitted, Workspace,
+    answer_question, describe_span, is_genuine, read_answer, send_request,
+};
 
-use ralph_protocol::broker::LinkRecord;
-use ralph_protocol::desk::{QuestionId, Reply};
-use ralph_protocol::stop::StopBy;
+use ralph_protocol::{LinkRecord, QuestionId, Reply, StopBy};
 
 /// One loop on this machine, for the dashboard.
 #[derive(Debug, Clone, PartialEq)]
@@ -106,7 +103,7 @@ pub(crate) fn project_name(root: &Path) -> String {
 
 /// Every registered loop, waiting ones first.
 pub(crate) fn all() -> Vec<LoopView> {
-    let mut all: Vec<LoopView> = ralph_protocol::registry::list()
+    let mut all: Vec<LoopView> = ralph_protocol::registered_loops()
         .into_iter()
         .filter_map(|e| load(&e.root))
         .collect();
@@ -131,7 +128,7 @@ pub(crate) fn load(root: &Path) -> Option<LoopView> {
         task: state.task.lines().next().unwrap_or("").to_string(),
         iteration: state.iteration,
         max_iterations: state.max_iterations,
-        started_at: ralph_protocol::state::parse_timestamp(&state.started_at),
+        started_at: ralph_protocol::parse_timestamp(&state.started_at),
         last_signal: state.last_signal.clone(),
         cost_usd: state.total_cost_usd,
         question,
@@ -142,10 +139,10 @@ pub(crate) fn load(root: &Path) -> Option<LoopView> {
 /// Whether an answer to the question `id` waits to be delivered: the question is answered,
 /// though the loop has not taken it yet.
 fn answer_waiting(ws: &Workspace, id: &QuestionId) -> bool {
-    answer::read(ws)
+    read_answer(ws)
         .ok()
         .flatten()
-        .is_some_and(|a| id.is_answered_by(&a) && answer::is_genuine(ws, &a))
+        .is_some_and(|a| id.is_answered_by(&a) && is_genuine(ws, &a))
 }
 
 fn describe(status: Status) -> &'static str {
@@ -217,14 +214,14 @@ impl Receipt {
 }
 
 /// Answers the question `link` stands for, through the same path as every front end
-/// ([`desk::answer`]: one encoding, one limit, first answer wins).
+/// ([`answer_question`](ralph_protocol::answer_question): one encoding, one limit, first answer wins).
 pub(crate) fn answer_link(link: &LinkRecord, reply: &Reply, sender: &Sender) -> Receipt {
     let ws = Workspace::new(&link.root);
     let (by, who) = match sender {
         Sender::Web(who) => (AnsweredBy::Web, who),
         Sender::Telegram(who) => (AnsweredBy::Telegram, who),
     };
-    match desk::answer(&ws, Some(&link.question), reply, by, Some(who.clone())) {
+    match answer_question(&ws, Some(&link.question), reply, by, Some(who.clone())) {
         Ok(Submitted::Accepted) => Receipt::Accepted {
             live: ws.is_locked(),
         },
@@ -268,10 +265,10 @@ pub(crate) fn closed_long_ago(link: &LinkRecord, now: SystemTime) -> bool {
 /// How the question `link` stands for closed, in words for a page that still shows it.
 pub(crate) fn closed_how(link: &LinkRecord) -> String {
     let ws = Workspace::new(&link.root);
-    if let Some(a) = answer::read(&ws)
+    if let Some(a) = read_answer(&ws)
         .ok()
         .flatten()
-        .filter(|a| link.question.is_answered_by(a) && answer::is_genuine(&ws, a))
+        .filter(|a| link.question.is_answered_by(a) && is_genuine(&ws, a))
     {
         return format!("answered from {}", a.source());
     }
@@ -296,7 +293,7 @@ pub(crate) fn closed_how(link: &LinkRecord) -> String {
 }
 
 /// What the web page's "+5 min" adds: as `Ctrl+E` in the panel.
-pub(crate) const PAGE_EXTEND: Duration = ralph_protocol::countdown::EXTEND_BY;
+pub(crate) const PAGE_EXTEND: Duration = ralph_protocol::EXTEND_BY;
 
 /// What Telegram's "+1 h" adds: a phone in a pocket is looked at less often than a page.
 pub(crate) const TELEGRAM_EXTEND: Duration = Duration::from_secs(3600);
@@ -307,7 +304,7 @@ pub(crate) enum Action {
     /// Skip it: the agent goes on with its best guess.
     Skip,
     /// More time: the web page's "+5 min", Telegram's "+1 h" (within
-    /// [`broker::MIN_EXTEND`]..=[`broker::MAX_EXTEND`]).
+    /// [`MIN_EXTEND`](ralph_protocol::MIN_EXTEND)..=[`MAX_EXTEND`](ralph_protocol::MAX_EXTEND)).
     Extend(Duration),
 }
 
@@ -325,7 +322,7 @@ pub(crate) fn act(link: &LinkRecord, action: Action) -> Receipt {
         );
     }
     // A running loop (or a lone `ralph ask`) is registered; with none, nobody would act.
-    if !ralph_protocol::registry::list()
+    if !ralph_protocol::registered_loops()
         .iter()
         .any(|e| e.root == link.root)
     {
@@ -335,16 +332,16 @@ pub(crate) fn act(link: &LinkRecord, action: Action) -> Receipt {
         );
     }
     let req = match action {
-        Action::Skip => broker::Request::skip(&link.question),
-        Action::Extend(by) => match broker::Request::extend(&link.question, by) {
+        Action::Skip => Request::skip(&link.question),
+        Action::Extend(by) => match Request::extend(&link.question, by) {
             Ok(r) => r,
             Err(why) => return Receipt::Invalid(why),
         },
     };
-    match broker::request(&ws, &req) {
+    match send_request(&ws, &req) {
         Ok(()) => Receipt::Requested(match action {
             Action::Skip => "Skipped: the agent goes on with its best guess.".into(),
-            Action::Extend(by) => format!("{} more to answer.", broker::describe_span(by)),
+            Action::Extend(by) => format!("{} more to answer.", describe_span(by)),
         }),
         Err(e) => Receipt::Invalid(format!("could not reach the loop: {e}")),
     }
@@ -353,14 +350,14 @@ pub(crate) fn act(link: &LinkRecord, action: Action) -> Receipt {
 /// Asks the loop in `root` to stop, as `ralph stop` does, when it is one of the loops running
 /// on this machine (a path from a request names no other); the words for the asker.
 pub(crate) fn stop_loop(root: &Path, by: StopBy) -> Result<String, String> {
-    let running = ralph_protocol::registry::list()
+    let running = ralph_protocol::registered_loops()
         .into_iter()
         .any(|e| e.root == root);
     let ws = Workspace::new(root);
     if !running || ws.check_not_symlink().is_err() || !ws.is_locked() {
         return Err("That loop is not running.".into());
     }
-    ralph_protocol::stop::request(&ws, by)
+    ralph_protocol::request_stop(&ws, by)
         .map_err(|e| format!("Could not ask the loop to stop: {e}"))?;
     Ok(format!(
         "Asked the loop in {} to stop: the agent is stopped and the state saved; `ralph run` there resumes it.",
@@ -373,11 +370,10 @@ mod tests {
     use super::*;
 
     /// An answer of only NULs passed the "empty" check, and duplicate picks (`1,1`) were
-    /// taken, from the page and Telegram (which answer through `desk::compose`).
+    /// taken, from the page and Telegram (which answer through `compose_answer`).
     #[test]
     fn control_characters_only_are_empty_and_a_pick_counts_once() {
-        use ralph_protocol::desk::{Refusal, compose};
-        use ralph_protocol::question::{Question, QuestionOption};
+        use ralph_protocol::{Question, QuestionOption, Refusal, compose_answer};
         let option = |label: &str| QuestionOption {
             label: label.into(),
             description: None,
@@ -387,12 +383,12 @@ mod tests {
             multi_select: true,
             ..Question::plain("Which?")
         };
-        let nuls = compose(Some(&q), &Reply::Text("\0\0\0".into())).unwrap_err();
+        let nuls = compose_answer(Some(&q), &Reply::Text("\0\0\0".into())).unwrap_err();
         assert_eq!(nuls, Refusal::Empty);
-        let twice = compose(Some(&q), &Reply::Picks(vec![1, 1], String::new())).unwrap_err();
+        let twice = compose_answer(Some(&q), &Reply::Picks(vec![1, 1], String::new())).unwrap_err();
         assert_eq!(twice, Refusal::Twice { pick: 1 });
         assert_eq!(
-            compose(Some(&q), &Reply::Picks(vec![2, 1], String::new())).unwrap(),
+            compose_answer(Some(&q), &Reply::Picks(vec![2, 1], String::new())).unwrap(),
             "Memcached\nRedis"
         );
     }
@@ -407,7 +403,7 @@ mod tests {
         let link = LinkRecord {
             hash: String::new(),
             root: dir.path().to_path_buf(),
-            question: ralph_protocol::desk::QuestionId::from_file("t1"),
+            question: ralph_protocol::QuestionId::from_file("t1"),
         };
         let now = SystemTime::now();
         assert!(

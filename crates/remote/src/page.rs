@@ -11,14 +11,14 @@ use std::fmt::Write as _;
 use std::time::{Duration, SystemTime};
 
 use pulldown_cmark::{CowStr, Event, LinkType, Options, Parser, Tag, TagEnd};
-use ralph_protocol::text::clean;
+use ralph_protocol::clean;
 
 use ralph_fleet::rows::{LoopRow, needing_you, state_words};
 
 use crate::loops::{LoopView, QuestionView, project_name};
 
 /// Escapes `s` for HTML text and attribute values (quoted with `"`), cleaned first as every
-/// front end cleans agent text ([`ralph_protocol::text::clean`]: escape sequences, bidi
+/// front end cleans agent text ([`ralph_protocol::clean`]: escape sequences, bidi
 /// controls, zero-width and tag characters).
 pub(crate) fn esc(s: &str) -> String {
     let s = clean(s);
@@ -227,16 +227,14 @@ pub(crate) fn question(q: &QuestionView, post: &str, now: SystemTime) -> String 
         } else {
             "A note with your pick, or an answer of your own"
         },
-        ralph_protocol::desk::MAX_ANSWER_BYTES
+        ralph_protocol::MAX_ANSWER_BYTES
     );
     b.push_str(
         "<div class=\"actions\"><button type=\"submit\" class=\"send\">Send</button>\
 <button type=\"submit\" name=\"action\" value=\"skip\" class=\"secondary\">Skip (use default)</button>\
 <button type=\"submit\" name=\"action\" value=\"extend\" class=\"secondary\">+",
     );
-    b.push_str(&ralph_protocol::broker::describe_span(
-        crate::loops::PAGE_EXTEND,
-    ));
+    b.push_str(&ralph_protocol::describe_span(crate::loops::PAGE_EXTEND));
     b.push_str(
         "</button></div></form><p id=\"result\" role=\"status\" aria-live=\"polite\"></p></main>",
     );

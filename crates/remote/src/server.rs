@@ -43,9 +43,7 @@ use crate::loops::{self, Receipt, Sender};
 use crate::page;
 use crate::streams;
 use ralph_fleet::rows::{Collector, LoopRow};
-use ralph_protocol::broker;
-use ralph_protocol::desk::{QuestionId, Reply};
-use ralph_protocol::stop::StopBy;
+use ralph_protocol::{Channel, QuestionId, Reply, StopBy, mint_link, verify_link};
 
 /// The largest request body taken, in bytes: an answer's cap plus room for its encoding.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
@@ -181,7 +179,7 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Option<T> + Send + 'sta
 async fn question_page(State(app): State<Arc<App>>, Path(token): Path<String>) -> Response {
     let dir = app.state_dir.clone();
     let link = format!("/a/{token}");
-    let found = blocking(move || broker::verify(&dir, &token).and_then(|l| loops::pending(&l)));
+    let found = blocking(move || verify_link(&dir, &token).and_then(|l| loops::pending(&l)));
     let Some(q) = found.await else {
         return not_found().await;
     };
@@ -278,7 +276,7 @@ async fn answer(
     }
     let dir = app.state_dir.clone();
     let found = blocking(move || {
-        broker::verify(&dir, &token).filter(|l| !loops::closed_long_ago(l, SystemTime::now()))
+        verify_link(&dir, &token).filter(|l| !loops::closed_long_ago(l, SystemTime::now()))
     });
     let Some(link) = found.await else {
         return not_found().await;
@@ -384,7 +382,7 @@ fn too_many_streams() -> Response {
 async fn question_events(State(app): State<Arc<App>>, Path(token): Path<String>) -> Response {
     let dir = app.state_dir.clone();
     let found = blocking(move || {
-        let link = broker::verify(&dir, &token)?;
+        let link = verify_link(&dir, &token)?;
         let first = loops::pending(&link)?;
         Some((link, first))
     });
@@ -525,7 +523,7 @@ fn with_links(
                 }
                 let link = format!(
                     "/a/{}",
-                    broker::mint(dir, &q.root, &q.id, broker::Channel::Dashboard).ok()?
+                    mint_link(dir, &q.root, &q.id, Channel::Dashboard).ok()?
                 );
                 links.insert(key, link.clone());
                 Some(link)

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ralph_protocol::workspace::Workspace;
+use ralph_protocol::Workspace;
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc, watch};
 use tokio::task::AbortHandle;
 
@@ -74,7 +74,7 @@ impl Streams {
                 .mode(0o700)
                 .create(&registry)?;
         }
-        let mut dirs = ralph_process::watch::DirsWatch::new()?;
+        let mut dirs = ralph_process::DirsWatch::new()?;
         let (registry_tx, mut registry_rx) = mpsc::unbounded_channel();
         dirs.add(&registry, None, registry_tx)?;
         let (loop_tx, mut loop_rx) = mpsc::unbounded_channel();
@@ -87,7 +87,7 @@ impl Streams {
                 let pinned: Vec<PathBuf> = seen.lock().pinned.keys().cloned().collect();
                 let dir = registry.clone();
                 let listed = tokio::task::spawn_blocking(move || {
-                    ralph_protocol::registry::list_in(&dir)
+                    ralph_protocol::registered_loops_in(&dir)
                         .into_iter()
                         .map(|e| e.root)
                         .chain(pinned)

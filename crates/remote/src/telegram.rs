@@ -33,14 +33,13 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-use ralph_protocol::user_dirs::{UserDir, user_dir};
+use ralph_protocol::{UserDir, user_dir};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use ralph_protocol::broker::{self, LinkRecord};
-use ralph_protocol::desk::{QuestionId, Reply};
-use ralph_protocol::state;
-use ralph_protocol::stop::StopBy;
+use ralph_protocol::{
+    Channel, LinkRecord, QuestionId, Reply, StopBy, describe_span, mint_link, timestamp,
+};
 
 use crate::devices;
 use crate::loops::{self, Action, QuestionView, Receipt, Sender};
@@ -118,7 +117,7 @@ fn settings_at(path: &Path) -> Result<Option<Settings>, String> {
         ));
     }
     // Opened as `.ralph/`'s files are: a pipe in its place is refused, never waited on.
-    let text = ralph_protocol::workspace::open_plain(std::fs::OpenOptions::new().read(true), path)
+    let text = ralph_protocol::open_plain(std::fs::OpenOptions::new().read(true), path)
         .and_then(|f| std::io::read_to_string(std::io::Read::take(f, 1024 * 1024)))
         .map_err(|e| format!("could not read {}: {e}", path.display()))?;
     let parsed: RemoteToml =
@@ -490,7 +489,7 @@ impl Bot {
                 let p = Paired {
                     user_id: from,
                     chat_id: chat,
-                    paired_at: state::timestamp(now),
+                    paired_at: timestamp(now),
                 };
                 if let Err(e) = store_paired(&self.state_dir, &p) {
                     warn(&format!("could not store the paired user: {e}"));
@@ -526,7 +525,7 @@ impl Bot {
             None => "Reply to a question's message to answer it.".to_string(),
             Some(p) if p.redacted => "Answer this one on the web page its message links to.".into(),
             Some(p) => {
-                let text = ralph_protocol::text::clean(text);
+                let text = ralph_protocol::clean(text);
                 loops::answer_link(
                     &p.link(),
                     &Reply::Text(text),
@@ -699,7 +698,7 @@ impl Bot {
 
     /// The web page of `q`: its Telegram answer link.
     fn page_link(&self, q: &QuestionView) -> std::io::Result<String> {
-        broker::mint(&self.state_dir, &q.root, &q.id, broker::Channel::Telegram)
+        mint_link(&self.state_dir, &q.root, &q.id, Channel::Telegram)
             .map(|t| format!("{}/a/{t}", self.broker_url))
     }
 
@@ -720,9 +719,9 @@ impl Bot {
         } else {
             let mut options = String::new();
             for (i, (label, desc)) in q.options.iter().enumerate() {
-                let mut line = format!("{}. {}", i + 1, ralph_protocol::text::clean(label));
+                let mut line = format!("{}. {}", i + 1, ralph_protocol::clean(label));
                 if let Some(d) = desc {
-                    let _ = write!(line, " — {}", ralph_protocol::text::clean(d));
+                    let _ = write!(line, " — {}", ralph_protocol::clean(d));
                 }
                 let line = format!("\n{}", html(&cut(&line, 300)));
                 if options.chars().count() + line.chars().count() > MAX_OPTIONS_CHARS {
@@ -739,12 +738,12 @@ impl Bot {
                 let _ = write!(
                     options,
                     "\n<i>Default:</i> {}",
-                    html(&cut(&ralph_protocol::text::clean(d), 300))
+                    html(&cut(&ralph_protocol::clean(d), 300))
                 );
             }
             const FOOTER: &str =
                 "\n\n<i>Tap an option, or reply to this message to write an answer.</i>";
-            let body = html(&ralph_protocol::text::clean(&q.text));
+            let body = html(&ralph_protocol::clean(&q.text));
             let used = text.chars().count() + 2 + options.chars().count() + FOOTER.chars().count();
             let body = if used + body.chars().count() <= MAX_MESSAGE_CHARS {
                 body
@@ -771,7 +770,7 @@ impl Bot {
             labels: q
                 .options
                 .iter()
-                .map(|(l, _)| ralph_protocol::text::clean(l))
+                .map(|(l, _)| ralph_protocol::clean(l))
                 .collect(),
             multi: q.multi_select,
             picked: BTreeSet::new(),
@@ -827,7 +826,7 @@ fn keyboard(p: &Posted) -> Value {
     }
     rows.push(json!([
         {"text": "Skip (use default)", "callback_data": format!("q{n}:skip")},
-        {"text": format!("+{}", broker::describe_span(loops::TELEGRAM_EXTEND)), "callback_data": format!("q{n}:more")},
+        {"text": format!("+{}", describe_span(loops::TELEGRAM_EXTEND)), "callback_data": format!("q{n}:more")},
     ]));
     json!({ "inline_keyboard": rows })
 }

@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use ralph_protocol::countdown::{Countdown, IDLE_RESUME};
+use ralph_protocol::{Countdown, IDLE_RESUME};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
@@ -192,7 +192,7 @@ pub(crate) fn style_for(urgency: Urgency, theme: &Theme) -> Style {
 
 #[cfg(test)]
 mod tests {
-    use ralph_protocol::countdown::EXTEND_BY;
+    use ralph_protocol::EXTEND_BY;
 
     use super::*;
 

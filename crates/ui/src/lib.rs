@@ -2,8 +2,8 @@
 //!
 //! # Theory of operation
 //!
-//! A front end takes the loop's [`LoopEvent`](ralph_protocol::event::LoopEvent)s from a channel and
-//! sends back [`Control`](ralph_protocol::event::Control)s; it shares no state with the loop.
+//! A front end takes the loop's [`LoopEvent`](ralph_protocol::LoopEvent)s from a channel and
+//! sends back [`Control`](ralph_protocol::Control)s; it shares no state with the loop.
 //!
 //! - [`Tui`]: the loop view, an inline viewport under the agent's scrolling output.
 //! - [`run_plain`]: plain lines, for pipes, CI, dumb terminals and `--no-tui`.

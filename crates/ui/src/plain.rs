@@ -9,11 +9,7 @@
 use std::io::{BufRead, IsTerminal, Write};
 use std::time::{Duration, Instant};
 
-use ralph_protocol::countdown::Countdown;
-use ralph_protocol::desk::Ended;
-use ralph_protocol::event::{Control, LoopEvent};
-use ralph_protocol::question::{Picks, Question};
-use ralph_protocol::text::clean;
+use ralph_protocol::{Control, Countdown, Ended, LoopEvent, Picks, Question, clean};
 use ralph_signal::AgentEvent;
 use tokio::sync::mpsc;
 
@@ -22,7 +18,7 @@ use crate::words::{self, label};
 /// How the plain front end behaves.
 #[derive(Debug, Clone)]
 pub struct PlainOptions {
-    /// `ralph answer -C DIR` for this loop ([`ralph_protocol::desk::answer_command`]), for the
+    /// `ralph answer -C DIR` for this loop ([`ralph_protocol::answer_command`]), for the
     /// hint.
     pub answer_command: String,
     /// Ring the terminal bell when a question arrives.
@@ -429,13 +425,13 @@ pub fn fmt_duration(d: Duration) -> String {
 
 #[cfg(test)]
 mod tests {
-    use ralph_protocol::event::Outcome;
+    use ralph_protocol::Outcome;
 
     use super::*;
 
     #[test]
     fn typed_lines_are_picks_skips_or_text() {
-        use ralph_protocol::question::QuestionOption;
+        use ralph_protocol::QuestionOption;
         let q = Question {
             options: ["Redis", "Memcached", "LRU"]
                 .map(QuestionOption::new)

@@ -8,11 +8,7 @@
 use std::time::{Duration, Instant, SystemTime};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use ralph_protocol::answer::{Answer, AnsweredBy};
-use ralph_protocol::countdown::Countdown;
-use ralph_protocol::desk::Ended;
-use ralph_protocol::event::Control;
-use ralph_protocol::question::{Question, QuestionOption};
+use ralph_protocol::{Answer, AnsweredBy, Control, Countdown, Ended, Question, QuestionOption};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;

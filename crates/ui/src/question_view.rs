@@ -12,7 +12,7 @@
 
 use std::time::{Duration, Instant};
 
-use ralph_protocol::desk::Ended;
+use ralph_protocol::Ended;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};

@@ -1,6 +1,6 @@
 //! The escape sequence that makes the terminal itself show a desktop notification.
 
-use ralph_protocol::text::{cut, one_line};
+use ralph_protocol::{cut, one_line};
 
 /// The longest text in a terminal notification, in characters.
 const TERMINAL_CHARS: usize = 200;
@@ -82,7 +82,7 @@ fn osc_notification(title: &str, body: &str, kind: TerminalKind) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ralph_protocol::text::is_bidi_control;
+    use ralph_protocol::is_bidi_control;
 
     #[test]
     fn terminal_notification_cannot_carry_control_characters() {

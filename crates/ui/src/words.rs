@@ -5,12 +5,11 @@
 //! line at all); the words come from here, so the two never drift apart. Every function takes
 //! agent-written text raw and strips it ([`clean`]) before it reaches a sentence.
 //!
-//! [`LoopEvent`]: ralph_protocol::event::LoopEvent
+//! [`LoopEvent`]: ralph_protocol::LoopEvent
 
 use std::time::Duration;
 
-use ralph_protocol::desk::Ended;
-use ralph_protocol::event::Outcome;
+use ralph_protocol::{Ended, Outcome};
 use ralph_signal::{SignalKind, Usage};
 
 use crate::countdown_view::format_span;
@@ -201,7 +200,7 @@ pub(crate) fn finished(outcome: &Outcome, reason: &str) -> String {
 /// An option's label (or description, or the default) on one line: a line break in it would
 /// print a line that reads like one of ralph's.
 pub fn label(text: &str) -> String {
-    ralph_protocol::text::one_line(&clean(text), LABEL_CHARS)
+    ralph_protocol::one_line(&clean(text), LABEL_CHARS)
 }
 
 /// The most of a label shown on its line.
@@ -230,7 +229,7 @@ pub(crate) fn cost(cost: f64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use ralph_protocol::answer::{Answer, AnsweredBy};
+    use ralph_protocol::{Answer, AnsweredBy};
 
     use super::*;
 

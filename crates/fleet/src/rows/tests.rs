@@ -1,9 +1,6 @@
 use std::time::Instant;
 
-use ralph_protocol::desk::QuestionId;
-use ralph_protocol::question::Question;
-use ralph_protocol::state::{PendingQuestion, RaisedBy, State, Status};
-use ralph_protocol::workspace::Workspace;
+use ralph_protocol::{PendingQuestion, Question, QuestionId, RaisedBy, State, Status, Workspace};
 
 use super::*;
 
@@ -81,11 +78,11 @@ fn a_waiting_question_comes_first_and_is_counted_and_an_answer_moves_it_down() {
 
     // Answered (the answer waits for the loop to take it): no longer waiting on its human.
     let id = st_b.pending_question.as_ref().unwrap().id.clone();
-    ralph_protocol::desk::answer(
+    ralph_protocol::answer_question(
         &ws_b,
         Some(&id),
-        &ralph_protocol::desk::Reply::Text("Postgres".into()),
-        ralph_protocol::answer::AnsweredBy::RalphAnswer,
+        &ralph_protocol::Reply::Text("Postgres".into()),
+        ralph_protocol::AnsweredBy::RalphAnswer,
         None,
     )
     .unwrap();

@@ -6,11 +6,11 @@ use std::path::Path;
 use std::sync::Arc;
 
 use ralph_process::is_executable;
-use ralph_protocol::text::shell_quote;
+use ralph_protocol::shell_quote;
 use ralph_signal::StreamFormat;
 
-use super::preset::Arg::{Extra, Lit, Model, Prompt, Session};
-use super::preset::{Arg, Preset, Program, PromptVia};
+use super::preset::Arg::{Extra, Lit, Model, Prompt, Resume, Session};
+use super::preset::{Preset, Program, PromptVia};
 use crate::agent_spec::{AgentSpec, FreshFn, Invocation, ResumeFn};
 
 /// Longest prompt passed whole as an argument (Cursor), in bytes: well under Linux's 128 KiB
@@ -54,7 +54,7 @@ impl Preset {
         model: Option<&str>,
     ) -> Invocation {
         let options = Options { extra_args, model };
-        self.invocation(self.fresh_args, None, prompt, prompt_file, options)
+        self.invocation(None, prompt, prompt_file, options)
     }
 
     /// A run that continues `session_id` with `message` (whose text is also in `prompt_file`);
@@ -68,8 +68,8 @@ impl Preset {
         model: Option<&str>,
     ) -> Option<Invocation> {
         let options = Options { extra_args, model };
-        let args = self.resume_args?;
-        Some(self.invocation(args, Some(session_id), message, prompt_file, options))
+        self.can_resume()
+            .then(|| self.invocation(Some(session_id), message, prompt_file, options))
     }
 
     /// How its stdout is decoded.
@@ -79,7 +79,7 @@ impl Preset {
 
     /// Whether it can continue a session with a new message.
     pub fn can_resume(&self) -> bool {
-        self.resume_args.is_some()
+        self.resume.is_some()
     }
 
     /// The runner's [`AgentSpec`] for this preset with the task's `agent_args` and `model`.
@@ -90,13 +90,13 @@ impl Preset {
             let (extra_args, model) = (Arc::clone(&extra_args), model.clone());
             Arc::new(move |prompt, file| self.fresh(prompt, file, &extra_args, model.as_deref()))
         };
-        let resume = self.resume_args.map(|args| -> ResumeFn {
+        let resume = self.resume.map(|_| -> ResumeFn {
             Arc::new(move |session, message, file| {
                 let options = Options {
                     extra_args: &extra_args,
                     model: model.as_deref(),
                 };
-                self.invocation(args, Some(session), message, file, options)
+                self.invocation(Some(session), message, file, options)
             })
         });
         AgentSpec {
@@ -107,10 +107,10 @@ impl Preset {
         }
     }
 
-    /// The words of the command line, unquoted: the program, then `args` filled in.
+    /// The words of the command line, unquoted: the program, then its arguments filled in (a
+    /// resumed run's with `session`).
     pub(super) fn words(
         &self,
-        args: &[Arg],
         session: Option<&str>,
         prompt: &str,
         prompt_file: &Path,
@@ -122,6 +122,11 @@ impl Preset {
                 .map(|exe| exe.display().to_string())
                 .unwrap_or_else(|_| "ralph".to_owned()),
         }];
+        let resume = session.and(self.resume).unwrap_or_default();
+        let args = self.args.iter().flat_map(|arg| match arg {
+            Resume => resume,
+            arg => std::slice::from_ref(arg),
+        });
         for arg in args {
             match arg {
                 Lit(word) => words.push((*word).to_owned()),
@@ -133,6 +138,8 @@ impl Preset {
                 }
                 Extra => words.extend(options.extra_args.iter().cloned()),
                 Prompt => words.push(argv_prompt(prompt, prompt_file)),
+                // Replaced by the resume words above.
+                Resume => {}
             }
         }
         words
@@ -140,13 +147,12 @@ impl Preset {
 
     fn invocation(
         &self,
-        args: &[Arg],
         session: Option<&str>,
         prompt: &str,
         prompt_file: &Path,
         options: Options<'_>,
     ) -> Invocation {
-        let words = self.words(args, session, prompt, prompt_file, options);
+        let words = self.words(session, prompt, prompt_file, options);
         let command = words
             .iter()
             .map(|w| shell_quote(w))

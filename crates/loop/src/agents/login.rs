@@ -112,8 +112,7 @@ pub(crate) fn login_rotates_with(
 /// A JSON file, when it is a plain readable file of reasonable size that parses.
 fn read_json(path: &Path) -> Option<serde_json::Value> {
     use std::io::Read;
-    let file =
-        ralph_protocol::workspace::open_plain(std::fs::OpenOptions::new().read(true), path).ok()?;
+    let file = ralph_protocol::open_plain(std::fs::OpenOptions::new().read(true), path).ok()?;
     let mut raw = Vec::new();
     file.take(MAX_CREDENTIALS_BYTES)
         .read_to_end(&mut raw)

@@ -16,6 +16,8 @@ pub enum Arg {
     Extra,
     /// The prompt (or a pointer to its file), for a CLI that takes it only as an argument.
     Prompt,
+    /// Where a resumed run's words go (the preset's `resume`); nothing in a fresh run.
+    Resume,
 }
 
 /// How the prompt reaches the agent.
@@ -52,10 +54,11 @@ pub struct Preset {
     pub format: StreamFormat,
     /// How the prompt gets in.
     pub prompt: PromptVia,
-    /// The arguments of a fresh run.
-    pub fresh_args: &'static [Arg],
-    /// The arguments that continue a session with a new message; `None` if it cannot.
-    pub resume_args: Option<&'static [Arg]>,
+    /// The arguments of a run, fresh or resumed.
+    pub args: &'static [Arg],
+    /// The words that continue a session with a new message, in place of [`Arg::Resume`]
+    /// (with [`Arg::Session`]); `None` if it cannot.
+    pub resume: Option<&'static [Arg]>,
     /// The flag that selects the model; `None` if a model cannot be chosen.
     pub model_flag: Option<&'static str>,
     /// Extra environment variables, always.

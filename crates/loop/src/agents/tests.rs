@@ -8,7 +8,7 @@ use ralph_signal::StreamFormat;
 use super::command::{Options, running_as_root};
 use super::preset::Arg::Lit;
 use super::*;
-use ralph_protocol::text::shell_quote;
+use ralph_protocol::shell_quote;
 
 /// A prompt, id, model and arguments that a shell would mangle if any went unquoted.
 const NASTY: &str = "it's \"quoted\" $(touch pwned) `touch pwned2` $HOME\n; rm -rf / &\\ *";
@@ -56,10 +56,7 @@ fn every_preset_s_unattended_flag_is_one_it_passes() {
     for preset in presets() {
         match preset.unattended {
             Some(u) => assert!(
-                preset.fresh_args.contains(&Lit(u.flag))
-                    && preset
-                        .resume_args
-                        .is_none_or(|args| args.contains(&Lit(u.flag))),
+                preset.args.contains(&Lit(u.flag)),
                 "{}: {}",
                 preset.name,
                 u.flag
@@ -77,7 +74,6 @@ fn every_preset_quotes_everything_that_came_from_outside() {
         let fresh = preset.fresh(NASTY, &file, &extra(), Some(NASTY));
         let words = words_seen(&fresh.command, &program);
         let want = preset.words(
-            preset.fresh_args,
             None,
             NASTY,
             &file,

@@ -9,7 +9,7 @@ use std::sync::mpsc::{self, Sender};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use ralph_protocol::text::one_line;
+use ralph_protocol::one_line;
 
 use super::notice::{Groups, QuestionNotice, STOP_GRACE, warn};
 

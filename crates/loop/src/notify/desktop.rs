@@ -6,7 +6,7 @@ use std::process::Command;
 use std::sync::mpsc::Sender;
 use std::time::Duration;
 
-use ralph_protocol::text::one_line;
+use ralph_protocol::one_line;
 
 use super::command::{run_limited, strip_nul};
 use super::notice::{Groups, QuestionNotice, TITLE, project_name, warn};

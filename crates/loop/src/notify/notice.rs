@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::mpsc::Sender;
 use std::time::Duration;
 
-use ralph_protocol::text::one_line;
+use ralph_protocol::one_line;
 
 /// The title every channel uses.
 pub(super) const TITLE: &str = "ralph has a question";

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use ralph_protocol::text::{cut, one_line};
+use ralph_protocol::{cut, one_line};
 
 use super::notice::{QuestionNotice, TITLE, project_name};
 

@@ -3,9 +3,9 @@
 //! [`AgentRun`].
 
 use ralph_process::{spawn_shell, spawn_shell_open};
-use ralph_protocol::event::LoopEvent;
-use ralph_protocol::state::Status;
-use ralph_protocol::workspace::{self, Workspace};
+use ralph_protocol::{
+    LoopEvent, SpareFile, Status, Workspace, read_text, read_text_tail, write_atomic_unsynced,
+};
 use serde_json::json;
 use tokio::io::AsyncWriteExt;
 use tokio::time::Instant;
@@ -44,9 +44,9 @@ impl Runner {
     /// Steps 2 and 3: build the prompt, run the agent, stream its output.
     pub(super) async fn run_iteration(&mut self, iteration: u32) -> Result<AgentRun, RunError> {
         let settings = self.cfg.settings.clone();
-        let progress = workspace::read_text_tail(&self.ws.progress())?.unwrap_or_default();
-        let guardrails = workspace::read_text(&self.ws.guardrails())?.unwrap_or_default();
-        let template = workspace::read_text(&self.ws.prompt_template())?;
+        let progress = read_text_tail(&self.ws.progress())?.unwrap_or_default();
+        let guardrails = read_text(&self.ws.guardrails())?.unwrap_or_default();
+        let template = read_text(&self.ws.prompt_template())?;
         let carryover = std::mem::take(&mut self.session.carryover);
         let stem = self.log_stem(iteration);
         let prompt_path = self.ws.logs().join(format!("{stem}.prompt.md"));
@@ -95,9 +95,7 @@ impl Runner {
         };
         match spare.map(|f| f.write_to(&prompt_path, prompt.as_bytes())) {
             Some(Ok(())) => {}
-            Some(Err(_)) | None => {
-                workspace::write_atomic_unsynced(&prompt_path, prompt.as_bytes())?
-            }
+            Some(Err(_)) | None => write_atomic_unsynced(&prompt_path, prompt.as_bytes())?,
         }
 
         let started = Instant::now();
@@ -148,7 +146,7 @@ impl Runner {
         // The next iteration's prompt file, made now rather than between two agents.
         let logs = self.ws.logs();
         self.record.prompt_spare = Some(tokio::task::spawn_blocking(move || {
-            workspace::SpareFile::new_in(&logs)
+            SpareFile::new_in(&logs)
         }));
 
         let mut run = self

@@ -7,7 +7,7 @@
 
 use tokio::sync::mpsc;
 
-use ralph_protocol::event::Control;
+use ralph_protocol::Control;
 
 /// The receiving end of the front ends' controls.
 #[derive(Debug)]
@@ -49,26 +49,26 @@ impl Controls {
 /// with a note to the front end saying who asked. A request left from before this call is
 /// dropped first: it was meant for a loop that has ended. Must be called in a Tokio runtime.
 pub fn forward_stop_requests(
-    ws: &ralph_protocol::workspace::Workspace,
+    ws: &ralph_protocol::Workspace,
     controls: mpsc::UnboundedSender<Control>,
-    events: mpsc::Sender<ralph_protocol::event::LoopEvent>,
+    events: mpsc::Sender<ralph_protocol::LoopEvent>,
 ) -> std::io::Result<StopRequests> {
-    use ralph_protocol::stop;
-    let _ = stop::take(ws);
+    use ralph_protocol::{STOP_FILE, StopBy, take_stop};
+    let _ = take_stop(ws);
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let watch = ralph_process::watch::watch_async(ws.dir(), &[stop::FILE_NAME], tx)?;
+    let watch = ralph_process::watch_async(ws.dir(), &[STOP_FILE], tx)?;
     let ws = ws.clone();
     let task = tokio::spawn(async move {
         while rx.recv().await.is_some() {
-            let Some(by) = stop::take(&ws) else { continue };
-            let who = by.map_or("another process", stop::StopBy::as_str);
-            let _ = ralph_protocol::state::log_event(
+            let Some(by) = take_stop(&ws) else { continue };
+            let who = by.map_or("another process", StopBy::as_str);
+            let _ = ralph_protocol::log_event(
                 &ws,
                 "stop_requested",
-                serde_json::json!({"by": by.map(stop::StopBy::as_str)}),
+                serde_json::json!({"by": by.map(StopBy::as_str)}),
             );
             let _ = events
-                .send(ralph_protocol::event::LoopEvent::Note(format!(
+                .send(ralph_protocol::LoopEvent::Note(format!(
                     "stopping, as asked by {who}: the agent is stopped and the state saved; `ralph run` resumes"
                 )))
                 .await;
@@ -87,7 +87,7 @@ pub fn forward_stop_requests(
 /// front end that waits for its channel to close must not wait for it).
 #[derive(Debug)]
 pub struct StopRequests {
-    _watch: ralph_process::watch::DirWatch,
+    _watch: ralph_process::DirWatch,
     task: tokio::task::AbortHandle,
 }
 

@@ -4,9 +4,7 @@
 use std::collections::VecDeque;
 use std::time::SystemTime;
 
-use ralph_protocol::desk::Ended;
-use ralph_protocol::question::Question;
-use ralph_protocol::state::RaisedBy;
+use ralph_protocol::{Ended, Question, RaisedBy};
 use serde_json::json;
 use tokio::io::AsyncWriteExt;
 use tokio::process::ChildStdin;

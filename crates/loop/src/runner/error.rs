@@ -2,8 +2,7 @@
 
 use std::path::PathBuf;
 
-use ralph_protocol::state::StateError;
-use ralph_protocol::workspace::WorkspaceError;
+use ralph_protocol::{StateError, WorkspaceError};
 
 /// Why a run could not go on.
 #[derive(Debug, thiserror::Error)]

@@ -4,7 +4,7 @@
 
 use serde_json::json;
 
-use ralph_protocol::event::{LoopEvent, Outcome};
+use ralph_protocol::{LoopEvent, Outcome};
 
 use super::Runner;
 use super::policy::Stop;

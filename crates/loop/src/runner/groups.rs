@@ -3,7 +3,7 @@
 
 use ralph_process::{RUN_VAR, Swept, mark_of, ralph_dir_value, run_id};
 
-use ralph_protocol::event::LoopEvent;
+use ralph_protocol::LoopEvent;
 use serde_json::json;
 
 use super::Runner;

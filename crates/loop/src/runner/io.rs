@@ -2,7 +2,7 @@
 //! controls in from it, and wake-ups from the watch on `.ralph/`.
 
 use ralph_process::DirWatch;
-use ralph_protocol::event::LoopEvent;
+use ralph_protocol::LoopEvent;
 use tokio::sync::mpsc;
 
 use super::controls::Controls;

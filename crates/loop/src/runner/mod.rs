@@ -5,7 +5,7 @@
 //!
 //! 1. **Cleanup**: stray temporary files go; an answer waiting in `.ralph/answer.md` is picked
 //!    up for this iteration (never removed before it is delivered; `questions.rs`, through the
-//!    question desk, `ralph_protocol::desk::Desk`).
+//!    question desk, `ralph_protocol::Desk`).
 //! 2. **Prompt**: built from the task file as it is now (the agent edits it), progress,
 //!    guardrails and whatever the previous iteration left ([`Carryover`]).
 //! 3. **Agent** (`agent.rs`, `stream.rs`): started in its own process group, its stdout
@@ -21,9 +21,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use ralph_protocol::event::{LoopEvent, Outcome};
-use ralph_protocol::state::{State, Status, log_event};
-use ralph_protocol::workspace::Workspace;
+use ralph_protocol::{LoopEvent, Outcome, State, Status, Workspace, log_event};
 use serde_json::json;
 use tokio::time::Instant;
 
@@ -333,7 +331,7 @@ impl Runner {
         reason: &str,
     ) -> Result<bool, RunError> {
         let until = Instant::now() + wait;
-        self.state.rate_limited_until = Some(ralph_protocol::state::timestamp(until_time));
+        self.state.rate_limited_until = Some(ralph_protocol::timestamp(until_time));
         self.save_state().await?;
         self.log(
             "backoff",
@@ -367,7 +365,7 @@ impl Runner {
         self.state.reason = Some(reason.to_string());
         if outcome == Outcome::Done {
             let task = std::fs::read(&self.cfg.task_path).ok();
-            self.state.done_task = task.map(|bytes| ralph_protocol::state::task_digest(&bytes));
+            self.state.done_task = task.map(|bytes| ralph_protocol::task_digest(&bytes));
         }
         self.group_ended();
         self.save_state().await?;

@@ -11,13 +11,10 @@
 use std::collections::HashSet;
 use std::time::{Duration, SystemTime};
 
-use ralph_protocol::answer::Forged;
-use ralph_protocol::desk::{
-    Asking, Delivery, Desk, Ended, Input, Now, OnTimeout, PickUp, QuestionId, Stepped,
+use ralph_protocol::{
+    Asking, Control, Delivery, Desk, DeskInput, Ended, Forged, LoopEvent, Now, OnTimeout, Outcome,
+    PendingQuestion, PickUp, Question, QuestionId, RaisedBy, Stepped, log_event, timestamp,
 };
-use ralph_protocol::event::{Control, LoopEvent, Outcome};
-use ralph_protocol::question::Question;
-use ralph_protocol::state::{PendingQuestion, RaisedBy, log_event, timestamp};
 use serde_json::json;
 use tokio::time::Instant;
 
@@ -95,7 +92,7 @@ pub(super) enum Step {
 }
 
 /// Whether the `ralph ask` that wrote a claim is gone (killed while it waited).
-fn asker_is_gone(claim: &ralph_protocol::state::AskClaim) -> bool {
+fn asker_is_gone(claim: &ralph_protocol::AskClaim) -> bool {
     crate::asks::claim_is_stale(claim)
 }
 
@@ -211,11 +208,8 @@ impl Runner {
         })
         .await;
         // One link for the front end and every notification.
-        let answer_url = ralph_protocol::broker::answer_url(
-            self.ws.root(),
-            &asking.id,
-            ralph_protocol::broker::Channel::Notify,
-        );
+        let answer_url =
+            ralph_protocol::answer_url(self.ws.root(), &asking.id, ralph_protocol::Channel::Notify);
         if let Some(url) = &answer_url {
             self.emit(LoopEvent::AnswerLink(url.clone())).await;
         }
@@ -248,7 +242,7 @@ impl Runner {
             answer_url,
             answer_command: format!(
                 "{} \"your answer\"",
-                ralph_protocol::desk::answer_command("ralph", self.ws.root())
+                ralph_protocol::answer_command("ralph", self.ws.root())
             ),
             root: self.ws.root().display().to_string(),
             question: question.text.clone(),
@@ -284,12 +278,12 @@ impl Runner {
         step: Step,
     ) -> Result<Option<Ended>, RunError> {
         let input = match step {
-            Step::Files | Step::Wake => Input::Look,
-            Step::Control(Control::Answer(text)) => Input::Typed(text),
-            Step::Control(Control::Skip) => Input::Skip,
-            Step::Control(Control::Stop | Control::Kill) => Input::Stop,
-            Step::Control(Control::Typing) => Input::Typing,
-            Step::Control(Control::Extend) => Input::Extend(None),
+            Step::Files | Step::Wake => DeskInput::Look,
+            Step::Control(Control::Answer(text)) => DeskInput::Typed(text),
+            Step::Control(Control::Skip) => DeskInput::Skip,
+            Step::Control(Control::Stop | Control::Kill) => DeskInput::Stop,
+            Step::Control(Control::Typing) => DeskInput::Typing,
+            Step::Control(Control::Extend) => DeskInput::Extend(None),
         };
         let stepped: Stepped =
             self.questions
@@ -305,7 +299,7 @@ impl Runner {
         if let Some(by) = stepped.extended_from_afar {
             self.emit(LoopEvent::Note(format!(
                 "{} more to answer, asked from `ralph serve`",
-                ralph_protocol::broker::describe_span(by)
+                ralph_protocol::describe_span(by)
             )))
             .await;
         }
@@ -443,7 +437,7 @@ impl Runner {
             asker_is_gone,
             Now::current(),
         )?;
-        let Some(ralph_protocol::desk::NewClaim {
+        let Some(ralph_protocol::NewClaim {
             id,
             asked_at,
             question,
@@ -466,7 +460,7 @@ impl Runner {
     /// Says that `clarifications.md` could not be written (a full disk); the loop goes on: the
     /// record is a log, and the question's fate is in `state.json` and `events.jsonl` all the
     /// same.
-    pub(super) async fn archive_failed(&self, e: &ralph_protocol::workspace::WorkspaceError) {
+    pub(super) async fn archive_failed(&self, e: &ralph_protocol::WorkspaceError) {
         let msg = format!(
             "could not add this question's outcome to .ralph/clarifications.md ({e}); the file is left as it was, and the answer is not delivered again"
         );

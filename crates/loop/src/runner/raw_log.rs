@@ -31,7 +31,7 @@ impl RawLog {
     }
 
     fn open(path: &Path) -> Option<std::io::BufWriter<std::fs::File>> {
-        ralph_protocol::workspace::open_plain(
+        ralph_protocol::open_plain(
             std::fs::OpenOptions::new()
                 .write(true)
                 .create(true)

@@ -4,8 +4,7 @@
 
 use std::sync::Arc;
 
-use ralph_protocol::registry::Registration;
-use ralph_protocol::workspace::{SpareFile, WorkspaceError, WorkspaceLock};
+use ralph_protocol::{Registration, SpareFile, WorkspaceError, WorkspaceLock};
 use tokio::task::JoinHandle;
 
 use super::task_stamp::Stamp;

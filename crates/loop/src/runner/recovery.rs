@@ -8,7 +8,7 @@ use ralph_process::{
     Swept, group_is_ours, kill_group_now, lineage_groups, run_mark, stop_everywhere,
 };
 
-use ralph_protocol::event::LoopEvent;
+use ralph_protocol::LoopEvent;
 use serde_json::json;
 
 use super::Runner;

@@ -14,7 +14,7 @@
 
 use std::sync::Arc;
 
-use ralph_protocol::workspace::{self, WorkspaceError};
+use ralph_protocol::{WorkspaceError, write_atomic};
 
 use super::Runner;
 use super::error::RunError;
@@ -37,7 +37,7 @@ impl Runner {
         // first (an error return): no other loop can write `state.json` under it.
         let lock = Arc::clone(&self.record.lock);
         self.record.state_saving = Some(tokio::task::spawn_blocking(move || {
-            let written = workspace::write_atomic(&path, &json);
+            let written = write_atomic(&path, &json);
             drop(lock);
             written
         }));

@@ -3,8 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use ralph_protocol::state::AgentChoice;
-use ralph_protocol::workspace::Workspace;
+use ralph_protocol::{AgentChoice, Workspace};
 
 use crate::agent_spec::AgentSpec;
 use crate::logs::LogBudget;

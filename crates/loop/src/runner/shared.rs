@@ -13,9 +13,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use ralph_protocol::budget::{fleet, limits};
-use ralph_protocol::event::{LoopEvent, Outcome};
-use ralph_protocol::state::timestamp;
+use ralph_protocol::{LoopEvent, Outcome, budget::fleet, budget::limits, timestamp};
 use serde_json::json;
 use tokio::time::Instant;
 

@@ -9,10 +9,7 @@ use std::time::SystemTime;
 use ralph_process::Guard;
 use serde_json::json;
 
-use ralph_protocol::event::{Control, LoopEvent};
-use ralph_protocol::registry;
-use ralph_protocol::state::{State, Status, timestamp};
-use ralph_protocol::workspace::{self};
+use ralph_protocol::{Control, LoopEvent, State, Status, register, timestamp, write_atomic};
 use tokio::sync::mpsc;
 
 use super::Runner;
@@ -60,7 +57,7 @@ impl Runner {
             ),
         ] {
             if std::fs::symlink_metadata(&path).is_err() {
-                workspace::write_atomic(&path, initial.as_bytes())?;
+                write_atomic(&path, initial.as_bytes())?;
             }
         }
 
@@ -106,7 +103,7 @@ impl Runner {
             ..NotifyConfig::default()
         });
         // Best effort: `ralph status --all` is a convenience, never a reason not to run.
-        let registration = registry::register(ws.root()).ok();
+        let registration = register(ws.root()).ok();
         let now = SystemTime::now();
         let state = State {
             status: Status::Running,
@@ -176,7 +173,7 @@ impl Runner {
                 id: sent_back.and_then(|s| s.session),
             },
             questions: Questions {
-                desk: ralph_protocol::desk::Desk::new(desk_ws),
+                desk: ralph_protocol::Desk::new(desk_ws),
                 delivering: None,
                 asks_seen: std::collections::HashSet::new(),
                 resume: resume_question,
@@ -191,7 +188,7 @@ impl Runner {
     }
 
     /// Has `guard` stop the group running when ralph is killed outright (see
-    /// [`guard`](ralph_process::guard)). Without one, only the next `ralph run` stops such a group.
+    /// [`guard`](ralph_process::Guard)). Without one, only the next `ralph run` stops such a group.
     pub fn set_guard(&mut self, guard: Guard) {
         self.processes.guard = Some(guard);
     }
@@ -225,7 +222,7 @@ impl Runner {
 
 /// Watches `.ralph/` and sends a wake-up for every change to the question, the answer, a
 /// `ralph ask` claim or a request from `ralph serve` (skip, extend); the runner then looks at
-/// the files. The loop's own writes there (state, events) do not wake it ([`ralph_process::watch`]).
+/// the files. The loop's own writes there (state, events) do not wake it ([`ralph_process::DirWatch`]).
 fn watch_dir(
     dir: &std::path::Path,
     tx: mpsc::UnboundedSender<()>,
@@ -234,7 +231,7 @@ fn watch_dir(
         "answer.md",
         "question.md",
         "ask.json",
-        ralph_protocol::broker::REQUEST_FILE,
+        ralph_protocol::REQUEST_FILE,
     ];
     ralph_process::watch_async(dir, &FILES, tx).map_err(|e| RunError::Watch {
         path: dir.to_path_buf(),

@@ -10,7 +10,7 @@ use std::time::Duration;
 use ralph_process::{Group, GroupDue};
 
 use ralph_process::Spawned;
-use ralph_protocol::event::{Control, LoopEvent};
+use ralph_protocol::{Control, LoopEvent};
 use ralph_signal::{AgentEvent, Decoder};
 use serde_json::json;
 use tokio::io::AsyncReadExt;

@@ -6,7 +6,7 @@ use std::process::ExitStatus;
 use std::time::Duration;
 
 use ralph_process::describe_exit;
-use ralph_protocol::event::LoopEvent;
+use ralph_protocol::LoopEvent;
 use tokio::io::AsyncReadExt;
 use tokio::time::Instant;
 

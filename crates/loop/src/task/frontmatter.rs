@@ -4,7 +4,7 @@
 //! editors on Windows write, and neither changes what the file means. Delimiter lines are
 //! exactly `---`, with optional trailing spaces.
 
-use ralph_protocol::frontmatter::{Found, is_fence};
+use ralph_protocol::{Frontmatter, is_fence};
 
 use super::FRONTMATTER_SIZE_LIMIT;
 use super::error::Problem;
@@ -50,10 +50,10 @@ pub(super) fn split(text: &str) -> Result<Parts<'_>, Located> {
     if text.trim().is_empty() {
         return Err((1, 1, Problem::EmptyFile));
     }
-    let f = match ralph_protocol::frontmatter::split(text, false) {
-        Found::At(f) => f,
-        Found::Unclosed => return Err((1, 1, Problem::UnterminatedFrontmatter)),
-        Found::None => return Err((1, 1, why_no_frontmatter(text))),
+    let f = match ralph_protocol::split_frontmatter(text, false) {
+        Frontmatter::At(f) => f,
+        Frontmatter::Unclosed => return Err((1, 1, Problem::UnterminatedFrontmatter)),
+        Frontmatter::None => return Err((1, 1, why_no_frontmatter(text))),
     };
     let yaml = &text[f.yaml_start..f.close_start];
     let body_first_line = text[..f.body_start].matches('\n').count() + 1;

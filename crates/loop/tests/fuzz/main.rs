@@ -10,8 +10,7 @@ use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
 use ralph_loop::task::{MAX_COUNT, TaskFile};
-use ralph_protocol::answer::{Answer, AnsweredBy};
-use ralph_protocol::question::{MAX_QUESTION_BYTES, Question, QuestionOption};
+use ralph_protocol::{Answer, AnsweredBy, MAX_QUESTION_BYTES, Question, QuestionOption};
 
 use mutate::{corpus, fuzz, mutated, repo};
 
@@ -314,7 +313,7 @@ fn fuzz_the_answer_file_parser_and_round_trip() {
         "answer round trip",
         (nasty_text(16), by, any::<bool>()),
         |(text, by, asked)| {
-            let question = asked.then(ralph_protocol::desk::QuestionId::new);
+            let question = asked.then(ralph_protocol::QuestionId::new);
             let a = Answer::new(text.clone(), by, question.clone());
             let back = Answer::parse(&a.to_file());
             prop_assert_eq!(back.text.as_str(), text.trim(), "{}", a.to_file());

@@ -8,11 +8,11 @@
 //! (`make bench`) was 0.3 to 0.5 ms higher on a 2-core machine. The loop reads the events in
 //! its own runtime, so a burst of them costs one read, not a thread's wake-up each.
 
-use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::io;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::path::Path;
+
+use super::Targets;
 
 use futures_util::StreamExt as _;
 use inotify::{EventMask, Inotify, WatchMask};
@@ -81,47 +81,35 @@ fn watch_with(
     })
 }
 
-/// Many directories watched through one inotify instance, each for the files it names (or for
-/// any change), each sending on a channel of its own; directories come and go while it runs.
-///
-/// One instance however many directories: the kernel allows a user 128 instances by default
-/// (`fs.inotify.max_user_instances`) and far more watches, and a broker following fifty loops
-/// beside the fifty loops' own watches would run out of instances with one each. Dropped, it
-/// stops. Must be made in a Tokio runtime, which reads the events.
+/// [`DirsWatch`](super::DirsWatch)'s inotify instance: one for every directory, its events
+/// read by a task that says which directory each was for.
 #[derive(Debug)]
-pub struct DirsWatch {
+pub(super) struct Dirs {
     watches: inotify::Watches,
-    targets: Arc<Mutex<HashMap<i32, Target>>>,
-    by_dir: HashMap<PathBuf, inotify::WatchDescriptor>,
     task: AbortHandle,
 }
 
-#[derive(Debug)]
-struct Target {
-    names: Option<&'static [&'static str]>,
-    tx: mpsc::UnboundedSender<()>,
-}
+/// A directory, as inotify's events name it.
+pub(super) type Key = inotify::WatchDescriptor;
 
-impl Drop for DirsWatch {
+impl Drop for Dirs {
     fn drop(&mut self) {
         self.task.abort();
     }
 }
 
-impl DirsWatch {
-    /// An instance watching nothing yet.
-    pub fn new() -> io::Result<DirsWatch> {
+impl Dirs {
+    pub(super) fn new(targets: Targets<Key>) -> io::Result<Dirs> {
         let inotify = Inotify::init()?;
         let mut events = inotify.into_event_stream(vec![0u8; 4096])?;
         let watches = events.watches();
-        let targets: Arc<Mutex<HashMap<i32, Target>>> = Arc::default();
-        let seen = Arc::clone(&targets);
         let task = tokio::spawn(async move {
             while let Some(Ok(event)) = events.next().await {
-                let targets = seen.lock().unwrap_or_else(|p| p.into_inner());
+                let targets = super::lock(&targets);
                 let overflow = event.mask.contains(EventMask::Q_OVERFLOW);
+                let id = event.wd.get_watch_descriptor_id();
                 for (wd, t) in targets.iter() {
-                    let mine = *wd == event.wd.get_watch_descriptor_id();
+                    let mine = wd.get_watch_descriptor_id() == id;
                     let wanted = match t.names {
                         None => mine,
                         Some(names) => mine && wanted(event.mask, event.name.as_deref(), names),
@@ -132,47 +120,19 @@ impl DirsWatch {
                 }
             }
         });
-        Ok(DirsWatch {
+        Ok(Dirs {
             watches,
-            targets,
-            by_dir: HashMap::new(),
             task: task.abort_handle(),
         })
     }
 
-    /// Watches `dir` (not its subdirectories): `()` on `tx` for every change to a file named
-    /// one of `names`, or to any entry when `names` is `None`.
-    pub fn add(
-        &mut self,
-        dir: &Path,
-        names: Option<&'static [&'static str]>,
-        tx: mpsc::UnboundedSender<()>,
-    ) -> io::Result<()> {
-        let wd = self.watches.add(dir, changes())?;
-        let mut targets = self.targets.lock().unwrap_or_else(|p| p.into_inner());
-        targets.insert(wd.get_watch_descriptor_id(), Target { names, tx });
-        self.by_dir.insert(dir.to_path_buf(), wd);
-        Ok(())
+    pub(super) fn watch(&mut self, dir: &Path) -> io::Result<Key> {
+        self.watches.add(dir, changes())
     }
 
-    /// Stops watching `dir`.
-    pub fn remove(&mut self, dir: &Path) {
-        if let Some(wd) = self.by_dir.remove(dir) {
-            let mut targets = self.targets.lock().unwrap_or_else(|p| p.into_inner());
-            targets.remove(&wd.get_watch_descriptor_id());
-            // Gone already when the directory was removed; nothing more to do then.
-            let _ = self.watches.remove(wd);
-        }
-    }
-
-    /// Whether `dir` is watched.
-    pub fn contains(&self, dir: &Path) -> bool {
-        self.by_dir.contains_key(dir)
-    }
-
-    /// The directories watched.
-    pub fn dirs(&self) -> impl Iterator<Item = &Path> {
-        self.by_dir.keys().map(PathBuf::as_path)
+    pub(super) fn unwatch(&mut self, _dir: &Path, key: Key) {
+        // Gone already when the directory was removed; nothing more to do then.
+        let _ = self.watches.remove(key);
     }
 }
 

@@ -3,10 +3,10 @@
 //! is sent on the channel from there. Opens and closes (`Access` events, which notify asks
 //! Linux for) are dropped here by kind.
 
-use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+
+use super::Targets;
 
 use notify::{Event, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 use tokio::sync::mpsc;
@@ -63,33 +63,22 @@ pub fn watch_async(
     Ok(DirWatch { _watcher: watcher })
 }
 
-/// Many directories watched through one watcher, each for the files it names (or for any
-/// change), each sending on a channel of its own; directories come and go while it runs.
-/// Dropped, it stops.
+/// [`DirsWatch`](super::DirsWatch)'s watcher: one for every directory, its events (on
+/// notify's thread) sent on to the directory each was for.
 #[derive(Debug)]
-pub struct DirsWatch {
+pub(super) struct Dirs {
     watcher: RecommendedWatcher,
-    /// Keyed by the directory as the events name it (its canonical path: FSEvents reports
-    /// `/private/var/...` for `/var/...`).
-    targets: Arc<Mutex<HashMap<PathBuf, Target>>>,
-    /// The directories as given, and their keys in `targets`.
-    by_dir: HashMap<PathBuf, PathBuf>,
 }
 
-#[derive(Debug)]
-struct Target {
-    names: Option<&'static [&'static str]>,
-    tx: mpsc::UnboundedSender<()>,
-}
+/// A directory, as the events name it: its canonical path (FSEvents reports `/private/var/...`
+/// for `/var/...`).
+pub(super) type Key = PathBuf;
 
-impl DirsWatch {
-    /// A watcher watching nothing yet.
-    pub fn new() -> io::Result<DirsWatch> {
-        let targets: Arc<Mutex<HashMap<PathBuf, Target>>> = Arc::default();
-        let seen = Arc::clone(&targets);
+impl Dirs {
+    pub(super) fn new(targets: Targets<Key>) -> io::Result<Dirs> {
         let watcher = notify::recommended_watcher(move |event: notify::Result<Event>| {
             let Ok(event) = event else { return };
-            let targets = seen.lock().unwrap_or_else(|p| p.into_inner());
+            let targets = super::lock(&targets);
             let rescan = event.need_rescan();
             for (dir, t) in targets.iter() {
                 let mine = event
@@ -102,49 +91,20 @@ impl DirsWatch {
             }
         })
         .map_err(error)?;
-        Ok(DirsWatch {
-            watcher,
-            targets,
-            by_dir: HashMap::new(),
-        })
+        Ok(Dirs { watcher })
     }
 
-    /// Watches `dir` (not its subdirectories): `()` on `tx` for every change to a file named
-    /// one of `names`, or to any entry when `names` is `None`.
-    pub fn add(
-        &mut self,
-        dir: &Path,
-        names: Option<&'static [&'static str]>,
-        tx: mpsc::UnboundedSender<()>,
-    ) -> io::Result<()> {
+    pub(super) fn watch(&mut self, dir: &Path) -> io::Result<Key> {
         let key = std::fs::canonicalize(dir)?;
         self.watcher
             .watch(dir, RecursiveMode::NonRecursive)
             .map_err(error)?;
-        let mut targets = self.targets.lock().unwrap_or_else(|p| p.into_inner());
-        targets.insert(key.clone(), Target { names, tx });
-        self.by_dir.insert(dir.to_path_buf(), key);
-        Ok(())
+        Ok(key)
     }
 
-    /// Stops watching `dir`.
-    pub fn remove(&mut self, dir: &Path) {
-        if let Some(key) = self.by_dir.remove(dir) {
-            let mut targets = self.targets.lock().unwrap_or_else(|p| p.into_inner());
-            targets.remove(&key);
-            // Gone already when the directory was removed; nothing more to do then.
-            let _ = self.watcher.unwatch(dir);
-        }
-    }
-
-    /// Whether `dir` is watched.
-    pub fn contains(&self, dir: &Path) -> bool {
-        self.by_dir.contains_key(dir)
-    }
-
-    /// The directories watched.
-    pub fn dirs(&self) -> impl Iterator<Item = &Path> {
-        self.by_dir.keys().map(PathBuf::as_path)
+    pub(super) fn unwatch(&mut self, dir: &Path, _key: Key) {
+        // Gone already when the directory was removed; nothing more to do then.
+        let _ = self.watcher.unwatch(dir);
     }
 }
 

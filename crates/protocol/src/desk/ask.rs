@@ -3,7 +3,6 @@
 
 use std::time::SystemTime;
 
-use crate::answer::Answer;
 use crate::question::Question;
 use crate::state::{AskClaim, PendingQuestion, RaisedBy, State, Status};
 use crate::workspace::{self, WorkspaceError, WorkspaceLock};
@@ -283,9 +282,4 @@ fn no_run_yet(ws: &crate::workspace::Workspace) -> State {
     let mut st = State::fresh(ws, "ralph ask", 0);
     st.status = Status::Stopped;
     st
-}
-
-/// `ralph ask --json`'s fields from an answer: the picks and the note ([`super::read_back`]).
-pub fn picks_of<'a>(question: &'a Question, answer: &'a Answer) -> (Vec<&'a str>, Option<&'a str>) {
-    super::reply::read_back(question, &answer.text)
 }

@@ -44,13 +44,13 @@ mod life;
 mod reply;
 mod submit;
 
-pub use ask::{ClaimError, Claimed, picks_of};
+pub use ask::{ClaimError, Claimed};
 pub use id::QuestionId;
 pub use life::{
     AskerStep, Asking, Closed, Delivery, Desk, Found, Input, NewClaim, Now, OnTimeout, PickUp,
     Stepped,
 };
-pub use reply::{MAX_ANSWER_BYTES, Refusal, Reply, check, compose, encode, read_back};
+pub use reply::{MAX_ANSWER_BYTES, Refusal, Reply, compose, encode, read_back};
 pub use submit::{Submitted, submit};
 
 /// How a question ended: the one answer to that, for the loop, `ralph ask`, the loop's

@@ -104,7 +104,7 @@ pub fn compose(question: Option<&Question>, reply: &Reply) -> Result<String, Ref
 
 /// Refuses an answer's text that is empty (nothing visible in it) or over
 /// [`MAX_ANSWER_BYTES`]: the one place both are checked.
-pub fn check(text: &str) -> Result<(), Refusal> {
+pub(crate) fn check(text: &str) -> Result<(), Refusal> {
     if text.len() > MAX_ANSWER_BYTES {
         return Err(Refusal::TooLong {
             size: text.len() as u64,

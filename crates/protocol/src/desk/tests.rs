@@ -595,7 +595,7 @@ fn a_lone_asker_gets_its_answer_and_cleans_up_as_the_loop_would() {
         panic!("still waiting")
     };
     assert_eq!(
-        picks_of(&claimed.question, ended.answer().unwrap()).0,
+        read_back(&claimed.question, &ended.answer().unwrap().text).0,
         vec!["Valkey", "Redis"]
     );
     desk.unclaim(claimed, &ended).unwrap();

@@ -33,9 +33,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ralph_fleet::rows::{LoopRow, RowState};
-use ralph_protocol::countdown::Countdown;
-use ralph_protocol::desk::QuestionId;
-use ralph_protocol::state::{PendingQuestion, parse_timestamp};
+use ralph_protocol::{Countdown, PendingQuestion, QuestionId, parse_timestamp};
 
 use crate::question_panel::{PanelAction, QuestionPanel};
 use crate::theme::Theme;
@@ -258,7 +256,7 @@ impl FleetView {
                 PanelAction::Extend => FleetAction::Extend {
                     root: open.root.clone(),
                     id: open.id.clone(),
-                    by: ralph_protocol::countdown::EXTEND_BY,
+                    by: ralph_protocol::EXTEND_BY,
                 },
                 PanelAction::None => FleetAction::None,
                 // The countdown is the loop's, in another process: typing cannot pause it

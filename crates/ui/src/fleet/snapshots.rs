@@ -5,9 +5,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ralph_fleet::rows::{Diff, LoopRow, RowState, sort};
-use ralph_protocol::desk::QuestionId;
-use ralph_protocol::question::{Question, QuestionOption};
-use ralph_protocol::state::{PendingQuestion, RaisedBy};
+use ralph_protocol::{PendingQuestion, Question, QuestionId, QuestionOption, RaisedBy};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
@@ -109,8 +107,8 @@ fn a_long_agent_line_with_control_and_bidi_characters_is_cut_and_clean() {
         "\u{1b}]0;pwned\u{7}done with \u{202e}evil\u{202c} step\r\n{}",
         "and a very long line ".repeat(10)
     );
-    r.last_line = Some(ralph_protocol::text::one_line(&raw, 300));
-    r.task = ralph_protocol::text::one_line(&r.task, 300);
+    r.last_line = Some(ralph_protocol::one_line(&raw, 300));
+    r.task = ralph_protocol::one_line(&r.task, 300);
     let mut view = FleetView::new(Theme::monochrome());
     view.set_rows(vec![r], now);
     let screen = draw(&view, 80, 24, now);

@@ -3,7 +3,7 @@
 use std::time::Instant;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
-use ralph_protocol::countdown::EXTEND_BY;
+use ralph_protocol::EXTEND_BY;
 
 use super::{Focus, PanelAction, QuestionPanel, clean_paste};
 

@@ -33,7 +33,7 @@
 //! | `Esc` | skip: the agent goes with its default or best guess | same |
 //!
 //! A picked option can be annotated: pick it, then type in the editor; the answer is written
-//! as every front end writes it (`ralph_protocol::desk::encode`): the label, a blank line, the
+//! as every front end writes it (`ralph_protocol::encode_answer`): the label, a blank line, the
 //! note.
 //!
 //! The panel's state and what it shows are here; its keys are in `keys.rs`.
@@ -45,9 +45,7 @@
 use std::cell::{Cell, RefCell};
 use std::time::{Duration, Instant, SystemTime};
 
-use ralph_protocol::countdown::Countdown;
-use ralph_protocol::desk::Ended;
-use ralph_protocol::question::Question;
+use ralph_protocol::{Countdown, Ended, Question};
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui_textarea::{TextArea, WrapMode};
@@ -253,7 +251,7 @@ impl QuestionPanel {
             .filter(|(_, chosen)| **chosen)
             .map(|(o, _)| o.label.as_str())
             .collect();
-        let answer = ralph_protocol::desk::encode(&labels, &self.draft());
+        let answer = ralph_protocol::encode_answer(&labels, &self.draft());
         (!answer.is_empty()).then_some(answer)
     }
 
@@ -343,9 +341,9 @@ impl QuestionPanel {
 }
 
 /// Strips terminal control sequences and invisible format characters from agent-written text
-/// (`ralph_protocol::text::clean`) and expands tabs, which a terminal cell cannot hold.
+/// (`ralph_protocol::clean`) and expands tabs, which a terminal cell cannot hold.
 pub(crate) fn clean(text: &str) -> String {
-    ralph_protocol::text::clean(text).replace('\t', "    ")
+    ralph_protocol::clean(text).replace('\t', "    ")
 }
 
 /// A person's paste: line ends normalized, control characters other than newline and tab

@@ -1,9 +1,8 @@
-use ralph_protocol::event::Control;
-use ralph_protocol::question::QuestionOption;
+use ralph_protocol::{Control, QuestionOption};
 
 use super::*;
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
-use ralph_protocol::countdown::EXTEND_BY;
+use ralph_protocol::EXTEND_BY;
 
 const fn secs(s: u64) -> Duration {
     Duration::from_secs(s)
@@ -343,7 +342,7 @@ fn multi_select_toggles_and_sends_one_label_per_line() {
 /// gets the same `answer.md` and `ralph ask --json` the same picks.
 #[test]
 fn the_panel_sends_the_desks_encoding_of_its_picks_and_note() {
-    use ralph_protocol::desk::{Reply, compose, read_back};
+    use ralph_protocol::{Reply, compose_answer, read_back};
     let t0 = Instant::now();
     let q = question(&["Redis", "Memcached", "Valkey"], true);
     let mut p = panel(q.clone(), t0);
@@ -353,7 +352,7 @@ fn the_panel_sends_the_desks_encoding_of_its_picks_and_note() {
     let PanelAction::Submit(sent) = p.handle_key(key(KeyCode::Enter), t0) else {
         panic!("not sent")
     };
-    let composed = compose(Some(&q), &Reply::Picks(vec![1, 3], "both, for now".into()));
+    let composed = compose_answer(Some(&q), &Reply::Picks(vec![1, 3], "both, for now".into()));
     assert_eq!(Ok(sent.clone()), composed);
     assert_eq!(
         read_back(&q, &sent),

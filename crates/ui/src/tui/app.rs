@@ -7,9 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use ralph_protocol::desk::Ended;
-use ralph_protocol::event::{LoopEvent, Outcome};
-use ralph_protocol::state::RaisedBy;
+use ralph_protocol::{Ended, LoopEvent, Outcome, RaisedBy};
 use ralph_signal::{AgentEvent, SignalKind};
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};

@@ -3,12 +3,10 @@
 
 use std::time::{Duration, Instant, SystemTime};
 
-use ralph_protocol::answer::{Answer, AnsweredBy};
-use ralph_protocol::countdown::Countdown;
-use ralph_protocol::desk::Ended;
-use ralph_protocol::event::{Control, LoopEvent, Outcome};
-use ralph_protocol::question::{Question, QuestionOption};
-use ralph_protocol::state::RaisedBy;
+use ralph_protocol::{
+    Answer, AnsweredBy, Control, Countdown, Ended, LoopEvent, Outcome, Question, QuestionOption,
+    RaisedBy,
+};
 use ralph_signal::{AgentEvent, Signal, SignalKind, Usage};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;

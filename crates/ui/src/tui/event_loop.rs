@@ -11,7 +11,7 @@
 use std::io::{self, Write};
 use std::time::{Duration, Instant};
 
-use ralph_protocol::event::{Control, LoopEvent};
+use ralph_protocol::{Control, LoopEvent};
 use ratatui::crossterm::event::{Event, KeyEventKind};
 use ratatui::layout::Size;
 use tokio::sync::mpsc;

@@ -10,7 +10,7 @@
 
 use std::time::Instant;
 
-use ralph_protocol::event::Control;
+use ralph_protocol::Control;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 use crate::PanelAction;

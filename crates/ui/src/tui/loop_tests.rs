@@ -6,7 +6,7 @@ use std::io::{self, Write};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use ralph_protocol::event::{Control, LoopEvent};
+use ralph_protocol::{Control, LoopEvent};
 use ralph_signal::AgentEvent;
 use ratatui::crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
 use ratatui::layout::{Position, Size};

@@ -56,7 +56,7 @@ use std::panic::AssertUnwindSafe;
 
 use futures_util::FutureExt;
 
-use ralph_protocol::event::{Control, LoopEvent};
+use ralph_protocol::{Control, LoopEvent};
 use tokio::sync::mpsc;
 
 use crate::plain;
@@ -69,7 +69,7 @@ use crate::tui::terminal::{Found, Guard, TermInput, TermOut};
 /// How the loop view behaves.
 #[derive(Debug, Clone)]
 pub struct TuiOptions {
-    /// `ralph answer -C DIR` for this loop ([`ralph_protocol::desk::answer_command`]), for the
+    /// `ralph answer -C DIR` for this loop ([`ralph_protocol::answer_command`]), for the
     /// hint under a question.
     pub answer_command: String,
     /// Ring the terminal bell when a question arrives.

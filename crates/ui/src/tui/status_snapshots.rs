@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use ralph_protocol::event::{Control, LoopEvent, Outcome};
+use ralph_protocol::{Control, LoopEvent, Outcome};
 use ralph_signal::{AgentEvent, Signal, SignalKind, Usage};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;

@@ -10,7 +10,7 @@
 use std::process::ExitStatus;
 use std::time::{Duration, SystemTime};
 
-use ralph_protocol::event::Outcome;
+use ralph_protocol::Outcome;
 
 use crate::prompt::Carryover;
 
