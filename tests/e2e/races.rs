@@ -291,7 +291,7 @@ save-prompt prompt-4.txt
     });
     // Sealed as `ralph answer` seals it: the loop takes no other (see the test of forgeries).
     let ws = ralph_protocol::Workspace::new(p.root()).with_state_dir(p.state_path());
-    let key = ralph_protocol::key(&ws).unwrap().unwrap();
+    let key = ralph_protocol::answer_key(&ws).unwrap().unwrap();
     let loser = ralph_protocol::Answer::parse(&format!(
         "---\nanswered_by: ralph-answer\nanswered_at: {asked_at}\nquestion_id: {id}\nanswer_id: 1-2\n---\nMemcached, the loser\n"
     ))

@@ -8,7 +8,7 @@ use std::time::SystemTime;
 
 use ralph_protocol::{
     Answer, Channel, PendingQuestion, State, Status, Waiting, Workspace, answer_url, clean,
-    question_waiting, registered_loops,
+    question_waiting,
 };
 use serde_json::json;
 
@@ -324,11 +324,6 @@ fn print_question(
         outln!("    (or pick an option by number: {command} 1)");
     }
     outln!();
-}
-
-fn to_json(ws: &Workspace, state: Option<&State>, live: bool, hint: &str) -> serde_json::Value {
-    let waiting = question_waiting(ws).ok().flatten();
-    state_json(ws, state, waiting.as_ref(), live, hint)
 }
 
 /// One loop as `--json` gives it: `state.json`, with what the desk says of its question.

@@ -77,7 +77,7 @@ pub struct Sandbox {
 /// `ralph-sandbox` beside `ralph` (it starts in a fraction of ralph's time: docs/benchmarks.md),
 /// or `ralph __sandbox` where it is not installed.
 fn helper(ralph: &Path) -> String {
-    let small = ralph.with_file_name(fence::HELPER);
+    let small = ralph.with_file_name(ralph_process::SANDBOX_HELPER);
     if ralph_process::is_executable(&small) {
         quote(&small.to_string_lossy())
     } else {

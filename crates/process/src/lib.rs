@@ -37,7 +37,7 @@ mod sys;
 mod watch;
 
 pub use adopt::{adopt, adopting, spawn};
-pub use command_line::{command, direct_words, std_command};
+pub use command_line::{command, direct_words, resolve, std_command};
 pub use group::{Group, GroupDue, GroupState};
 pub use guard::{Guard, GuardedRun, SavedTerminal, guard_main};
 pub use orphans::{
@@ -46,9 +46,9 @@ pub use orphans::{
 };
 pub use reader::wait_until_reader_gone;
 pub use sandbox::{
-    COMMAND_ENV as SANDBOX_COMMAND_ENV, POLICY_ENV as SANDBOX_POLICY_ENV, Policy as SandboxPolicy,
-    Support as SandboxSupport, TEST_ABI_ENV as SANDBOX_TEST_ABI_ENV, main as sandbox_main,
-    support as sandbox_support,
+    COMMAND_ENV as SANDBOX_COMMAND_ENV, Exec as SandboxExec, HELPER as SANDBOX_HELPER,
+    POLICY_ENV as SANDBOX_POLICY_ENV, Policy as SandboxPolicy, Support as SandboxSupport,
+    TEST_ABI_ENV as SANDBOX_TEST_ABI_ENV, main as sandbox_main, support as sandbox_support,
 };
 pub use supervisor::{
     Spawned, Stopped, describe_exit, group_alive, kill_group_now, live_members, spawn_shell,

@@ -3,6 +3,5 @@
 //! `ralph-sandbox` crate (std and landlock only), whose binary starts once per agent start.
 
 pub use ralph_sandbox::{
-    Applied, COMMAND_ENV, Exec, HELPER, POLICY_ENV, Policy, Support, TEST_ABI_ENV, apply, main,
-    support,
+    COMMAND_ENV, Exec, HELPER, POLICY_ENV, Policy, Support, TEST_ABI_ENV, main, support,
 };

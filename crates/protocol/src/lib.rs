@@ -62,7 +62,10 @@ mod time;
 mod user_dirs;
 mod workspace;
 
-pub use answer::{Answer, AnsweredBy, read as read_answer};
+pub use answer::{
+    Answer, AnsweredBy, Forged, KEY_FILE as ANSWER_KEY_FILE, is_genuine, key as answer_key,
+    read as read_answer,
+};
 pub use broker::{
     AcquireError, BrokerInfo, BrokerLock, Channel, LINK_MAX_AGE, LOCK_FILE as BROKER_LOCK_FILE,
     LinkRecord, MAX_EXTEND, MIN_EXTEND, REQUEST_FILE, Request, RequestAction, answer_url,
@@ -73,10 +76,10 @@ pub use broker::{
 pub use countdown::{Countdown, EXTEND_BY, IDLE_RESUME};
 pub use desk::{
     AskerStep, Asking, ClaimError, Claimed, Closed, Delivery, Desk, DeskError, Ended,
-    Input as DeskInput, MAX_ANSWER_BYTES, NewClaim, Now, OnTimeout, PickUp, QuestionId, Refusal,
-    Reply, Stepped, Submitted, Waiting, answer as answer_question, answer_command,
-    compose as compose_answer, encode as encode_answer, guide, read_back, submit as submit_answer,
-    waiting as question_waiting,
+    Found as FoundAnswer, Input as DeskInput, MAX_ANSWER_BYTES, NewClaim, Now, OnTimeout, PickUp,
+    QuestionId, Refusal, Reply, Stepped, Submitted, Waiting, answer as answer_question,
+    answer_command, compose as compose_answer, encode as encode_answer, guide, read_back,
+    submit as submit_answer, waiting as question_waiting,
 };
 pub use event::{Control, LoopEvent, Outcome};
 pub use frontmatter::{Fences, Found as Frontmatter, is_fence, split as split_frontmatter};
