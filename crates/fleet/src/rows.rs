@@ -216,7 +216,10 @@ pub fn state_words(row: &LoopRow) -> String {
         RowState::Running => "running".into(),
         RowState::RateLimited => {
             match row.rate_limited_until.as_deref().and_then(parse_timestamp) {
-                Some(at) => format!("rate limited until {}", local_time(at, SystemTime::now())),
+                Some(at) => format!(
+                    "rate limited until {}",
+                    ralph_loop::runner::local_time(at, SystemTime::now())
+                ),
                 None => "rate limited".into(),
             }
         }
@@ -228,23 +231,6 @@ pub fn state_words(row: &LoopRow) -> String {
         RowState::Failed => "failed".into(),
         RowState::Stopped => "stopped".into(),
         RowState::Queued => "queued".into(),
-    }
-}
-
-/// `14:05` in the user's time zone; with the day (`Tue 2 Dec 14:05`) when not today.
-fn local_time(at: SystemTime, now: SystemTime) -> String {
-    let zone = jiff::tz::TimeZone::system();
-    let (Ok(at), Ok(now)) = (
-        jiff::Timestamp::try_from(at),
-        jiff::Timestamp::try_from(now),
-    ) else {
-        return "an unknown time".into();
-    };
-    let at = at.to_zoned(zone.clone());
-    if at.date() == now.to_zoned(zone).date() {
-        at.strftime("%H:%M").to_string()
-    } else {
-        at.strftime("%a %-d %b %H:%M").to_string()
     }
 }
 

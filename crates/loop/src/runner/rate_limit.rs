@@ -110,7 +110,7 @@ pub(super) fn jitter() -> Duration {
 }
 
 /// `14:05` in the user's time zone; with the day (`Tue 2 Dec 14:05`) when it is not today.
-pub(super) fn local_time(at: SystemTime, now: SystemTime) -> String {
+pub fn local_time(at: SystemTime, now: SystemTime) -> String {
     let zone = jiff::tz::TimeZone::system();
     let (Ok(at), Ok(now)) = (
         jiff::Timestamp::try_from(at),
