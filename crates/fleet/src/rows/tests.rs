@@ -78,8 +78,10 @@ fn a_waiting_question_comes_first_and_is_counted_and_an_answer_moves_it_down() {
 
     // Answered (the answer waits for the loop to take it): no longer waiting on its human.
     let id = st_b.pending_question.as_ref().unwrap().id.clone();
+    // Sealed with a key of the test's own, never the user's state directory's.
+    let sealed = ws_b.clone().with_state_dir(b.path().join("state"));
     ralph_protocol::answer_question(
-        &ws_b,
+        &sealed,
         Some(&id),
         &ralph_protocol::Reply::Text("Postgres".into()),
         ralph_protocol::AnsweredBy::RalphAnswer,
