@@ -26,13 +26,14 @@ env -u RALPH_STATE_DIR -u RALPH_DIR \
   XDG_CACHE_HOME="$sentinel/.cache" \
   "$@" || status=$?
 
-leaks=$(find "$sentinel" -mindepth 1 -ipath '*ralph*' -print | head -n 40)
+leaks=$(find "$sentinel" -mindepth 1 -iname '*ralph*' -print)
 if [ -n "$leaks" ]; then
   {
     echo "untouched-home: the tests wrote ralph's files into the home directory they were given"
     echo "($sentinel), which stands for the developer's own; a test is missing its own"
     echo "RALPH_STATE_DIR or XDG_* directories (tests/e2e/util.rs: user_dirs_env). Found:"
-    echo "$leaks" | sed 's/^/  /'
+    # What is in them too (the first 40), so the test that wrote it can be told by its files.
+    find "$sentinel" -mindepth 1 -iname '*ralph*' -exec find {} + | head -n 40 | sed 's/^/  /'
   } >&2
   rm -rf -- "$sentinel"
   exit 1
