@@ -1,11 +1,21 @@
 //! The loop view's state, and how loop events and keys change it.
 //!
-//! [`App`] is pure: it takes a [`LoopEvent`] (or, in `keys`, a key) with the current instant,
+//! [`App`] is pure: it takes a [`LoopEvent`] or a key with the current instant,
 //! updates what the status area and the question panel show, and queues lines for the
 //! scrollback. Drawing is in `view`; the terminal is the event loop's business. So every state
 //! can be built in a test, without a terminal or a clock.
+//!
+//! Keys: with a question open, they go to the [`QuestionPanel`] and its actions become
+//! [`Control`]s (`act`): an answer, a skip, "typing" (hold the countdown), "more time". The
+//! last two are requests: the panel shows their effect when the loop sends its countdown back.
+//! `Ctrl+C` is the loop view's own: the first stops the loop gracefully and the second kills
+//! the agent; with a question open the first asks before stopping, because stopping leaves the
+//! question pending and a stray `Ctrl+C` should not throw away a half-typed answer.
 
 use std::time::{Duration, Instant};
+
+use ralph_protocol::Control;
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 use ralph_protocol::{Ended, LoopEvent, Outcome, RaisedBy};
 use ralph_signal::{AgentEvent, SignalKind};
@@ -14,7 +24,7 @@ use ratatui::text::{Line, Span};
 
 use crate::question_panel::clean;
 use crate::theme::Theme;
-use crate::{QuestionPanel, words};
+use crate::{PanelAction, QuestionPanel, words};
 
 /// Rows of the status area.
 pub(crate) const STATUS_ROWS: u16 = 3;
@@ -595,5 +605,86 @@ impl App {
             Span::styled("ralph: ", self.theme.title),
             Span::styled(text, style),
         ]));
+    }
+
+    /// Applies a key press; the control to send to the loop, if any.
+    pub(super) fn on_key(&mut self, key: KeyEvent, now: Instant) -> Option<Control> {
+        if key.kind == KeyEventKind::Release || self.is_done() {
+            return None;
+        }
+        let ctrl_c = matches!(key.code, KeyCode::Char('c' | 'C'))
+            && key.modifiers.contains(KeyModifiers::CONTROL);
+        if self.confirm_stop {
+            self.confirm_stop = false;
+            // Anything but yes keeps waiting; a second Ctrl+C means yes.
+            let yes = ctrl_c || matches!(key.code, KeyCode::Char('y' | 'Y'));
+            return yes.then(|| self.stop_now());
+        }
+        if ctrl_c {
+            return match self.stop {
+                Stop::Running if self.question.is_some() => {
+                    self.confirm_stop = true;
+                    None
+                }
+                Stop::Running => Some(self.stop_now()),
+                Stop::Stopping | Stop::Killing => {
+                    self.stop = Stop::Killing;
+                    Some(Control::Kill)
+                }
+            };
+        }
+        if self.stop != Stop::Running {
+            return None;
+        }
+        let q = self.question.as_mut()?;
+        if q.sending.is_some() {
+            return None;
+        }
+        let action = q.panel.handle_key(key, now);
+        self.act(action)
+    }
+
+    /// Applies pasted text; the control to send, if any.
+    pub(super) fn on_paste(&mut self, text: &str) -> Option<Control> {
+        if self.confirm_stop {
+            self.confirm_stop = false;
+            return None;
+        }
+        if self.stop != Stop::Running || self.is_done() {
+            return None;
+        }
+        let q = self.question.as_mut()?;
+        if q.sending.is_some() {
+            return None;
+        }
+        let action = q.panel.handle_paste(text);
+        self.act(action)
+    }
+
+    fn stop_now(&mut self) -> Control {
+        self.stop = Stop::Stopping;
+        Control::Stop
+    }
+
+    fn act(&mut self, action: PanelAction) -> Option<Control> {
+        let q = self.question.as_mut()?;
+        match action {
+            PanelAction::Submit(text) => {
+                q.sending = Some(Sending::Answer);
+                q.refused = None;
+                Some(Control::Answer(text))
+            }
+            PanelAction::Skip => {
+                q.sending = Some(Sending::Skip);
+                q.refused = None;
+                Some(Control::Skip)
+            }
+            PanelAction::Typing => {
+                q.refused = None;
+                Some(Control::Typing)
+            }
+            PanelAction::Extend => Some(Control::Extend),
+            PanelAction::None | PanelAction::Redraw | PanelAction::RefusedEmpty => None,
+        }
     }
 }

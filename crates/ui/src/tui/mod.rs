@@ -13,8 +13,8 @@
 //!
 //! The pieces, by idea:
 //!
-//! - `app`: the state and how loop events change it, with no terminal in sight; `keys`:
-//!   how keys change it and what they ask of the loop.
+//! - `app`: the state, how loop events and keys change it and what the keys ask of the loop,
+//!   with no terminal in sight.
 //! - `view`: drawing the status area and the panel from that state.
 //! - `screen`: the inline viewport, recreated whenever its height changes or output goes
 //!   above it, and `backend`, the ratatui backend under it that tracks the cursor instead of
@@ -37,7 +37,6 @@
 mod app;
 mod backend;
 mod event_loop;
-mod keys;
 mod screen;
 mod terminal;
 mod view;
