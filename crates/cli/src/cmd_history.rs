@@ -8,8 +8,8 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::anyhow;
-use ralph_git::checkpoint::{self, Listed};
-use ralph_git::{Checkpointer, Git};
+use ralph_git::Git;
+use ralph_git::checkpoint::{self, Checkpointer, Listed};
 use ralph_protocol::{State, Workspace, clean, read_events};
 use serde_json::json;
 
@@ -112,7 +112,7 @@ pub fn log(args: &LogArgs) -> CmdResult {
                     .collect()
             })
             .unwrap_or_default();
-        let stat = made.map_or_else(Default::default, |e| ralph_git::DiffStat {
+        let stat = made.map_or_else(Default::default, |e| checkpoint::DiffStat {
             files: e["files"].as_u64().unwrap_or(0) as usize,
             insertions: e["insertions"].as_u64().unwrap_or(0),
             deletions: e["deletions"].as_u64().unwrap_or(0),

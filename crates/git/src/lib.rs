@@ -16,7 +16,9 @@
 //! - [`land`]: a finished loop's branch onto its target, tested on the combined tree, the
 //!   target moved by compare-and-swap after a backup ref.
 //!
-//! Refs move only by compare-and-swap ([`Git::compare_and_swap`]).
+//! Refs move only by compare-and-swap ([`Git::compare_and_swap`]). Each item has one path: the
+//! modules are the namespaces (`checkpoint::Checkpointer`, `worktree::LoopInfo`), and only
+//! [`Git`] and [`GitError`] sit at the root.
 
 #![forbid(unsafe_code)]
 
@@ -26,5 +28,4 @@ pub mod land;
 pub mod undo;
 pub mod worktree;
 
-pub use checkpoint::{Checkpoint, Checkpointer, DiffStat};
 pub use git::{Git, GitError};
