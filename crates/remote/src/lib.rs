@@ -235,7 +235,7 @@ pub fn pairing_link(kind: &str) -> Result<(String, String), String> {
         "`ralph serve` is not running on this machine: start it first (in another terminal, or as the user service described in the README), then pair",
     )?;
     if kind == "telegram" {
-        let link = telegram::pairing_link(&dir)?;
+        let link = telegram::start_link(&dir)?;
         return Ok((link.clone(), qr(&link)));
     }
     let code = devices::new_pairing_code(&dir, kind, SystemTime::now())

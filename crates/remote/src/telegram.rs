@@ -254,8 +254,8 @@ fn store_paired(state_dir: &Path, p: &Paired) -> std::io::Result<()> {
     std::fs::rename(tmp, path)
 }
 
-/// The one-time link that pairs a Telegram user with this machine's broker.
-pub(crate) fn pairing_link(state_dir: &Path) -> Result<String, String> {
+/// The one-time `t.me` start link that pairs a Telegram user with this machine's broker.
+pub(crate) fn start_link(state_dir: &Path) -> Result<String, String> {
     let s = settings()?.ok_or_else(|| {
         format!(
             "no [telegram] token in {}: create a bot with @BotFather, put these two lines there (chmod 600):\n\n    [telegram]\n    token = \"...\"\n\nthen restart `ralph serve` and pair again",
