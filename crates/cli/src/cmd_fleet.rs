@@ -12,13 +12,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::anyhow;
-use ralph_fleet::fleet_file::{self, Fleet, LandMode, Member};
+use ralph_fleet::fleet_file::{self, Fleet, Member};
 use ralph_fleet::observe::{End, Phase};
 use ralph_fleet::prune::{self, Verdict};
-use ralph_fleet::schedule::{self, Launch, Outcome, Scheduler};
+use ralph_fleet::schedule::{self, Launch, MemberOutcome, Scheduler};
 use ralph_git::Git;
 use ralph_git::worktree::{self, LoopInfo};
-use ralph_loop::task::{LandMode as TaskLand, TaskFile};
+use ralph_loop::task::{LandMode, TaskFile};
 use ralph_protocol::{State, UserDir, Workspace, clean, shell_quote, user_dir};
 
 use crate::args::{FleetArgs, FleetCommand, LandArg};
@@ -76,7 +76,7 @@ fn member(
         .map(Path::to_path_buf)
         .unwrap_or_else(|_| abs.clone());
     let worktree = worktree::repo_dir(data, &repo).join(worktree::slug(&task.task));
-    let must_land = land.map_or(task.git.land, LandArg::mode) != TaskLand::Manual;
+    let must_land = land.map_or(task.git.land, LandArg::mode) != LandMode::Manual;
     // `agent:` is a preset's name, or a command line (with a space or a `/`).
     let preset = task.agent.clone().filter(|a| !a.contains([' ', '/']));
     let member = Member {
@@ -153,11 +153,7 @@ fn start(args: &FleetArgs) -> CmdResult {
     let fleet = Fleet {
         id,
         jobs: usize::from(args.jobs),
-        land: args.land.map(|l| match l {
-            LandArg::Manual => LandMode::Manual,
-            LandArg::Auto => LandMode::Auto,
-            LandArg::Pr => LandMode::Pr,
-        }),
+        land: args.land.map(LandArg::mode),
         max_cost_usd: args.max_cost_usd,
         pid: std::process::id(),
         members,
@@ -321,7 +317,7 @@ fn warn_of_rotating_logins(presets: &BTreeSet<String>) {
 }
 
 /// One line per loop, then what to do next.
-fn summary(outcomes: &[Outcome], tasks: &[PathBuf]) {
+fn summary(outcomes: &[MemberOutcome], tasks: &[PathBuf]) {
     let width = outcomes
         .iter()
         .map(|o| name(&o.member).len())

@@ -9,35 +9,8 @@
 
 use std::path::{Path, PathBuf};
 
+use ralph_loop::task::LandMode;
 use serde::{Deserialize, Serialize};
-
-/// How a loop's finished work gets onto its target branch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum LandMode {
-    /// Only when asked (`l` in the view, `ralph land`).
-    Manual,
-    /// As soon as the loop's DONE is verified, one loop at a time per repository.
-    Auto,
-    /// As a pull request (`gh pr create`).
-    Pr,
-}
-
-impl LandMode {
-    /// The word `--land` takes.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LandMode::Manual => "manual",
-            LandMode::Auto => "auto",
-            LandMode::Pr => "pr",
-        }
-    }
-
-    /// Whether a loop must also have landed to count as finished well.
-    pub fn lands(self) -> bool {
-        self != LandMode::Manual
-    }
-}
 
 /// One task file of a fleet, and the loop it became.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

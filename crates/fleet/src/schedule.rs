@@ -18,7 +18,9 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
-use crate::fleet_file::{Fleet, LandMode, Member};
+use ralph_loop::task::LandMode;
+
+use crate::fleet_file::{Fleet, Member};
 use crate::observe::{self, End, Phase};
 use crate::ports;
 
@@ -48,7 +50,7 @@ pub struct Scheduler {
 
 /// A loop of the fleet, as the summary shows it.
 #[derive(Debug, Clone)]
-pub struct Outcome {
+pub struct MemberOutcome {
     /// The member.
     pub member: Member,
     /// Where it stands.
@@ -236,12 +238,12 @@ impl Scheduler {
     }
 
     /// Every loop and where it stands now.
-    pub fn outcomes(&self) -> Vec<Outcome> {
+    pub fn outcomes(&self) -> Vec<MemberOutcome> {
         self.fleet
             .members
             .iter()
             .enumerate()
-            .map(|(i, m)| Outcome {
+            .map(|(i, m)| MemberOutcome {
                 member: m.clone(),
                 phase: match self.early_ends.get(&i) {
                     Some(end) => Phase::Ended(end.clone()),
@@ -262,7 +264,7 @@ impl Scheduler {
 /// The fleet's exit code from how its loops stand (docs/fleet.md, `ralph fleet --help`):
 /// 0 every loop done (and landed, where it must land); 3 none failed, but one ran out of
 /// iterations; 1 otherwise; 130 when a loop still runs (the fleet was left before the end).
-pub fn exit_code(outcomes: &[Outcome]) -> u8 {
+pub fn exit_code(outcomes: &[MemberOutcome]) -> u8 {
     let mut code = 0;
     for o in outcomes {
         let this = match &o.phase {
@@ -285,8 +287,8 @@ pub fn exit_code(outcomes: &[Outcome]) -> u8 {
 mod tests {
     use super::*;
 
-    fn outcome(phase: Phase, must_land: bool) -> Outcome {
-        Outcome {
+    fn outcome(phase: Phase, must_land: bool) -> MemberOutcome {
+        MemberOutcome {
             member: Member {
                 task_file: "/r/t.md".into(),
                 task_rel: "t.md".into(),

@@ -61,7 +61,7 @@ struct LogFile {
 
 /// What a prune removed.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct Pruned {
+pub struct Freed {
     /// Files removed.
     pub files: usize,
     /// Bytes freed.
@@ -164,7 +164,7 @@ pub fn latest_output(dir: &Path) -> Option<OutputFile> {
 }
 
 /// Brings `dir` within `budget`, sparing run `current`'s files of iteration `iteration`.
-pub fn prune(dir: &Path, current: u32, iteration: u32, budget: LogBudget) -> Pruned {
+pub fn prune(dir: &Path, current: u32, iteration: u32, budget: LogBudget) -> Freed {
     let mut files = list(dir);
     // Oldest first: by run, then iteration.
     files.sort_by_key(|f| (f.run, f.iteration, f.path.clone()));
@@ -175,7 +175,7 @@ pub fn prune(dir: &Path, current: u32, iteration: u32, budget: LogBudget) -> Pru
     let dropped_runs = &older[..older.len().saturating_sub(keep_older)];
     let max_bytes = budget.max_mib.saturating_mul(1024 * 1024);
     let mut total: u64 = files.iter().map(|f| f.size).sum();
-    let mut pruned = Pruned::default();
+    let mut pruned = Freed::default();
     for file in &files {
         let spared = file.run == current && file.iteration >= iteration;
         let over_count = dropped_runs.contains(&file.run);
