@@ -336,8 +336,12 @@ impl State {
     }
 
     /// Closes the waiting question `id`: answered by `answer`, or skipped. Called by the
-    /// [`crate::desk::Desk`] only.
-    pub fn close_question(&mut self, id: &QuestionId, answer: Option<&crate::answer::Answer>) {
+    /// [`crate::desk::Desk`] only (so the compiler holds it to that: crate-private).
+    pub(crate) fn close_question(
+        &mut self,
+        id: &QuestionId,
+        answer: Option<&crate::answer::Answer>,
+    ) {
         if self.pending_question.as_ref().is_some_and(|p| &p.id == id) {
             self.pending_question = None;
         }
