@@ -85,8 +85,6 @@ pub struct Runner {
     questions: Questions,
     /// The process groups the run starts, and what a killed run left.
     processes: Processes,
-    /// What the loop shares with the machine's other loops: rate limits, a fleet's spend.
-    shared: shared::Shared,
 }
 
 impl Runner {
@@ -336,7 +334,7 @@ impl Runner {
         self.save_state().await?;
         self.log(
             "backoff",
-            json!({"iteration": self.state.iteration, "seconds": wait.as_secs_f64(), "reason": reason, "agent_key": self.shared.key.as_str()}),
+            json!({"iteration": self.state.iteration, "seconds": wait.as_secs_f64(), "reason": reason, "agent_key": self.record.shared.key.as_str()}),
         );
         self.emit(LoopEvent::Backoff {
             until: until.into_std(),

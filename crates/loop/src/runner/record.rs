@@ -29,4 +29,6 @@ pub(super) struct Record {
     pub(super) last_sweep: Option<std::time::Instant>,
     /// The run's entry in the registry (`ralph status --all`), removed when dropped.
     pub(super) _registration: Option<Registration>,
+    /// What the loop shares with the machine's other loops: rate limits, a fleet's spend.
+    pub(super) shared: super::shared::Shared,
 }

@@ -51,10 +51,11 @@ impl Runner {
         loop {
             let now = SystemTime::now();
             let Some(limit) = self
+                .record
                 .shared
                 .limits_dir
                 .as_deref()
-                .and_then(|dir| limits::current_in(dir, &self.shared.key, now))
+                .and_then(|dir| limits::current_in(dir, &self.record.shared.key, now))
             else {
                 break;
             };
@@ -109,8 +110,8 @@ impl Runner {
             root: self.ws.root().to_path_buf(),
             pid: std::process::id(),
         };
-        let recorded = match &self.shared.limits_dir {
-            Some(dir) => limits::record_in(dir, &self.shared.key, &limit, now),
+        let recorded = match &self.record.shared.limits_dir {
+            Some(dir) => limits::record_in(dir, &self.record.shared.key, &limit, now),
             None => limits::limits_dir().map(drop),
         };
         if let Err(e) = recorded {
@@ -124,14 +125,15 @@ impl Runner {
 
     /// In a fleet, records what this loop has cost so far, for the fleet's total.
     pub(super) fn record_fleet_spend(&mut self) {
-        let (Some(fleet), Some(cost)) = (&self.shared.fleet, self.state.total_cost_usd) else {
+        let (Some(fleet), Some(cost)) = (&self.record.shared.fleet, self.state.total_cost_usd)
+        else {
             return;
         };
-        if self.shared.recorded_spend == Some(cost) {
+        if self.record.shared.recorded_spend == Some(cost) {
             return;
         }
         match fleet::record_spent(&fleet.id, self.ws.root(), cost) {
-            Ok(()) => self.shared.recorded_spend = Some(cost),
+            Ok(()) => self.record.shared.recorded_spend = Some(cost),
             Err(e) => {
                 let _ = self.io.events.try_send(LoopEvent::Warning(format!(
                     "could not record this loop's cost for fleet {}: {e}",
@@ -143,7 +145,7 @@ impl Runner {
 
     /// The stop when this loop's fleet has reached its cap: no new iteration starts.
     pub(super) fn fleet_cap_reached(&self) -> Option<Stop> {
-        let fleet = self.shared.fleet.as_ref()?;
+        let fleet = self.record.shared.fleet.as_ref()?;
         let cap = fleet.max_cost_usd?;
         let spent = fleet::fleet_spent(&fleet.id);
         (spent >= cap).then(|| Stop {

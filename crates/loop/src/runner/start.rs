@@ -139,7 +139,6 @@ impl Runner {
             recorded_spend: None,
         };
         Ok(Runner {
-            shared,
             cfg,
             ws,
             state,
@@ -158,6 +157,7 @@ impl Runner {
                 task_seen: None,
                 last_sweep: None,
                 _registration: registration,
+                shared,
             },
             session: Session {
                 first_iteration,
