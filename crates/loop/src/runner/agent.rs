@@ -2,12 +2,10 @@
 //! process group; then [`stream`](super::stream) reads it, and what it amounted to is an
 //! [`AgentRun`].
 
-use ralph_process::{feed_stdin, spawn_shell, spawn_shell_open};
 use ralph_protocol::{
     LoopEvent, SpareFile, Status, Workspace, read_text, read_text_tail, write_atomic_unsynced,
 };
 use serde_json::json;
-use tokio::io::AsyncWriteExt;
 use tokio::time::Instant;
 
 use super::agent_run::AgentRun;
@@ -116,66 +114,7 @@ impl Runner {
 
         let mut env = agent_env(&self.ws, &self.cfg.task_path, iteration, &prompt_path);
         env.extend(invocation.env.iter().cloned());
-        let spawn_error = |reason| RunError::Spawn {
-            command: invocation.command.clone(),
-            reason,
-        };
-        let root = self.ws.root();
-        let piped = invocation.conversation || invocation.stdin.is_some();
-        // The one place the sandbox comes in: the process started ahead for this start is
-        // told what to exec (`ready.rs`); without one, the command line that starts the agent
-        // applies it.
-        let header = match &self.processes.sandbox {
-            Some(sandbox) => Some(
-                sandbox
-                    .start(&invocation.command, root, &env, piped)
-                    .map_err(spawn_error)?,
-            ),
-            None => None,
-        };
-        let ready = match header {
-            Some(header) => self.start_ready(&header).await,
-            None => None,
-        };
-        let root = self.ws.root();
-        let (spawned, stdin) = match ready {
-            Some((spawned, stdin)) => (spawned, Some(stdin)),
-            None => {
-                let command = match &self.processes.sandbox {
-                    Some(sandbox) => sandbox
-                        .wrap(&invocation.command, root, &mut env)
-                        .map_err(spawn_error)?,
-                    None => invocation.command.clone(),
-                };
-                if piped {
-                    let (spawned, stdin) =
-                        spawn_shell_open(&command, root, env).map_err(spawn_error)?;
-                    (spawned, Some(stdin))
-                } else {
-                    let spawned = spawn_shell(&command, root, env, None).map_err(spawn_error)?;
-                    (spawned, None)
-                }
-            }
-        };
-        let conversation = match stdin {
-            Some(mut stdin) if invocation.conversation => {
-                if let Some(first) = &invocation.stdin {
-                    // An agent that dies before reading shows up when it exits; nothing to do
-                    // here.
-                    let _ = stdin.write_all(first).await;
-                    let _ = stdin.flush().await;
-                }
-                Some(stdin)
-            }
-            // The prompt, written as the agent reads it; none: closed, the agent reads nothing.
-            Some(stdin) => {
-                if let Some(data) = invocation.stdin.clone() {
-                    feed_stdin(stdin, data);
-                }
-                None
-            }
-            None => None,
-        };
+        let (spawned, conversation) = self.start_agent(&invocation, env).await?;
         self.group_started(spawned.pgid);
         self.save_state_soon().await?;
         // The next iteration's prompt file, made now rather than between two agents.

@@ -1,4 +1,4 @@
-//! The sandbox's process for the next agent, started ahead of time.
+//! Starting an agent, and the sandbox's process for the next one, started ahead of time.
 //!
 //! Applying the sandbox costs one more exec per agent start (`ralph-sandbox`, which makes the
 //! Landlock ruleset and execs the agent): about a millisecond, which would fall between two
@@ -13,11 +13,13 @@
 //! ends having run nothing, and it is waited for: nothing of it is left, and nothing about it
 //! is logged, since no agent ran.
 
-use ralph_process::{Spawned, Waiting};
+use ralph_process::{Spawned, Waiting, feed_stdin, spawn_shell, spawn_shell_open};
+use tokio::io::AsyncWriteExt;
 use tokio::process::ChildStdin;
 
-use super::Runner;
 use super::groups::marks;
+use super::{RunError, Runner};
+use crate::agent_spec::Invocation;
 
 impl Runner {
     /// Starts the sandbox's process for the next agent start, unless the run has no sandbox
@@ -39,6 +41,74 @@ impl Runner {
         self.processes.ready = Some(tokio::task::spawn_blocking(move || {
             ralph_process::spawn_waiting(&helper, &root, env)
         }));
+    }
+
+    /// Starts the agent of `invocation` with `env` (on top of ralph's own) in its process
+    /// group: through the sandbox's process started ahead, else the direct way (in the
+    /// sandbox, or not). Its stdin, when the agent converses.
+    pub(super) async fn start_agent(
+        &mut self,
+        invocation: &Invocation,
+        mut env: Vec<(String, String)>,
+    ) -> Result<(Spawned, Option<ChildStdin>), RunError> {
+        let spawn_error = |reason| RunError::Spawn {
+            command: invocation.command.clone(),
+            reason,
+        };
+        let root = self.ws.root();
+        let piped = invocation.conversation || invocation.stdin.is_some();
+        let header = match &self.processes.sandbox {
+            Some(sandbox) => Some(
+                sandbox
+                    .start(&invocation.command, root, &env, piped)
+                    .map_err(spawn_error)?,
+            ),
+            None => None,
+        };
+        let ready = match header {
+            Some(header) => self.start_ready(&header).await,
+            None => None,
+        };
+        let root = self.ws.root();
+        let (spawned, stdin) = match ready {
+            Some((spawned, stdin)) => (spawned, Some(stdin)),
+            None => {
+                let command = match &self.processes.sandbox {
+                    Some(sandbox) => sandbox
+                        .wrap(&invocation.command, root, &mut env)
+                        .map_err(spawn_error)?,
+                    None => invocation.command.clone(),
+                };
+                if piped {
+                    let (spawned, stdin) =
+                        spawn_shell_open(&command, root, env).map_err(spawn_error)?;
+                    (spawned, Some(stdin))
+                } else {
+                    let spawned = spawn_shell(&command, root, env, None).map_err(spawn_error)?;
+                    (spawned, None)
+                }
+            }
+        };
+        let conversation = match stdin {
+            Some(mut stdin) if invocation.conversation => {
+                if let Some(first) = &invocation.stdin {
+                    // An agent that dies before reading shows up when it exits; nothing to do
+                    // here.
+                    let _ = stdin.write_all(first).await;
+                    let _ = stdin.flush().await;
+                }
+                Some(stdin)
+            }
+            // The prompt, written as the agent reads it; none: closed, the agent reads nothing.
+            Some(stdin) => {
+                if let Some(data) = invocation.stdin.clone() {
+                    feed_stdin(stdin, data);
+                }
+                None
+            }
+            None => None,
+        };
+        Ok((spawned, conversation))
     }
 
     /// The process started ahead of this agent start, told to go with `header`; `None` when
