@@ -676,3 +676,64 @@ fn a_run_stopped_between_iterations_leaves_its_waiting_sandbox_behind_neither() 
             .count();
     assert_eq!(starts, 1);
 }
+
+/// The agent a waiting `ralph-sandbox` starts gets exactly what it gets unsandboxed: the same
+/// environment (but the private `TMPDIR`, and no `RALPH_SANDBOX`), and its whole prompt on
+/// stdin, the header before it not eaten into it, nor the prompt into the header.
+#[test]
+fn an_agent_started_by_the_waiting_sandbox_gets_its_prompt_whole_and_the_unsandboxed_environment() {
+    if !landlock() {
+        return;
+    }
+    let m = Machine::new("task: Same\nmax_iterations: 2");
+    let script = |way: &str| {
+        (1..=2)
+            .map(|i| {
+                format!(
+                    "[iteration {i}]\nsave-prompt {way}-{i}.prompt\nrun sh -c 'env | sort > {way}-{i}.env; cp \"$RALPH_PROMPT_FILE\" {way}-{i}.sent'\n"
+                )
+            })
+            .collect::<String>()
+    };
+    m.run(&script("on"), &[], &[]).expect_code(3);
+    m.run(&script("off"), &["--again", "--no-sandbox"], &[])
+        .expect_code(3);
+    // What differs by design: the run's id and log names, the sandbox's private temporary
+    // directory.
+    let differs = [
+        "RALPH_RUN=",
+        "RALPH_PROMPT_FILE=",
+        "TMPDIR=",
+        "TMP=",
+        "TEMP=",
+    ];
+    let env = |file: &str| -> Vec<String> {
+        m.p.read(file)
+            .lines()
+            .filter(|l| !differs.iter().any(|d| l.starts_with(d)))
+            .map(str::to_owned)
+            .collect()
+    };
+    for iteration in 1..=2 {
+        let on = env(&format!("on-{iteration}.env"));
+        assert!(!on.is_empty());
+        assert!(
+            !on.iter().any(|l| l.starts_with("RALPH_SANDBOX")),
+            "{on:#?}"
+        );
+        assert_eq!(
+            on,
+            env(&format!("off-{iteration}.env")),
+            "iteration {iteration}"
+        );
+        for way in ["on", "off"] {
+            let sent = m.p.read(&format!("{way}-{iteration}.sent"));
+            assert!(sent.contains("Same"), "{sent}");
+            assert_eq!(
+                m.p.read(&format!("{way}-{iteration}.prompt")),
+                sent,
+                "{way}, iteration {iteration}"
+            );
+        }
+    }
+}
