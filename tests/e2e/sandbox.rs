@@ -516,20 +516,6 @@ fn without_ralph_sandbox_beside_it_ralph_applies_the_sandbox_itself() {
     }
 }
 
-/// `ralph run` (as `cmd`) to its end, its output in files so that nothing holds it up, waited
-/// for without a pause between its exit and what the test looks at next; killed after a
-/// minute. Its pid, its exit code and its output.
-fn run_waited(mut cmd: Command) -> (u32, Option<i32>, String) {
-    let out = tempfile::NamedTempFile::new().unwrap();
-    cmd.stdout(out.reopen().unwrap())
-        .stderr(out.reopen().unwrap());
-    let mut child = Guarded(cmd.spawn().unwrap());
-    let pid = child.id();
-    let status = wait_or_kill(&mut child, Duration::from_secs(60));
-    let output = std::fs::read_to_string(out.path()).unwrap();
-    (pid, status.code(), output)
-}
-
 /// Waits for `child` with no pause between its exit and the return; kills it after `limit`.
 fn wait_or_kill(child: &mut Guarded, limit: Duration) -> std::process::ExitStatus {
     let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -573,51 +559,57 @@ fn sandbox_children(pid: u32) -> Vec<u32> {
         .collect()
 }
 
-/// The processes `ps` listed in `file` whose parent is `parent` and whose name is
-/// `ralph-sandbox`.
-fn sandboxes_of(file: &Path, parent: u32) -> Vec<u32> {
-    std::fs::read_to_string(file)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|line| {
-            let mut words = line.split_whitespace();
-            let pid: u32 = words.next()?.parse().ok()?;
-            let ppid: u32 = words.next()?.parse().ok()?;
-            (ppid == parent && words.next()? == "ralph-sandbox").then_some(pid)
-        })
-        .collect()
+/// `ralph run` (as `cmd`) started with its output in a file, so that nothing holds it up.
+fn start_to_file(mut cmd: Command) -> (Guarded, tempfile::NamedTempFile) {
+    let out = tempfile::NamedTempFile::new().unwrap();
+    cmd.stdout(out.reopen().unwrap())
+        .stderr(out.reopen().unwrap());
+    (Guarded(cmd.spawn().unwrap()), out)
+}
+
+/// Stops (`SIGSTOP`) process `pid`: it can no longer end on its own at its end of file, so
+/// whether ralph ends it and reaps it shows without a race.
+fn freeze(pid: u32) {
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGSTOP,
+    )
+    .unwrap();
 }
 
 /// The sandbox's process for the next agent is started ahead of it, while the iteration is
 /// checkpointed and its DONE verified; a DONE on iteration 1 leaves it unused. It must not be
-/// taken for something the agent left (the sweep after the tests), must run nothing, and must
-/// be gone, reaped by ralph, by the time `ralph run` has exited.
+/// taken for something the tests left (the sweep after them), must run nothing, and must be
+/// gone, reaped by ralph, by the time `ralph run` has exited, even when slow to end.
 #[test]
 fn the_sandbox_started_ahead_for_an_agent_that_never_comes_leaves_nothing_behind() {
     if !landlock() {
         return;
     }
-    let m = Machine::new(
-        "task: Ahead\nmax_iterations: 3\ntest_command: ps -eo pid=,ppid=,comm= > procs.txt",
-    );
-    let (ralph, code, output) =
-        run_waited(m.command(&ralph_bin(), "check-all\nsignal DONE\n", &[], &[]));
-    // Looked at before anything else: no pause in which init could reap what ralph left.
-    let procs = m.p.path("procs.txt");
-    let waiting = sandboxes_of(&procs, ralph);
-    let left: Vec<u32> = waiting
-        .iter()
-        .copied()
-        .filter(|pid| Path::new(&format!("/proc/{pid}")).exists())
-        .collect();
-    assert_eq!(code, Some(0), "{output}");
+    let m = Machine::new("task: Ahead\nmax_iterations: 3\ntest_command: touch testing && sleep 1");
+    let (mut child, out) =
+        start_to_file(m.command(&ralph_bin(), "check-all\nsignal DONE\n", &[], &[]));
+    let ralph = child.id();
+    wait_until(Duration::from_secs(30), "the tests", || {
+        m.p.exists("testing").then_some(())
+    });
+    // The tests are `sh` by now: the one `ralph-sandbox` left is the next agent's.
+    let waiting = sandbox_children(ralph);
     assert_eq!(
         waiting.len(),
         1,
-        "while the tests ran, ralph's ralph-sandbox processes were {waiting:?}:\n{}",
-        std::fs::read_to_string(&procs).unwrap_or_default()
+        "ralph's ralph-sandbox processes: {waiting:?}"
     );
-    assert_eq!(left, Vec::<u32>::new(), "left behind by ralph run");
+    freeze(waiting[0]);
+    let status = wait_or_kill(&mut child, Duration::from_secs(60));
+    let left = Path::new(&format!("/proc/{}", waiting[0])).exists();
+    let output = std::fs::read_to_string(out.path()).unwrap();
+    assert_eq!(status.code(), Some(0), "{output}");
+    assert!(
+        !left,
+        "ralph-sandbox {} was left behind\n{output}",
+        waiting[0]
+    );
     let events = m.p.events();
     let starts = events
         .iter()
@@ -642,23 +634,13 @@ fn a_run_stopped_between_iterations_leaves_its_waiting_sandbox_behind_neither() 
     let m = Machine::new("task: Stopped\nmax_iterations: 3\nquestion_timeout: 5m");
     let script =
         "question \"Redis or Memcached?\" --option Redis --option Memcached\nsignal QUESTION\n";
-    let mut cmd = m.command(&ralph_bin(), script, &[], &[]);
-    let out = tempfile::NamedTempFile::new().unwrap();
-    cmd.stdout(out.reopen().unwrap())
-        .stderr(out.reopen().unwrap());
-    let mut child = Guarded(cmd.spawn().unwrap());
+    let (mut child, out) = start_to_file(m.command(&ralph_bin(), script, &[], &[]));
     let ralph = child.id();
     m.p.wait_for_status("waiting_input", Duration::from_secs(30));
     let waiting = wait_until(Duration::from_secs(10), "the next agent's sandbox", || {
         sandbox_children(ralph).first().copied()
     });
-    // Stopped, it cannot end at its end of file on its own: ralph must end it and reap it
-    // (and the test sees, without a race, whether it did).
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(waiting as i32),
-        nix::sys::signal::Signal::SIGSTOP,
-    )
-    .unwrap();
+    freeze(waiting);
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(ralph as i32),
         nix::sys::signal::Signal::SIGTERM,
