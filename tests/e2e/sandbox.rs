@@ -515,3 +515,207 @@ fn without_ralph_sandbox_beside_it_ralph_applies_the_sandbox_itself() {
         assert!(untouched, "the agent wrote {what}\n{}", run.stdout);
     }
 }
+
+/// Waits for `child` with no pause between its exit and the return; kills it after `limit`.
+fn wait_or_kill(child: &mut Guarded, limit: Duration) -> std::process::ExitStatus {
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let watchdog = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let start = std::time::Instant::now();
+            while start.elapsed() < limit {
+                if done.load(std::sync::atomic::Ordering::SeqCst) {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+        })
+    };
+    let status = child.wait().unwrap();
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    watchdog.join().unwrap();
+    status
+}
+
+/// The children of `pid` (of any of its threads) named `ralph-sandbox`.
+fn sandbox_children(pid: u32) -> Vec<u32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+        .flat_map(|c| {
+            c.split_whitespace()
+                .filter_map(|p| p.parse::<u32>().ok())
+                .collect::<Vec<_>>()
+        })
+        .filter(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/comm"))
+                .is_ok_and(|c| c.trim() == "ralph-sandbox")
+        })
+        .collect()
+}
+
+/// `ralph run` (as `cmd`) started with its output in a file, so that nothing holds it up.
+fn start_to_file(mut cmd: Command) -> (Guarded, tempfile::NamedTempFile) {
+    let out = tempfile::NamedTempFile::new().unwrap();
+    cmd.stdout(out.reopen().unwrap())
+        .stderr(out.reopen().unwrap());
+    (Guarded(cmd.spawn().unwrap()), out)
+}
+
+/// Stops (`SIGSTOP`) process `pid`: it can no longer end on its own at its end of file, so
+/// whether ralph ends it and reaps it shows without a race.
+fn freeze(pid: u32) {
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGSTOP,
+    )
+    .unwrap();
+}
+
+/// The sandbox's process for the next agent is started ahead of it, while the iteration is
+/// checkpointed and its DONE verified; a DONE on iteration 1 leaves it unused. It must not be
+/// taken for something the tests left (the sweep after them), must run nothing, and must be
+/// gone, reaped by ralph, by the time `ralph run` has exited, even when slow to end.
+#[test]
+fn the_sandbox_started_ahead_for_an_agent_that_never_comes_leaves_nothing_behind() {
+    if !landlock() {
+        return;
+    }
+    let m = Machine::new("task: Ahead\nmax_iterations: 3\ntest_command: touch testing && sleep 1");
+    let (mut child, out) =
+        start_to_file(m.command(&ralph_bin(), "check-all\nsignal DONE\n", &[], &[]));
+    let ralph = child.id();
+    wait_until(Duration::from_secs(30), "the tests", || {
+        m.p.exists("testing").then_some(())
+    });
+    // The tests are `sh` by now: the one `ralph-sandbox` left is the next agent's.
+    let waiting = sandbox_children(ralph);
+    assert_eq!(
+        waiting.len(),
+        1,
+        "ralph's ralph-sandbox processes: {waiting:?}"
+    );
+    freeze(waiting[0]);
+    let status = wait_or_kill(&mut child, Duration::from_secs(60));
+    let left = Path::new(&format!("/proc/{}", waiting[0])).exists();
+    let output = std::fs::read_to_string(out.path()).unwrap();
+    assert_eq!(status.code(), Some(0), "{output}");
+    assert!(
+        !left,
+        "ralph-sandbox {} was left behind\n{output}",
+        waiting[0]
+    );
+    let events = m.p.events();
+    let starts = events
+        .iter()
+        .filter(|e| e["event"] == "iteration_start")
+        .count();
+    assert_eq!(starts, 1, "{events:?}");
+    assert!(
+        !events.iter().any(|e| e["event"] == "escapees_stopped"),
+        "the waiting sandbox was stopped as the tests' leftover: {events:?}"
+    );
+    assert!(!output.contains("stopped"), "{output}");
+}
+
+/// The same when the run is stopped between iterations: the agent asked a question, and ralph
+/// is stopped while it waits for the answer, its next agent's sandbox ready and waiting, even
+/// when that process is slow to end.
+#[test]
+fn a_run_stopped_between_iterations_leaves_its_waiting_sandbox_behind_neither() {
+    if !landlock() {
+        return;
+    }
+    let m = Machine::new("task: Stopped\nmax_iterations: 3\nquestion_timeout: 5m");
+    let script =
+        "question \"Redis or Memcached?\" --option Redis --option Memcached\nsignal QUESTION\n";
+    let (mut child, out) = start_to_file(m.command(&ralph_bin(), script, &[], &[]));
+    let ralph = child.id();
+    m.p.wait_for_status("waiting_input", Duration::from_secs(30));
+    let waiting = wait_until(Duration::from_secs(10), "the next agent's sandbox", || {
+        sandbox_children(ralph).first().copied()
+    });
+    freeze(waiting);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(ralph as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let status = wait_or_kill(&mut child, Duration::from_secs(60));
+    let left = Path::new(&format!("/proc/{waiting}")).exists();
+    let output = std::fs::read_to_string(out.path()).unwrap();
+    assert_eq!(status.code(), Some(130), "{output}");
+    assert!(!left, "ralph-sandbox {waiting} was left behind\n{output}");
+    let starts =
+        m.p.events()
+            .iter()
+            .filter(|e| e["event"] == "iteration_start")
+            .count();
+    assert_eq!(starts, 1);
+}
+
+/// The agent a waiting `ralph-sandbox` starts gets exactly what it gets unsandboxed: the same
+/// environment (but the private `TMPDIR`, and no `RALPH_SANDBOX`), and its whole prompt on
+/// stdin, the header before it not eaten into it, nor the prompt into the header.
+#[test]
+fn an_agent_started_by_the_waiting_sandbox_gets_its_prompt_whole_and_the_unsandboxed_environment() {
+    if !landlock() {
+        return;
+    }
+    let m = Machine::new("task: Same\nmax_iterations: 2");
+    let script = |way: &str| {
+        (1..=2)
+            .map(|i| {
+                format!(
+                    "[iteration {i}]\nsave-prompt {way}-{i}.prompt\nrun sh -c 'env | sort > {way}-{i}.env; cp \"$RALPH_PROMPT_FILE\" {way}-{i}.sent'\n"
+                )
+            })
+            .collect::<String>()
+    };
+    m.run(&script("on"), &[], &[]).expect_code(3);
+    m.run(&script("off"), &["--again", "--no-sandbox"], &[])
+        .expect_code(3);
+    // What differs by design: the run's id and log names, the sandbox's private temporary
+    // directory.
+    let differs = [
+        "RALPH_RUN=",
+        "RALPH_PROMPT_FILE=",
+        "TMPDIR=",
+        "TMP=",
+        "TEMP=",
+    ];
+    let env = |file: &str| -> Vec<String> {
+        m.p.read(file)
+            .lines()
+            .filter(|l| !differs.iter().any(|d| l.starts_with(d)))
+            .map(str::to_owned)
+            .collect()
+    };
+    for iteration in 1..=2 {
+        let on = env(&format!("on-{iteration}.env"));
+        assert!(!on.is_empty());
+        assert!(
+            !on.iter().any(|l| l.starts_with("RALPH_SANDBOX")),
+            "{on:#?}"
+        );
+        assert_eq!(
+            on,
+            env(&format!("off-{iteration}.env")),
+            "iteration {iteration}"
+        );
+        for way in ["on", "off"] {
+            let sent = m.p.read(&format!("{way}-{iteration}.sent"));
+            assert!(sent.contains("Same"), "{sent}");
+            assert_eq!(
+                m.p.read(&format!("{way}-{iteration}.prompt")),
+                sent,
+                "{way}, iteration {iteration}"
+            );
+        }
+    }
+}

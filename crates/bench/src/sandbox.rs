@@ -4,9 +4,11 @@
 //! directory, as where `ralph-sandbox` is not installed), and with `--no-sandbox`, in rounds
 //! taken in turn so a change in the machine's load weighs on all alike.
 //!
-//! The difference of the median gaps between consecutive agent starts is the sandbox's cost:
-//! one more exec (the process that applies the Landlock ruleset and execs the agent) and the
-//! ruleset's making (an open per path).
+//! The difference of the median gaps between consecutive agent starts is what the sandbox
+//! adds between two agents. Its process (one more exec, and the ruleset's making: an open per
+//! path) is started ahead of the agent, as the iteration before it is acted on: what is left
+//! on the way is its header's write and its wake-up, and the CPU it takes beside (these
+//! projects have no git, so no checkpoint to hide it behind).
 
 use std::path::Path;
 use std::process::{Command, Stdio};

@@ -2,7 +2,9 @@
 //! run starts with, and the line ralph adds when the agent is refused a path.
 //!
 //! The ruleset itself is Landlock's, applied by `ralph-sandbox` (or `ralph __sandbox`; [`ralph_process::sandbox_main`]):
-//! [`Sandbox::wrap`] turns the agent's command line into that process's, once per agent start.
+//! for an agent, that process is started ahead of the start it is for ([`Sandbox::ahead`]) and
+//! told what to exec when the time comes ([`Sandbox::start`]); a `test_command` is
+//! [`Sandbox::wrap`]ped into that process's command line.
 //! What goes in it ([`plan`]):
 //!
 //! - **write**: the project (for a git worktree, what a commit writes of the repository's
@@ -28,7 +30,10 @@ use std::path::{Path, PathBuf};
 
 pub mod record;
 
-use ralph_process::{SANDBOX_COMMAND_ENV, SANDBOX_POLICY_ENV, SandboxPolicy, SandboxSupport};
+use ralph_process::{
+    SANDBOX_COMMAND_ENV, SANDBOX_POLICY_ENV, SandboxExec, SandboxPolicy, SandboxStart,
+    SandboxStdin, SandboxSupport,
+};
 use ralph_protocol::{UserDir, user_dir};
 
 /// `sandbox:` in the task file.
@@ -291,6 +296,51 @@ impl Sandbox {
         dir: &Path,
         env: &mut Vec<(String, String)>,
     ) -> std::io::Result<String> {
+        let exec = self.resolve(command, dir, env)?;
+        env.extend([
+            (SANDBOX_POLICY_ENV.to_owned(), self.policy.encode()),
+            (SANDBOX_COMMAND_ENV.to_owned(), exec.encode()),
+        ]);
+        Ok(self.helper.clone())
+    }
+
+    /// The command line of a process that applies the ruleset ahead of the agent start it is
+    /// for, with the policy added to `env`: started in the agent's directory and process
+    /// group, it then waits for [`Sandbox::start`]'s header on its stdin, or its end.
+    pub fn ahead(&self, env: &mut Vec<(String, String)>) -> String {
+        env.push((SANDBOX_POLICY_ENV.to_owned(), self.policy.encode()));
+        self.helper.clone()
+    }
+
+    /// What tells a process started by [`Sandbox::ahead`] to run `command` (in `dir`) with
+    /// `env` (and the private `TMPDIR`) on top of the environment it was started with, its
+    /// stdin the rest of the pipe when `piped`, else `/dev/null`. A program that cannot be
+    /// found or run is the same error it is without the sandbox.
+    pub fn start(
+        &self,
+        command: &str,
+        dir: &Path,
+        env: &[(String, String)],
+        piped: bool,
+    ) -> std::io::Result<Vec<u8>> {
+        let mut env = env.to_vec();
+        let exec = self.resolve(command, dir, &mut env)?;
+        let stdin = if piped {
+            SandboxStdin::Rest
+        } else {
+            SandboxStdin::Null
+        };
+        Ok(SandboxStart { exec, env, stdin }.header())
+    }
+
+    /// `command`'s program and arguments, as `sh -c` or `execvp` would find them with `env`'s
+    /// `PATH`; the private `TMPDIR` added to `env`.
+    fn resolve(
+        &self,
+        command: &str,
+        dir: &Path,
+        env: &mut Vec<(String, String)>,
+    ) -> std::io::Result<SandboxExec> {
         let path = env
             .iter()
             .rev()
@@ -300,13 +350,11 @@ impl Sandbox {
         let exec = ralph_process::resolve(command, dir, path.as_deref())?;
         let tmp = self.tmp.path().display().to_string();
         env.extend([
-            (SANDBOX_POLICY_ENV.to_owned(), self.policy.encode()),
-            (SANDBOX_COMMAND_ENV.to_owned(), exec.encode()),
             ("TMPDIR".to_owned(), tmp.clone()),
             ("TMP".to_owned(), tmp.clone()),
             ("TEMP".to_owned(), tmp),
         ]);
-        Ok(self.helper.clone())
+        Ok(exec)
     }
 
     /// Reads a piece of the agent's output (`stderr` or stdout) and returns a line for each

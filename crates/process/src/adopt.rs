@@ -35,7 +35,9 @@ pub(crate) fn started() -> std::sync::MutexGuard<'static, Vec<i32>> {
 
 /// Starts a child with `start` and records its pid (`pid`), so that [`sweep`] leaves it, and
 /// its exit status, to whoever waits for it. Every process ralph starts while it adopts
-/// orphans must be started through here.
+/// orphans must be started through here; so one started ahead of its time
+/// ([`spawn_waiting`](crate::spawn_waiting)), waiting beside an agent's iterations, is never
+/// taken for something an agent left.
 pub fn spawn<C>(
     start: impl FnOnce() -> io::Result<C>,
     pid: impl FnOnce(&C) -> Option<u32>,

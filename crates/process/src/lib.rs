@@ -46,13 +46,14 @@ pub use orphans::{
 };
 pub use reader::wait_until_reader_gone;
 pub use sandbox::{
-    COMMAND_ENV as SANDBOX_COMMAND_ENV, Exec as SandboxExec, HELPER as SANDBOX_HELPER,
-    POLICY_ENV as SANDBOX_POLICY_ENV, Policy as SandboxPolicy, Support as SandboxSupport,
-    TEST_ABI_ENV as SANDBOX_TEST_ABI_ENV, main as sandbox_main, support as sandbox_support,
+    AgentStdin as SandboxStdin, COMMAND_ENV as SANDBOX_COMMAND_ENV, Exec as SandboxExec,
+    HELPER as SANDBOX_HELPER, POLICY_ENV as SANDBOX_POLICY_ENV, Policy as SandboxPolicy,
+    Start as SandboxStart, Support as SandboxSupport, TEST_ABI_ENV as SANDBOX_TEST_ABI_ENV,
+    main as sandbox_main, support as sandbox_support,
 };
 pub use supervisor::{
-    Spawned, Stopped, describe_exit, group_alive, kill_group_now, live_members, spawn_shell,
-    spawn_shell_open, stop_group, stop_group_blocking,
+    Spawned, Stopped, Waiting, describe_exit, feed_stdin, group_alive, kill_group_now,
+    live_members, spawn_shell, spawn_shell_open, spawn_waiting, stop_group, stop_group_blocking,
 };
 pub use sys::{
     BACKEND, ProcStat, SUBREAPER, gone_since, is_alive, is_executable, processes, started_at, stat,

@@ -57,14 +57,86 @@ where
 {
     let piped = stdin_data.is_some();
     let (spawned, stdin) = start(command, dir, env, piped)?;
-    if let (Some(data), Some(mut stdin)) = (stdin_data, stdin) {
-        tokio::spawn(async move {
-            // EPIPE here just means the agent did not want its prompt on stdin.
-            let _ = stdin.write_all(&data).await;
-            let _ = stdin.shutdown().await;
-        });
+    if let (Some(data), Some(stdin)) = (stdin_data, stdin) {
+        feed_stdin(stdin, data);
     }
     Ok(spawned)
+}
+
+/// Writes `data` to a child's `stdin` from a task of its own, then closes it; a child that
+/// exits without reading it is not an error.
+pub fn feed_stdin(mut stdin: ChildStdin, data: Vec<u8>) {
+    tokio::spawn(async move {
+        // EPIPE here just means the agent did not want its prompt on stdin.
+        let _ = stdin.write_all(&data).await;
+        let _ = stdin.shutdown().await;
+    });
+}
+
+/// A process started ahead of the moment it is needed ([`spawn_waiting`]): the leader of its
+/// own process group, its output piped, reading its stdin for what to do.
+#[derive(Debug)]
+pub struct Waiting {
+    spawned: Spawned,
+    stdin: ChildStdin,
+}
+
+/// Starts `command` in `dir` like [`spawn_shell_open`], to be told later, on its stdin, what
+/// to do ([`Waiting::go`]) or that it is not needed ([`Waiting::dismiss`]).
+pub fn spawn_waiting<I, K, V>(command: &str, dir: &Path, env: I) -> io::Result<Waiting>
+where
+    I: IntoIterator<Item = (K, V)>,
+    K: AsRef<OsStr>,
+    V: AsRef<OsStr>,
+{
+    let (spawned, stdin) = start(command, dir, env, true)?;
+    Ok(Waiting {
+        spawned,
+        stdin: stdin.expect("stdin was piped"),
+    })
+}
+
+impl Waiting {
+    /// Its pid, which is its process group's id.
+    pub fn pid(&self) -> i32 {
+        self.spawned.pgid
+    }
+
+    /// Writes `header` to its stdin and hands it back as started, its stdin still open for
+    /// what follows. `Err` when it had already ended (something killed it): it is reaped, and
+    /// nothing was started.
+    pub async fn go(mut self, header: &[u8]) -> io::Result<(Spawned, ChildStdin)> {
+        let ended = |status: &std::process::ExitStatus| {
+            io::Error::other(format!(
+                "the process started ahead of time had {}",
+                describe_exit(status)
+            ))
+        };
+        if let Some(status) = self.spawned.child.try_wait()? {
+            return Err(ended(&status));
+        }
+        if let Err(e) = self.stdin.write_all(header).await {
+            // It ended meanwhile (EPIPE).
+            let status = self.dismiss(Duration::ZERO).await;
+            return Err(status.as_ref().map_or(e, ended));
+        }
+        Ok((self.spawned, self.stdin))
+    }
+
+    /// It is not needed: its stdin is closed, at which it ends, and it is waited for, so
+    /// nothing is left of it, not even a zombie. Its group is killed if it has not ended after
+    /// `grace`. How it ended, when it could be waited for.
+    pub async fn dismiss(self, grace: Duration) -> Option<std::process::ExitStatus> {
+        let Waiting { mut spawned, stdin } = self;
+        drop(stdin);
+        match tokio::time::timeout(grace, spawned.child.wait()).await {
+            Ok(status) => status.ok(),
+            Err(_) => {
+                kill_group_now(spawned.pgid);
+                spawned.child.wait().await.ok()
+            }
+        }
+    }
 }
 
 /// Starts `command` like [`spawn_shell`], but hands back its stdin, open, for a
@@ -454,5 +526,57 @@ mod tests {
         s.child.wait().await.unwrap();
         let how = stop_group(s.pgid, Duration::from_secs(5), std::future::pending()).await;
         assert_eq!(how, Stopped::AlreadyGone);
+    }
+
+    /// A process started ahead of time gets what `go` writes, then the rest of the pipe, and
+    /// leads its group as if it had been started then.
+    #[tokio::test]
+    async fn a_waiting_process_reads_its_go_then_the_rest_of_its_stdin() {
+        use tokio::io::AsyncReadExt;
+        let dir = tempfile::tempdir().unwrap();
+        let waiting = spawn_waiting(
+            "IFS= read -r go || exit 0; echo \"$go|$RALPH_X\"; cat",
+            dir.path(),
+            [("RALPH_X", "env")],
+        )
+        .unwrap();
+        let pid = waiting.pid();
+        let (mut s, stdin) = waiting.go(b"go now\n").await.unwrap();
+        assert_eq!(s.pgid, pid);
+        feed_stdin(stdin, b"the prompt".to_vec());
+        let mut out = String::new();
+        s.stdout.read_to_string(&mut out).await.unwrap();
+        assert_eq!(out, "go now|env\nthe prompt");
+        assert!(s.child.wait().await.unwrap().success());
+    }
+
+    /// One never told to go runs nothing, and is gone once dismissed: reaped, not even a
+    /// zombie left. One that is gone already is an error for `go`, not a start.
+    #[tokio::test]
+    async fn a_dismissed_waiting_process_runs_nothing_and_is_reaped() {
+        let dir = tempfile::tempdir().unwrap();
+        let waiting = spawn_waiting(
+            "IFS= read -r go || exit 0; echo ran > ran",
+            dir.path(),
+            std::iter::empty::<(&str, &str)>(),
+        )
+        .unwrap();
+        let pid = waiting.pid();
+        let status = waiting.dismiss(Duration::from_secs(10)).await.unwrap();
+        assert!(status.success(), "{status:?}");
+        assert!(!dir.path().join("ran").exists());
+        assert_eq!(
+            nix::sys::signal::kill(Pid::from_raw(pid), None),
+            Err(Errno::ESRCH),
+            "pid {pid} is still there"
+        );
+
+        let gone = spawn_waiting("exit 3", dir.path(), std::iter::empty::<(&str, &str)>()).unwrap();
+        let pid = gone.pid();
+        while group_alive(pid) {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let err = gone.go(b"go\n").await.unwrap_err();
+        assert!(err.to_string().contains("exited with status 3"), "{err}");
     }
 }

@@ -5,10 +5,9 @@
 //! after, to the files it names: with no privilege, no `unsafe` and no `pre_exec` hook. ralph
 //! starts `ralph-sandbox` (installed beside `ralph`; `ralph __sandbox` where it is not) where it
 //! would start the agent (same process group, pipes, directory and environment), with the
-//! ruleset ([`Policy`]) in [`POLICY_ENV`] and the agent's program and arguments, as ralph
-//! resolved them from its command line ([`Exec`]), in [`COMMAND_ENV`]. [`main`] applies the
-//! ruleset to itself and execs the program: the agent, its tools and whatever they start can
-//! then only
+//! ruleset ([`Policy`]) in [`POLICY_ENV`]. [`main`] applies the ruleset to itself and execs the
+//! agent's program and arguments, as ralph resolved them from its command line ([`Exec`]): the
+//! agent, its tools and whatever they start can then only
 //!
 //! - write (create, change, remove, rename, truncate) beneath the [`Policy::write`] paths;
 //! - read and execute beneath the [`Policy::read`] paths (and the write paths);
@@ -18,11 +17,19 @@
 //! Everything else on the file system is refused with `EACCES` ("Permission denied"). A path
 //! that does not exist when the ruleset is made is left out (Landlock opens each one).
 //!
+//! The [`Exec`] comes one of two ways. A command known when the process starts (a
+//! `test_command`) is in [`COMMAND_ENV`]. An agent's process is started ahead of time, while
+//! the iteration before it is checkpointed and its prompt built, so that the exec it costs is
+//! not between two agents: it applies the ruleset, then waits for a [`Start`] on its stdin (the
+//! exec, this start's environment, and whether the agent reads the rest of the pipe or
+//! `/dev/null`), and execs the agent the moment it comes. End of file instead (the iteration
+//! ended the run) and it ends, having run nothing.
+//!
 //! Whether the kernel offers Landlock at all is [`support`]: asked once, by a thread that
 //! restricts only itself and ends. The rest of ralph never runs under the ruleset.
 //!
-//! This crate is std and `landlock` only, and `ralph-sandbox` links nothing else: it starts
-//! once per agent start, and a small binary starts in a fraction of the time of ralph's.
+//! This crate is std and `landlock` only, and `ralph-sandbox` links nothing else: a small
+//! binary starts in a fraction of the time of ralph's.
 
 use std::io;
 use std::path::PathBuf;
@@ -160,23 +167,40 @@ impl Exec {
     /// a backslash and a line break in them written `\\` and `\n`.
     pub fn encode(&self) -> String {
         let program = self.program.to_string_lossy();
-        std::iter::once(program.as_ref())
-            .chain(std::iter::once(self.arg0.as_str()))
-            .chain(self.args.iter().map(String::as_str))
-            .map(|word| word.replace('\\', "\\\\").replace('\n', "\\n"))
-            .collect::<Vec<_>>()
-            .join("\n")
+        encode_words(
+            [program.as_ref(), self.arg0.as_str()]
+                .into_iter()
+                .chain(self.args.iter().map(String::as_str)),
+        )
     }
 
     /// What [`Exec::encode`] wrote; `None` if the text is not one.
     pub fn decode(text: &str) -> Option<Exec> {
-        let mut words = text.split('\n').map(unescape);
+        Exec::from_words(decode_words(text)?)
+    }
+
+    fn from_words(words: Vec<String>) -> Option<Exec> {
+        let mut words = words.into_iter();
         Some(Exec {
-            program: PathBuf::from(words.next()??),
-            arg0: words.next()??,
-            args: words.collect::<Option<Vec<_>>>()?,
+            program: PathBuf::from(words.next()?),
+            arg0: words.next()?,
+            args: words.collect(),
         })
     }
+}
+
+/// Words on lines of their own, a backslash and a line break in them written `\\` and `\n`.
+fn encode_words<'a>(words: impl IntoIterator<Item = &'a str>) -> String {
+    words
+        .into_iter()
+        .map(|word| word.replace('\\', "\\\\").replace('\n', "\\n"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// What [`encode_words`] wrote; `None` if the text is not that.
+fn decode_words(text: &str) -> Option<Vec<String>> {
+    text.split('\n').map(unescape).collect()
 }
 
 fn unescape(word: &str) -> Option<String> {
@@ -195,10 +219,115 @@ fn unescape(word: &str) -> Option<String> {
     Some(out)
 }
 
+/// What the agent's stdin is, when a helper started ahead of time starts it ([`Start`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AgentStdin {
+    /// The rest of the helper's own stdin, after the header: the prompt, or a conversation.
+    Rest,
+    /// `/dev/null`.
+    Null,
+}
+
+/// What tells a helper started ahead of time (without [`COMMAND_ENV`]) to start the agent,
+/// sent on its stdin as a header ([`Start::header`]): the [`Exec`], the environment of this
+/// start (set on top of the helper's own), and what the agent's stdin is.
+///
+/// The header is its length (4 bytes, big-endian) then that many bytes, so the helper reads
+/// exactly the header ([`Start::read`]) and leaves whatever follows on the pipe (the prompt)
+/// to the agent. Nothing at all on its stdin (end of file at once) means the start it was
+/// made for did not happen: it ends, having run nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Start {
+    /// What to exec.
+    pub exec: Exec,
+    /// Set in the agent's environment, in order (a later one wins).
+    pub env: Vec<(String, String)>,
+    /// The agent's stdin.
+    pub stdin: AgentStdin,
+}
+
+impl Start {
+    /// The longest header a helper accepts: more is not a header of ralph's.
+    pub const MAX_LEN: usize = 64 << 20;
+
+    /// The bytes that tell the helper to go: the length, then the start's words
+    /// ([`Exec::encode`]'s escaping): the stdin (`rest` or `null`), the number of environment
+    /// entries, each name and value, then the exec's program, `argv[0]` and arguments.
+    pub fn header(&self) -> Vec<u8> {
+        let count = self.env.len().to_string();
+        let stdin = match self.stdin {
+            AgentStdin::Rest => "rest",
+            AgentStdin::Null => "null",
+        };
+        let program = self.exec.program.to_string_lossy();
+        let words = [stdin, count.as_str()]
+            .into_iter()
+            .chain(self.env.iter().flat_map(|(k, v)| [k.as_str(), v.as_str()]))
+            .chain([program.as_ref(), self.exec.arg0.as_str()])
+            .chain(self.exec.args.iter().map(String::as_str));
+        let payload = encode_words(words);
+        let len = u32::try_from(payload.len()).unwrap_or(u32::MAX);
+        let mut out = Vec::with_capacity(4 + payload.len());
+        out.extend_from_slice(&len.to_be_bytes());
+        out.extend_from_slice(payload.as_bytes());
+        out
+    }
+
+    /// Reads one header from `from`, not a byte more (`read_exact` of its length, then of it:
+    /// give it an unbuffered reader); `None` at end of file before its first byte (the start
+    /// did not happen).
+    pub fn read(from: &mut impl io::Read) -> io::Result<Option<Start>> {
+        let mut len = [0u8; 4];
+        let mut got = 0;
+        while got < len.len() {
+            match from.read(&mut len[got..]) {
+                Ok(0) if got == 0 => return Ok(None),
+                Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+                Ok(n) => got += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let len = u32::from_be_bytes(len) as usize;
+        let bad = || io::Error::new(io::ErrorKind::InvalidData, "not a start header of ralph's");
+        if len > Start::MAX_LEN {
+            return Err(bad());
+        }
+        let mut payload = vec![0u8; len];
+        from.read_exact(&mut payload)?;
+        let text = String::from_utf8(payload).map_err(|_| bad())?;
+        Start::from_words(decode_words(&text).ok_or_else(bad)?)
+            .ok_or_else(bad)
+            .map(Some)
+    }
+
+    fn from_words(words: Vec<String>) -> Option<Start> {
+        let mut words = words.into_iter();
+        let stdin = match words.next()?.as_str() {
+            "rest" => AgentStdin::Rest,
+            "null" => AgentStdin::Null,
+            _ => return None,
+        };
+        let count: usize = words.next()?.parse().ok()?;
+        let mut env = Vec::with_capacity(count.min(4096));
+        for _ in 0..count {
+            env.push((words.next()?, words.next()?));
+        }
+        Some(Start {
+            exec: Exec::from_words(words.collect())?,
+            env,
+            stdin,
+        })
+    }
+}
+
 /// `ralph-sandbox` (and `ralph __sandbox`): applies the [`Policy`] in [`POLICY_ENV`] to this
-/// process, then execs the [`Exec`] in [`COMMAND_ENV`] in its place. Returns only on failure,
-/// with the exit code: 126 when the sandbox could not be applied (nothing ran), 127 when the
-/// program could not be started. Says why on stderr, which ralph shows as the agent's.
+/// process, then execs the agent in its place: the [`Exec`] in [`COMMAND_ENV`] when it is set,
+/// else the one a [`Start`] header on stdin names, once it comes (started ahead of time, it
+/// has the ruleset made by then). End of file instead of a header: it ends (0), having run
+/// nothing. Returns only then or on failure, with the exit code: 126 when the sandbox could
+/// not be applied or the header was not one (nothing ran), 127 when the program could not be
+/// started. Says why on stderr, which ralph shows as the agent's.
 pub fn main() -> i32 {
     let Some(policy) = std::env::var(POLICY_ENV)
         .ok()
@@ -207,14 +336,33 @@ pub fn main() -> i32 {
         eprintln!("ralph: sandbox: no readable {POLICY_ENV}; it is started by `ralph run` only");
         return 126;
     };
-    let Some(exec) = std::env::var(COMMAND_ENV)
-        .ok()
-        .and_then(|text| Exec::decode(&text))
-    else {
-        eprintln!("ralph: sandbox: no readable {COMMAND_ENV}; it is started by `ralph run` only");
-        return 126;
+    // First, so that a helper started ahead of time has it done before it is told to go.
+    let applied = apply(&policy);
+    let start = match std::env::var_os(COMMAND_ENV) {
+        Some(text) => match text.to_str().and_then(Exec::decode) {
+            Some(exec) => Start {
+                exec,
+                env: Vec::new(),
+                stdin: AgentStdin::Rest,
+            },
+            None => {
+                eprintln!(
+                    "ralph: sandbox: no readable {COMMAND_ENV}; it is started by `ralph run` only"
+                );
+                return 126;
+            }
+        },
+        None => match read_start() {
+            Ok(Some(start)) => start,
+            // The start it was made for did not happen.
+            Ok(None) => return 0,
+            Err(e) => {
+                eprintln!("ralph: the agent was not started: its start could not be read: {e}");
+                return 126;
+            }
+        },
     };
-    match apply(&policy) {
+    match applied {
         Ok(Applied::Enforced) => {}
         Ok(Applied::NotEnforced(why)) if !policy.required => {
             eprintln!("ralph: warning: the agent runs unsandboxed: {why}");
@@ -231,14 +379,27 @@ pub fn main() -> i32 {
         }
     }
     use std::os::unix::process::CommandExt;
-    let e = std::process::Command::new(&exec.program)
-        .arg0(&exec.arg0)
+    let Start { exec, env, stdin } = start;
+    let mut cmd = std::process::Command::new(&exec.program);
+    cmd.arg0(&exec.arg0)
         .args(&exec.args)
+        .envs(env)
         .env_remove(POLICY_ENV)
-        .env_remove(COMMAND_ENV)
-        .exec();
+        .env_remove(COMMAND_ENV);
+    if stdin == AgentStdin::Null {
+        cmd.stdin(std::process::Stdio::null());
+    }
+    let e = cmd.exec();
     eprintln!("ralph: could not start `{}`: {e}", exec.program.display());
     127
+}
+
+/// The [`Start`] on stdin, read unbuffered: `Stdin`'s own buffer would take the prompt that
+/// follows the header away from the agent. A duplicate of the descriptor, closed at the exec.
+fn read_start() -> io::Result<Option<Start>> {
+    use std::os::fd::AsFd as _;
+    let mut raw = std::fs::File::from(io::stdin().as_fd().try_clone_to_owned()?);
+    Start::read(&mut raw)
 }
 
 /// How applying a policy went.
@@ -412,5 +573,107 @@ mod tests {
         assert_eq!(Exec::decode(&bare.encode()), Some(bare));
         assert_eq!(Exec::decode("/bin/x"), None);
         assert_eq!(Exec::decode("/bin/x\nx\nbad \\q"), None);
+    }
+
+    /// A reader that hands out `data` in pieces ending at `cuts` (and at its end), as a pipe
+    /// may; what it has not handed out is what the agent would read.
+    struct Pieces {
+        data: Vec<u8>,
+        at: usize,
+        cuts: Vec<usize>,
+    }
+
+    impl io::Read for Pieces {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let end = self
+                .cuts
+                .iter()
+                .copied()
+                .find(|&c| c > self.at)
+                .unwrap_or(self.data.len())
+                .min(self.at + buf.len());
+            let n = end - self.at;
+            buf[..n].copy_from_slice(&self.data[self.at..end]);
+            self.at = end;
+            Ok(n)
+        }
+    }
+
+    fn start() -> Start {
+        Start {
+            exec: Exec {
+                program: "/usr/bin/agent".into(),
+                arg0: "agent".into(),
+                args: vec!["-p".into(), "two\nlines \\ and\n".into(), String::new()],
+            },
+            env: vec![
+                ("RALPH_ITERATION".into(), "3".into()),
+                ("ODD".into(), "a\nb\\c".into()),
+                ("EMPTY".into(), String::new()),
+            ],
+            stdin: AgentStdin::Rest,
+        }
+    }
+
+    #[test]
+    fn a_start_is_read_whole_at_every_split_and_the_prompt_after_it_is_left_on_the_pipe() {
+        let prompt = b"the prompt\n\x00\x01 and more".to_vec();
+        let header = start().header();
+        let mut data = header.clone();
+        data.extend_from_slice(&prompt);
+        let mut ways: Vec<Vec<usize>> = (0..=data.len()).map(|cut| vec![cut]).collect();
+        // A byte at a time.
+        ways.push((1..data.len()).collect());
+        for cuts in ways {
+            let mut pipe = Pieces {
+                data: data.clone(),
+                at: 0,
+                cuts: cuts.clone(),
+            };
+            let read = Start::read(&mut pipe).unwrap();
+            assert_eq!(read, Some(start()), "cuts at {cuts:?}");
+            assert_eq!(pipe.at, header.len(), "cuts at {cuts:?}");
+            assert_eq!(&pipe.data[pipe.at..], prompt.as_slice());
+        }
+        let null = Start {
+            stdin: AgentStdin::Null,
+            env: vec![],
+            ..start()
+        };
+        let mut pipe = Pieces {
+            data: null.header(),
+            at: 0,
+            cuts: vec![],
+        };
+        assert_eq!(Start::read(&mut pipe).unwrap(), Some(null));
+    }
+
+    /// End of file before a header is the start that did not happen; anywhere else, or a
+    /// header that is not one, an error.
+    #[test]
+    fn end_of_file_at_once_is_no_start_and_a_cut_or_bad_header_is_an_error() {
+        let read = |data: &[u8]| {
+            Start::read(&mut Pieces {
+                data: data.to_vec(),
+                at: 0,
+                cuts: vec![],
+            })
+        };
+        assert_eq!(read(b"").unwrap(), None);
+        let header = start().header();
+        for cut in 1..header.len() {
+            assert!(read(&header[..cut]).is_err(), "cut at {cut}");
+        }
+        let too_long = u32::try_from(Start::MAX_LEN + 1).unwrap().to_be_bytes();
+        assert!(read(&too_long).is_err());
+        let words = |text: &str| {
+            let mut out = u32::try_from(text.len()).unwrap().to_be_bytes().to_vec();
+            out.extend_from_slice(text.as_bytes());
+            out
+        };
+        assert!(read(&words("rest\n0\n/bin/x\nx")).unwrap().is_some());
+        assert!(read(&words("pipe\n0\n/bin/x\nx")).is_err());
+        assert!(read(&words("rest\n2\nA\n1\n/bin/x\nx")).is_err());
+        assert!(read(&words("rest\n0\n/bin/x")).is_err());
     }
 }

@@ -2,12 +2,10 @@
 //! process group; then [`stream`](super::stream) reads it, and what it amounted to is an
 //! [`AgentRun`].
 
-use ralph_process::{spawn_shell, spawn_shell_open};
 use ralph_protocol::{
     LoopEvent, SpareFile, Status, Workspace, read_text, read_text_tail, write_atomic_unsynced,
 };
 use serde_json::json;
-use tokio::io::AsyncWriteExt;
 use tokio::time::Instant;
 
 use super::agent_run::AgentRun;
@@ -116,31 +114,7 @@ impl Runner {
 
         let mut env = agent_env(&self.ws, &self.cfg.task_path, iteration, &prompt_path);
         env.extend(invocation.env.iter().cloned());
-        let spawn_error = |reason| RunError::Spawn {
-            command: invocation.command.clone(),
-            reason,
-        };
-        // The one place the sandbox comes in: the command line that starts the agent.
-        let command = match &self.processes.sandbox {
-            Some(sandbox) => sandbox
-                .wrap(&invocation.command, self.ws.root(), &mut env)
-                .map_err(spawn_error)?,
-            None => invocation.command.clone(),
-        };
-        let (spawned, conversation) = if invocation.conversation {
-            let (spawned, mut stdin) =
-                spawn_shell_open(&command, self.ws.root(), env).map_err(spawn_error)?;
-            if let Some(first) = &invocation.stdin {
-                // An agent that dies before reading shows up when it exits; nothing to do here.
-                let _ = stdin.write_all(first).await;
-                let _ = stdin.flush().await;
-            }
-            (spawned, Some(stdin))
-        } else {
-            let stdin = invocation.stdin.clone();
-            let spawned = spawn_shell(&command, self.ws.root(), env, stdin).map_err(spawn_error)?;
-            (spawned, None)
-        };
+        let (spawned, conversation) = self.start_agent(&invocation, env).await?;
         self.group_started(spawned.pgid);
         self.save_state_soon().await?;
         // The next iteration's prompt file, made now rather than between two agents.

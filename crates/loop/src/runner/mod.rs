@@ -42,6 +42,7 @@ mod processes;
 mod questions;
 mod rate_limit;
 mod raw_log;
+mod ready;
 mod record;
 mod recovery;
 mod save;
@@ -119,6 +120,7 @@ impl Runner {
             ralph_process::kill_group_now(pgid);
             self.group_ended();
         }
+        self.dismiss_ready().await;
         let reason = format!("ralph stopped on an error: {e}");
         self.state.status = Status::Failed;
         let _ = self.questions.desk.run_ended(&mut self.state);
@@ -153,6 +155,8 @@ impl Runner {
         if let Some(killed) = killed {
             self.report_killed_run(&killed, swept).await;
         }
+        // The sandbox's process for the first agent, ready while the work tree is checkpointed.
+        self.get_agent_ready();
         // The work tree as the run found it: `ralph diff` compares against it.
         let start = self.session.first_iteration.saturating_sub(1);
         if let Some(stop) = self.checkpoint_and_check(start, true).await {
@@ -214,6 +218,8 @@ impl Runner {
             self.pick_up_answer().await?;
             self.reload_task().await;
             let mut run = self.run_iteration(iteration).await?;
+            // The next agent's sandbox, ready while this iteration is checkpointed and acted on.
+            self.get_agent_ready();
             if let Some(stop) = self.checkpoint_and_check(iteration, false).await {
                 return self.finish(stop).await;
             }
@@ -367,6 +373,7 @@ impl Runner {
             self.state.done_task = task.map(|bytes| ralph_protocol::task_digest(&bytes));
         }
         self.group_ended();
+        self.dismiss_ready().await;
         self.save_state().await?;
         self.log(
             "run_end",

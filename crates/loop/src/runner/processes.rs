@@ -1,5 +1,5 @@
-//! [`Processes`]: the process groups of a run, as the runner keeps them: the guard, and what a
-//! killed run left.
+//! [`Processes`]: the process groups of a run, as the runner keeps them: the guard, what a
+//! killed run left, and the sandbox's process waiting for the next agent.
 
 use ralph_process::Guard;
 
@@ -15,6 +15,9 @@ pub(super) struct Processes {
     pub(super) killed_run: Option<KilledRun>,
     /// The sandbox every agent of this run starts in, when there is one.
     pub(super) sandbox: Option<crate::sandbox::Sandbox>,
+    /// The sandbox's process for the next agent start, being started or waiting
+    /// ([`Runner::get_agent_ready`]).
+    pub(super) ready: Option<tokio::task::JoinHandle<std::io::Result<ralph_process::Waiting>>>,
 }
 
 /// The last run, killed with a group running ([`Processes::killed_run`]).

@@ -183,6 +183,7 @@ impl Runner {
                 guard: None,
                 killed_run,
                 sandbox: None,
+                ready: None,
             },
         })
     }
