@@ -296,18 +296,7 @@ fn a_loop_whose_tests_fail_on_the_combined_tree_needs_review_and_keeps_its_workt
 #[test]
 fn killing_the_fleet_leaves_its_loops_running_and_a_second_fleet_attaches_to_them() {
     let r = Repo::new("task: unused\nmax_iterations: 1", "- [ ] unused\n");
-    let tasks: Vec<String> = ["one", "two", "three"]
-        .iter()
-        .map(|n| {
-            task(
-                &r,
-                n,
-                &format!("Ask about {n}"),
-                &agent_line("asks-then-done.txt", None),
-                "question_timeout: never",
-            )
-        })
-        .collect();
+    let tasks = asking_tasks(&r, &["one", "two", "three"]);
     user_at_work(&r);
     let before = checkout_bytes(&r);
     // The first fleet in a process group of its own, as a shell's job is, so that a Ctrl-C
@@ -326,15 +315,7 @@ fn killing_the_fleet_leaves_its_loops_running_and_a_second_fleet_attaches_to_the
         .iter()
         .map(|n| worktree(&r, &format!("ask-about-{n}")))
         .collect();
-    let pids: Vec<u64> = wts
-        .iter()
-        .map(|wt| {
-            wait_until(Duration::from_secs(60), "every loop asks", || {
-                let st = loop_state_if(wt)?;
-                (st["status"] == "waiting_input").then(|| st["pid"].as_u64().unwrap())
-            })
-        })
-        .collect();
+    let pids = pids_once_asking(&wts);
     let _stop = StopAtEnd(pids.clone());
     // While the first fleet lives, a second one on the same task files starts nothing.
     let twice = fleet(&r, &tasks.iter().map(String::as_str).collect::<Vec<_>>());
@@ -418,6 +399,103 @@ fn killing_the_fleet_leaves_its_loops_running_and_a_second_fleet_attaches_to_the
     land.expect_code(0);
     assert_eq!(loop_info(&wts[0])["land"], "landed");
     assert_eq!(checkout_bytes(&r), before);
+}
+
+/// Regression: Ctrl-C in a plain `ralph fleet` (no terminal view) ended the process on the
+/// spot: no summary of its loops, no word that they go on, and no exit code of its own.
+#[test]
+fn ctrl_c_leaves_a_plain_fleet_with_its_summary_and_exit_130_while_its_loops_go_on() {
+    let r = Repo::new("task: unused\nmax_iterations: 1", "- [ ] unused\n");
+    let tasks = asking_tasks(&r, &["one", "two", "three"]);
+    // Two places for three tasks: the third stays queued. In a process group of its own, as a
+    // shell's job is, so that a Ctrl-C (SIGINT to the whole group) reaches the fleet alone.
+    let mut cmd = r.ralph();
+    cmd.args(["fleet", "--no-tui", "-j", "2"])
+        .args(&tasks)
+        .process_group(0);
+    let fleet = spawn(cmd);
+    wait_until(Duration::from_secs(60), "the first worktree", || {
+        r.home().join("data/ralph/worktrees").exists().then_some(())
+    });
+    let wts: Vec<PathBuf> = ["one", "two"]
+        .iter()
+        .map(|n| worktree(&r, &format!("ask-about-{n}")))
+        .collect();
+    let pids = pids_once_asking(&wts);
+    let _stop = StopAtEnd(pids.clone());
+    let group = nix::unistd::Pid::from_raw(fleet.0.id() as i32);
+    nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGINT).unwrap();
+    let run = Run::finish(fleet, Duration::from_secs(30));
+    // 130: left while loops still run (docs/fleet.md), as `q` leaves the terminal view.
+    run.expect_code(130);
+    assert!(run.stderr.contains("the loops go on"), "{}", run.stderr);
+    let line = |slug: &str| {
+        run.stdout
+            .lines()
+            .find(|l| l.starts_with(slug))
+            .unwrap_or_else(|| panic!("no summary line for {slug}:\n{}", run.stdout))
+    };
+    for (slug, wt) in [("ask-about-one", &wts[0]), ("ask-about-two", &wts[1])] {
+        let line = line(slug);
+        assert!(
+            line.contains("running: it goes on without the fleet"),
+            "{line}"
+        );
+        assert!(line.contains(&wt.display().to_string()), "{line}");
+    }
+    assert!(
+        line("ask-about-three").contains("not started"),
+        "{}",
+        run.stdout
+    );
+    let again = format!("fleet {}", tasks.join(" "));
+    assert!(
+        run.stdout.contains(&again) && run.stdout.contains("attaches to them again"),
+        "{}",
+        run.stdout
+    );
+    for pid in &pids {
+        assert!(pid_alive(*pid as i32), "loop {pid} died with the fleet");
+    }
+    // The loops were left running on purpose; the test stops them and sees them end.
+    for wt in &wts {
+        r.exec(&["stop", "-C", &wt.display().to_string()])
+            .expect_code(0);
+    }
+    for pid in &pids {
+        wait_until(Duration::from_secs(30), "the loops stop", || {
+            (!pid_alive(*pid as i32)).then_some(())
+        });
+    }
+}
+
+/// Writes a task file per name whose loop asks a question that never times out, then is done
+/// once answered.
+fn asking_tasks(r: &Repo, names: &[&str]) -> Vec<String> {
+    names
+        .iter()
+        .map(|n| {
+            task(
+                r,
+                n,
+                &format!("Ask about {n}"),
+                &agent_line("asks-then-done.txt", None),
+                "question_timeout: never",
+            )
+        })
+        .collect()
+}
+
+/// The process of the loop in each of `wts`, once each waits for its answer.
+fn pids_once_asking(wts: &[PathBuf]) -> Vec<u64> {
+    wts.iter()
+        .map(|wt| {
+            wait_until(Duration::from_secs(60), "every loop asks", || {
+                let st = loop_state_if(wt)?;
+                (st["status"] == "waiting_input").then(|| st["pid"].as_u64().unwrap())
+            })
+        })
+        .collect()
 }
 
 /// Stops the loops the test left running, should it fail before they end.

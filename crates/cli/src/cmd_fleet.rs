@@ -271,8 +271,8 @@ struct View {
     finished: Box<dyn Fn() -> bool + Send>,
 }
 
-/// Shows the fleet until every loop has ended, or until its human leaves the view (the loops
-/// go on): the view of `ralph status --all --watch`, with the fleet's loops only and a row for
+/// Shows the fleet until every loop has ended, or until its human leaves the view (`q`, or
+/// Ctrl-C: the loops go on): the view of `ralph status --all --watch`, with the fleet's loops only and a row for
 /// each task still queued (or whose `ralph run` ended before its loop began, with the reason).
 fn show(view: View) -> std::io::Result<()> {
     use ralph_fleet::rows::{LoopRow, RowState};
@@ -286,6 +286,9 @@ fn show(view: View) -> std::io::Result<()> {
         plain,
         only: Some(only),
         finished,
+        // Ctrl-C leaves the fleet as `q` leaves its terminal view: the loops go on, and the
+        // summary says where each stands.
+        leave_on_signal: true,
         extra: Box::new(move || {
             queued()
                 .into_iter()
