@@ -186,16 +186,12 @@ fn a_worktree_loop_shows_its_landing_state_and_its_diff_against_its_base() {
     let base = git(&["rev-parse", "HEAD"]);
     std::fs::write(a.path().join("new.txt"), "a\nb\n").unwrap();
     let info = LoopInfo {
-        repo: "/src/app".into(),
-        worktree: a.path().into(),
-        branch: "ralph/alpha".into(),
         base,
-        target: Some("main".into()),
         land: Some(LandState::NeedsReview),
         reason: Some("tests fail on the combined tree\u{1b}[2J".into()),
-        landed: None,
         attempts: 2,
         task_file: Some("RALPH_TASK.md".into()),
+        ..crate::test_support::loop_info(a.path(), "ralph/alpha")
     };
     info.save(ws.dir()).unwrap();
     let rows = collect(Some(&[a.path().into()]), said());
