@@ -153,6 +153,11 @@ fn status_all_json_gives_the_rows_needs_you_first() {
     assert!(a["question_id"].is_string());
     assert!(a["answer_command"].as_str().unwrap().contains("answer -C"));
     assert_eq!(a["running"], true);
+    // What the agent said last, read from its log as `ralph status` reads it.
+    assert_eq!(
+        a["last_line"],
+        "I need to choose a cache backend before going on."
+    );
 
     let text = beta.exec(&["status", "--all"]);
     assert!(
