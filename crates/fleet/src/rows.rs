@@ -6,7 +6,7 @@
 //! registry (the loops running now), `ralph_git::worktree::all_loops` (the loops that rest in a
 //! worktree: done, landing, landed, needing a landing or a review), each loop's
 //! `.ralph/state.json` and `.ralph/worktree.json`, the question waiting and whether it is
-//! answered as the desk tells it ([`ralph_protocol::question_waiting`], as `ralph status`: only
+//! answered as the desk tells it ([`ralph_protocol::question_waiting_as`], as `ralph status`: only
 //! an answer ralph sealed counts), its task file's checklist, and its work tree's diff against
 //! its base. It writes nothing and talks to no loop, so any number of
 //! views, `ralph status --all` and the dashboard can read at once.
@@ -29,7 +29,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use ralph_git::worktree::{self, LandState, LoopInfo};
 use ralph_protocol::{
-    State, Status, UserDir, Waiting, Workspace, one_line, parse_timestamp, question_waiting,
+    State, Status, UserDir, Waiting, Workspace, one_line, parse_timestamp, question_waiting_as,
     registered_loops, user_dir,
 };
 use serde::{Deserialize, Serialize};
@@ -349,9 +349,9 @@ impl Collector {
         let live = ws.is_locked();
         // The question and whether it is answered are the desk's, as `ralph status` sees them:
         // an answer counts only when ralph sealed it (the agent can write `answer.md` too).
-        let waiting = match live {
-            true => question_waiting(&ws).ok().flatten(),
-            false => None,
+        let waiting = match (&state, live) {
+            (Some(state), true) => question_waiting_as(&ws, state).ok().flatten(),
+            _ => None,
         };
         let mut row = LoopRow::bare(root.to_path_buf(), "", RowState::Stopped);
         row.running = live;
