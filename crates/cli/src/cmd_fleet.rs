@@ -198,6 +198,11 @@ fn start(args: &FleetArgs) -> CmdResult {
         let (finished, leave) = (finished.clone(), leave.clone());
         std::thread::spawn(move || -> std::io::Result<Scheduler> {
             loop {
+                // Checked before a tick, which may start queued loops: none starts once its
+                // human has left.
+                if leave.load(Ordering::Acquire) {
+                    return Ok(scheduler);
+                }
                 let done = scheduler.tick();
                 let done = match done {
                     Ok(d) => d,
@@ -208,9 +213,6 @@ fn start(args: &FleetArgs) -> CmdResult {
                 };
                 if done {
                     finished.store(true, Ordering::Release);
-                    return Ok(scheduler);
-                }
-                if leave.load(Ordering::Acquire) {
                     return Ok(scheduler);
                 }
                 std::thread::sleep(TICK);
