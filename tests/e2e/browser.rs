@@ -13,14 +13,14 @@ use std::time::Duration;
 use fantoccini::{ClientBuilder, Locator};
 use serde_json::json;
 
-use super::remote::{Broker, pairing_link, post, waiting_loop};
+use super::remote::{Broker, pairing_link, post, start_asking, waiting_loop};
 use super::util::*;
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 const DRIVER: &str = "/usr/bin/chromedriver";
 
 /// `chromedriver` and the chromium it starts, in a process group of their own.
-pub(super) struct Driver(Guarded);
+struct Driver(Guarded);
 
 impl Drop for Driver {
     /// A test that fails never closes its session: chromium would outlive the driver killed,
@@ -32,7 +32,7 @@ impl Drop for Driver {
 }
 
 /// `chromedriver` on a free port; the URL to reach it.
-pub(super) fn driver() -> (Driver, String) {
+fn driver() -> (Driver, String) {
     let port = TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -49,11 +49,7 @@ pub(super) fn driver() -> (Driver, String) {
 }
 
 /// A headless chromium session at `size`, with a fresh profile in `profile`.
-pub(super) async fn session(
-    driver_url: &str,
-    profile: &Path,
-    size: (u32, u32),
-) -> fantoccini::Client {
+async fn session(driver_url: &str, profile: &Path, size: (u32, u32)) -> fantoccini::Client {
     // A fresh profile, and none of chromium's calls home: on a machine with no network they are
     // refused many at a time and slow its start.
     let mut caps = serde_json::Map::new();
@@ -85,11 +81,27 @@ pub(super) fn have_chromium() -> bool {
     here
 }
 
-pub(super) fn tokio_rt() -> tokio::runtime::Runtime {
+/// Opens `url` in a headless chromium session at `size` (a driver of its own, a fresh profile)
+/// and runs `steps` on it, then closes the session. Chromium and its driver are killed whatever
+/// happens, a failing step included.
+pub(super) fn in_chromium<T>(
+    size: (u32, u32),
+    url: &str,
+    steps: impl AsyncFnOnce(&fantoccini::Client) -> T,
+) -> T {
+    let (_driver, driver_url) = driver();
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap()
+        .block_on(async {
+            let profile = tempfile::tempdir().unwrap();
+            let c = session(&driver_url, profile.path(), size).await;
+            c.goto(url).await.unwrap();
+            let out = steps(&c).await;
+            c.close().await.unwrap();
+            out
+        })
 }
 
 #[test]
@@ -102,24 +114,17 @@ fn a_phone_answers_from_the_answer_link_in_chromium_and_the_agent_gets_it() {
         "task: Pick a cache for the session store\nmax_iterations: 2\nquestion_timeout: 10m",
         "- [ ] cache\n",
     );
-    let agent = p.agent(
+    let child = start_asking(
+        &broker,
+        &p,
         "[iteration 1]\n\
 question \"Which cache should the **session store** use?\\n\\nBoth work; Redis adds pub/sub, which the chat feature may want later.\" --option Redis --option Memcached --default Redis --context \"Sessions are 2 KiB on average, 40k active.\"\n\
 signal QUESTION\n\
 [iteration 2]\n\
 save-prompt prompt-2.txt\n",
     );
-    let mut cmd = broker.ralph(&p);
-    cmd.args(["run", "--no-tui", "--agent-cmd", &agent]);
-    let child = spawn(cmd);
-    p.wait_for_status("waiting_input", Duration::from_secs(20));
     let url = broker.answer_url(&p);
-    let (_driver, driver_url) = driver();
-
-    tokio_rt().block_on(async {
-        let profile = tempfile::tempdir().unwrap();
-        let c = session(&driver_url, profile.path(), (1100, 900)).await;
-        c.goto(&url).await.unwrap();
+    in_chromium((1100, 900), &url, async |c| {
         let text = c
             .find(Locator::Css("section.text"))
             .await
@@ -135,7 +140,7 @@ save-prompt prompt-2.txt\n",
         let countdown = c.find(Locator::Id("countdown")).await.unwrap();
         let first = countdown.text().await.unwrap();
         assert!(first.ends_with(" left") && first.contains('m'), "{first}");
-        let ticked = wait_for_text(&c, "countdown", |t| t != first).await;
+        let ticked = wait_for_text(c, "countdown", |t| t != first).await;
         assert!(ticked.ends_with(" left"), "{ticked}");
         let screenshots = std::env::var_os("RALPH_UPDATE_SCREENSHOTS").is_some();
         if screenshots {
@@ -167,7 +172,7 @@ save-prompt prompt-2.txt\n",
             .unwrap();
         // The page's event stream may say first that the question closed (answered from the
         // web page); the POST's own reply follows and has the last word.
-        let result = wait_for_text(&c, "result", |t| t.starts_with("Answered.")).await;
+        let result = wait_for_text(c, "result", |t| t.starts_with("Answered.")).await;
         assert!(result.contains("picks it up now"), "{result}");
         // ...even when the stream's news of the close comes after the reply.
         tokio::time::sleep(Duration::from_millis(1500)).await;
@@ -179,7 +184,6 @@ save-prompt prompt-2.txt\n",
             .await
             .unwrap();
         assert_eq!(later, result);
-        c.close().await.unwrap();
     });
 
     let run = Run::finish(child, Duration::from_secs(30));
@@ -237,11 +241,8 @@ fn the_bots_question_drawn_as_telegram_shows_it() {
     let dir = tempfile::tempdir().unwrap();
     let page = dir.path().join("telegram.html");
     std::fs::write(&page, &html).unwrap();
-    let (_driver, driver_url) = driver();
-    tokio_rt().block_on(async {
-        let profile = tempfile::tempdir().unwrap();
-        let c = session(&driver_url, profile.path(), (420, 900)).await;
-        c.goto(&format!("file://{}", page.display())).await.unwrap();
+    let url = format!("file://{}", page.display());
+    in_chromium((420, 900), &url, async |c| {
         let bubble = c.find(Locator::Css(".bubble")).await.unwrap();
         let text = bubble.text().await.unwrap();
         // The agent's `<later>` is text, as Telegram shows it, never a tag.
@@ -261,7 +262,6 @@ fn the_bots_question_drawn_as_telegram_shows_it() {
             )
             .unwrap();
         }
-        c.close().await.unwrap();
     });
 }
 
@@ -385,12 +385,8 @@ fn an_open_dashboard_in_chromium_shows_a_new_question_without_a_reload() {
     }
     let broker = Broker::start();
     let (link, _) = pairing_link(&broker);
-    let (_driver, driver_url) = driver();
-    tokio_rt().block_on(async {
-        let profile = tempfile::tempdir().unwrap();
-        let c = session(&driver_url, profile.path(), (1100, 900)).await;
-        // The link sets the device cookie and leads to the dashboard.
-        c.goto(&link).await.unwrap();
+    // The link sets the device cookie and leads to the dashboard.
+    in_chromium((1100, 900), &link, async |c| {
         let main = c.find(Locator::Css("main.dashboard")).await.unwrap();
         assert!(
             main.text()
@@ -426,7 +422,6 @@ fn an_open_dashboard_in_chromium_shows_a_new_question_without_a_reload() {
             .await
             .unwrap();
         assert_eq!(same, json!(true), "the page was reloaded");
-        c.close().await.unwrap();
     });
 }
 
@@ -462,23 +457,17 @@ fn more_time_in_chromium(news_first: bool) {
         "task: Cache\nmax_iterations: 2\nquestion_timeout: 10m",
         "- [ ] cache\n",
     );
-    let agent = p.agent(
+    let _child = start_asking(
+        &broker,
+        &p,
         "[iteration 1]\nquestion \"Redis or Memcached?\" --option Redis --option Memcached\nsignal QUESTION\n[iteration 2]\n",
     );
-    let mut cmd = broker.ralph(&p);
-    cmd.args(["run", "--no-tui", "--agent-cmd", &agent]);
-    let _child = spawn(cmd);
-    p.wait_for_status("waiting_input", Duration::from_secs(30));
     let url = broker.answer_url(&p);
-    let (_driver, driver_url) = driver();
-    tokio_rt().block_on(async {
-        let profile = tempfile::tempdir().unwrap();
-        let c = session(&driver_url, profile.path(), (390, 844)).await;
-        c.goto(&url).await.unwrap();
+    in_chromium((390, 844), &url, async |c| {
         c.execute("window.sameDocument = true;", vec![])
             .await
             .unwrap();
-        wait_for_text(&c, "countdown", |t| t.ends_with("s left")).await;
+        wait_for_text(c, "countdown", |t| t.ends_with("s left")).await;
         // The page's event stream is connected: a change from now on reaches it.
         for _ in 0..300 {
             let live = c
@@ -530,7 +519,7 @@ fn more_time_in_chromium(news_first: bool) {
             .click()
             .await
             .unwrap();
-        let said = wait_for_text(&c, "result", |t| t.starts_with("5 more minutes: ")).await;
+        let said = wait_for_text(c, "result", |t| t.starts_with("5 more minutes: ")).await;
         assert!(said.ends_with(" left"), "{said}");
         if news_first {
             for _ in 0..300 {
@@ -557,7 +546,7 @@ fn more_time_in_chromium(news_first: bool) {
                 "{after}"
             );
         }
-        let countdown = wait_for_text(&c, "countdown", |t| {
+        let countdown = wait_for_text(c, "countdown", |t| {
             t.starts_with("14m") || t.starts_with("15m")
         })
         .await;
@@ -566,7 +555,7 @@ fn more_time_in_chromium(news_first: bool) {
         // A deadline moved elsewhere (here by another device) reaches the open page the same way.
         let extended = post(&url, Some(broker.origin()), r#"{"action": "extend"}"#);
         assert_eq!(extended.status, 202, "{}", extended.body);
-        wait_for_text(&c, "countdown", |t| {
+        wait_for_text(c, "countdown", |t| {
             t.starts_with("19m") || t.starts_with("20m")
         })
         .await;
@@ -587,8 +576,7 @@ fn more_time_in_chromium(news_first: bool) {
             .click()
             .await
             .unwrap();
-        wait_for_text(&c, "result", |t| t.starts_with("Answered.")).await;
-        c.close().await.unwrap();
+        wait_for_text(c, "result", |t| t.starts_with("Answered.")).await;
     });
     assert_eq!(p.events_of("answer")[0]["by"], "web");
 }

@@ -1,7 +1,7 @@
 //! Checkpoints per iteration, `ralph log`, `ralph diff` and `ralph undo`, in a real git
 //! repository with the scripted agent editing files over several iterations.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
@@ -57,6 +57,37 @@ impl Repo {
     /// The test's own directory outside the repository (for scripts, fifos, fake programs).
     pub fn home(&self) -> &Path {
         self.home.path()
+    }
+
+    /// Where ralph keeps the loops' worktrees, under the test's XDG_DATA_HOME: a directory per
+    /// repository, a worktree per loop in it (none until a loop makes one).
+    pub fn worktrees(&self) -> PathBuf {
+        self.home.path().join("data/ralph/worktrees")
+    }
+
+    /// The worktree of this repository's loop whose task slug is `slug`.
+    pub fn worktree(&self, slug: &str) -> PathBuf {
+        self.repo_worktrees().join(slug)
+    }
+
+    /// The worktree of this repository's one loop.
+    pub fn only_worktree(&self) -> PathBuf {
+        std::fs::read_dir(self.repo_worktrees())
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| !p.file_name().unwrap().to_string_lossy().starts_with('.'))
+            .unwrap()
+    }
+
+    /// This repository's directory of worktrees (the only one: the test has one repository).
+    fn repo_worktrees(&self) -> PathBuf {
+        std::fs::read_dir(self.worktrees())
+            .unwrap()
+            .flatten()
+            .next()
+            .unwrap()
+            .path()
     }
 
     /// Sets the environment every git and ralph command of the test runs with.

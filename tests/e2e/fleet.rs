@@ -63,18 +63,6 @@ fn fleet(r: &Repo, args: &[&str]) -> Run {
     Run::finish(spawn(cmd), Duration::from_secs(180))
 }
 
-/// The worktree of the loop whose task slug is `slug`.
-fn worktree(r: &Repo, slug: &str) -> PathBuf {
-    let repos = r.home().join("data/ralph/worktrees");
-    let repo = std::fs::read_dir(&repos)
-        .unwrap()
-        .flatten()
-        .next()
-        .unwrap()
-        .path();
-    repo.join(slug)
-}
-
 fn loop_info(wt: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(wt.join(".ralph/worktree.json")).unwrap())
         .unwrap()
@@ -113,7 +101,7 @@ fn three_loops_on_disjoint_files_all_land_and_the_user_s_checkout_is_untouched()
     run.expect_code(0);
     for n in names {
         assert_eq!(r.git(&["show", &format!("main:{n}.txt")]), format!("{n}\n"));
-        let wt = worktree(&r, &format!("add-the-{n}-file"));
+        let wt = r.worktree(&format!("add-the-{n}-file"));
         assert_eq!(loop_info(&wt)["land"], "landed", "{n}");
         assert!(
             run.stdout.contains(&format!("add-the-{n}-file")),
@@ -147,7 +135,7 @@ fn three_loops_on_disjoint_files_all_land_and_the_user_s_checkout_is_untouched()
             "{}",
             prune.stdout
         );
-        assert!(!worktree(&r, &slug).exists());
+        assert!(!r.worktree(&slug).exists());
         assert_eq!(r.git(&["branch", "--list", &format!("ralph/{slug}")]), "");
         assert!(
             !r.git(&["rev-parse", &format!("refs/ralph/pruned/ralph/{slug}")])
@@ -182,7 +170,7 @@ fn a_landing_that_moves_the_user_s_checked_out_branch_does_not_stop_the_loops_st
     run.expect_code(0);
     for n in ["alpha", "slow"] {
         assert_eq!(r.git(&["show", &format!("main:{n}.txt")]), format!("{n}\n"));
-        let wt = worktree(&r, &format!("add-the-{n}-file"));
+        let wt = r.worktree(&format!("add-the-{n}-file"));
         assert_eq!(loop_info(&wt)["land"], "landed", "{n}: {}", run.stdout);
     }
     // The checkout followed main, and has nothing of its own.
@@ -228,7 +216,7 @@ fn two_loops_on_the_same_line_land_one_after_the_other_the_second_s_conflict_res
     assert_eq!(both, [1, 2]);
     for n in ["alpha", "beta"] {
         assert_eq!(
-            loop_info(&worktree(&r, &format!("make-a-say-{n}")))["land"],
+            loop_info(&r.worktree(&format!("make-a-say-{n}")))["land"],
             "landed"
         );
     }
@@ -261,7 +249,7 @@ fn a_loop_whose_tests_fail_on_the_combined_tree_needs_review_and_keeps_its_workt
     run.expect_code(1);
     assert!(run.stdout.contains("needs-review"), "{}", run.stdout);
     assert_eq!(r.git(&["rev-parse", "main"]), main_before, "main moved");
-    let wt = worktree(&r, "add-the-bee-file");
+    let wt = r.worktree("add-the-bee-file");
     assert_eq!(loop_info(&wt)["land"], "needs-review");
     assert!(wt.join("b.txt").exists(), "the worktree is kept");
     // Prune keeps it, and says why.
@@ -296,18 +284,7 @@ fn a_loop_whose_tests_fail_on_the_combined_tree_needs_review_and_keeps_its_workt
 #[test]
 fn killing_the_fleet_leaves_its_loops_running_and_a_second_fleet_attaches_to_them() {
     let r = Repo::new("task: unused\nmax_iterations: 1", "- [ ] unused\n");
-    let tasks: Vec<String> = ["one", "two", "three"]
-        .iter()
-        .map(|n| {
-            task(
-                &r,
-                n,
-                &format!("Ask about {n}"),
-                &agent_line("asks-then-done.txt", None),
-                "question_timeout: never",
-            )
-        })
-        .collect();
+    let tasks = asking_tasks(&r, &["one", "two", "three"]);
     user_at_work(&r);
     let before = checkout_bytes(&r);
     // The first fleet in a process group of its own, as a shell's job is, so that a Ctrl-C
@@ -320,21 +297,13 @@ fn killing_the_fleet_leaves_its_loops_running_and_a_second_fleet_attaches_to_the
         .process_group(0);
     let mut first = spawn(first);
     wait_until(Duration::from_secs(60), "the first worktree", || {
-        r.home().join("data/ralph/worktrees").exists().then_some(())
+        r.worktrees().exists().then_some(())
     });
     let wts: Vec<PathBuf> = ["one", "two", "three"]
         .iter()
-        .map(|n| worktree(&r, &format!("ask-about-{n}")))
+        .map(|n| r.worktree(&format!("ask-about-{n}")))
         .collect();
-    let pids: Vec<u64> = wts
-        .iter()
-        .map(|wt| {
-            wait_until(Duration::from_secs(60), "every loop asks", || {
-                let st = loop_state_if(wt)?;
-                (st["status"] == "waiting_input").then(|| st["pid"].as_u64().unwrap())
-            })
-        })
-        .collect();
+    let pids = pids_once_asking(&wts);
     let _stop = StopAtEnd(pids.clone());
     // While the first fleet lives, a second one on the same task files starts nothing.
     let twice = fleet(&r, &tasks.iter().map(String::as_str).collect::<Vec<_>>());
@@ -420,6 +389,103 @@ fn killing_the_fleet_leaves_its_loops_running_and_a_second_fleet_attaches_to_the
     assert_eq!(checkout_bytes(&r), before);
 }
 
+/// Regression: Ctrl-C in a plain `ralph fleet` (no terminal view) ended the process on the
+/// spot: no summary of its loops, no word that they go on, and no exit code of its own.
+#[test]
+fn ctrl_c_leaves_a_plain_fleet_with_its_summary_and_exit_130_while_its_loops_go_on() {
+    let r = Repo::new("task: unused\nmax_iterations: 1", "- [ ] unused\n");
+    let tasks = asking_tasks(&r, &["one", "two", "three"]);
+    // Two places for three tasks: the third stays queued. In a process group of its own, as a
+    // shell's job is, so that a Ctrl-C (SIGINT to the whole group) reaches the fleet alone.
+    let mut cmd = r.ralph();
+    cmd.args(["fleet", "--no-tui", "-j", "2"])
+        .args(&tasks)
+        .process_group(0);
+    let fleet = spawn(cmd);
+    wait_until(Duration::from_secs(60), "the first worktree", || {
+        r.worktrees().exists().then_some(())
+    });
+    let wts: Vec<PathBuf> = ["one", "two"]
+        .iter()
+        .map(|n| r.worktree(&format!("ask-about-{n}")))
+        .collect();
+    let pids = pids_once_asking(&wts);
+    let _stop = StopAtEnd(pids.clone());
+    let group = nix::unistd::Pid::from_raw(fleet.0.id() as i32);
+    nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGINT).unwrap();
+    let run = Run::finish(fleet, Duration::from_secs(30));
+    // 130: left while loops still run (docs/fleet.md), as `q` leaves the terminal view.
+    run.expect_code(130);
+    assert!(run.stderr.contains("the loops go on"), "{}", run.stderr);
+    let line = |slug: &str| {
+        run.stdout
+            .lines()
+            .find(|l| l.starts_with(slug))
+            .unwrap_or_else(|| panic!("no summary line for {slug}:\n{}", run.stdout))
+    };
+    for (slug, wt) in [("ask-about-one", &wts[0]), ("ask-about-two", &wts[1])] {
+        let line = line(slug);
+        assert!(
+            line.contains("running: it goes on without the fleet"),
+            "{line}"
+        );
+        assert!(line.contains(&wt.display().to_string()), "{line}");
+    }
+    assert!(
+        line("ask-about-three").contains("not started"),
+        "{}",
+        run.stdout
+    );
+    let again = format!("fleet {}", tasks.join(" "));
+    assert!(
+        run.stdout.contains(&again) && run.stdout.contains("attaches to them again"),
+        "{}",
+        run.stdout
+    );
+    for pid in &pids {
+        assert!(pid_alive(*pid as i32), "loop {pid} died with the fleet");
+    }
+    // The loops were left running on purpose; the test stops them and sees them end.
+    for wt in &wts {
+        r.exec(&["stop", "-C", &wt.display().to_string()])
+            .expect_code(0);
+    }
+    for pid in &pids {
+        wait_until(Duration::from_secs(30), "the loops stop", || {
+            (!pid_alive(*pid as i32)).then_some(())
+        });
+    }
+}
+
+/// Writes a task file per name whose loop asks a question that never times out, then is done
+/// once answered.
+fn asking_tasks(r: &Repo, names: &[&str]) -> Vec<String> {
+    names
+        .iter()
+        .map(|n| {
+            task(
+                r,
+                n,
+                &format!("Ask about {n}"),
+                &agent_line("asks-then-done.txt", None),
+                "question_timeout: never",
+            )
+        })
+        .collect()
+}
+
+/// The process of the loop in each of `wts`, once each waits for its answer.
+fn pids_once_asking(wts: &[PathBuf]) -> Vec<u64> {
+    wts.iter()
+        .map(|wt| {
+            wait_until(Duration::from_secs(60), "every loop asks", || {
+                let st = loop_state_if(wt)?;
+                (st["status"] == "waiting_input").then(|| st["pid"].as_u64().unwrap())
+            })
+        })
+        .collect()
+}
+
 /// Stops the loops the test left running, should it fail before they end.
 struct StopAtEnd(Vec<u64>);
 
@@ -449,7 +515,7 @@ fn two_task_files_with_the_same_task_are_refused_before_anything_starts() {
     let run = fleet(&r, &[&a, &b]);
     run.expect_code(2);
     assert!(run.stderr.contains("have the same task"), "{}", run.stderr);
-    assert!(!r.home().join("data/ralph/worktrees").exists());
+    assert!(!r.worktrees().exists());
 }
 
 #[test]
@@ -476,7 +542,7 @@ fn a_task_file_that_is_missing_or_outside_a_repository_is_refused_with_its_name(
     let plain = r.exec(&["run", "--no-tui", "--agent-cmd", "true", "--land", "auto"]);
     plain.expect_code(2);
     assert!(plain.stderr.contains("--worktree"), "{}", plain.stderr);
-    assert!(!r.home().join("data/ralph/worktrees").exists());
+    assert!(!r.worktrees().exists());
 }
 
 /// Regression: loops started at the same moment ran `git worktree add` in one repository at
@@ -502,7 +568,7 @@ fn many_loops_started_at_once_all_get_their_worktrees() {
     let run = fleet(&r, &args);
     run.expect_code(0);
     for n in 0..20 {
-        let wt = worktree(&r, &format!("task-number-{n}"));
+        let wt = r.worktree(&format!("task-number-{n}"));
         assert_eq!(loop_state(&wt)["status"], "done", "{n}: {}", run.stdout);
     }
 }

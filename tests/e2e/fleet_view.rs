@@ -153,6 +153,11 @@ fn status_all_json_gives_the_rows_needs_you_first() {
     assert!(a["question_id"].is_string());
     assert!(a["answer_command"].as_str().unwrap().contains("answer -C"));
     assert_eq!(a["running"], true);
+    // What the agent said last, read from its log as `ralph status` reads it.
+    assert_eq!(
+        a["last_line"],
+        "I need to choose a cache backend before going on."
+    );
 
     let text = beta.exec(&["status", "--all"]);
     assert!(
@@ -193,8 +198,8 @@ fn git(dir: &std::path::Path, args: &[&str]) {
 fn the_dashboard_in_chromium_shows_the_fleet_with_diff_stats() {
     use fantoccini::Locator;
 
-    use super::browser::{driver, have_chromium, session, tokio_rt};
-    use super::remote::{Broker, pairing_link};
+    use super::browser::{have_chromium, in_chromium};
+    use super::remote::{Broker, pairing_link, start_asking};
 
     if !have_chromium() {
         return;
@@ -205,24 +210,22 @@ fn the_dashboard_in_chromium_shows_the_fleet_with_diff_stats() {
         "task: Cache in a repo\nmax_iterations: 2\nquestion_timeout: 5m",
         "- [ ] cache\n",
     );
-    let agent = p.agent(&format!(
-        "[iteration 1]\nwrite cache.rs \"fn a() {{}}\\nfn b() {{}}\\n\"\n{}",
-        ASK_THEN_DONE.trim_start_matches("[iteration 1]\n")
-    ));
     git(p.root(), &["init", "-q"]);
     git(p.root(), &["add", "-A"]);
     git(p.root(), &["commit", "-q", "-m", "base"]);
-    let mut cmd = broker.ralph(&p);
-    cmd.args(["run", "--no-tui", "--agent-cmd", &agent]);
-    let _child = spawn(cmd);
-    p.wait_for_status("waiting_input", Duration::from_secs(60));
+    // The agent's script is the test's, not the loop's work: not in its diff.
+    p.write(".git/info/exclude", "agent-script.txt\n");
+    let _child = start_asking(
+        &broker,
+        &p,
+        &format!(
+            "[iteration 1]\nwrite cache.rs \"fn a() {{}}\\nfn b() {{}}\\n\"\n{}",
+            ASK_THEN_DONE.trim_start_matches("[iteration 1]\n")
+        ),
+    );
 
     let (link, _) = pairing_link(&broker);
-    let (_driver, driver_url) = driver();
-    tokio_rt().block_on(async {
-        let profile = tempfile::tempdir().unwrap();
-        let c = session(&driver_url, profile.path(), (420, 900)).await;
-        c.goto(&link).await.unwrap();
+    in_chromium((420, 900), &link, async |c| {
         // The page's stream replaces what `<main>` holds: look again until it settles.
         let mut text = String::new();
         for _ in 0..100 {
@@ -269,6 +272,5 @@ fn the_dashboard_in_chromium_shows_the_fleet_with_diff_stats() {
             page_text.contains("Should the session cache use"),
             "{page_text}"
         );
-        c.close().await.unwrap();
     });
 }

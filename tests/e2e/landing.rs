@@ -3,7 +3,7 @@
 //! changes waits for its human, a `kill -9` mid-landing loses nothing, and ralph never runs a
 //! destructive git command.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use super::checkpoints::Repo;
@@ -19,23 +19,6 @@ pub fn checkout_bytes(r: &Repo) -> (Vec<u8>, String, Vec<u8>, String, String) {
         r.git(&["status", "--porcelain=v1", "--untracked-files=all"]),
         r.git(&["stash", "list"]),
     )
-}
-
-/// The one loop's worktree under the test's XDG_DATA_HOME.
-fn worktree_of(r: &Repo) -> PathBuf {
-    let repos = r.home().join("data/ralph/worktrees");
-    let repo = std::fs::read_dir(&repos)
-        .unwrap()
-        .flatten()
-        .next()
-        .unwrap()
-        .path();
-    std::fs::read_dir(&repo)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| !p.file_name().unwrap().to_string_lossy().starts_with('.'))
-        .unwrap()
 }
 
 fn status_json(r: &Repo, dir: &Path) -> serde_json::Value {
@@ -85,12 +68,8 @@ fn a_worktree_run_from_start_to_landing_leaves_the_user_s_checkout_byte_for_byte
         "{}",
         run.stderr
     );
-    let wt = worktree_of(&r);
-    assert!(
-        wt.starts_with(r.home().join("data/ralph/worktrees")),
-        "{}",
-        wt.display()
-    );
+    let wt = r.only_worktree();
+    assert!(wt.starts_with(r.worktrees()), "{}", wt.display());
     assert_eq!(wt.file_name().unwrap(), "add-the-bee-file");
     // .worktreeinclude copied the ignored .env; the agent saw no GIT_DIR.
     assert_eq!(
@@ -171,7 +150,7 @@ fn tests_failing_on_the_combined_tree_go_back_to_the_agent_then_need_review_targ
     assert!(land.stderr.contains("needs-review"), "{}", land.stderr);
     assert!(land.stderr.contains("the tests failed"), "{}", land.stderr);
     assert_eq!(r.git(&["rev-parse", "main"]), main_before);
-    let wt = worktree_of(&r);
+    let wt = r.only_worktree();
     // The agent had its one try, with the failure in its prompt.
     assert!(wt.join("tried.txt").exists());
     assert_eq!(status_json(&r, &wt)["worktree"]["state"], "needs-review");
@@ -202,7 +181,7 @@ fn a_target_checked_out_with_changes_gives_needs_land_and_the_command_that_finis
     assert_eq!(r.git(&["rev-parse", "main"]), main_before);
     assert_eq!(r.p.read(".gitignore"), "build/\ntmp/\n");
     assert_eq!(
-        status_json(&r, &worktree_of(&r))["worktree"]["state"],
+        status_json(&r, &r.only_worktree())["worktree"]["state"],
         "needs-land"
     );
     let command = land
@@ -224,7 +203,7 @@ fn a_target_checked_out_with_changes_gives_needs_land_and_the_command_that_finis
     let again = r.exec(&["land", "add-the-bee-file"]);
     again.expect_code(0);
     assert!(again.stdout.contains("landed on main"), "{}", again.stdout);
-    assert_eq!(status_json(&r, &worktree_of(&r))["state"], "landed");
+    assert_eq!(status_json(&r, &r.only_worktree())["state"], "landed");
 }
 
 fn shell_words(s: &str) -> Vec<String> {
@@ -321,7 +300,7 @@ fn a_conflict_resumes_the_agent_s_own_session_with_the_files_and_hunks_and_the_w
         &resume,
     ]);
     Run::finish(spawn(cmd), Duration::from_secs(90)).expect_code(0);
-    let wt = worktree_of(&r);
+    let wt = r.only_worktree();
     let state: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(wt.join(".ralph/state.json")).unwrap())
             .unwrap();
@@ -443,7 +422,7 @@ fn an_agent_reaching_into_the_user_s_checkout_stops_the_loop_loudly() {
         run.stdout
     );
     assert!(run.stdout.contains("files changed"), "{}", run.stdout);
-    let st = status_json(&r, &worktree_of(&r));
+    let st = status_json(&r, &r.only_worktree());
     assert_eq!(st["status"], "failed");
     assert_eq!(
         st["iteration"], 1,
@@ -459,7 +438,7 @@ fn worktree_remove_refuses_changes_in_no_commit_and_names_them() {
     );
     let agent = r.p.agent(&format!("[iteration 1]\n{EDIT_AND_DONE}"));
     r.run(&agent, &[]).expect_code(0);
-    let wt = worktree_of(&r);
+    let wt = r.only_worktree();
     let setup = std::fs::read_to_string(wt.join("setup.txt")).unwrap();
     assert!(
         setup.starts_with(&format!("{} ", r.p.root().display())),
@@ -644,7 +623,7 @@ fn a_task_file_git_does_not_track_stays_out_of_what_lands_and_does_not_block_rem
     let files = r.git(&["show", "--name-only", "--format=", "main"]);
     assert!(files.contains("b.txt"), "{files}");
     assert!(!files.contains("RALPH_TASK.md"), "{files}");
-    let wt = worktree_of(&r);
+    let wt = r.only_worktree();
     r.exec(&["worktree", "remove", "add-the-bee-file"])
         .expect_code(0);
     assert!(!wt.exists());

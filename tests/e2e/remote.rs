@@ -147,12 +147,19 @@ pub fn waiting_loop_asking(broker: &Broker, script: &str) -> (Project, Guarded) 
         "task: Cache\nmax_iterations: 2\nquestion_timeout: 1m",
         "- [ ] cache\n",
     );
+    let child = start_asking(broker, &p, script);
+    (p, child)
+}
+
+/// `ralph run` of the fake agent on `script` (whose first iteration asks) in `p`, seeing
+/// `broker`, once its question waits.
+pub fn start_asking(broker: &Broker, p: &Project, script: &str) -> Guarded {
     let agent = p.agent(script);
-    let mut cmd = broker.ralph(&p);
+    let mut cmd = broker.ralph(p);
     cmd.args(["run", "--no-tui", "--agent-cmd", &agent]);
     let child = spawn(cmd);
-    p.wait_for_status("waiting_input", Duration::from_secs(20));
-    (p, child)
+    p.wait_for_status("waiting_input", Duration::from_secs(60));
+    child
 }
 
 /// A lone `ralph ask` (no loop) waiting on `text`, seeing `broker`.

@@ -265,7 +265,7 @@ Exit codes:
   1    a loop failed, was stopped, needs review or needs land, or did not land
   2    usage error (bad flag, bad task file, two task files with the same task); nothing started
   3    no loop failed, but one reached max_iterations
-  130  the fleet was left (its view closed) while loops still run: they go on";
+  130  the fleet was left (its view closed, or Ctrl-C) while loops still run: they go on";
 
 const DOCTOR_HELP: &str = "\
 Examples:

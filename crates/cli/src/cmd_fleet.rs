@@ -194,6 +194,11 @@ fn start(args: &FleetArgs) -> CmdResult {
         let (finished, leave) = (finished.clone(), leave.clone());
         std::thread::spawn(move || -> std::io::Result<Scheduler> {
             loop {
+                // Checked before a tick, which may start queued loops: none starts once its
+                // human has left.
+                if leave.load(Ordering::Acquire) {
+                    return Ok(scheduler);
+                }
                 let done = scheduler.tick();
                 let done = match done {
                     Ok(d) => d,
@@ -204,9 +209,6 @@ fn start(args: &FleetArgs) -> CmdResult {
                 };
                 if done {
                     finished.store(true, Ordering::Release);
-                    return Ok(scheduler);
-                }
-                if leave.load(Ordering::Acquire) {
                     return Ok(scheduler);
                 }
                 std::thread::sleep(TICK);
@@ -267,8 +269,8 @@ struct View {
     finished: Box<dyn Fn() -> bool + Send>,
 }
 
-/// Shows the fleet until every loop has ended, or until its human leaves the view (the loops
-/// go on): the view of `ralph status --all --watch`, with the fleet's loops only and a row for
+/// Shows the fleet until every loop has ended, or until its human leaves the view (`q`, or
+/// Ctrl-C: the loops go on): the view of `ralph status --all --watch`, with the fleet's loops only and a row for
 /// each task still queued (or whose `ralph run` ended before its loop began, with the reason).
 fn show(view: View) -> std::io::Result<()> {
     use ralph_fleet::rows::{LoopRow, RowState};
@@ -282,6 +284,9 @@ fn show(view: View) -> std::io::Result<()> {
         plain,
         only: Some(only),
         finished,
+        // Ctrl-C leaves the fleet as `q` leaves its terminal view: the loops go on, and the
+        // summary says where each stands.
+        leave_on_signal: true,
         extra: Box::new(move || {
             queued()
                 .into_iter()

@@ -163,6 +163,7 @@ fn all(json_out: bool, watch: bool) -> CmdResult {
             only: None,
             extra: Box::new(Vec::new),
             finished: Box::new(|| false),
+            leave_on_signal: false,
         })?;
         return Ok(0);
     }

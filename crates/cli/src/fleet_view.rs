@@ -9,6 +9,8 @@ use std::os::unix::fs::DirBuilderExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Sender};
 use std::time::{Instant, SystemTime};
 
@@ -30,6 +32,10 @@ pub struct ShowOptions {
     pub extra: Box<dyn Fn() -> Vec<LoopRow> + Send>,
     /// Whether the view should close by itself (the caller's loops have all ended).
     pub finished: Box<dyn Fn() -> bool + Send>,
+    /// Whether Ctrl-C (SIGINT), SIGTERM or SIGHUP closes the plain view as `q` closes the
+    /// terminal one, so that the caller can still say how its loops stand; a second one exits
+    /// at once (130). Without it they end the process, as they end any command.
+    pub leave_on_signal: bool,
 }
 
 /// What the agent said last in a loop: its newest log, decoded in its stream format, worded
@@ -41,14 +47,21 @@ pub fn last_said() -> Box<LastSaid> {
 /// Shows the loops until `q` (or until `finished` says so); the loops go on either way.
 pub fn show(opts: ShowOptions) -> io::Result<()> {
     let (tx, changes) = mpsc::channel();
+    let wake = tx.clone();
     let watcher = spawn_watcher(tx)?;
     let dumb = std::env::var("TERM").map_or(true, |t| t.is_empty() || t == "dumb");
     let plain = opts.plain || dumb || !io::stdout().is_terminal() || !io::stdin().is_terminal();
+    let mut finished = opts.finished;
+    if plain && opts.leave_on_signal {
+        let left = Arc::new(AtomicBool::new(false));
+        leave_on_signal(left.clone(), wake)?;
+        finished = Box::new(move || left.load(Ordering::Acquire) || finished());
+    }
     let mut host = Host {
         collector: Collector::new(last_said()),
         only: opts.only,
         extra: opts.extra,
-        finished: opts.finished,
+        finished,
         watched: HashSet::new(),
         watcher,
     };
@@ -67,6 +80,44 @@ pub fn show(opts: ShowOptions) -> io::Result<()> {
         return ralph_ui::run_fleet_plain(&mut host, &changes, &mut io::stdout());
     }
     ralph_ui::run_fleet_tui(&mut host, changes)
+}
+
+/// Sets `left` and wakes the view (`wake`) on the first SIGINT, SIGTERM or SIGHUP; exits
+/// with 130 on the next. The handlers are in place when this returns.
+fn leave_on_signal(left: Arc<AtomicBool>, wake: Sender<()>) -> io::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let (mut int, mut term, mut hup) = {
+        let _in_runtime = rt.enter();
+        (
+            signal(SignalKind::interrupt())?,
+            signal(SignalKind::terminate())?,
+            signal(SignalKind::hangup())?,
+        )
+    };
+    std::thread::Builder::new()
+        .name("ralph-fleet-signals".into())
+        .spawn(move || {
+            rt.block_on(async move {
+                loop {
+                    tokio::select! {
+                        _ = int.recv() => {}
+                        _ = term.recv() => {}
+                        _ = hup.recv() => {}
+                    }
+                    if left.swap(true, Ordering::AcqRel) {
+                        std::process::exit(130);
+                    }
+                    eprintln!(
+                        "ralph: leaving; the loops go on without the fleet (Ctrl-C again leaves at once)"
+                    );
+                    let _ = wake.send(());
+                }
+            });
+        })?;
+    Ok(())
 }
 
 struct Host {

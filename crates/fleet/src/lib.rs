@@ -22,3 +22,6 @@ pub mod ports;
 pub mod prune;
 pub mod rows;
 pub mod schedule;
+
+#[cfg(test)]
+mod test_support;

@@ -146,18 +146,7 @@ mod tests {
     }
 
     fn land(dir: &Path, state: LandState, reason: &str) {
-        let mut info = LoopInfo {
-            repo: "/r".into(),
-            worktree: dir.to_path_buf(),
-            branch: "ralph/t".into(),
-            base: "0".repeat(40),
-            target: Some("main".into()),
-            land: None,
-            reason: None,
-            landed: None,
-            attempts: 0,
-            task_file: None,
-        };
+        let mut info = crate::test_support::loop_info(dir, "ralph/t");
         info.set_land(&dir.join(".ralph"), state, Some(reason.into()))
             .unwrap();
     }

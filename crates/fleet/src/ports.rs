@@ -198,18 +198,7 @@ mod tests {
         let dir = ports_dir(state.path());
         let wt = state.path().join("wt");
         std::fs::create_dir_all(wt.join(".ralph")).unwrap();
-        let mut info = LoopInfo {
-            repo: "/r".into(),
-            worktree: wt.clone(),
-            branch: "ralph/x".into(),
-            base: "0".repeat(40),
-            target: Some("main".into()),
-            land: None,
-            reason: None,
-            landed: None,
-            attempts: 0,
-            task_file: None,
-        };
+        let mut info = crate::test_support::loop_info(&wt, "ralph/x");
         info.save(&wt.join(".ralph")).unwrap();
         let first = claim(&dir, &wt).unwrap();
         assert_ne!(claim(&dir, Path::new("/nowhere/b")).unwrap(), first);

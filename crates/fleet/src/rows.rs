@@ -5,8 +5,10 @@
 //! [`Collector::collect`] reads, for every loop, only what the loops themselves publish: the
 //! registry (the loops running now), `ralph_git::worktree::all_loops` (the loops that rest in a
 //! worktree: done, landing, landed, needing a landing or a review), each loop's
-//! `.ralph/state.json` and `.ralph/worktree.json`, its task file's checklist, and its work
-//! tree's diff against its base. It writes nothing and talks to no loop, so any number of
+//! `.ralph/state.json` and `.ralph/worktree.json`, the question waiting and whether it is
+//! answered as the desk tells it ([`ralph_protocol::question_waiting_as`], as `ralph status`: only
+//! an answer ralph sealed counts), its task file's checklist, and its work tree's diff against
+//! its base. It writes nothing and talks to no loop, so any number of
 //! views, `ralph status --all` and the dashboard can read at once.
 //!
 //! The diff stat is the one part that costs a process (`git diff`), so a [`Collector`] keeps
@@ -27,7 +29,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use ralph_git::worktree::{self, LandState, LoopInfo};
 use ralph_protocol::{
-    State, Status, UserDir, Workspace, one_line, parse_timestamp, registered_loops, user_dir,
+    State, Status, UserDir, Waiting, Workspace, one_line, parse_timestamp, question_waiting_as,
+    registered_loops, user_dir,
 };
 use serde::{Deserialize, Serialize};
 
@@ -251,6 +254,8 @@ pub struct Collector {
     /// Each task file's criteria, by its size and modification time.
     criteria: HashMap<PathBuf, (FileStamp, Option<(usize, usize)>)>,
     data: Option<PathBuf>,
+    /// The state directory whose key answers are sealed under; `None`: the user's.
+    state_dir: Option<PathBuf>,
 }
 
 /// A file's size and modification time: whether it changed since it was read.
@@ -279,7 +284,15 @@ impl Collector {
             said_at: HashMap::new(),
             criteria: HashMap::new(),
             data: user_dir(UserDir::Data),
+            state_dir: None,
         }
+    }
+
+    /// The same collector, telling a sealed answer from a forged one by the key in `dir`
+    /// rather than the one in the user's state directory (see [`Workspace::with_state_dir`]).
+    pub fn with_state_dir(mut self, dir: impl Into<PathBuf>) -> Collector {
+        self.state_dir = Some(dir.into());
+        self
     }
 
     /// The roots of every loop this machine knows: running ones, those resting in a worktree,
@@ -324,13 +337,22 @@ impl Collector {
 
     /// One loop's row; `None` when nothing there was ever a loop.
     fn row(&mut self, root: &Path, now: Instant) -> Option<LoopRow> {
-        let ws = Workspace::new(root);
+        let ws = match &self.state_dir {
+            Some(dir) => Workspace::new(root).with_state_dir(dir),
+            None => Workspace::new(root),
+        };
         let info = LoopInfo::load(ws.dir());
         let state = State::load(&ws).ok().flatten();
         if state.is_none() && info.is_none() {
             return None;
         }
         let live = ws.is_locked();
+        // The question and whether it is answered are the desk's, as `ralph status` sees them:
+        // an answer counts only when ralph sealed it (the agent can write `answer.md` too).
+        let waiting = match (&state, live) {
+            (Some(state), true) => question_waiting_as(&ws, state).ok().flatten(),
+            _ => None,
+        };
         let mut row = LoopRow::bare(root.to_path_buf(), "", RowState::Stopped);
         row.running = live;
         row.branch = info.as_ref().map(|i| i.branch.clone());
@@ -344,7 +366,7 @@ impl Collector {
             row.cost_usd = state.total_cost_usd;
             row.rate_limited_until = state.rate_limited_until.clone().filter(|_| live);
             row.reason = state.reason.as_deref().map(|r| one_line(r, LINE_MAX));
-            if let Some(q) = state.pending_question.as_ref().filter(|_| live) {
+            if let Some(q) = waiting.as_ref().map(|w| &w.pending) {
                 row.question_id = Some(q.id.as_str().to_owned());
                 row.question = Some(one_line(&q.question.text, LINE_MAX));
                 row.question_deadline = q.deadline.clone();
@@ -367,7 +389,7 @@ impl Collector {
                 }
             };
         }
-        row.state = row_state(state.as_ref(), info.as_ref(), live, &ws);
+        row.state = row_state(state.as_ref(), info.as_ref(), live, waiting.as_ref());
         let died = state
             .as_ref()
             .is_some_and(|s| matches!(s.status, Status::Running | Status::WaitingInput));
@@ -455,12 +477,13 @@ pub fn needing_you(rows: &[LoopRow]) -> usize {
         .count()
 }
 
-/// The row's state from the loop's state, its worktree record and whether it runs.
+/// The row's state from the loop's state, its worktree record, whether it runs and the
+/// question waiting in it (the desk's).
 fn row_state(
     state: Option<&State>,
     info: Option<&LoopInfo>,
     live: bool,
-    ws: &Workspace,
+    waiting: Option<&Waiting>,
 ) -> RowState {
     if let Some(land) = info.and_then(|i| i.land) {
         return match land {
@@ -480,13 +503,7 @@ fn row_state(
     };
     match state.status {
         Status::WaitingInput | Status::Running if live => {
-            let waits = state.pending_question.as_ref().is_some_and(|q| {
-                !ralph_protocol::read_answer(ws)
-                    .ok()
-                    .flatten()
-                    .is_some_and(|a| q.id.is_answered_by(&a))
-            });
-            if waits {
+            if waiting.is_some_and(|w| w.answer.is_none()) {
                 RowState::NeedsYou
             } else if state.rate_limited_until.is_some() {
                 RowState::RateLimited

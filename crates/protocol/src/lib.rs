@@ -79,7 +79,7 @@ pub use desk::{
     Found as FoundAnswer, Input as DeskInput, MAX_ANSWER_BYTES, NewClaim, Now, OnTimeout, PickUp,
     QuestionId, Refusal, Reply, Stepped, Submitted, Waiting, answer as answer_question,
     answer_command, compose as compose_answer, encode as encode_answer, guide, read_back,
-    submit as submit_answer, waiting as question_waiting,
+    submit as submit_answer, waiting as question_waiting, waiting_as as question_waiting_as,
 };
 pub use event::{Control, LoopEvent, Outcome};
 pub use frontmatter::{Fences, Found as Frontmatter, is_fence, split as split_frontmatter};

@@ -91,6 +91,7 @@ mod text;
 
 pub use decoder::{Decoder, StreamFormat};
 pub use sanitize::{sanitize, sanitize_bytes};
+pub use tag::without_tags;
 
 /// Longest plain-text line, in bytes, that is kept whole; longer lines are streamed.
 pub const LINE_CAP: usize = 64 * 1024;

@@ -33,6 +33,28 @@ pub(crate) fn match_tag(at: &[u8]) -> Option<(SignalKind, usize)> {
         .map(|&(body, kind)| (kind, OPEN.len() + body.len()))
 }
 
+/// `line` without the whole signal tags in it: what the agent said around its signal, for a
+/// one-line summary (`Done. <ralph>DONE</ralph>` is `Done. `; a line of only a tag is empty).
+pub fn without_tags(line: &str) -> String {
+    let bytes = line.as_bytes();
+    let mut out = String::with_capacity(line.len());
+    let (mut kept_from, mut at) = (0, 0);
+    while let Some(i) = OPEN_FINDER.find(&bytes[at..]) {
+        let start = at + i;
+        match match_tag(&bytes[start..]) {
+            // Tags are ASCII: their ends are character boundaries.
+            Some((_, len)) => {
+                out.push_str(&line[kept_from..start]);
+                kept_from = start + len;
+                at = kept_from;
+            }
+            None => at = start + OPEN.len(),
+        }
+    }
+    out.push_str(&line[kept_from..]);
+    out
+}
+
 /// Signal kinds in order of first appearance, each at most once.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct KindSet {
@@ -125,5 +147,23 @@ mod tests {
             set.iter().collect::<Vec<_>>(),
             [SignalKind::Gutter, SignalKind::Done, SignalKind::Question]
         );
+    }
+
+    #[test]
+    fn without_tags_keeps_the_words_and_whatever_is_not_a_whole_tag() {
+        assert_eq!(without_tags("<ralph>QUESTION</ralph>"), "");
+        assert_eq!(
+            without_tags("All green. <ralph>DONE</ralph> Bye <ralph>GUTTER</ralph>"),
+            "All green.  Bye "
+        );
+        assert_eq!(without_tags("<ralph><ralph>COMPLETE</ralph>é"), "<ralph>é");
+        for near in [
+            "<ralph>done</ralph>",
+            "<ralph>DONE</ralph",
+            "<ralph>",
+            "é<Ralph>",
+        ] {
+            assert_eq!(without_tags(near), near);
+        }
     }
 }

@@ -384,19 +384,39 @@ pub fn agent_event(out: &mut impl Write, event: &AgentEvent) -> std::io::Result<
     }
 }
 
-/// The agent's last line worth showing in a one-line summary (`ralph status`): the last line
-/// of its words, or its last tool call, among `events`.
+/// The agent's last line worth showing in a one-line summary (`ralph status`, the fleet's
+/// rows): the last line of its words, or its last tool call, among `events`. A line that
+/// carried a signal is shown without the tag (the loop's state says it better), and skipped
+/// when nothing else was on it.
 pub fn last_line(events: &[AgentEvent]) -> Option<String> {
-    events.iter().rev().find_map(|e| match e {
-        AgentEvent::Text(text) => text
-            .lines()
-            .rev()
-            .map(str::trim)
-            .find(|l| !l.is_empty())
-            .map(clean),
-        AgentEvent::ToolCall { name, summary } => Some(words::tool_call(name, summary)),
-        _ => None,
-    })
+    // A signal comes right after the text whose last line carried it.
+    let mut signalled = false;
+    for e in events.iter().rev() {
+        match e {
+            AgentEvent::Signal(_) => signalled = true,
+            AgentEvent::Text(text) => {
+                let mut lines = text.lines().rev();
+                let last = lines.next().map(|l| match signalled {
+                    true => ralph_signal::without_tags(l),
+                    false => l.to_owned(),
+                });
+                let found = last
+                    .iter()
+                    .map(String::as_str)
+                    .chain(lines)
+                    .map(str::trim)
+                    .find(|l| !l.is_empty())
+                    .map(clean);
+                if found.is_some() {
+                    return found;
+                }
+                signalled = false;
+            }
+            AgentEvent::ToolCall { name, summary } => return Some(words::tool_call(name, summary)),
+            _ => {}
+        }
+    }
+    None
 }
 
 /// How wide plain renderings of a question's markdown are (the indent comes on top).
@@ -428,6 +448,44 @@ mod tests {
     use ralph_protocol::Outcome;
 
     use super::*;
+
+    #[test]
+    fn the_last_line_is_the_agent_s_words_not_the_signal_tag_that_ended_them() {
+        let signal = |line: &str| {
+            AgentEvent::Signal(ralph_signal::Signal {
+                kind: ralph_signal::SignalKind::Question,
+                line: line.into(),
+                line_number: 2,
+            })
+        };
+        let text = |t: &str| AgentEvent::Text(t.into());
+        let asked = [
+            text("I need to choose a cache backend.\n<ralph>QUESTION</ralph>"),
+            signal("<ralph>QUESTION</ralph>"),
+        ];
+        assert_eq!(
+            last_line(&asked).as_deref(),
+            Some("I need to choose a cache backend.")
+        );
+        let said_with_it = [
+            text("first\nAll green <ralph>DONE</ralph>"),
+            signal("All green <ralph>DONE</ralph>"),
+        ];
+        assert_eq!(last_line(&said_with_it).as_deref(), Some("All green"));
+        // A text of only the tag: the words before it, in an earlier text.
+        let alone = [
+            text("Tests pass."),
+            text("<ralph>DONE</ralph>"),
+            signal("<ralph>DONE</ralph>"),
+        ];
+        assert_eq!(last_line(&alone).as_deref(), Some("Tests pass."));
+        // No signal followed (a tag in a code span is not one): shown as written.
+        let quoted = [text("I print `<ralph>DONE</ralph>` when done")];
+        assert_eq!(
+            last_line(&quoted).as_deref(),
+            Some("I print `<ralph>DONE</ralph>` when done")
+        );
+    }
 
     #[test]
     fn typed_lines_are_picks_skips_or_text() {

@@ -37,6 +37,19 @@ fn ask(ws: &Workspace, state: &mut State, text: &str) {
     state.save(ws).unwrap();
 }
 
+/// Answers the question `id` as `ralph answer` does, sealed with the key in `keys` (the test's
+/// own state directory, never the user's).
+fn answer(ws: &Workspace, keys: &Path, id: &QuestionId) {
+    ralph_protocol::answer_question(
+        &ws.clone().with_state_dir(keys),
+        Some(id),
+        &ralph_protocol::Reply::Text("Postgres".into()),
+        ralph_protocol::AnsweredBy::RalphAnswer,
+        None,
+    )
+    .unwrap();
+}
+
 fn said() -> Box<LastSaid> {
     Box::new(|_, _| Some("\u{1b}[31mall\u{202e} green\u{1b}[0m\nnext".into()))
 }
@@ -50,7 +63,9 @@ fn a_waiting_question_comes_first_and_is_counted_and_an_answer_moves_it_down() {
     let _lock_b = ws_b.lock().unwrap();
     ask(&ws_b, &mut st_b, "Which \u{1b}]0;evil\u{7}database?");
     let only = [a.path().into(), b.path().into(), c.path().into()];
-    let mut collector = Collector::new(said());
+    // Answers are sealed and checked with a key of the test's own, never the user's.
+    let keys = tempfile::tempdir().unwrap();
+    let mut collector = Collector::new(said()).with_state_dir(keys.path());
     let rows = collector.collect(Some(&only), Instant::now());
     let states: Vec<_> = rows.iter().map(|r| (r.task.as_str(), r.state)).collect();
     assert_eq!(
@@ -78,20 +93,46 @@ fn a_waiting_question_comes_first_and_is_counted_and_an_answer_moves_it_down() {
 
     // Answered (the answer waits for the loop to take it): no longer waiting on its human.
     let id = st_b.pending_question.as_ref().unwrap().id.clone();
-    // Sealed with a key of the test's own, never the user's state directory's.
-    let sealed = ws_b.clone().with_state_dir(b.path().join("state"));
-    ralph_protocol::answer_question(
-        &sealed,
-        Some(&id),
-        &ralph_protocol::Reply::Text("Postgres".into()),
-        ralph_protocol::AnsweredBy::RalphAnswer,
-        None,
-    )
-    .unwrap();
+    answer(&ws_b, keys.path(), &id);
     let rows = collector.collect(Some(&only), Instant::now());
     assert_eq!(needing_you(&rows), 0);
     assert_eq!(rows.last().unwrap().task, "Beta task");
     assert_eq!(rows.last().unwrap().state, RowState::Running);
+}
+
+/// Regression: the rows took any `answer.md` that named the question, so an answer the agent
+/// wrote itself (no seal) showed its loop as answered while its question still waited.
+#[test]
+fn a_forged_answer_leaves_the_question_waiting_and_a_sealed_one_answers_it() {
+    let (a, ws, mut state) = a_loop("Alpha task", Status::Running);
+    let _lock = ws.lock().unwrap();
+    ask(&ws, &mut state, "Which database?");
+    let id = state.pending_question.as_ref().unwrap().id.clone();
+    let keys = tempfile::tempdir().unwrap();
+    let only = [a.path().into()];
+    let mut collector = Collector::new(said()).with_state_dir(keys.path());
+
+    let forged = ralph_protocol::Answer::new(
+        "Postgres",
+        ralph_protocol::AnsweredBy::RalphAnswer,
+        Some(id.clone()),
+    );
+    std::fs::write(ws.answer(), forged.to_file()).unwrap();
+    // Sealed, but under another key than ralph's.
+    let other_key = forged.clone().sealed(b"not ralph's key");
+    for file in [forged.to_file(), other_key.to_file()] {
+        std::fs::write(ws.answer(), &file).unwrap();
+        let rows = collector.collect(Some(&only), Instant::now());
+        assert_eq!(rows[0].state, RowState::NeedsYou, "{file}");
+        assert_eq!(rows[0].question_id.as_deref(), Some(id.as_str()));
+    }
+    // The rows only read: the forged file is the desk's to refuse, not theirs to remove.
+    assert!(ws.answer().exists());
+
+    std::fs::remove_file(ws.answer()).unwrap();
+    answer(&ws, keys.path(), &id);
+    let rows = collector.collect(Some(&only), Instant::now());
+    assert_eq!(rows[0].state, RowState::Running);
 }
 
 #[test]
@@ -145,16 +186,12 @@ fn a_worktree_loop_shows_its_landing_state_and_its_diff_against_its_base() {
     let base = git(&["rev-parse", "HEAD"]);
     std::fs::write(a.path().join("new.txt"), "a\nb\n").unwrap();
     let info = LoopInfo {
-        repo: "/src/app".into(),
-        worktree: a.path().into(),
-        branch: "ralph/alpha".into(),
         base,
-        target: Some("main".into()),
         land: Some(LandState::NeedsReview),
         reason: Some("tests fail on the combined tree\u{1b}[2J".into()),
-        landed: None,
         attempts: 2,
         task_file: Some("RALPH_TASK.md".into()),
+        ..crate::test_support::loop_info(a.path(), "ralph/alpha")
     };
     info.save(ws.dir()).unwrap();
     let rows = collect(Some(&[a.path().into()]), said());

@@ -138,7 +138,16 @@ pub enum DeskError {
 
 /// The question waiting in `ws` and its state; `Ok(None)` when none waits.
 pub fn waiting(ws: &Workspace) -> Result<Option<Waiting>, StateError> {
-    let Some(pending) = State::load(ws)?.and_then(|s| s.pending_question) else {
+    match State::load(ws)? {
+        Some(state) => Ok(waiting_as(ws, &state)?),
+        None => Ok(None),
+    }
+}
+
+/// [`waiting`], for a caller that has just loaded `ws`'s `state` itself (the fleet's rows read
+/// each loop's state once).
+pub fn waiting_as(ws: &Workspace, state: &State) -> Result<Option<Waiting>, WorkspaceError> {
+    let Some(pending) = state.pending_question.clone() else {
         return Ok(None);
     };
     let answer =
