@@ -121,6 +121,38 @@ fn enter_on_a_waiting_loop_answers_it_and_its_row_moves_down() {
     assert_stty_sane(&alpha);
 }
 
+/// `kill` (or a closed ssh session's SIGHUP) used to end the view in raw mode on the
+/// alternate screen: the shell behind it then echoed nothing and ignored Enter.
+#[test]
+fn a_terminal_view_sent_sigterm_closes_as_on_q_and_gives_the_terminal_back() {
+    let alpha = Project::new();
+    let _a = waiting_loop(&alpha, "Alpha cache");
+
+    let tmux = Tmux::start(&alpha);
+    tmux.cmd(&["resize-window", "-t", "0", "-x", "80", "-y", "24"]);
+    alpha.write(
+        "watch.sh",
+        &format!(
+            "sh -c 'echo $$ > view.pid; exec \"$0\" status --all --watch' '{}'\necho \"view exited: $?\"\n",
+            ralph_bin().display()
+        ),
+    );
+    tmux.type_text("sh watch.sh");
+    tmux.key("Enter");
+    tmux.wait_for("1 needs you", Duration::from_secs(30));
+    let pid = alpha.read("view.pid").trim().to_owned();
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill runs");
+    assert!(killed.success());
+    tmux.wait_for("view exited: 0", Duration::from_secs(10));
+    // The loop goes on, as after `q`.
+    assert_eq!(alpha.state()["status"], "waiting_input");
+    tmux.assert_sane();
+    assert_stty_sane(&alpha);
+}
+
 #[test]
 fn status_all_json_gives_the_rows_needs_you_first() {
     let alpha = Project::new();

@@ -34,7 +34,8 @@ pub struct ShowOptions {
     pub finished: Box<dyn Fn() -> bool + Send>,
     /// Whether Ctrl-C (SIGINT), SIGTERM or SIGHUP closes the plain view as `q` closes the
     /// terminal one, so that the caller can still say how its loops stand; a second one exits
-    /// at once (130). Without it they end the process, as they end any command.
+    /// at once (130). Without it they end a plain view's process, as they end any command;
+    /// the terminal view always closes on them as on `q`, so the terminal is put back.
     pub leave_on_signal: bool,
 }
 
@@ -52,9 +53,11 @@ pub fn show(opts: ShowOptions) -> io::Result<()> {
     let dumb = std::env::var("TERM").map_or(true, |t| t.is_empty() || t == "dumb");
     let plain = opts.plain || dumb || !io::stdout().is_terminal() || !io::stdin().is_terminal();
     let mut finished = opts.finished;
-    if plain && opts.leave_on_signal {
+    // The terminal view always leaves on a signal, as on `q`, so that a `kill` (or a closed
+    // ssh session) never leaves the terminal in raw mode on the alternate screen.
+    if !plain || opts.leave_on_signal {
         let left = Arc::new(AtomicBool::new(false));
-        leave_on_signal(left.clone(), wake)?;
+        leave_on_signal(left.clone(), wake, plain)?;
         finished = Box::new(move || left.load(Ordering::Acquire) || finished());
     }
     let mut host = Host {
@@ -82,9 +85,10 @@ pub fn show(opts: ShowOptions) -> io::Result<()> {
     ralph_ui::run_fleet_tui(&mut host, changes)
 }
 
-/// Sets `left` and wakes the view (`wake`) on the first SIGINT, SIGTERM or SIGHUP; exits
-/// with 130 on the next. The handlers are in place when this returns.
-fn leave_on_signal(left: Arc<AtomicBool>, wake: Sender<()>) -> io::Result<()> {
+/// Sets `left` and wakes the view (`wake`) on the first SIGINT, SIGTERM or SIGHUP, saying so
+/// on stderr when `say` (a terminal view says nothing over its screen); exits with 130 on the
+/// next. The handlers are in place when this returns.
+fn leave_on_signal(left: Arc<AtomicBool>, wake: Sender<()>, say: bool) -> io::Result<()> {
     use tokio::signal::unix::{SignalKind, signal};
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -110,9 +114,11 @@ fn leave_on_signal(left: Arc<AtomicBool>, wake: Sender<()>) -> io::Result<()> {
                     if left.swap(true, Ordering::AcqRel) {
                         std::process::exit(130);
                     }
-                    eprintln!(
-                        "ralph: leaving; the loops go on without the fleet (Ctrl-C again leaves at once)"
-                    );
+                    if say {
+                        eprintln!(
+                            "ralph: leaving; the loops go on without the fleet (Ctrl-C again leaves at once)"
+                        );
+                    }
                     let _ = wake.send(());
                 }
             });
