@@ -78,8 +78,9 @@ pub use desk::{
     AskerStep, Asking, ClaimError, Claimed, Closed, Delivery, Desk, DeskError, Ended,
     Found as FoundAnswer, Input as DeskInput, MAX_ANSWER_BYTES, NewClaim, Now, OnTimeout, PickUp,
     QuestionId, Refusal, Reply, Stepped, Submitted, Waiting, answer as answer_question,
-    answer_command, compose as compose_answer, encode as encode_answer, guide, read_back,
-    submit as submit_answer, waiting as question_waiting, waiting_as as question_waiting_as,
+    answer_command, answer_to, compose as compose_answer, encode as encode_answer, guide,
+    read_back, submit as submit_answer, waiting as question_waiting,
+    waiting_as as question_waiting_as,
 };
 pub use event::{Control, LoopEvent, Outcome};
 pub use frontmatter::{Fences, Found as Frontmatter, is_fence, split as split_frontmatter};

@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime};
 
 use ralph_protocol::{
     AnsweredBy, DeskError, PendingQuestion, Request, State, Status, Submitted, Workspace,
-    answer_question, describe_span, is_genuine, read_answer, send_request,
+    answer_question, answer_to, describe_span, send_request,
 };
 
 use ralph_protocol::{LinkRecord, QuestionId, Reply, StopBy};
@@ -139,10 +139,7 @@ pub(crate) fn load(root: &Path) -> Option<LoopView> {
 /// Whether an answer to the question `id` waits to be delivered: the question is answered,
 /// though the loop has not taken it yet.
 fn answer_waiting(ws: &Workspace, id: &QuestionId) -> bool {
-    read_answer(ws)
-        .ok()
-        .flatten()
-        .is_some_and(|a| id.is_answered_by(&a) && is_genuine(ws, &a))
+    answer_to(ws, id).ok().flatten().is_some()
 }
 
 fn describe(status: Status) -> &'static str {
@@ -265,11 +262,7 @@ pub(crate) fn closed_long_ago(link: &LinkRecord, now: SystemTime) -> bool {
 /// How the question `link` stands for closed, in words for a page that still shows it.
 pub(crate) fn closed_how(link: &LinkRecord) -> String {
     let ws = Workspace::new(&link.root);
-    if let Some(a) = read_answer(&ws)
-        .ok()
-        .flatten()
-        .filter(|a| link.question.is_answered_by(a) && is_genuine(&ws, a))
-    {
+    if let Some(a) = answer_to(&ws, &link.question).ok().flatten() {
         return format!("answered from {}", a.source());
     }
     match State::load(&ws).ok().flatten() {

@@ -150,13 +150,19 @@ pub fn waiting_as(ws: &Workspace, state: &State) -> Result<Option<Waiting>, Work
     let Some(pending) = state.pending_question.clone() else {
         return Ok(None);
     };
-    let answer =
-        answer::read(ws)?.filter(|a| pending.id.is_answered_by(a) && answer::is_genuine(ws, a));
+    let answer = answer_to(ws, &pending.id)?;
     Ok(Some(Waiting {
         pending,
         answer,
         live: ws.is_locked(),
     }))
+}
+
+/// The answer to the question `id` waiting in `ws`'s `answer.md` to be delivered, if one is
+/// there: for that question, and sealed by ralph (an answer the agent wrote itself is not one).
+/// The one rule every reader of a waiting answer goes by.
+pub fn answer_to(ws: &Workspace, id: &QuestionId) -> Result<Option<Answer>, WorkspaceError> {
+    Ok(answer::read(ws)?.filter(|a| id.is_answered_by(a) && answer::is_genuine(ws, a)))
 }
 
 /// Answers the question waiting in `ws` (`to`: only if it is that one) with `reply`, as `by`
