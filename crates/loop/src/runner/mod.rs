@@ -247,7 +247,14 @@ impl Runner {
                         self.record_iteration(archive_answer).await?;
                         facts.recorded = true;
                     }
-                    Next::Verify => facts.verdict = Some(self.verify_and_tell(iteration).await),
+                    Next::Verify => {
+                        // The tests run with nothing of the agent's left (it may have asked
+                        // with `ralph ask`, and what it left been stopped beside the question).
+                        if self.settle_leftovers().await {
+                            return self.finish(policy::interrupted_stopping_leftovers()).await;
+                        }
+                        facts.verdict = Some(self.verify_and_tell(iteration).await);
+                    }
                     Next::Ask => {
                         if facts.done_set_aside() {
                             self.tell_done_set_aside(iteration).await;
