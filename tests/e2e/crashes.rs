@@ -67,16 +67,6 @@ fn assert_no_agent_processes(p: &Project, within: Duration) {
     }
 }
 
-fn read_pid(p: &Project, file: &str) -> i32 {
-    wait_until(Duration::from_secs(20), file, || {
-        std::fs::read_to_string(p.path(file))
-            .ok()?
-            .trim()
-            .parse()
-            .ok()
-    })
-}
-
 /// The agent's process group, once `state.json` records it.
 fn agent_pgid(p: &Project) -> i32 {
     wait_until(Duration::from_secs(20), "agent_pgid in state.json", || {

@@ -13,13 +13,7 @@ hang
 ";
 
 fn grandchild(p: &Project) -> i32 {
-    wait_until(Duration::from_secs(20), "grandchild.pid", || {
-        std::fs::read_to_string(p.path("grandchild.pid"))
-            .ok()?
-            .trim()
-            .parse()
-            .ok()
-    })
+    read_pid(p, "grandchild.pid")
 }
 
 #[test]
@@ -229,4 +223,97 @@ fn an_agent_that_exits_without_reading_a_huge_prompt_does_not_stall_the_loop() {
     );
     let agent = p.agent("[iteration 1]\nno-stdin\nprint not reading\n");
     p.run(&agent, &[]).expect_code(3);
+}
+
+/// An agent that leaves a process in a session of its own that ignores SIGTERM (its stop takes
+/// the whole 3 s grace), then asks; the next iteration saves its prompt and finishes.
+const STUBBORN_THEN_ASK: &str = "\
+[iteration 1]
+spawn-grandchild 300s --pid-file stubborn.pid --quiet --new-session --ignore-sigterm
+question \"Redis or Memcached?\" --option Redis --option Memcached --default Redis
+signal QUESTION
+[iteration 2]
+save-prompt prompt-2.txt
+check-all
+signal DONE
+";
+
+/// A loop whose agent ([`STUBBORN_THEN_ASK`]) has asked, with the stubborn process it left
+/// still alive: what the agent left is stopped while its question waits, not before the
+/// question is shown. Returns the process's pid.
+fn asked_beside_a_stubborn_process() -> (Project, Guarded, i32) {
+    let p = Project::with_task(
+        "task: Cache\nmax_iterations: 2\nquestion_timeout: 5m",
+        "- [ ] cache\n",
+    );
+    let agent = p.agent(STUBBORN_THEN_ASK);
+    let child = p.start(&agent, &[]);
+    p.wait_for_status("waiting_input", Duration::from_secs(20));
+    let pid = read_pid(&p, "stubborn.pid");
+    // Regression: the question was shown only once the sweep after the agent had stopped
+    // everything it left, here after the whole grace (and, without a subreaper, after a walk
+    // of the whole process table).
+    assert!(
+        pid_alive(pid),
+        "the question was shown only after what the agent left was stopped"
+    );
+    (p, child, pid)
+}
+
+/// The position of the first event `kind` in `events` (of iteration `iteration`, if given).
+fn position(events: &[serde_json::Value], kind: &str, iteration: Option<u32>) -> usize {
+    events
+        .iter()
+        .position(|e| e["event"] == kind && iteration.is_none_or(|i| e["iteration"] == i))
+        .unwrap_or_else(|| panic!("no {kind} event in {events:#?}"))
+}
+
+#[test]
+fn an_answer_given_while_what_the_agent_left_is_stopped_reaches_the_next_iteration() {
+    let (p, child, pid) = asked_beside_a_stubborn_process();
+    p.exec(&["answer", "Memcached, it is already deployed"])
+        .expect_code(0);
+    let run = Run::finish(child, Duration::from_secs(60));
+    run.expect_code(0);
+    assert!(!pid_alive(pid), "{pid} outlived its iteration");
+    let prompt = p.read("prompt-2.txt");
+    assert!(
+        prompt.contains("> Memcached, it is already deployed"),
+        "{prompt}"
+    );
+    // Shown and answered while the process was being stopped; stopped (killed, after the
+    // grace) before the next agent started.
+    let events = p.events();
+    let asked = position(&events, "question", None);
+    let answered = position(&events, "answer", None);
+    let stopped = position(&events, "escapees_stopped", Some(1));
+    let next = position(&events, "iteration_start", Some(2));
+    assert!(
+        asked < answered && answered < stopped && stopped < next,
+        "{events:#?}"
+    );
+    assert_eq!(events[stopped]["how"], "Killed", "{events:#?}");
+    assert!(
+        run.stdout
+            .contains("1 process the agent started outside its process group was stopped (Killed)"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn ctrl_c_while_a_question_waits_beside_a_stubborn_leftover_kills_it_at_once() {
+    let (p, child, pid) = asked_beside_a_stubborn_process();
+    let ralph = nix::unistd::Pid::from_raw(child.id() as i32);
+    nix::sys::signal::kill(ralph, nix::sys::signal::Signal::SIGINT).unwrap();
+    let start = std::time::Instant::now();
+    Run::finish(child, Duration::from_secs(30)).expect_code(130);
+    // Well under the 3 s grace: the Ctrl-C that ended the question's wait cut it short.
+    let took = start.elapsed();
+    assert!(took < Duration::from_millis(2500), "{took:?}");
+    assert!(!pid_alive(pid), "{pid} outlived ralph");
+    let state = p.state();
+    assert_eq!(state["status"], "stopped");
+    // The question is kept for the next run.
+    assert_eq!(state["pending_question"]["text"], "Redis or Memcached?");
 }

@@ -157,13 +157,13 @@ impl Drop for Tmux {
     }
 }
 
-/// Starts `ralph run` (terminal view) with `agent` in the pane; the shell prints the exit
-/// code after it.
-fn run_ralph(tmux: &Tmux, p: &Project, agent: &str) {
+/// Starts `ralph run` with `agent` and `flags` (none: the terminal view) in the pane; the
+/// shell prints the exit code after it.
+fn run_ralph(tmux: &Tmux, p: &Project, agent: &str, flags: &str) {
     p.write(
         "run.sh",
         &format!(
-            "'{}' run --agent-cmd \"{agent}\"\necho \"ralph exited: $?\"\n",
+            "'{}' run {flags} --agent-cmd \"{agent}\"\necho \"ralph exited: $?\"\n",
             ralph_bin().display()
         ),
     );
@@ -180,7 +180,7 @@ fn asked_in_the_terminal_view(timeout: &str) -> (Project, Tmux, String) {
     );
     let agent = p.agent(ASK_THEN_SAVE);
     let tmux = Tmux::start(&p);
-    run_ralph(&tmux, &p, &agent);
+    run_ralph(&tmux, &p, &agent, "");
     let screen = tmux.wait_for("The agent asks", Duration::from_secs(30));
     (p, tmux, screen)
 }
@@ -252,15 +252,7 @@ fn an_answer_typed_in_plain_mode_is_logged_as_the_terminal_s() {
     );
     let agent = p.agent(ASK_THEN_SAVE);
     let tmux = Tmux::start(&p);
-    p.write(
-        "run.sh",
-        &format!(
-            "'{}' run --no-tui --agent-cmd \"{agent}\"\necho \"ralph exited: $?\"\n",
-            ralph_bin().display()
-        ),
-    );
-    tmux.type_text("sh run.sh");
-    tmux.key("Enter");
+    run_ralph(&tmux, &p, &agent, "--no-tui");
     tmux.wait_for("Type your answer and press Enter", Duration::from_secs(30));
     tmux.type_text("2");
     tmux.key("Enter");
@@ -406,7 +398,7 @@ fn esc_on_a_ralph_ask_question_tells_the_waiting_agent_it_was_skipped() {
         "[iteration 1]\nrun-capture ask-out.txt ralph ask \"Which database?\" --option Postgres --default Postgres\n",
     );
     let tmux = Tmux::start(&p);
-    run_ralph(&tmux, &p, &agent);
+    run_ralph(&tmux, &p, &agent, "");
     tmux.wait_for("Which database?", Duration::from_secs(30));
     tmux.key("Escape");
     tmux.wait_for("ralph exited: 3", Duration::from_secs(30));
@@ -445,7 +437,7 @@ fn in_tmux_the_questions_desktop_notification_reaches_the_terminal_tmux_runs_in(
     wait_until(Duration::from_secs(10), "the inner tmux's client", || {
         (!inner.cmd(&["list-clients"]).trim().is_empty()).then_some(())
     });
-    run_ralph(&inner, &p, &agent);
+    run_ralph(&inner, &p, &agent, "");
     inner.wait_for("The agent asks", Duration::from_secs(30));
     let raw = wait_until(Duration::from_secs(10), "the notification", || {
         let raw = std::fs::read(p.path("raw.log")).ok()?;
@@ -498,4 +490,46 @@ fn with_serve_running_the_terminal_view_shows_the_questions_link() {
     assert!(page.body.contains("Redis"), "{}", page.body);
     tmux.key("Escape");
     tmux.wait_for("ralph exited: 0", Duration::from_secs(30));
+}
+
+/// An answer typed while what the agent left is still being stopped (a process that ignores
+/// SIGTERM: the whole 3 s grace) reaches the next iteration: the question's wait takes the
+/// keys, and nothing drops them meanwhile.
+#[test]
+fn an_answer_typed_while_what_the_agent_left_is_stopped_reaches_the_next_iteration() {
+    let p = Project::with_task(
+        "task: Cache\nmax_iterations: 2\nquestion_timeout: 5m",
+        "- [ ] cache\n",
+    );
+    let agent = p.agent(
+        "[iteration 1]\n\
+         spawn-grandchild 300s --pid-file stubborn.pid --quiet --new-session --ignore-sigterm\n\
+         question \"Redis or Memcached?\" --option Redis --option Memcached --default Redis\n\
+         signal QUESTION\n\
+         [iteration 2]\n\
+         save-prompt prompt-2.txt\n\
+         check-all\n\
+         signal DONE\n",
+    );
+    let tmux = Tmux::start(&p);
+    run_ralph(&tmux, &p, &agent, "--no-tui");
+    tmux.wait_for("Type your answer and press Enter", Duration::from_secs(30));
+    let pid = read_pid(&p, "stubborn.pid");
+    // Regression: the question was shown only once everything the agent left was stopped.
+    assert!(
+        pid_alive(pid),
+        "the question was shown only after what the agent left was stopped"
+    );
+    tmux.type_text("Memcached, typed");
+    tmux.key("Enter");
+    tmux.wait_for("ralph exited: 0", Duration::from_secs(30));
+    assert!(!pid_alive(pid), "{pid} outlived its iteration");
+    let answers = p.events_of("answer");
+    assert_eq!(answers.len(), 1, "{answers:?}");
+    assert_eq!(answers[0]["by"], "terminal", "{answers:?}");
+    let prompt = p.read("prompt-2.txt");
+    assert!(prompt.contains("> Memcached, typed"), "{prompt}");
+    let events = p.events();
+    let at = |kind: &str| events.iter().position(|e| e["event"] == kind).unwrap();
+    assert!(at("answer") < at("escapees_stopped"), "{events:#?}");
 }

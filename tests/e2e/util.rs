@@ -349,6 +349,17 @@ pub fn pid_alive(pid: i32) -> bool {
     u32::try_from(pid).is_ok_and(ralph_process::is_alive)
 }
 
+/// The pid a process of the test wrote to `file` in the project, once it is there.
+pub fn read_pid(p: &Project, file: &str) -> i32 {
+    wait_until(Duration::from_secs(20), file, || {
+        std::fs::read_to_string(p.path(file))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    })
+}
+
 /// Guards still running for this project's `.ralph/`.
 pub fn guards_of(p: &Project) -> Vec<i32> {
     let arg = format!("\0{}\0", p.path(".ralph").display());

@@ -57,7 +57,7 @@ pub enum Command {
     NoStdin,
     /// `ignore-sigterm` / `ignore-sigint`.
     IgnoreSignal(IgnoredSignal),
-    /// `spawn-grandchild [D] [--pid-file PATH] [--quiet] [--new-session]`.
+    /// `spawn-grandchild [D] [--pid-file PATH] [--quiet] [--new-session] [--ignore-sigterm]`.
     SpawnGrandchild {
         lifetime: Duration,
         pid_file: Option<PathBuf>,
@@ -65,6 +65,8 @@ pub enum Command {
         /// In a session (and process group) of its own, as Claude Code's Bash tool runs
         /// every command: out of reach of a signal to our group.
         new_session: bool,
+        /// SIGTERM blocked, as a stubborn server has it: only SIGKILL ends it early.
+        ignore_sigterm: bool,
     },
     /// `close-stdout`.
     CloseStdout,
@@ -285,7 +287,10 @@ pub fn parse_command(words: Vec<Vec<u8>>) -> Result<Command, String> {
         "ignore-sigterm" => Command::IgnoreSignal(IgnoredSignal::Term),
         "ignore-sigint" => Command::IgnoreSignal(IgnoredSignal::Int),
         "spawn-grandchild" => {
-            let o = w.options(&["--pid-file"], &["--quiet", "--new-session"])?;
+            let o = w.options(
+                &["--pid-file"],
+                &["--quiet", "--new-session", "--ignore-sigterm"],
+            )?;
             let lifetime = match w.rest.pop_front() {
                 Some(d) => parse_duration(&d)?,
                 None => Duration::from_secs(300),
@@ -295,6 +300,7 @@ pub fn parse_command(words: Vec<Vec<u8>>) -> Result<Command, String> {
                 pid_file: o.last("--pid-file").map(to_path),
                 quiet: o.has("--quiet"),
                 new_session: o.has("--new-session"),
+                ignore_sigterm: o.has("--ignore-sigterm"),
             }
         }
         "close-stdout" => Command::CloseStdout,
@@ -396,7 +402,7 @@ mod tests {
             r#"print-raw "\e[2J" x"#,
             r#"question "Which DB?" --option Postgres --option SQLite --default SQLite"#,
             "flood 1M --signal-at-end",
-            "spawn-grandchild 2s --pid-file gc.pid --new-session",
+            "spawn-grandchild 2s --pid-file gc.pid --new-session --ignore-sigterm",
             r#"run-capture out.txt ralph answer "use sqlite""#,
             "expect-file .ralph/answer.md --wait 2s",
         ]
@@ -434,7 +440,8 @@ mod tests {
                 lifetime: Duration::from_secs(2),
                 pid_file: Some("gc.pid".into()),
                 quiet: false,
-                new_session: true
+                new_session: true,
+                ignore_sigterm: true
             }
         );
         assert_eq!(

@@ -178,7 +178,14 @@ fn step(command: &Command, prompt: &[u8]) -> Result<Flow, StepError> {
             pid_file,
             quiet,
             new_session,
-        } => spawn_grandchild(*lifetime, pid_file.as_deref(), *quiet, *new_session)?,
+            ignore_sigterm,
+        } => spawn_grandchild(
+            *lifetime,
+            pid_file.as_deref(),
+            *quiet,
+            *new_session,
+            *ignore_sigterm,
+        )?,
         Command::CloseStdout => {
             // Point fd 1 at /dev/null instead of closing it: the pipe's write end goes away
             // (the reader sees EOF), but a file opened later cannot land on fd 1, and later
@@ -311,6 +318,7 @@ fn spawn_grandchild(
     pid_file: Option<&Path>,
     quiet: bool,
     new_session: bool,
+    ignore_sigterm: bool,
 ) -> Result<(), StepError> {
     let exe =
         std::env::current_exe().map_err(|e| failed(format!("cannot find my own binary: {e}")))?;
@@ -324,6 +332,9 @@ fn spawn_grandchild(
     }
     if new_session {
         command.arg("--setsid");
+    }
+    if ignore_sigterm {
+        command.arg("--ignore-sigterm");
     }
     // Not waited on, on purpose: the grandchild must outlive us, as an agent's stray server
     // would. Unless in a new session, it stays in our process group, so that a group kill

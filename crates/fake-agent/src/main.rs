@@ -50,6 +50,8 @@ struct Args {
     sleep_ms: Option<u64>,
     /// Hidden: as that grandchild, first leave for a session of its own.
     setsid: bool,
+    /// Hidden: as that grandchild, keep SIGTERM blocked.
+    ignore_sigterm: bool,
 }
 
 fn main() -> ExitCode {
@@ -71,8 +73,13 @@ fn run() -> Result<u8, (u8, String)> {
     }
     if let Some(ms) = args.sleep_ms {
         // A grandchild spawned after `ignore-sigterm` inherits the blocked mask (std does not
-        // reset it on spawn); start from a clean one so the grandchild is an ordinary process.
-        let _ = sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None);
+        // reset it on spawn); start from a clean one so the grandchild is an ordinary process,
+        // unless it is to be a stubborn one.
+        let mut mask = SigSet::empty();
+        if args.ignore_sigterm {
+            mask.add(nix::sys::signal::Signal::SIGTERM);
+        }
+        let _ = sigprocmask(SigmaskHow::SIG_SETMASK, Some(&mask), None);
         if args.setsid {
             nix::unistd::setsid().map_err(|e| (EXIT_USAGE, format!("setsid: {e}")))?;
         }
@@ -135,6 +142,7 @@ fn parse_args(mut argv: impl Iterator<Item = std::ffi::OsString>) -> Result<Args
             Some("--counter") => args.counter = Some(value("--counter")?.into()),
             Some("--help" | "-h") => args.help = true,
             Some("--setsid") => args.setsid = true,
+            Some("--ignore-sigterm") => args.ignore_sigterm = true,
             Some("--sleep") => {
                 let ms = value("--sleep")?;
                 args.sleep_ms = Some(

@@ -37,6 +37,7 @@ mod error;
 mod git;
 mod groups;
 mod io;
+mod leftovers;
 mod policy;
 mod processes;
 mod questions;
@@ -120,6 +121,8 @@ impl Runner {
             ralph_process::kill_group_now(pgid);
             self.group_ended();
         }
+        self.hurry_leftovers();
+        self.settle_leftovers().await;
         self.dismiss_ready().await;
         let reason = format!("ralph stopped on an error: {e}");
         self.state.status = Status::Failed;
@@ -206,6 +209,11 @@ impl Runner {
             return self.finish(policy::out_of_iterations(max)).await;
         }
         loop {
+            // What the last agent left is stopped before the next one starts (it may still be
+            // going, beside the question that came after it).
+            if self.settle_leftovers().await {
+                return self.finish(policy::interrupted_stopping_leftovers()).await;
+            }
             // Another loop of this agent may have hit a limit that holds for this one too.
             if self.wait_out_shared_limit().await? {
                 return self.finish(policy::interrupted_backing_off()).await;
@@ -243,7 +251,14 @@ impl Runner {
                         self.record_iteration(archive_answer).await?;
                         facts.recorded = true;
                     }
-                    Next::Verify => facts.verdict = Some(self.verify_and_tell(iteration).await),
+                    Next::Verify => {
+                        // The tests run with nothing of the agent's left (it may have asked
+                        // with `ralph ask`, and what it left been stopped beside the question).
+                        if self.settle_leftovers().await {
+                            return self.finish(policy::interrupted_stopping_leftovers()).await;
+                        }
+                        facts.verdict = Some(self.verify_and_tell(iteration).await);
+                    }
                     Next::Ask => {
                         if facts.done_set_aside() {
                             self.tell_done_set_aside(iteration).await;
@@ -361,6 +376,11 @@ impl Runner {
     async fn finish(&mut self, stop: policy::Stop) -> Result<Outcome, RunError> {
         let policy::Stop { outcome, reason } = stop;
         let reason = reason.as_str();
+        // Stopped (Ctrl-C) while a question waited beside them: no more grace for them.
+        if outcome == Outcome::Interrupted {
+            self.hurry_leftovers();
+        }
+        self.settle_leftovers().await;
         self.state.status = outcome.status();
         self.state.rate_limited_until = None;
         if self.state.status != Status::Stopped {

@@ -13,6 +13,8 @@ pub(super) struct Processes {
     /// this run started, and what it left outside it is stopped before anything else (see
     /// [`Runner::stop_what_the_killed_run_left`]).
     pub(super) killed_run: Option<KilledRun>,
+    /// What the last agent left running, until it is stopped (see `leftovers`).
+    pub(super) left: Option<super::leftovers::Left>,
     /// The sandbox every agent of this run starts in, when there is one.
     pub(super) sandbox: Option<crate::sandbox::Sandbox>,
     /// The sandbox's process for the next agent start, being started or waiting

@@ -18,7 +18,7 @@ use ralph_protocol::{
 use serde_json::json;
 use tokio::time::Instant;
 
-use super::{RunError, Runner, wait_duration};
+use super::{RunError, Runner, leftovers, wait_duration};
 use crate::native::ToolRequest;
 use crate::notify::QuestionNotice;
 use crate::prompt::Carryover;
@@ -150,17 +150,31 @@ impl Runner {
         &mut self,
         mut open: Open,
     ) -> Result<Option<Outcome>, RunError> {
+        // The question is shown: what the agent left is stopped beside it (see `leftovers`),
+        // while the wait below takes every control.
+        self.start_stopping_leftovers();
         // Look before waiting: the answer may already be there, or the wait may be zero.
-        let mut step = Step::Wake;
+        let mut step = Some(Step::Wake);
         let end = loop {
-            if let Some(end) = self.question_step(&mut open, step).await? {
+            if let Some(step) = step.take()
+                && let Some(end) = self.question_step(&mut open, step).await?
+            {
                 break end;
             }
             let wake = open.wake();
             step = tokio::select! {
-                () = tokio::time::sleep_until(wake) => Step::Wake,
-                Some(()) = self.io.fs_events.recv() => Step::Files,
-                c = self.io.controls.next() => Step::Control(c),
+                () = tokio::time::sleep_until(wake) => Some(Step::Wake),
+                Some(()) = self.io.fs_events.recv() => Some(Step::Files),
+                c = self.io.controls.next() => {
+                    if matches!(c, Control::Stop | Control::Kill) {
+                        self.hurry_leftovers();
+                    }
+                    Some(Step::Control(c))
+                }
+                cleared = leftovers::stopped(&mut self.processes.left) => {
+                    self.leftovers_stopped(cleared).await;
+                    None
+                }
             };
         };
         self.close_question(open, end).await

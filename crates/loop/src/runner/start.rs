@@ -182,6 +182,7 @@ impl Runner {
             processes: Processes {
                 guard: None,
                 killed_run,
+                left: None,
                 sandbox: None,
                 ready: None,
             },

@@ -4,7 +4,7 @@
 //! The group's life (SIGTERM once, SIGKILL after the grace, how long output is still read)
 //! is [`Group`]'s, in `ralph-process`; this module decides when to ask for a stop, and reads.
 
-use ralph_process::{Stopped, Swept, kill_group_now, stop_group, sweep, terminate};
+use ralph_process::{Swept, kill_group_now, terminate};
 use std::time::Duration;
 
 use ralph_process::{Group, GroupDue};
@@ -18,6 +18,8 @@ use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
 use tokio::time::Instant;
 
 use super::agent_run::{AgentRun, Cut};
+use super::leftovers::Leftovers;
+use super::policy;
 use super::questions::{Open, Step};
 use super::raw_log::RawLog;
 use super::stderr_lines::StderrLines;
@@ -231,44 +233,23 @@ impl Runner {
                 run.exit = child.wait().await.ok();
             }
         }
+        run.asking = asking;
         // Anything still alive in the group (it closed its output, or ignored SIGTERM), then
-        // what left the group (see `orphans`): one Ctrl-C more cuts both graces short.
-        let (stopped, swept, hurried) = {
-            use futures_util::FutureExt;
-            let hurried = std::sync::atomic::AtomicBool::new(false);
-            let hurry = async {
-                self.io.controls.stop_requested().await;
-                hurried.store(true, std::sync::atomic::Ordering::Relaxed);
-            }
-            .fuse();
-            tokio::pin!(hurry);
-            let stopped = stop_group(pgid, settings.kill_grace, hurry.as_mut()).await;
-            let grace = if hurried.load(std::sync::atomic::Ordering::Relaxed) {
-                Duration::ZERO
-            } else {
-                settings.kill_grace
-            };
-            let swept = sweep(&mark, pgid, grace, hurry).await;
-            (
-                stopped,
-                swept,
-                hurried.load(std::sync::atomic::Ordering::Relaxed),
-            )
+        // what left the group (see `orphans`): stopped now, or beside the question that comes
+        // next (see `leftovers`).
+        let leftovers = Leftovers {
+            pgid,
+            mark,
+            grace: settings.kill_grace,
+            early,
+            iteration,
         };
-        if hurried {
+        let facts = run.facts(iteration, self.state.total_cost_usd, &settings);
+        if policy::question_next(&facts) {
+            self.stop_leftovers_beside_the_question(leftovers);
+        } else if self.stop_leftovers(leftovers).await {
             run.cut = Some(Cut::Interrupted);
         }
-        if stopped != Stopped::AlreadyGone {
-            let msg = format!("processes the agent left behind were stopped ({stopped:?})");
-            self.emit(LoopEvent::Note(msg.clone())).await;
-            self.log(
-                "leftovers_stopped",
-                json!({"iteration": iteration, "how": format!("{stopped:?}")}),
-            );
-        }
-        self.report_swept(early.and(swept), iteration, "agent")
-            .await;
-        run.asking = asking;
         Ok(run)
     }
 

@@ -268,6 +268,37 @@ pub(crate) fn interrupted_backing_off() -> Stop {
     }
 }
 
+/// Whether the next thing the human sees of this run is a question: the agent's QUESTION, or a
+/// `ralph ask` it left open. Recording the run comes first either way, and nothing the limits
+/// or the tally say is looked at before the question is.
+///
+/// What the agent left behind is then stopped while the question waits rather than before it
+/// is shown: its grace (a process that ignores SIGTERM) and the portable backend's walk of the
+/// process table would otherwise hold the question up.
+pub(crate) fn question_next(facts: &Facts) -> bool {
+    let recorded = Facts {
+        recorded: true,
+        ..facts.clone()
+    };
+    let unlimited = Limits {
+        max_iterations: u32::MAX,
+        max_failures: u32::MAX,
+        max_cost_usd: None,
+    };
+    matches!(
+        decide(&recorded, Tally::default(), &unlimited),
+        Next::Ask | Next::AwaitLeftQuestion
+    )
+}
+
+/// The stop when the human stops the loop while what an agent left is still being stopped.
+pub(crate) fn interrupted_stopping_leftovers() -> Stop {
+    Stop {
+        outcome: Outcome::Interrupted,
+        reason: "interrupted while stopping what the agent left running".into(),
+    }
+}
+
 /// What to do next after an iteration, given what is known of it so far.
 pub(crate) fn decide(facts: &Facts, tally: Tally, limits: &Limits) -> Next {
     let interrupted = facts.end == AgentEnd::Interrupted;

@@ -507,3 +507,39 @@ fn a_lost_exit_status_is_neither_a_failure_nor_an_interruption() {
     assert!(carry.is_empty());
     assert_eq!(tally.failures, 0);
 }
+
+#[test]
+fn a_question_comes_next_only_when_the_human_will_be_asked() {
+    let asked = |facts: Facts| question_next(&facts);
+    // Not yet recorded: recording comes first, then the question.
+    assert!(asked(Facts {
+        signals: QUESTION,
+        ..Facts::new(2, exit(0), String::new())
+    }));
+    assert!(asked(ended(exit(1), QUESTION)));
+    let both = Signals {
+        done: true,
+        question: true,
+        gutter: false,
+    };
+    assert!(asked(ended(exit(0), both)));
+    assert!(asked(Facts {
+        left_question: LeftQuestion::Open,
+        ..ended(exit(0), NONE)
+    }));
+    // Nothing is asked: the run stops, is checked, or goes on.
+    assert!(!asked(ended(AgentEnd::Interrupted, QUESTION)));
+    assert!(!asked(Facts {
+        left_question: LeftQuestion::Open,
+        ..ended(AgentEnd::Interrupted, NONE)
+    }));
+    let stuck = Signals {
+        question: true,
+        gutter: true,
+        done: false,
+    };
+    assert!(!asked(ended(exit(0), stuck)));
+    assert!(!asked(ended(exit(0), DONE)));
+    assert!(!asked(ended(exit(0), NONE)));
+    assert!(!asked(ended(exit(0), GUTTER)));
+}
