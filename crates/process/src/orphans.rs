@@ -84,8 +84,8 @@ pub struct Swept {
 /// environment) that ralph adopted, outside `group` (the group of the agent or the tests,
 /// which [`supervisor::stop_group`] stops), with `grace` between SIGTERM and SIGKILL (cut short when
 /// `hurry` resolves), and reaps the adopted processes that have exited. Goes back for the
-/// orphans of the ones it stopped, up to [`ROUNDS`] times (not after one outlived SIGKILL).
-/// Does nothing unless [`adopt`] took effect.
+/// orphans of the ones it stopped, up to `ROUNDS` (8) times (not after one outlived SIGKILL).
+/// Does nothing unless [`adopt`](fn@crate::adopt) took effect.
 pub async fn sweep<F>(mark: &[u8], group: i32, grace: Duration, hurry: F) -> Swept
 where
     F: Future<Output = ()>,
@@ -414,7 +414,7 @@ pub(crate) fn marked(pid: i32, mark: &[u8]) -> bool {
 
 /// Whether group `pgid` is alive and one of its members is an agent or test command of the
 /// `.ralph/` at `dir` (its environment names it): what the next run and the
-/// [`guard`](crate::guard) check before they stop a group, since a pgid can be reused.
+/// guard ([`Guard`](crate::Guard)) check before they stop a group, since a pgid can be reused.
 pub fn group_is_ours(pgid: i32, dir: &std::path::Path) -> bool {
     if !supervisor::group_alive(pgid) {
         return false;

@@ -28,8 +28,9 @@ pub const BACKEND: &str = if cfg!(all(target_os = "linux", not(feature = "portab
     "portable"
 };
 
-/// Whether an orphan of what ralph starts is handed to ralph ([`become_subreaper`]): with the
-/// Linux backend it is; with the portable one it goes to init, and only the table finds it.
+/// Whether an orphan of what ralph starts is handed to ralph (its subreaper once
+/// [`adopt`](fn@crate::adopt) ran): with the Linux backend it is; with the portable one it goes
+/// to init, and only the table finds it.
 pub const SUBREAPER: bool = cfg!(all(target_os = "linux", not(feature = "portable")));
 
 /// Whether a process with this pid exists and has not exited.
