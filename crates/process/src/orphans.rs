@@ -1,6 +1,6 @@
 //! Processes that left the agent's process group, and the orphans ralph adopts.
 //!
-//! Stopping the agent's group ([`supervisor`](crate::supervisor)) reaches every process that
+//! Stopping the agent's group ([`supervisor`]) reaches every process that
 //! stayed in it. A process that left it would outlive its iteration: one started with
 //! `setsid`, by a shell with job control, or by Claude Code's Bash tool, which runs every
 //! command in a session of its own. When its parent exits, such a process is handed to
@@ -16,7 +16,7 @@
 //! reaped.
 //!
 //! Where there is no subreaper (the portable backend: macOS, the BSDs, Linux built with
-//! `portable`; see [`sys`](crate::sys)), an orphan goes to init, and the sweep walks the whole
+//! `portable`; see [`sys`]), an orphan goes to init, and the sweep walks the whole
 //! process table instead: a live process that carries the loop's mark and either descends
 //! from ralph (by parent pid) or carries this run's id too (`RALPH_RUN`) is stopped the same
 //! way. It is not ralph's child, so init, not ralph, reaps it. What neither finds is a process
@@ -30,6 +30,9 @@
 //! under the lock the sweep holds while it looks: a child the record does not hold was not
 //! started by ralph, so it was adopted. Outside `ralph run` (no [`adopt`]), the sweep does
 //! nothing at all: a test binary's children are not ours to reap.
+//!
+//! [`adopt`]: fn@crate::adopt
+//! [`spawn`]: crate::spawn
 
 use std::future::Future;
 use std::time::Duration;

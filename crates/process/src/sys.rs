@@ -2,8 +2,8 @@
 //! lives, when it started, its parent and group, what its environment holds, whether a file
 //! can be run.
 //!
-//! Two backends answer, behind this one API: [`linux`] reads `/proc` directly and makes ralph
-//! the subreaper of what it starts; [`portable`] (macOS, the BSDs, and Linux with the
+//! Two backends answer, behind this one API: `linux` reads `/proc` directly and makes ralph
+//! the subreaper of what it starts; `portable` (macOS, the BSDs, and Linux with the
 //! `portable` feature) reads the process table through `sysinfo` and has no subreaper. Which
 //! one is built is [`BACKEND`].
 
