@@ -416,8 +416,9 @@ pub(crate) fn marked(pid: i32, mark: &[u8]) -> bool {
 }
 
 /// Whether group `pgid` is alive and one of its members is an agent or test command of the
-/// `.ralph/` at `dir` (its environment names it): what the next run and the
-/// guard ([`Guard`](crate::Guard)) check before they stop a group, since a pgid can be reused.
+/// `.ralph/` at `dir` (its environment names it): what the next run and the guard
+/// ([`guard_main`](crate::guard_main)) check before they stop a group, since a pgid can be
+/// reused.
 pub fn group_is_ours(pgid: i32, dir: &std::path::Path) -> bool {
     if !supervisor::group_alive(pgid) {
         return false;

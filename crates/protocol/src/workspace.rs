@@ -566,8 +566,9 @@ impl Bounded {
 }
 
 /// Opens `path` with `options` as a plain file: never through a symlink, at any step below the
-/// project root (`openat2` with `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS` where Linux has it, else
-/// `O_NOFOLLOW` on the last step; `ELOOP`, reported as [`WorkspaceError::Symlink`]), never a file
+/// project root (the directories through `openat2` with `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS`
+/// where Linux has it, the file itself with `O_NOFOLLOW`; `ELOOP`, reported as
+/// [`WorkspaceError::Symlink`]), never a file
 /// with more than one name (a hard link), and never a pipe, device or directory, which could block the
 /// open or every read after it (an agent can plant a FIFO in `.ralph/`): those are refused at
 /// once, without waiting for a partner.
