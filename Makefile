@@ -19,10 +19,12 @@ test: build
 	tests/untouched-home.sh $(CARGO) test --workspace --no-fail-fast -- --skip e2e::browser
 	tests/untouched-home.sh $(CARGO) test --test integration e2e::browser -- --test-threads=1
 
-## Formatting and clippy, warnings denied.
+## Formatting, clippy and the API docs (ralph's crates only, no broken or private link), warnings
+## denied.
 lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps
 
 fmt:
 	$(CARGO) fmt --all

@@ -16,7 +16,7 @@ pub fn memmem(data: &[u8]) -> usize {
 /// shown, in [`CHUNK`]-sized chunks of 16 KiB windows, as the plain-text decoder reads them.
 /// No lines, no control sequences, no fences, no tags. Returns how many windows were valid.
 ///
-/// It tells how far the limit ([`memmem`]) is from a decoder's reach on this machine: the
+/// It tells how far the limit ([`memmem()`]) is from a decoder's reach on this machine: the
 /// decoder does all of this and more.
 pub fn validate_and_copy(data: &[u8]) -> usize {
     const WINDOW: usize = 16 * 1024;

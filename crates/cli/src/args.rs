@@ -743,7 +743,7 @@ pub struct ServeArgs {
     #[arg(long)]
     pub insecure_http: bool,
     /// The URL links start with when the broker is reached through a proxy, e.g.
-    /// https://box.tailnet.ts.net (from `tailscale serve`).
+    /// `https://box.tailnet.ts.net` (from `tailscale serve`).
     #[arg(long, value_name = "URL")]
     pub public_url: Option<String>,
 }

@@ -2,7 +2,7 @@
 //! terminal would: the agent is stopped gracefully, the state saved, a waiting question kept,
 //! and `ralph run` resumes.
 //!
-//! It leaves `.ralph/stop` ([`ralph_protocol::stop`]); the loop, which watches `.ralph/`,
+//! It leaves `.ralph/stop` ([`ralph_protocol::request_stop`]); the loop, which watches `.ralph/`,
 //! takes it and stops. This command then waits, woken by the loop's writes to `.ralph/`, until
 //! the loop has let go of the workspace.
 

@@ -15,7 +15,7 @@ static STARTED: Mutex<Vec<i32>> = Mutex::new(Vec::new());
 
 /// Makes this process the subreaper of every process it starts (`PR_SET_CHILD_SUBREAPER` on
 /// Linux; nothing where there is no subreaper, and the sweep walks the process table), and
-/// turns [`sweep`] on. For `ralph run` alone, before it starts anything.
+/// turns [`sweep`](crate::sweep) on. For `ralph run` alone, before it starts anything.
 pub fn adopt() -> io::Result<()> {
     crate::sys::become_subreaper()?;
     ADOPTING.store(true, Ordering::SeqCst);
@@ -33,9 +33,9 @@ pub(crate) fn started() -> std::sync::MutexGuard<'static, Vec<i32>> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// Starts a child with `start` and records its pid (`pid`), so that [`sweep`] leaves it, and
-/// its exit status, to whoever waits for it. Every process ralph starts while it adopts
-/// orphans must be started through here; so one started ahead of its time
+/// Starts a child with `start` and records its pid (`pid`), so that [`sweep`](crate::sweep)
+/// leaves it, and its exit status, to whoever waits for it. Every process ralph starts while it
+/// adopts orphans must be started through here; so one started ahead of its time
 /// ([`spawn_waiting`](crate::spawn_waiting)), waiting beside an agent's iterations, is never
 /// taken for something an agent left.
 pub fn spawn<C>(

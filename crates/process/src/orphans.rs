@@ -1,6 +1,6 @@
 //! Processes that left the agent's process group, and the orphans ralph adopts.
 //!
-//! Stopping the agent's group ([`supervisor`](crate::supervisor)) reaches every process that
+//! Stopping the agent's group ([`supervisor`]) reaches every process that
 //! stayed in it. A process that left it would outlive its iteration: one started with
 //! `setsid`, by a shell with job control, or by Claude Code's Bash tool, which runs every
 //! command in a session of its own. When its parent exits, such a process is handed to
@@ -16,7 +16,7 @@
 //! reaped.
 //!
 //! Where there is no subreaper (the portable backend: macOS, the BSDs, Linux built with
-//! `portable`; see [`sys`](crate::sys)), an orphan goes to init, and the sweep walks the whole
+//! `portable`; see [`sys`]), an orphan goes to init, and the sweep walks the whole
 //! process table instead: a live process that carries the loop's mark and either descends
 //! from ralph (by parent pid) or carries this run's id too (`RALPH_RUN`) is stopped the same
 //! way. It is not ralph's child, so init, not ralph, reaps it. What neither finds is a process
@@ -30,6 +30,9 @@
 //! under the lock the sweep holds while it looks: a child the record does not hold was not
 //! started by ralph, so it was adopted. Outside `ralph run` (no [`adopt`]), the sweep does
 //! nothing at all: a test binary's children are not ours to reap.
+//!
+//! [`adopt`]: fn@crate::adopt
+//! [`spawn`]: crate::spawn
 
 use std::future::Future;
 use std::time::Duration;
@@ -84,8 +87,8 @@ pub struct Swept {
 /// environment) that ralph adopted, outside `group` (the group of the agent or the tests,
 /// which [`supervisor::stop_group`] stops), with `grace` between SIGTERM and SIGKILL (cut short when
 /// `hurry` resolves), and reaps the adopted processes that have exited. Goes back for the
-/// orphans of the ones it stopped, up to [`ROUNDS`] times (not after one outlived SIGKILL).
-/// Does nothing unless [`adopt`] took effect.
+/// orphans of the ones it stopped, up to `ROUNDS` (8) times (not after one outlived SIGKILL).
+/// Does nothing unless [`adopt`](fn@crate::adopt) took effect.
 pub async fn sweep<F>(mark: &[u8], group: i32, grace: Duration, hurry: F) -> Swept
 where
     F: Future<Output = ()>,
@@ -413,8 +416,9 @@ pub(crate) fn marked(pid: i32, mark: &[u8]) -> bool {
 }
 
 /// Whether group `pgid` is alive and one of its members is an agent or test command of the
-/// `.ralph/` at `dir` (its environment names it): what the next run and the
-/// [`guard`](crate::guard) check before they stop a group, since a pgid can be reused.
+/// `.ralph/` at `dir` (its environment names it): what the next run and the guard
+/// ([`guard_main`](crate::guard_main)) check before they stop a group, since a pgid can be
+/// reused.
 pub fn group_is_ours(pgid: i32, dir: &std::path::Path) -> bool {
     if !supervisor::group_alive(pgid) {
         return false;

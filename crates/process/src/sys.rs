@@ -2,8 +2,8 @@
 //! lives, when it started, its parent and group, what its environment holds, whether a file
 //! can be run.
 //!
-//! Two backends answer, behind this one API: [`linux`] reads `/proc` directly and makes ralph
-//! the subreaper of what it starts; [`portable`] (macOS, the BSDs, and Linux with the
+//! Two backends answer, behind this one API: `linux` reads `/proc` directly and makes ralph
+//! the subreaper of what it starts; `portable` (macOS, the BSDs, and Linux with the
 //! `portable` feature) reads the process table through `sysinfo` and has no subreaper. Which
 //! one is built is [`BACKEND`].
 
@@ -28,8 +28,9 @@ pub const BACKEND: &str = if cfg!(all(target_os = "linux", not(feature = "portab
     "portable"
 };
 
-/// Whether an orphan of what ralph starts is handed to ralph ([`become_subreaper`]): with the
-/// Linux backend it is; with the portable one it goes to init, and only the table finds it.
+/// Whether an orphan of what ralph starts is handed to ralph (its subreaper once
+/// [`adopt`](fn@crate::adopt) ran): with the Linux backend it is; with the portable one it goes
+/// to init, and only the table finds it.
 pub const SUBREAPER: bool = cfg!(all(target_os = "linux", not(feature = "portable")));
 
 /// Whether a process with this pid exists and has not exited.

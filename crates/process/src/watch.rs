@@ -2,8 +2,8 @@
 //! the agent's question, a `ralph ask` claim, the loop's state; and the registry, for the
 //! broker.
 //!
-//! Two backends behind one API, built as [`sys`](crate::sys) is: [`linux`] (inotify) on Linux (a mask
-//! of changes only, read in the loop's own runtime), and [`portable`] (the `notify` crate:
+//! Two backends behind one API, built as [`sys`](crate::sys) is: `linux` (inotify) on Linux (a mask
+//! of changes only, read in the loop's own runtime), and `portable` (the `notify` crate:
 //! FSEvents on macOS, kqueue on the BSDs, inotify on Linux with the `portable` feature)
 //! elsewhere. Either way a change to a watched file sends `()` on a channel and the receiver
 //! looks at the files; reads never do.

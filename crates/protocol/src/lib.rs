@@ -12,8 +12,9 @@
 //!
 //! - `workspace`: [`Workspace`] names every file under `.ralph/` and owns the only ways to
 //!   touch them: atomic, symlink-refusing writes ([`write_atomic`]), bounded reads
-//!   ([`read_bounded`]), no-clobber creation ([`create_atomic`]), and the lock that keeps two
-//!   loops out of one workspace.
+//!   ([`read_text`], [`read_text_tail`]), no-clobber creation (`create_atomic`, inside the
+//!   crate: how the first answer wins), and the lock that keeps two loops out of one workspace
+//!   ([`WorkspaceLock`]).
 //! - `question` is the agent's question ([`Question`], `question.md`); `answer` is the
 //!   human's answer ([`Answer`], `answer.md`, first writer wins); `countdown` is the deadline
 //!   ([`Countdown`]); `clarifications` is the record of every question and its answer

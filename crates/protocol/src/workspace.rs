@@ -99,8 +99,8 @@ impl Workspace {
     }
 
     /// The same workspace, with ralph's state directory (where the key that seals answers is
-    /// kept, [`crate::answer`]) at `dir` instead of the user's: for tests, which never touch
-    /// the user's.
+    /// kept, [`crate::ANSWER_KEY_FILE`]) at `dir` instead of the user's: for tests, which never
+    /// touch the user's.
     pub fn with_state_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.state_dir = Some(dir.into());
         self
@@ -566,7 +566,9 @@ impl Bounded {
 }
 
 /// Opens `path` with `options` as a plain file: never through a symlink, at any step below the
-/// project root ([`beneath`]; `ELOOP`, reported as [`WorkspaceError::Symlink`]), never a file
+/// project root (the directories through `openat2` with `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS`
+/// where Linux has it, the file itself with `O_NOFOLLOW`; `ELOOP`, reported as
+/// [`WorkspaceError::Symlink`]), never a file
 /// with more than one name (a hard link), and never a pipe, device or directory, which could block the
 /// open or every read after it (an agent can plant a FIFO in `.ralph/`): those are refused at
 /// once, without waiting for a partner.
@@ -640,13 +642,14 @@ pub(crate) fn read_bounded(path: &Path, limit: usize) -> Result<Option<Bounded>>
     Ok(Some(Bounded { bytes, cut_from }))
 }
 
-/// Reads a small text file from `.ralph/` (cut at [`MAX_READ_BYTES`]); `None` if missing.
+/// Reads a small text file from `.ralph/` (cut, with a note, at 1 MiB: a runaway agent cannot
+/// make ralph allocate gigabytes); `None` if missing.
 pub fn read_text(path: &Path) -> Result<Option<String>> {
     Ok(read_bounded(path, MAX_READ_BYTES)?.map(|b| b.text_with_note()))
 }
 
 /// Reads the end of a text log from `.ralph/` that grows at its end (`progress.md`): at most
-/// [`MAX_READ_BYTES`], from the first line that starts within them, with a note first when
+/// the last 1 MiB, from the first line that starts within it, with a note first when
 /// older lines were left out; `None` if missing. The newest notes matter most: a log cut at
 /// its start, as [`read_text`] cuts, would lose exactly those.
 pub fn read_text_tail(path: &Path) -> Result<Option<String>> {

@@ -3,7 +3,7 @@
 //!
 //! # Theory of operation
 //!
-//! The broker is one more client of the question desk ([`ralph_protocol::desk`]), like
+//! The broker is one more client of the question desk ([`ralph_protocol::Desk`]), like
 //! `ralph answer`: it finds every loop through the registry, reads each loop's `state.json`
 //! into plain views (`loops.rs`: the broker's views of the loops and what it may ask of them),
 //! and answers through the same first-answer-wins path as every front end. If the broker is
@@ -17,7 +17,8 @@
 //!
 //! Answer links are capabilities: `URL/a/TOKEN` opens one waiting question and nothing else.
 //! The dashboard of every loop needs a paired browser (`devices.rs`). What each token is and
-//! where its hash is kept: [`ralph_protocol::broker`]. The routes and the headers every response
+//! where its hash is kept: `ralph_protocol`'s `broker` module ([`ralph_protocol::mint_link`],
+//! [`ralph_protocol::verify_link`]). The routes and the headers every response
 //! carries: `server.rs`. What other crates use is the list below: [`serve`] and its options,
 //! pairing and revoking, and the limits the broker keeps.
 

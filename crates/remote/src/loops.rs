@@ -211,7 +211,7 @@ impl Receipt {
 }
 
 /// Answers the question `link` stands for, through the same path as every front end
-/// ([`answer_question`](ralph_protocol::answer_question): one encoding, one limit, first answer wins).
+/// ([`answer_question`]: one encoding, one limit, first answer wins).
 pub(crate) fn answer_link(link: &LinkRecord, reply: &Reply, sender: &Sender) -> Receipt {
     let ws = Workspace::new(&link.root);
     let (by, who) = match sender {

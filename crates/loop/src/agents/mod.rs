@@ -2,12 +2,13 @@
 //! session with a new message.
 //!
 //! A [`Preset`] is data: the program, its arguments as a template of [`Arg`]s, how the prompt
-//! gets in, the [`StreamFormat`] of its output, and (for the CLIs that have one) the template
-//! that continues a session. [`Preset::fresh`] and [`Preset::resume`] fill the template in and
-//! give the runner an [`Invocation`]: a command for `sh -c` in which every piece that came
-//! from outside (session id, model, the user's `agent_args`, a prompt passed as an argument) is
-//! shell-quoted, so nothing in them is expanded or split. [`Preset::spec`] wraps both into the
-//! runner's [`AgentSpec`].
+//! gets in, the [`StreamFormat`](ralph_signal::StreamFormat) of its output, and (for the CLIs
+//! that have one) the template that continues a session. [`Preset::fresh`] and
+//! [`Preset::resume`] fill the template in and give the runner an
+//! [`Invocation`](crate::agent_spec::Invocation): a command for `sh -c` in which every piece
+//! that came from outside (session id, model, the user's `agent_args`, a prompt passed as an
+//! argument) is shell-quoted, so nothing in them is expanded or split. [`Preset::spec`] wraps
+//! both into the runner's [`AgentSpec`](crate::agent_spec::AgentSpec).
 //!
 //! | preset | program | prompt | resume | format |
 //! | --- | --- | --- | --- | --- |

@@ -45,7 +45,7 @@ impl Controls {
 }
 
 /// Watches `ws`'s `.ralph/` for a stop request from another process (`ralph stop`, the
-/// broker: see [`ralph_protocol::stop`]) and turns each into the stop a first Ctrl-C sends,
+/// broker: see [`ralph_protocol::request_stop`]) and turns each into the stop a first Ctrl-C sends,
 /// with a note to the front end saying who asked. A request left from before this call is
 /// dropped first: it was meant for a loop that has ended. Must be called in a Tokio runtime.
 pub fn forward_stop_requests(

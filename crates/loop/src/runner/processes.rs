@@ -11,14 +11,14 @@ pub(super) struct Processes {
     pub(super) guard: Option<Guard>,
     /// The last run, when it was killed with a group running: that group was stopped as
     /// this run started, and what it left outside it is stopped before anything else (see
-    /// [`Runner::stop_what_the_killed_run_left`]).
+    /// [`Runner::stop_what_the_killed_run_left`](super::Runner::stop_what_the_killed_run_left)).
     pub(super) killed_run: Option<KilledRun>,
     /// What the last agent left running, until it is stopped (see `leftovers`).
     pub(super) left: Option<super::leftovers::Left>,
     /// The sandbox every agent of this run starts in, when there is one.
     pub(super) sandbox: Option<crate::sandbox::Sandbox>,
     /// The sandbox's process for the next agent start, being started or waiting
-    /// ([`Runner::get_agent_ready`]).
+    /// ([`Runner::get_agent_ready`](super::Runner::get_agent_ready)).
     pub(super) ready: Option<tokio::task::JoinHandle<std::io::Result<ralph_process::Waiting>>>,
 }
 

@@ -1,6 +1,6 @@
 //! Saving `state.json` without making the agent wait for the disk.
 //!
-//! Every save is atomic and durable ([`State::save`]): written to a temporary file, synced,
+//! Every save is atomic and durable ([`State::save`](ralph_protocol::State::save)): written to a temporary file, synced,
 //! renamed. A sync costs 0.5 ms or more on a real disk (several when others write), so the
 //! loop's one save per ordinary iteration (the agent's process group, once it has started) is
 //! made on a blocking thread while the agent runs. Order is kept by allowing one such save in

@@ -22,7 +22,7 @@
 //! `ralph status`, `ralph serve`'s page and bot) use two calls:
 //!
 //! - [`waiting`]: the question waiting, with its state and any answer already given;
-//! - [`answer`]: answer it with a [`Reply`] ([`compose`] writes and checks the text: one
+//! - [`answer()`]: answer it with a [`Reply`] ([`compose`] writes and checks the text: one
 //!   encoding, one size limit, one set of refusals). The first answer wins, whoever gives it;
 //!   every later caller is told who answered first ([`Submitted::AlreadyAnswered`]).
 //!

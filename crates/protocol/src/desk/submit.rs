@@ -34,7 +34,8 @@ pub enum Submitted {
 /// record of the question and no loop running, it was closed some other way and the answer
 /// is taken back too; with a loop running, the loop decides (it delivers it as guidance).
 ///
-/// The answer is sealed here ([`crate::answer`]), under the key in ralph's state directory. A
+/// The answer is sealed here ([`Answer::sealed`]), under the key in ralph's state directory
+/// ([`crate::answer_key`]). A
 /// file already there that ralph did not write (the agent's, or a hand-written one) is not an
 /// answer: it is removed, and this one takes its place.
 pub fn submit(ws: &Workspace, answer: &Answer) -> Result<Submitted, WorkspaceError> {

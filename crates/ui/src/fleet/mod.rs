@@ -14,19 +14,7 @@
 //! to the question's desk. The countdown shown is the loop's: the view follows the deadline in
 //! the loop's state ([`LoopRow::question_deadline`]), so time added from anywhere shows here.
 //!
-//! # Keys
-//!
-//! | key | list | question open |
-//! | --- | --- | --- |
-//! | `Up`/`Down`, `k`/`j` | select a loop | the panel's keys |
-//! | `Enter` | open the selected loop's question | send the answer |
-//! | `d` | the loop's diff, in the pager | |
-//! | `l` | land it | |
-//! | `x` | stop it | |
-//! | `r` | retry a failed or stopped loop | |
-//! | `Esc` | quit | skip the question |
-//! | `q` | quit (the loops go on) | |
-//! | `Ctrl+C` | quit | back to the list, the question left waiting |
+//! The keys are listed on [`FleetView`], where a reader of the crate's API finds them.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
@@ -104,8 +92,21 @@ struct Open {
     deadline: Option<SystemTime>,
 }
 
-/// The fleet view: rows, a selection, and the question opened from them. See the
-/// [module docs](self).
+/// The fleet view: rows, a selection, and the question opened from them.
+///
+/// # Keys
+///
+/// | key | list | question open |
+/// | --- | --- | --- |
+/// | `Up`/`Down`, `k`/`j` | select a loop | the panel's keys |
+/// | `Enter` | open the selected loop's question | send the answer |
+/// | `d` | the loop's diff, in the pager | |
+/// | `l` | land it | |
+/// | `x` | stop it | |
+/// | `r` | retry a failed or stopped loop | |
+/// | `Esc` | quit | skip the question |
+/// | `q` | quit (the loops go on) | |
+/// | `Ctrl+C` | quit | back to the list, the question left waiting |
 #[derive(Debug)]
 pub struct FleetView {
     rows: Vec<LoopRow>,
@@ -231,7 +232,7 @@ impl FleetView {
         self.open.as_ref().and_then(|o| o.panel.next_redraw(now))
     }
 
-    /// A key. See the [module docs](self) for what each does.
+    /// A key. See [`FleetView`](FleetView#keys) for what each does.
     pub fn handle_key(&mut self, key: KeyEvent, now: Instant) -> FleetAction {
         if key.kind == KeyEventKind::Release {
             return FleetAction::None;

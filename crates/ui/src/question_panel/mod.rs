@@ -14,33 +14,9 @@
 //! its countdown back. Until then an asked extension shows as pending ("asking for +5m"),
 //! never as time the loop has not granted.
 //!
-//! # Keys
-//!
-//! Focus is on the option list when the question has options, otherwise on the editor.
-//! `Tab` (or `Shift+Tab`) moves between them; typing a letter in the option list moves to the
-//! editor with that letter.
-//!
-//! | key | option list | editor |
-//! | --- | --- | --- |
-//! | `Enter` | send the highlighted option (multi-select: the toggled ones, or the highlighted one if none) plus any note | send the picked option(s) plus the text, or the text alone |
-//! | `1`-`9` | pick (multi-select: toggle) that option; again to unpick | same, while the editor is empty; otherwise types the digit |
-//! | a digit that names no option, right after a digit picked one | undoes that pick and types both digits (`16` is an answer, not option 1 and the note `6`) | same |
-//! | `Space` | pick (multi-select: toggle) the highlighted option | multi-select with an empty editor: toggle the highlighted option; otherwise a space |
-//! | `Up`/`Down` | move the highlight; `Down` past the last option enters the editor | move in the text; `Up` on the first row goes to the option list |
-//! | `Alt+Enter`, `Shift+Enter`, `Ctrl+J` | newline in the editor | newline |
-//! | `PgUp`/`PgDn` | scroll a long question | same |
-//! | `Ctrl+E` | five more minutes | same |
-//! | `Esc` | skip: the agent goes with its default or best guess | same |
-//!
-//! A picked option can be annotated: pick it, then type in the editor; the answer is written
-//! as every front end writes it (`ralph_protocol::encode_answer`): the label, a blank line, the
-//! note.
+//! The keys are listed on [`QuestionPanel`], where the crate's public docs show them.
 //!
 //! The panel's state and what it shows are here; its keys are in `keys.rs`.
-//!
-//! Multi-line pastes only stay in the editor if the terminal uses bracketed paste (the loop
-//! view enables it): otherwise each pasted newline arrives as `Enter` and sends the answer.
-//! `Ctrl+C` is left to the caller.
 
 use std::cell::{Cell, RefCell};
 use std::time::{Duration, Instant, SystemTime};
@@ -66,8 +42,8 @@ pub enum PanelAction {
     /// The person skipped the question (`Esc`): the agent goes with its default or best guess.
     Skip,
     /// The person asked for more time (`Ctrl+E`): ask the loop to extend its countdown by
-    /// [`EXTEND_BY`]. The panel shows the extension as pending until the loop's countdown
-    /// comes back with it. Redraw.
+    /// [`EXTEND_BY`](ralph_protocol::EXTEND_BY). The panel shows the extension as pending
+    /// until the loop's countdown comes back with it. Redraw.
     Extend,
     /// The person is active (typing, picking): ask the loop to pause its countdown. Redraw.
     Typing,
@@ -84,7 +60,33 @@ pub(crate) enum Focus {
     Editor,
 }
 
-/// The question panel: state and update. See the [module docs](self) for the keys.
+/// The question panel: state and update.
+///
+/// # Keys
+///
+/// Focus is on the option list when the question has options, otherwise on the editor.
+/// `Tab` (or `Shift+Tab`) moves between them; typing a letter in the option list moves to the
+/// editor with that letter.
+///
+/// | key | option list | editor |
+/// | --- | --- | --- |
+/// | `Enter` | send the highlighted option (multi-select: the toggled ones, or the highlighted one if none) plus any note | send the picked option(s) plus the text, or the text alone |
+/// | `1`-`9` | pick (multi-select: toggle) that option; again to unpick | same, while the editor is empty; otherwise types the digit |
+/// | a digit that names no option, right after a digit picked one | undoes that pick and types both digits (`16` is an answer, not option 1 and the note `6`) | same |
+/// | `Space` | pick (multi-select: toggle) the highlighted option | multi-select with an empty editor: toggle the highlighted option; otherwise a space |
+/// | `Up`/`Down` | move the highlight; `Down` past the last option enters the editor | move in the text; `Up` on the first row goes to the option list |
+/// | `Alt+Enter`, `Shift+Enter`, `Ctrl+J` | newline in the editor | newline |
+/// | `PgUp`/`PgDn` | scroll a long question | same |
+/// | `Ctrl+E` | five more minutes | same |
+/// | `Esc` | skip: the agent goes with its default or best guess | same |
+///
+/// A picked option can be annotated: pick it, then type in the editor; the answer is written
+/// as every front end writes it ([`ralph_protocol::encode_answer`]): the label, a blank line, the
+/// note.
+///
+/// Multi-line pastes only stay in the editor if the terminal uses bracketed paste (the loop
+/// view enables it): otherwise each pasted newline arrives as `Enter` and sends the answer.
+/// `Ctrl+C` is left to the caller.
 #[derive(Debug)]
 pub struct QuestionPanel {
     pub(crate) question: Question,

@@ -94,7 +94,7 @@ impl TuiOptions {
 /// A terminal taken over for the loop view: [`Tui::start`], then [`Tui::run`].
 ///
 /// Starting is separate from running so a caller can fall back to
-/// [`plain::run`] with the same channels when there is no usable terminal.
+/// [`run_plain`](crate::run_plain) with the same channels when there is no usable terminal.
 #[derive(Debug)]
 pub struct Tui {
     guard: Guard,
