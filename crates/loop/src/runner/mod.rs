@@ -226,8 +226,6 @@ impl Runner {
             self.pick_up_answer().await?;
             self.reload_task().await;
             let mut run = self.run_iteration(iteration).await?;
-            // The next agent's sandbox, ready while this iteration is checkpointed and acted on.
-            self.get_agent_ready();
             if let Some(stop) = self.checkpoint_and_check(iteration, false).await {
                 return self.finish(stop).await;
             }

@@ -2,10 +2,17 @@
 //!
 //! Applying the sandbox costs one more exec per agent start (`ralph-sandbox`, which makes the
 //! Landlock ruleset and execs the agent): about a millisecond, which would fall between two
-//! agents. So the process for an agent start is started before it is needed, once the run has
-//! begun and once each agent's end has been swept up, while the iteration is checkpointed and
-//! the next prompt built: it applies the ruleset and waits on its stdin. The agent's start
-//! then only writes it what to exec ([`Sandbox::start`](crate::sandbox::Sandbox::start)).
+//! agents. So the process for an agent start is started long before it is needed: as the run
+//! begins (for the first agent), and as soon as each agent has started (for the next one). It
+//! applies the ruleset and waits on its stdin while the agent runs, the iteration is
+//! checkpointed and the next prompt built. The agent's start then only writes it what to exec
+//! ([`Sandbox::start`](crate::sandbox::Sandbox::start)). Started any later (after the agent's
+//! end), it would still be starting when an iteration with little to checkpoint wants it.
+//!
+//! While it waits beside an agent, that agent cannot tamper with it: each `restrict_self`
+//! makes a Landlock domain of its own, and a process may not trace one outside its domain
+//! (nor signal it, from ABI 6). Were it killed anyway, the next agent would be started the
+//! direct way, in the same sandbox.
 //!
 //! It is started through `ralph_process::spawn_waiting`, so the sweeps that follow an agent or
 //! a test run leave it alone (it is ralph's own child, recorded as started). When the run ends
@@ -108,6 +115,8 @@ impl Runner {
             }
             None => None,
         };
+        // The next agent's sandbox, ready long before it is wanted.
+        self.get_agent_ready();
         Ok((spawned, conversation))
     }
 
