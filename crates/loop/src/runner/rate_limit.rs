@@ -139,7 +139,9 @@ pub(super) fn short_span(d: Duration) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use std::time::{Duration, SystemTime};
+
+    use super::{JITTER_MAX, RESET_WAIT_MAX, RateLimit, spread};
 
     fn limit(resets_at: Option<u64>, retry_after: Option<Duration>) -> RateLimit {
         RateLimit {

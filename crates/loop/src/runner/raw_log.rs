@@ -85,7 +85,7 @@ impl RawLog {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::RawLog;
 
     /// `max_log_mib = 1` still let one iteration write 256 MiB per stream: the cap was a
     /// constant, whatever the budget.

@@ -2,7 +2,16 @@
 
 use std::os::unix::process::ExitStatusExt;
 
-use super::*;
+use std::process::ExitStatus;
+use std::time::Duration;
+
+use ralph_protocol::Outcome;
+
+use super::{
+    AgentEnd, Facts, LeftQuestion, Limits, Next, RateLimit, Signals, Stop, Tally, Verdict, decide,
+    question_next,
+};
+use crate::prompt::Carryover;
 use crate::runner::rate_limit::{BACKOFF_MAX, BACKOFF_START};
 
 const LIMITS: Limits = Limits {
