@@ -350,11 +350,11 @@ pub enum LandArg {
 
 impl LandArg {
     /// The task file's setting this stands for.
-    pub fn mode(self) -> ralph_loop::task::LandMode {
+    pub fn mode(self) -> ralph_protocol::LandMode {
         match self {
-            LandArg::Manual => ralph_loop::task::LandMode::Manual,
-            LandArg::Auto => ralph_loop::task::LandMode::Auto,
-            LandArg::Pr => ralph_loop::task::LandMode::PullRequest,
+            LandArg::Manual => ralph_protocol::LandMode::Manual,
+            LandArg::Auto => ralph_protocol::LandMode::Auto,
+            LandArg::Pr => ralph_protocol::LandMode::PullRequest,
         }
     }
 }

@@ -18,7 +18,8 @@ use ralph_fleet::prune::{self, Verdict};
 use ralph_fleet::schedule::{self, Launch, MemberOutcome, Scheduler};
 use ralph_git::Git;
 use ralph_git::worktree::{self, LoopInfo};
-use ralph_loop::task::{LandMode, TaskFile};
+use ralph_loop::task::TaskFile;
+use ralph_protocol::LandMode;
 use ralph_protocol::{State, UserDir, Workspace, clean, shell_quote, user_dir};
 
 use crate::args::{FleetArgs, FleetCommand, LandArg};

@@ -7,7 +7,8 @@ use ralph_git::Git;
 use ralph_git::land::{self, Landing, Method, Options};
 use ralph_git::worktree::{LandState, LoopInfo};
 use ralph_loop::runner::SentBack;
-use ralph_loop::task::{LandMode, LandWith, TaskFile};
+use ralph_loop::task::{LandWith, TaskFile};
+use ralph_protocol::LandMode;
 use ralph_protocol::{AgentChoice, State, Status, Workspace, clean};
 
 use crate::args::{AgentFlags, DirArg, LandArgs, RunArgs};

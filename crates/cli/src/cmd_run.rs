@@ -22,7 +22,7 @@ use ralph_signal::{StreamFormat, sanitize};
 use tokio::sync::mpsc;
 
 use crate::args::{LandArg, RunArgs};
-use ralph_loop::task::LandMode;
+use ralph_protocol::LandMode;
 use ralph_ui::{PlainOptions, Tui, TuiOptions, run_plain};
 
 use crate::demo_task::is_demo_task;

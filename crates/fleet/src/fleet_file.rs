@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use ralph_loop::task::LandMode;
+use ralph_protocol::LandMode;
 use serde::{Deserialize, Serialize};
 
 /// One task file of a fleet, and the loop it became.

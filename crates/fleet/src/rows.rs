@@ -221,7 +221,7 @@ pub fn state_words(row: &LoopRow) -> String {
             match row.rate_limited_until.as_deref().and_then(parse_timestamp) {
                 Some(at) => format!(
                     "rate limited until {}",
-                    ralph_loop::runner::local_time(at, SystemTime::now())
+                    ralph_protocol::local_time(at, SystemTime::now())
                 ),
                 None => "rate limited".into(),
             }
@@ -531,10 +531,11 @@ fn elapsed(state: &State, live: bool) -> Option<u64> {
 
 /// The task file's criteria: (ticked, all).
 fn criteria(task_file: &Path) -> Option<(usize, usize)> {
-    let task = ralph_loop::task::TaskFile::load(task_file).ok()?;
-    let total = task.criteria.len();
-    let open = task.unchecked().count();
-    Some((total - open, total))
+    // Bounded, as every file ralph reads for display: a runaway agent edits this file too.
+    let text = ralph_protocol::read_text(task_file).ok().flatten()?;
+    let criteria = ralph_protocol::criteria_of(&text)?;
+    let done = criteria.iter().filter(|c| c.checked).count();
+    Some((done, criteria.len()))
 }
 
 /// The work tree's diff against the loop's base: a worktree loop's base commit, a plain loop's

@@ -18,7 +18,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
-use ralph_loop::task::LandMode;
+use ralph_protocol::LandMode;
 
 use crate::fleet_file::{Fleet, Member};
 use crate::observe::{self, End, Phase};

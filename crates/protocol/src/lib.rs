@@ -51,9 +51,11 @@ mod broker;
 pub mod budget;
 mod clarifications;
 mod countdown;
+mod criteria;
 mod desk;
 mod event;
 mod frontmatter;
+mod land;
 mod question;
 mod registry;
 mod state;
@@ -75,6 +77,7 @@ pub use broker::{
     take_request, verify as verify_link,
 };
 pub use countdown::{Countdown, EXTEND_BY, IDLE_RESUME};
+pub use criteria::{Criterion, criteria_of, parse_criteria};
 pub use desk::{
     AskerStep, Asking, ClaimError, Claimed, Closed, Delivery, Desk, DeskError, Ended,
     Found as FoundAnswer, Input as DeskInput, MAX_ANSWER_BYTES, NewClaim, Now, OnTimeout, PickUp,
@@ -85,6 +88,7 @@ pub use desk::{
 };
 pub use event::{Control, LoopEvent, Outcome};
 pub use frontmatter::{Fences, Found as Frontmatter, is_fence, split as split_frontmatter};
+pub use land::LandMode;
 pub use question::{MAX_QUESTION_BYTES, Picks, Question, QuestionOption};
 pub use registry::{
     LoopEntry, Registration, list as registered_loops, list_in as registered_loops_in, register,
@@ -96,7 +100,7 @@ pub use state::{
 };
 pub use stop::{FILE_NAME as STOP_FILE, StopBy, request as request_stop, take as take_stop};
 pub use text::{clean, cut, is_bidi_control, one_line, shell_quote};
-pub use time::{parse_timestamp, timestamp};
+pub use time::{local_time, parse_timestamp, timestamp};
 pub use user_dirs::{STATE_DIR_ENV, UserDir, user_dir};
 pub use workspace::{
     DIR_NAME, SpareFile, Workspace, WorkspaceError, WorkspaceLock, append, open_plain, read_text,

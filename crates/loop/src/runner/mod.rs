@@ -63,7 +63,6 @@ use io::Io;
 use policy::Next;
 use processes::Processes;
 use questions::Questions;
-pub use rate_limit::local_time;
 use record::Record;
 use session::Session;
 pub use settings::{RunConfig, RunSettings, SentBack, wait_duration};

@@ -9,6 +9,8 @@
 
 use std::time::{Duration, SystemTime};
 
+use ralph_protocol::local_time;
+
 /// The first wait after a rate limit that does not say how long to wait.
 pub(crate) const BACKOFF_START: Duration = Duration::from_secs(30);
 
@@ -107,23 +109,6 @@ pub(super) fn jitter() -> Duration {
         .unwrap_or_default()
         .subsec_nanos();
     Duration::from_millis(u64::from(nanos) % JITTER_MAX.as_millis() as u64)
-}
-
-/// `14:05` in the user's time zone; with the day (`Tue 2 Dec 14:05`) when it is not today.
-pub fn local_time(at: SystemTime, now: SystemTime) -> String {
-    let zone = jiff::tz::TimeZone::system();
-    let (Ok(at), Ok(now)) = (
-        jiff::Timestamp::try_from(at),
-        jiff::Timestamp::try_from(now),
-    ) else {
-        return "an unknown time".into();
-    };
-    let at = at.to_zoned(zone.clone());
-    if at.date() == now.to_zoned(zone).date() {
-        at.strftime("%H:%M").to_string()
-    } else {
-        at.strftime("%a %-d %b %H:%M").to_string()
-    }
 }
 
 /// `3h 12m`, `12m`, `40s`, `2d 5h`.

@@ -13,14 +13,14 @@
 
 use std::time::{Duration, SystemTime};
 
-use ralph_protocol::{LoopEvent, Outcome, budget::fleet, budget::limits, timestamp};
+use ralph_protocol::{LoopEvent, Outcome, budget::fleet, budget::limits, local_time, timestamp};
 use serde_json::json;
 use tokio::time::Instant;
 
 use super::Runner;
 use super::error::RunError;
 use super::policy::Stop;
-use super::rate_limit::{jitter, local_time, short_span, spread};
+use super::rate_limit::{jitter, short_span, spread};
 use crate::budget::FleetBudget;
 
 /// How often a loop waiting on another loop's limit reads the record again, to see a longer

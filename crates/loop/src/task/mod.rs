@@ -26,7 +26,7 @@
 //! 2. `frontmatter::split`: the `---` lines, with a specific message for each near miss.
 //! 3. `yaml::read`: the YAML, read with visitors that check each value as serde_yaml_ng
 //!    visits it, so every error has the value's own line and column.
-//! 4. `criteria::parse_criteria`: the checklist, with pulldown-cmark.
+//! 4. `ralph_protocol::parse_criteria`: the checklist, with pulldown-cmark.
 //!
 //! Every [`TaskError`] reads `path:line:column: what is wrong. How to fix it`. Unknown keys
 //! are not errors: they become [`TaskWarning`]s with a "did you mean" when one is close.
@@ -37,7 +37,6 @@
 //! frontmatter up to [`FRONTMATTER_SIZE_LIMIT`] (256 KiB) and [`MAX_FLOW_NESTING`] levels of
 //! `[`/`{`. The last two bound the time libyaml can spend on hostile YAML; see `yaml`.
 
-mod criteria;
 mod error;
 mod frontmatter;
 mod key;
@@ -54,9 +53,9 @@ use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use ralph_protocol::{Criterion, LandMode, parse_criteria};
 use serde::{Deserialize, Serialize};
 
-pub use criteria::{Criterion, parse_criteria};
 pub use error::{Problem, TaskError, TaskWarning, WarningKind};
 pub use key::{CONFIG_KEYS, Key, nearest};
 pub use limits::{FILE_SIZE_LIMIT, FRONTMATTER_SIZE_LIMIT, MAX_FLOW_NESTING};
@@ -156,36 +155,6 @@ impl Default for GitSettings {
             land_with: LandWith::Rebase,
             land_attempts: 2,
         }
-    }
-}
-
-/// `land` (and `--land`, and a fleet's landing mode): when a worktree loop's work goes onto its
-/// target branch. Written as the word the task file and `--land` take.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum LandMode {
-    /// Only by `ralph land` (or `l` in the fleet view).
-    Manual,
-    /// As soon as DONE is verified (in a fleet, one loop at a time per repository).
-    Auto,
-    /// As soon as DONE is verified, as a pull request (`gh pr create`).
-    #[serde(rename = "pr")]
-    PullRequest,
-}
-
-impl LandMode {
-    /// The word `land:` and `--land` take.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LandMode::Manual => "manual",
-            LandMode::Auto => "auto",
-            LandMode::PullRequest => "pr",
-        }
-    }
-
-    /// Whether a loop must also have landed to count as finished well.
-    pub fn lands(self) -> bool {
-        self != LandMode::Manual
     }
 }
 

@@ -3,8 +3,10 @@
 use std::path::Path;
 use std::time::Duration;
 
+use ralph_protocol::Criterion;
+
 use super::{fixtures, markdown_files, parse};
-use crate::task::{Criterion, Key, NotifySettings, OnQuestionTimeout, TaskFile, Wait, WarningKind};
+use crate::task::{Key, NotifySettings, OnQuestionTimeout, TaskFile, Wait, WarningKind};
 
 fn load(name: &str) -> TaskFile {
     let path = fixtures("good-tasks").join(name);
@@ -125,7 +127,7 @@ fn every_key_is_read() {
             checkpoints: false,
             worktree: true,
             worktree_setup: Some("npm ci".to_owned()),
-            land: crate::task::LandMode::Auto,
+            land: ralph_protocol::LandMode::Auto,
             land_with: crate::task::LandWith::Merge,
             land_attempts: 3,
         }
@@ -309,10 +311,10 @@ fn criteria_can_be_reread_from_the_body_alone() {
     let task = load("all-keys.md");
     let first_body_line = 28;
     assert_eq!(
-        crate::task::parse_criteria(&task.body, first_body_line),
+        ralph_protocol::parse_criteria(&task.body, first_body_line),
         task.criteria
     );
-    let criteria = crate::task::parse_criteria("- [x] done\n- [ ] todo\n", 1);
+    let criteria = ralph_protocol::parse_criteria("- [x] done\n- [ ] todo\n", 1);
     assert_eq!(
         criteria,
         [

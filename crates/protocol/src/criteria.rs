@@ -21,11 +21,25 @@ pub struct Criterion {
     pub line: usize,
 }
 
+/// The criteria of a whole task file's `text` (frontmatter, then the body); `None` when it has
+/// no closed frontmatter, so no body to read them from. What the fleet's rows count: they need
+/// the checklist, not the rest of the task file's checks.
+pub fn criteria_of(text: &str) -> Option<Vec<Criterion>> {
+    match crate::frontmatter::split(text, false) {
+        crate::frontmatter::Found::At(f) => {
+            let first_body_line = text[..f.body_start].matches('\n').count() + 1;
+            Some(parse_criteria(&text[f.body_start..], first_body_line))
+        }
+        crate::frontmatter::Found::None | crate::frontmatter::Found::Unclosed => None,
+    }
+}
+
 /// Reads the criteria of a markdown body whose first line is line `first_body_line` of the
 /// file (1-based), so the returned lines are file lines.
 ///
-/// Used by [`TaskFile::parse`](super::TaskFile::parse), and by the loop to re-read the
-/// checklist after the agent has edited the file.
+/// Used by the task file's parser (`ralph_loop::task::TaskFile`), by the loop to re-read the
+/// checklist after the agent has edited the file, and through [`criteria_of`] by the fleet's
+/// rows.
 pub fn parse_criteria(body: &str, first_body_line: usize) -> Vec<Criterion> {
     let lines = LineIndex::new(body);
     let mut criteria: Vec<Criterion> = Vec::new();
@@ -116,5 +130,29 @@ impl LineIndex {
     /// How many lines precede the one holding `offset`.
     fn line_of(&self, offset: usize) -> usize {
         self.newlines.partition_point(|&nl| nl < offset)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Criterion, criteria_of};
+
+    #[test]
+    fn a_task_file_s_criteria_are_its_body_s_with_file_lines_and_none_without_frontmatter() {
+        let text = "---\ntask: t\n---\n\n- [x] done\n- [ ] open\n```\n- [ ] in code\n```\n";
+        let criterion = |text: &str, checked, line| Criterion {
+            text: text.into(),
+            checked,
+            line,
+        };
+        assert_eq!(
+            criteria_of(text),
+            Some(vec![
+                criterion("done", true, 5),
+                criterion("open", false, 6)
+            ])
+        );
+        assert_eq!(criteria_of("- [ ] no frontmatter\n"), None);
+        assert_eq!(criteria_of("---\ntask: t\n- [ ] unclosed\n"), None);
     }
 }
