@@ -113,6 +113,12 @@ fn a_worktree_run_from_start_to_landing_leaves_the_user_s_checkout_byte_for_byte
         .expect("the landed loop is listed");
     assert_eq!(row["state"], "landed");
     assert!(r.exec(&["status", "--all"]).stdout.contains(": landed"));
+    // `ralph status` in the user's checkout names the loops of this repository in worktrees.
+    let here = r.exec(&["status"]).stdout;
+    assert!(
+        here.contains("loop in a worktree: add-the-bee-file (landed) on ralph/add-the-bee-file"),
+        "{here}"
+    );
     // A landed loop's worktree may go; its branch stays.
     r.exec(&["worktree", "remove", "add-the-bee-file"])
         .expect_code(0);

@@ -464,6 +464,7 @@ fn idle(bins: &Bins, seconds: u64) -> Result<Idle, String> {
                 "text": format!("Idle question {n}?"),
                 "options": [{"label": "Alpha"}, {"label": "Beta"}],
                 "default": "Alpha",
+                "multi_select": false,
                 "asked_at": "2026-01-01T00:00:00.000Z",
                 "deadline": null,
                 "iteration": 3,

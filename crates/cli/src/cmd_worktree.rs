@@ -235,7 +235,15 @@ pub fn status_lines(root: &Path) -> Vec<String> {
         }
         return lines;
     }
-    let (Some(top), Ok(data)) = (Git::toplevel(root), data_dir()) else {
+    let Ok(data) = data_dir() else {
+        return Vec::new();
+    };
+    // No worktree loop anywhere (the usual case): no need to ask git where the repository is,
+    // which would be most of `ralph status`'s time.
+    if !worktree::any_recorded(&data) {
+        return Vec::new();
+    }
+    let Some(top) = Git::toplevel(root) else {
         return Vec::new();
     };
     worktree::loops(&data, &top)

@@ -115,6 +115,13 @@ pub fn repo_dir(data: &Path, repo: &Path) -> PathBuf {
         .join(format!("{name}-{}", &hash[..8]))
 }
 
+/// Whether any repository has a worktree loop recorded under `data` (`<data>/worktrees/`): a
+/// look at one directory, so that a caller can skip asking git where a repository is when no
+/// loop could be found there anyway.
+pub fn any_recorded(data: &Path) -> bool {
+    std::fs::read_dir(data.join("worktrees")).is_ok_and(|mut repos| repos.next().is_some())
+}
+
 /// A task's one-line summary as a branch and directory name: lowercase words joined by `-`,
 /// at most 40 bytes.
 pub fn slug(task: &str) -> String {
