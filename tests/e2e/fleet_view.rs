@@ -4,30 +4,17 @@
 
 use std::time::Duration;
 
-use super::tui::{Tmux, assert_stty_sane};
+use super::tui::{ASK_THEN_SAVE, Tmux, assert_stty_sane};
 use super::util::*;
 
-/// Asks, then (with the answer) finishes.
-const ASK_THEN_DONE: &str = "\
-[iteration 1]
-print \"I need to choose a cache backend before going on.\"
-question \"Should the session cache use **Redis** or *Memcached*?\" --option Redis --option Memcached
-signal QUESTION
-[iteration 2]
-save-prompt prompt-2.txt
-print \"Using the answer.\"
-check-all
-signal DONE
-";
-
-/// A project whose loop (task `task`) asks [`ASK_THEN_DONE`]'s question, started in the
+/// A project whose loop (task `task`) asks [`ASK_THEN_SAVE`]'s question, started in the
 /// background, once it waits.
 fn waiting_loop(p: &Project, task: &str) -> Guarded {
     p.write(
         "RALPH_TASK.md",
         &format!("---\ntask: {task}\nmax_iterations: 2\nquestion_timeout: 10m\n---\n- [ ] cache\n"),
     );
-    let agent = p.agent(ASK_THEN_DONE);
+    let agent = p.agent(ASK_THEN_SAVE);
     let child = p.start(&agent, &[]);
     p.wait_for_status("waiting_input", Duration::from_secs(60));
     child
@@ -252,7 +239,7 @@ fn the_dashboard_in_chromium_shows_the_fleet_with_diff_stats() {
         &p,
         &format!(
             "[iteration 1]\nwrite cache.rs \"fn a() {{}}\\nfn b() {{}}\\n\"\n{}",
-            ASK_THEN_DONE.trim_start_matches("[iteration 1]\n")
+            ASK_THEN_SAVE.trim_start_matches("[iteration 1]\n")
         ),
     );
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use super::util::*;
 
-const ASK_THEN_SAVE: &str = "\
+pub(super) const ASK_THEN_SAVE: &str = "\
 [iteration 1]
 print \"I need to choose a cache backend before going on.\"
 question \"Should the session cache use **Redis** or *Memcached*?\" --option Redis --option Memcached --default Redis
