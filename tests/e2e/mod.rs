@@ -9,6 +9,7 @@ mod commands;
 mod conventions;
 mod crashes;
 mod demo;
+mod first_day;
 mod fleet;
 mod fleet_view;
 mod hints;

@@ -88,7 +88,9 @@ fn an_answer_by_option_number_is_the_option_label() {
     out_of_range.expect_code(2);
     assert!(
         out_of_range.stderr.contains("option 3 is out of range")
-            && out_of_range.stderr.contains("ralph answer --as-text 3"),
+            && out_of_range
+                .stderr
+                .contains(&format!(" answer -C {} --as-text 3", p.root().display())),
         "{}",
         out_of_range.stderr
     );

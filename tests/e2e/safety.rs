@@ -556,9 +556,10 @@ fn numbers_that_pick_no_single_option_are_refused_with_the_as_text_hint() {
         refused.expect_code(2);
         assert!(refused.stderr.contains(says), "{}", refused.stderr);
         assert!(
-            refused
-                .stderr
-                .contains(&format!("ralph answer --as-text {typed}")),
+            refused.stderr.contains(&format!(
+                " answer -C {} --as-text {typed}",
+                p.root().display()
+            )),
             "{}",
             refused.stderr
         );

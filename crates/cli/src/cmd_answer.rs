@@ -67,15 +67,17 @@ pub fn run(args: &AnswerArgs) -> CmdResult {
             Picks::Labels(labels) => labels,
             Picks::OutOfRange(n) => {
                 return Err(Failure::usage(anyhow!(
-                    "option {n} is out of range: the question has options 1 to {options}. To answer with the number itself: ralph answer --as-text {}",
+                    "option {n} is out of range: the question has options 1 to {options}. To answer with the number itself: {} --as-text {}",
+                    crate::answer_command(&root),
                     shell_quote(text.trim())
                 )));
             }
             Picks::NotOne(count) => {
                 return Err(Failure::usage(anyhow!(
-                    "the question takes one option, and {} names {count}: pick one (ralph answer 1). To answer with these numbers as text: ralph answer --as-text {}",
+                    "the question takes one option, and {} names {count}: pick one ({answer} 1). To answer with these numbers as text: {answer} --as-text {}",
                     shell_quote(text.trim()),
-                    shell_quote(text.trim())
+                    shell_quote(text.trim()),
+                    answer = crate::answer_command(&root),
                 )));
             }
         };

@@ -56,14 +56,16 @@ pub fn run(args: &InitArgs) -> CmdResult {
     // before anything is written. Regression: --force made `.ralph/`, then failed with EISDIR.
     if existing.as_ref().is_some_and(std::fs::Metadata::is_dir) {
         return Err(Failure::failed(anyhow!(
-            "{}: is a directory, not a task file; ralph init will not replace it, even with --force. Move or rename it, then run ralph init again.",
-            task.display()
+            "{}: is a directory, not a task file; ralph init will not replace it, even with --force. Move or rename it, then run `{}` again.",
+            task.display(),
+            crate::command_in(&root, "init")
         )));
     }
     if existing.is_some() && !args.force {
         return Err(Failure::failed(anyhow!(
-            "{}: already exists; ralph init will not overwrite it. Edit it, or run `ralph init --force` to start from the example again.",
-            task.display()
+            "{}: already exists; ralph init will not overwrite it. Edit it, or run `{} --force` to start from the example again.",
+            task.display(),
+            crate::command_in(&root, "init")
         )));
     }
     let ws = Workspace::new(&root);
@@ -86,9 +88,10 @@ pub fn run(args: &InitArgs) -> CmdResult {
         }
     }
     outln!(
-        "Wrote {} and {}/.\nNext: edit the task and its criteria, then run `ralph run --agent-cmd \"your-agent\"` (or `ralph run --agent claude`).",
+        "Wrote {} and {}/.\nNext: edit the task and its criteria, then run `{run} --agent-cmd \"your-agent\"` (or `{run} --agent claude`).",
         task.display(),
-        ws.dir().display()
+        ws.dir().display(),
+        run = crate::command_in(&root, "run"),
     );
     Ok(0)
 }

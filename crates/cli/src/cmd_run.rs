@@ -85,6 +85,17 @@ fn run_here(
     if let Some(left) = crate::cmd_init::example_left(&task, &task_path) {
         return Err(Failure::usage(anyhow::anyhow!(left)));
     }
+    // Before anything is said about the run (its agent, its sandbox) or decided for it: a
+    // second run here would only be refused when it takes the lock.
+    let ws = Workspace::new(root);
+    if let Some(pid) = ws.lock_holder() {
+        return Err(Failure::failed(anyhow::anyhow!(ralph_protocol::busy(
+            &crate::program(),
+            ws.dir(),
+            root,
+            &pid
+        ))));
+    }
     if !args.again
         && let Some(done) = already_done(root, &task_path)
     {

@@ -15,7 +15,6 @@ use anyhow::anyhow;
 use ralph_protocol::{DIR_NAME, State, Status, Workspace, registered_loops};
 
 use crate::Failure;
-use ralph_protocol::shell_quote;
 
 /// The project `dir` is in: `dir` or its nearest ancestor holding `.ralph/` or
 /// `RALPH_TASK.md`; `None` outside any project. `dir` must exist (a usage error otherwise).
@@ -112,8 +111,8 @@ pub fn nowhere(dir: &Path, waiting: &[PathBuf], what: &str) -> Failure {
         ));
         for root in waiting {
             msg.push_str(&format!(
-                "\n  ralph answer -C {} \"your answer\"",
-                shell_quote(&root.display().to_string())
+                "\n  {} \"your answer\"",
+                crate::answer_command(root)
             ));
         }
     }

@@ -111,6 +111,7 @@ pub fn report(line: std::fmt::Arguments<'_>) {
 pub type CmdResult = Result<u8, Failure>;
 
 fn main() -> ExitCode {
+    let _ = START_DIR.set(std::env::current_dir().ok());
     let internal = std::env::args_os()
         .nth(1)
         .is_some_and(|a| a.as_encoded_bytes().starts_with(b"__"));
@@ -213,6 +214,27 @@ pub fn program() -> String {
             }
         })
         .clone()
+}
+
+/// The directory ralph was started in, before `-C` moved it: where the user's shell is.
+static START_DIR: std::sync::OnceLock<Option<std::path::PathBuf>> = std::sync::OnceLock::new();
+
+/// `ralph SUBCOMMAND`, with `-C ROOT` unless `root` is the directory the user ran ralph in:
+/// a command ralph prints for the user to copy into the shell they ran it from (`ralph init
+/// -C /dir --force`), which must act on `root` from there.
+pub fn command_in(root: &std::path::Path, subcommand: &str) -> String {
+    let same = |dir: &std::path::Path| {
+        let canonical = |p: &std::path::Path| std::fs::canonicalize(p).ok();
+        canonical(dir).is_some() && canonical(dir) == canonical(root)
+    };
+    match START_DIR.get().and_then(Option::as_deref) {
+        Some(start) if same(start) => format!("{} {subcommand}", program()),
+        _ => format!(
+            "{} {subcommand} -C {}",
+            program(),
+            shell_quote(&root.display().to_string())
+        ),
+    }
 }
 
 /// The command that answers the loop in `root`, without the answer: `ralph answer -C /dir`.

@@ -103,6 +103,6 @@ pub use text::{clean, cut, is_bidi_control, one_line, shell_quote};
 pub use time::{local_time, parse_timestamp, timestamp};
 pub use user_dirs::{STATE_DIR_ENV, UserDir, user_dir};
 pub use workspace::{
-    DIR_NAME, SpareFile, Workspace, WorkspaceError, WorkspaceLock, append, open_plain, read_text,
-    read_text_tail, write_atomic, write_atomic_unsynced,
+    DIR_NAME, SpareFile, Workspace, WorkspaceError, WorkspaceLock, append, busy, open_plain,
+    read_text, read_text_tail, write_atomic, write_atomic_unsynced,
 };

@@ -40,9 +40,7 @@ pub enum WorkspaceError {
         path: PathBuf,
     },
     /// Another `ralph run` holds the workspace lock.
-    #[error(
-        "{dir}: another ralph run (pid {pid}) is already working here. Stop it first, or use `ralph status -C {root}` to see what it is doing."
-    )]
+    #[error("{}", busy("ralph", dir, root, pid))]
     Locked {
         /// The `.ralph/` directory.
         dir: PathBuf,
@@ -273,6 +271,13 @@ impl Workspace {
         }
     }
 
+    /// The pid of the process holding the workspace lock right now (`?` when it cannot be
+    /// read), or `None` when nobody holds it: for a command that would take the lock to refuse
+    /// before it does anything else.
+    pub fn lock_holder(&self) -> Option<String> {
+        self.is_locked().then(|| holder_pid(&self.lock_path()))
+    }
+
     /// Whether some process holds the workspace lock right now.
     pub fn is_locked(&self) -> bool {
         let Ok(file) = open_plain(OpenOptions::new().read(true), &self.lock_path()) else {
@@ -280,6 +285,17 @@ impl Workspace {
         };
         flock(&file, FlockOperation::NonBlockingLockShared).is_err()
     }
+}
+
+/// What a second `ralph run` is told about the loop already running in `root` (its `.ralph/`
+/// is `dir`, its pid `pid`), with the commands that show and stop it; `program` is how the
+/// reader runs ralph (see [`answer_command`](crate::answer_command)).
+pub fn busy(program: &str, dir: &Path, root: &Path, pid: &str) -> String {
+    let root = crate::shell_quote(&root.display().to_string());
+    format!(
+        "{}: another ralph run (pid {pid}) is already working here. See what it is doing with `{program} status -C {root}`, or stop it with `{program} stop -C {root}` (its state is saved), then run again.",
+        dir.display()
+    )
 }
 
 /// The pid written in the lock file by the process holding it (`?` if it cannot be read).

@@ -1,0 +1,205 @@
+//! A new user's first day: every command ralph prints for them to copy, run as they would paste
+//! it, from the shell they ran ralph in (often another directory than the project's, named with
+//! `-C`, and with a space in its name), and what bad input gets.
+
+use std::path::Path;
+use std::time::Duration;
+
+use super::util::*;
+
+/// `script` run by `sh -c` in `dir` with `p`'s user directories: a command pasted into the
+/// user's shell.
+fn pasted(p: &Project, dir: &Path, script: &str) -> Run {
+    Run::from_output(
+        std::process::Command::new("sh")
+            .args(["-c", script])
+            .envs(p.user_env())
+            .env_remove("RALPH_DIR")
+            .env("NO_COLOR", "1")
+            .current_dir(dir)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap(),
+    )
+}
+
+/// `ralph ARGS`, run to the end from the user's shell in `dir`.
+fn ralph_from(p: &Project, dir: &Path, args: &[&str]) -> Run {
+    Run::from_output(p.ralph().current_dir(dir).args(args).output().unwrap())
+}
+
+/// The text between the first backtick after `after` in `text` and the next backtick: a
+/// command ralph quoted for the user.
+fn quoted_after(text: &str, after: &str) -> String {
+    text.split(after)
+        .nth(1)
+        .and_then(|rest| rest.split('`').nth(1))
+        .unwrap_or_else(|| panic!("no `command` after {after:?} in:\n{text}"))
+        .to_owned()
+}
+
+/// A project directory with a space in its name, inside `p`, and another directory beside it
+/// for the user's shell.
+fn spaced_project(p: &Project) -> (std::path::PathBuf, std::path::PathBuf) {
+    let root = p.path("my project");
+    let elsewhere = p.path("elsewhere");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    (root, elsewhere)
+}
+
+/// `ralph run --no-tui` of `agent` in `root`, on a task of `frontmatter` and one checkbox,
+/// once its state says `status`.
+fn start_in(p: &Project, root: &Path, frontmatter: &str, agent: &str, status: &str) -> Guarded {
+    std::fs::write(
+        root.join("RALPH_TASK.md"),
+        format!("---\n{frontmatter}\n---\n- [ ] x\n"),
+    )
+    .unwrap();
+    let mut run = p.ralph();
+    run.current_dir(root)
+        .args(["run", "--no-tui", "--agent-cmd", agent]);
+    let child = spawn(run);
+    wait_until(Duration::from_secs(30), status, || {
+        std::fs::read_to_string(root.join(".ralph/state.json"))
+            .ok()
+            .filter(|s| s.contains(&format!("\"{status}\"")))
+    });
+    child
+}
+
+/// `ralph init -C DIR` told the user to run `ralph init --force` and `ralph run …`, which act
+/// on the shell's directory, not DIR: pasted, the one wrote a task file where none was wanted
+/// and the other found none.
+#[test]
+fn init_s_next_steps_act_on_the_directory_given_with_dash_c() {
+    let p = Project::new();
+    let (root, elsewhere) = spaced_project(&p);
+    let root_arg = root.to_str().unwrap();
+    let init = ralph_from(&p, &elsewhere, &["init", "-C", root_arg]);
+    init.expect_code(0);
+    let next = quoted_after(&init.stdout, "Next:");
+    assert!(next.ends_with("--agent-cmd \"your-agent\""), "{next}");
+
+    // The user describes a task, then pastes the command with their agent in it.
+    std::fs::write(
+        root.join("RALPH_TASK.md"),
+        "---\ntask: Write the notes\nmax_iterations: 2\n---\n- [ ] notes\n",
+    )
+    .unwrap();
+    let agent = p.agent("check-all\nsignal DONE\n");
+    let run = pasted(
+        &p,
+        &elsewhere,
+        &format!(
+            "{} --no-tui",
+            next.replace(
+                "\"your-agent\"",
+                &format!("\"{}\"", agent.replace('"', "\\\""))
+            )
+        ),
+    );
+    run.expect_code(0);
+    assert!(run.stdout.contains("DONE accepted"), "{}", run.stdout);
+
+    // Run again, init refuses and says how to start over: pasted, it starts over there.
+    let again = ralph_from(&p, &elsewhere, &["init", "-C", root_arg]);
+    again.expect_code(1);
+    let force = quoted_after(&again.stderr, "or run");
+    pasted(&p, &elsewhere, &force).expect_code(0);
+    assert!(
+        std::fs::read_to_string(root.join("RALPH_TASK.md"))
+            .unwrap()
+            .contains("# RALPH_TASK.md: what the agent should do"),
+    );
+    assert!(!elsewhere.join("RALPH_TASK.md").exists());
+
+    // In the project itself, the hints stay short.
+    let here = ralph_from(&p, &root, &["init"]);
+    here.expect_code(1);
+    assert!(!here.stderr.contains("-C"), "{}", here.stderr);
+}
+
+/// A second `ralph run` in a busy project said which agent it was "switching" to and what its
+/// sandbox allowed before it was refused, and its hint, `ralph status -C /my project`, was not
+/// quoted: pasted, it looked at `/my`.
+#[test]
+fn a_second_run_is_refused_first_and_its_commands_work_pasted() {
+    let p = Project::new();
+    let (root, elsewhere) = spaced_project(&p);
+    let agent = p.agent("sleep 60s\n");
+    let first = start_in(
+        &p,
+        &root,
+        "task: Wait\nmax_iterations: 2",
+        &agent,
+        "running",
+    );
+    let ws = || root.join(".ralph/state.json");
+
+    let second = Run::from_output(
+        p.ralph()
+            .current_dir(&elsewhere)
+            .args(["run", "--no-tui", "--agent-cmd", "true", "-C"])
+            .arg(&root)
+            .output()
+            .unwrap(),
+    );
+    second.expect_code(1);
+    assert!(
+        second.stderr.contains("another ralph run (pid"),
+        "{}",
+        second.stderr
+    );
+    for said in ["switching agents", "sandbox", "runs as"] {
+        assert!(!second.stderr.contains(said), "{}", second.stderr);
+    }
+    let status = quoted_after(&second.stderr, "doing with");
+    let shown = pasted(&p, &elsewhere, &status);
+    shown.expect_code(0);
+    assert!(shown.stdout.contains("Wait"), "{}", shown.stdout);
+    let stop = quoted_after(&second.stderr, "stop it with");
+    pasted(&p, &elsewhere, &stop).expect_code(0);
+    Run::finish(first, Duration::from_secs(30)).expect_code(130);
+    // The refused run changed nothing the first one recorded.
+    let state: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(ws()).unwrap()).unwrap();
+    assert_eq!(state["agent_choice"]["command"], agent.as_str());
+}
+
+/// `ralph answer -C DIR 7` (a question with two options) said to send the number as text with
+/// `ralph answer --as-text 7`, which, pasted in the shell it came from, found no project.
+#[test]
+fn answer_s_as_text_hint_answers_the_loop_it_was_given() {
+    let p = Project::new();
+    let (root, elsewhere) = spaced_project(&p);
+    let agent = p.agent(
+        "[iteration 1]\nquestion \"How many shards?\" --option Two --option Four\nsignal QUESTION\n[iteration 2]\nsave-prompt prompt-2.txt\n",
+    );
+    let child = start_in(
+        &p,
+        &root,
+        "task: Cache\nmax_iterations: 2\nquestion_timeout: 1m",
+        &agent,
+        "waiting_input",
+    );
+    let out_of_range = Run::from_output(
+        p.ralph()
+            .current_dir(&elsewhere)
+            .args(["answer", "7", "-C"])
+            .arg(&root)
+            .output()
+            .unwrap(),
+    );
+    out_of_range.expect_code(2);
+    let hint = out_of_range
+        .stderr
+        .split("To answer with the number itself: ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{}", out_of_range.stderr))
+        .trim()
+        .to_owned();
+    pasted(&p, &elsewhere, &hint).expect_code(0);
+    Run::finish(child, Duration::from_secs(30)).expect_code(3);
+    assert!(p.read("my project/prompt-2.txt").contains("> 7\n"));
+}
