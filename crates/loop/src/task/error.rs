@@ -7,7 +7,7 @@
 
 use std::fmt;
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::key::{CONFIG_KEYS, Key};
 use super::limits::{FILE_SIZE_LIMIT, FRONTMATTER_SIZE_LIMIT};
@@ -23,11 +23,7 @@ const LAYOUT: &str =
 #[derive(Debug, thiserror::Error)]
 pub enum TaskError {
     /// There is no file at the path.
-    #[error(
-        "{}: no task file here. Create one with `ralph init` (it writes a commented template \
-         that explains every key), then edit it",
-        path.display()
-    )]
+    #[error("{}", not_found(path))]
     NotFound {
         /// The path that was looked up.
         path: PathBuf,
@@ -45,11 +41,7 @@ pub enum TaskError {
         error: io::Error,
     },
     /// The path names a directory (possibly through a symlink).
-    #[error(
-        "{}: is a directory, not a task file. Give the path of the markdown file itself, \
-         e.g. {}",
-        path.display(), path.join("RALPH_TASK.md").display()
-    )]
+    #[error("{}", is_directory(path))]
     IsDirectory {
         /// The path that was given.
         path: PathBuf,
@@ -88,6 +80,46 @@ pub enum TaskError {
         /// What is wrong there.
         problem: Problem,
     },
+}
+
+/// The name `ralph init` gives the task file, and `ralph run` looks for.
+const DEFAULT_NAME: &str = "RALPH_TASK.md";
+
+/// [`TaskError::NotFound`]: `ralph init` writes only `RALPH_TASK.md`, so for another name
+/// (`--task tasks/cache.md`) the path may be mistyped, or the template needs moving there.
+fn not_found(path: &Path) -> String {
+    if path.file_name().is_some_and(|name| name == DEFAULT_NAME) {
+        format!(
+            "{}: no task file here. Create one with `ralph init` (it writes a commented template \
+             that explains every key), then edit it",
+            path.display()
+        )
+    } else {
+        format!(
+            "{}: no such task file. Check its path, or create it: `ralph init` \
+             writes a commented template as {DEFAULT_NAME}, which you can move there and edit",
+            path.display()
+        )
+    }
+}
+
+/// [`TaskError::IsDirectory`]: the task file inside it, when there is one; a directory in the
+/// task file's own place is in the way.
+fn is_directory(path: &Path) -> String {
+    let inside = path.join(DEFAULT_NAME);
+    let fix = if inside.is_file() {
+        format!(
+            "Give the path of the task file inside it: {}",
+            inside.display()
+        )
+    } else if path.file_name().is_some_and(|name| name == DEFAULT_NAME) {
+        "A directory is where the task file should be: move or rename it, then write the task \
+         file there (`ralph init` writes a commented template)"
+            .to_owned()
+    } else {
+        "Give the path of the markdown task file itself, not of a directory".to_owned()
+    };
+    format!("{}: is a directory, not a task file. {fix}", path.display())
 }
 
 impl TaskError {

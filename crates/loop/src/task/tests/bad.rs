@@ -85,6 +85,55 @@ fn task_file_that_is_a_directory_is_refused() {
     assert!(err.to_string().contains("is a directory"), "{err}");
 }
 
+/// `ralph run --task tasks/cache.md`, missing, was told to run `ralph init`, which writes
+/// RALPH_TASK.md, not tasks/cache.md.
+#[test]
+fn a_missing_task_file_of_another_name_is_not_promised_to_ralph_init() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tasks/cache.md");
+    let message = TaskFile::load(&path).unwrap_err().to_string();
+    assert!(
+        message.starts_with(&format!(
+            "{}: no such task file. Check its path",
+            path.display()
+        )),
+        "{message}"
+    );
+    assert!(
+        message.contains("as RALPH_TASK.md, which you can move there"),
+        "{message}"
+    );
+}
+
+/// A directory named RALPH_TASK.md was told to give `RALPH_TASK.md/RALPH_TASK.md`, which is
+/// not there either; a directory that holds a task file gets that file's path.
+#[test]
+fn a_directory_in_the_task_file_s_place_gets_a_fix_that_exists() {
+    let dir = tempfile::tempdir().unwrap();
+    let in_the_way = dir.path().join("RALPH_TASK.md");
+    fs::create_dir(&in_the_way).unwrap();
+    let message = TaskFile::load(&in_the_way).unwrap_err().to_string();
+    assert!(
+        !message.contains("RALPH_TASK.md/RALPH_TASK.md"),
+        "{message}"
+    );
+    assert!(message.contains("move or rename it"), "{message}");
+
+    let project = dir.path().join("project");
+    fs::create_dir(&project).unwrap();
+    fs::write(project.join("RALPH_TASK.md"), "---\ntask: x\n---\n").unwrap();
+    let message = TaskFile::load(&project).unwrap_err().to_string();
+    assert!(
+        message.ends_with(&format!(
+            "Give the path of the task file inside it: {}",
+            project.join("RALPH_TASK.md").display()
+        )),
+        "{message}"
+    );
+    let message = TaskFile::load(dir.path()).unwrap_err().to_string();
+    assert!(message.ends_with("not of a directory"), "{message}");
+}
+
 #[test]
 fn task_file_that_is_a_symlink_to_a_directory_is_refused() {
     let dir = tempfile::tempdir().unwrap();
