@@ -203,3 +203,50 @@ fn answer_s_as_text_hint_answers_the_loop_it_was_given() {
     Run::finish(child, Duration::from_secs(30)).expect_code(3);
     assert!(p.read("my project/prompt-2.txt").contains("> 7\n"));
 }
+
+/// The command printed with a question, pasted as it is: `ralph answer -C DIR "your answer"`
+/// (the terminal view printed `"…"`) sent the placeholder to the agent as the human's answer.
+/// It is refused, nothing is written, and the command it suggests picks an option.
+#[test]
+fn the_answer_hint_pasted_as_printed_is_refused_not_sent() {
+    let p = Project::new();
+    let (root, elsewhere) = spaced_project(&p);
+    let agent = p.agent(
+        "[iteration 1]\nquestion \"Redis or Memcached?\" --option Redis --option Memcached\nsignal QUESTION\n[iteration 2]\nsave-prompt prompt-2.txt\n",
+    );
+    let child = start_in(
+        &p,
+        &root,
+        "task: Cache\nmax_iterations: 2\nquestion_timeout: 1m",
+        &agent,
+        "waiting_input",
+    );
+    let status = ralph_from(&p, &elsewhere, &["status", "-C", root.to_str().unwrap()]);
+    let hint = status
+        .stdout
+        .lines()
+        .map(str::trim)
+        .find(|l| l.ends_with(" \"your answer\""))
+        .unwrap_or_else(|| panic!("{}", status.stdout))
+        .to_owned();
+    let pasted_as_is = pasted(&p, &elsewhere, &hint);
+    pasted_as_is.expect_code(2);
+    assert!(
+        pasted_as_is.stderr.contains("stands for your answer"),
+        "{}",
+        pasted_as_is.stderr
+    );
+    assert!(!root.join(".ralph/answer.md").exists());
+    let pick = pasted_as_is
+        .stderr
+        .split(", or ")
+        .nth(1)
+        .and_then(|rest| rest.split(" to pick option 1").next())
+        .unwrap_or_else(|| panic!("{}", pasted_as_is.stderr))
+        .to_owned();
+    pasted(&p, &elsewhere, &pick).expect_code(0);
+    Run::finish(child, Duration::from_secs(30)).expect_code(3);
+    let prompt = p.read("my project/prompt-2.txt");
+    assert!(prompt.contains("> Redis\n"), "{prompt}");
+    assert!(!prompt.contains("your answer"), "{prompt}");
+}

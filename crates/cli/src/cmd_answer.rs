@@ -9,8 +9,8 @@ use std::io::Read;
 
 use anyhow::{Context as _, anyhow};
 use ralph_protocol::{
-    AnsweredBy, DeskError, MAX_ANSWER_BYTES, Picks, Refusal, Reply, State, Submitted, Workspace,
-    answer_question, guide, shell_quote,
+    ANSWER_PLACEHOLDER, AnsweredBy, DeskError, MAX_ANSWER_BYTES, Picks, Refusal, Reply, State,
+    Submitted, Workspace, answer_question, guide, shell_quote,
 };
 
 use crate::args::AnswerArgs;
@@ -54,6 +54,22 @@ pub fn run(args: &AnswerArgs) -> CmdResult {
     } else {
         args.text.clone().unwrap_or_default()
     };
+
+    if !args.as_text && text.trim() == ANSWER_PLACEHOLDER {
+        let answer = crate::answer_command(&root);
+        return Err(Failure::usage(anyhow!(
+            "\"{ANSWER_PLACEHOLDER}\" stands for your answer in the command ralph printed: put your own in its place, like {answer} \"Use Redis\"{}. To send these words as they are: {answer} --as-text {}",
+            if pending
+                .as_ref()
+                .is_some_and(|p| !p.question.options.is_empty())
+            {
+                format!(", or {answer} 1 to pick option 1")
+            } else {
+                String::new()
+            },
+            shell_quote(ANSWER_PLACEHOLDER)
+        )));
+    }
 
     // Option numbers alone pick options (`2`; `1,3` where several may be picked), as typed in
     // the plain view: the agent gets the labels.

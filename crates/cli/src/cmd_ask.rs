@@ -136,9 +136,9 @@ fn ask(args: &AskArgs, root: &Path, outside: bool) -> CmdResult {
     };
     let answer_here = if outside {
         // Outside any project, `ralph answer` run anywhere outside one finds it.
-        "ralph answer \"your answer\"".to_string()
+        ralph_protocol::answer_hint(&format!("{} answer", crate::program()))
     } else {
-        format!("{} \"your answer\"", crate::answer_command(root))
+        ralph_protocol::answer_hint(&crate::answer_command(root))
     };
     eprintln!(
         "ralph ask: waiting for an answer ({until}); answer from any terminal with: {answer_here}"

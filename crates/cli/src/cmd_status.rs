@@ -42,7 +42,7 @@ pub fn run(args: &StatusArgs) -> CmdResult {
     let state = State::load(&ws).map_err(Failure::failed)?;
     let waiting = question_waiting(&ws).map_err(Failure::failed)?;
     let live = ws.is_locked();
-    let hint = format!("{} \"your answer\"", crate::answer_command(&root));
+    let hint = ralph_protocol::answer_hint(&crate::answer_command(&root));
     if args.json {
         outln!(
             "{}",
@@ -245,7 +245,7 @@ fn print_question(
     live: bool,
     command: &str,
 ) {
-    let hint = format!("{command} \"your answer\"");
+    let hint = ralph_protocol::answer_hint(command);
     let now = SystemTime::now();
     let waited = q
         .asked_at_time()

@@ -111,8 +111,8 @@ pub fn nowhere(dir: &Path, waiting: &[PathBuf], what: &str) -> Failure {
         ));
         for root in waiting {
             msg.push_str(&format!(
-                "\n  {} \"your answer\"",
-                crate::answer_command(root)
+                "\n  {}",
+                ralph_protocol::answer_hint(&crate::answer_command(root))
             ));
         }
     }

@@ -79,11 +79,11 @@ pub use broker::{
 pub use countdown::{Countdown, EXTEND_BY, IDLE_RESUME};
 pub use criteria::{Criterion, criteria_of, parse_criteria};
 pub use desk::{
-    AskerStep, Asking, ClaimError, Claimed, Closed, Delivery, Desk, DeskError, Ended,
-    Found as FoundAnswer, Input as DeskInput, MAX_ANSWER_BYTES, NewClaim, Now, OnTimeout, PickUp,
-    QuestionId, Refusal, Reply, Stepped, Submitted, Waiting, answer as answer_question,
-    answer_command, answer_to, compose as compose_answer, encode as encode_answer, guide,
-    read_back, submit as submit_answer, waiting as question_waiting,
+    ANSWER_PLACEHOLDER, AskerStep, Asking, ClaimError, Claimed, Closed, Delivery, Desk, DeskError,
+    Ended, Found as FoundAnswer, Input as DeskInput, MAX_ANSWER_BYTES, NewClaim, Now, OnTimeout,
+    PickUp, QuestionId, Refusal, Reply, Stepped, Submitted, Waiting, answer as answer_question,
+    answer_command, answer_hint, answer_to, compose as compose_answer, encode as encode_answer,
+    guide, read_back, submit as submit_answer, waiting as question_waiting,
     waiting_as as question_waiting_as,
 };
 pub use event::{Control, LoopEvent, Outcome};

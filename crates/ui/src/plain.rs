@@ -303,8 +303,8 @@ fn show(
             };
             let _ = writeln!(
                 out,
-                "  {how}\n    {} \"your answer\"\n  {left}",
-                opts.answer_command
+                "  {how}\n    {}\n  {left}",
+                ralph_protocol::answer_hint(&opts.answer_command)
             );
             let reminders = match countdown.remaining(now) {
                 Some(total) => [Duration::from_secs(60), Duration::from_secs(10)]

@@ -122,11 +122,6 @@ pub(crate) fn asks(iteration: u32) -> String {
     format!("the agent asks (iteration {iteration})")
 }
 
-/// `ralph answer -C DIR "…"` as a hint, after whatever introduces it.
-pub(crate) fn answer_hint(answer_command: &str) -> String {
-    format!("{answer_command} \"…\"")
-}
-
 /// `Or answer on its page: URL`: the waiting question's link from `ralph serve`, as the
 /// terminal view, plain lines and `ralph status` say it.
 pub fn answer_link(url: &str) -> String {

@@ -254,10 +254,10 @@ impl Runner {
         let question = &asking.question;
         let notice = QuestionNotice {
             answer_url,
-            answer_command: format!(
-                "{} \"your answer\"",
-                ralph_protocol::answer_command("ralph", self.ws.root())
-            ),
+            answer_command: ralph_protocol::answer_hint(&ralph_protocol::answer_command(
+                "ralph",
+                self.ws.root(),
+            )),
             root: self.ws.root().display().to_string(),
             question: question.text.clone(),
             options: question.options.iter().map(|o| o.label.clone()).collect(),

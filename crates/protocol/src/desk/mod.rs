@@ -220,6 +220,16 @@ impl ClosedQuestion {
     }
 }
 
+/// What stands for the answer in the commands ralph prints for the user to copy
+/// ([`answer_hint`]); `ralph answer` refuses it as an answer.
+pub const ANSWER_PLACEHOLDER: &str = "your answer";
+
+/// `ralph answer -C DIR "your answer"`: `answer_command` with [`ANSWER_PLACEHOLDER`] where the
+/// user's answer goes, the one spelling every front end prints.
+pub fn answer_hint(answer_command: &str) -> String {
+    format!("{answer_command} \"{ANSWER_PLACEHOLDER}\"")
+}
+
 /// `PROGRAM answer -C ROOT`, the root quoted for a shell: how to answer the question of the loop
 /// in `root` from any terminal (the answer itself follows). `program` is how the reader runs
 /// ralph: `ralph` where it is on `PATH`, its full path where it is not.

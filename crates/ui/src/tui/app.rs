@@ -371,7 +371,7 @@ impl App {
                     self.theme.dim,
                     format!(
                         "answer below, or from any terminal: {}",
-                        words::answer_hint(&self.answer_command)
+                        ralph_protocol::answer_hint(&self.answer_command)
                     ),
                 );
                 if self.desktop_notifications {
@@ -538,7 +538,7 @@ impl App {
                     self.theme.dim,
                     format!(
                         "to send it still: {}",
-                        words::answer_hint(&self.answer_command)
+                        ralph_protocol::answer_hint(&self.answer_command)
                     ),
                 );
             }

@@ -397,7 +397,7 @@ fn closing_notes_say_what_happened() {
             vec![
                 "ralph: no answer in time; the agent goes on with its default (Redis)",
                 "ralph: your draft was not sent: Red",
-                "ralph: to send it still: ralph answer -C /work/cache \"…\"",
+                "ralph: to send it still: ralph answer -C /work/cache \"your answer\"",
             ],
         ),
         (
@@ -426,7 +426,7 @@ fn closing_notes_say_what_happened() {
             vec![
                 "ralph: stopping; the question stays pending for the next `ralph run`",
                 "ralph: your draft was not sent: Red",
-                "ralph: to send it still: ralph answer -C /work/cache \"…\"",
+                "ralph: to send it still: ralph answer -C /work/cache \"your answer\"",
             ],
         ),
         (
@@ -465,7 +465,7 @@ fn a_picked_option_and_a_note_of_several_lines_outlive_the_deadline_whole() {
             "       ",
             "       only in staging",
             "       never in prod",
-            "ralph: to send it still: ralph answer -C /work/cache \"…\"",
+            "ralph: to send it still: ralph answer -C /work/cache \"your answer\"",
         ]
     );
 }
