@@ -2,7 +2,7 @@
 //! it, from the shell they ran ralph in (often another directory than the project's, named with
 //! `-C`, and with a space in its name), and what bad input gets.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::util::*;
@@ -40,7 +40,7 @@ fn quoted_after(text: &str, after: &str) -> String {
 
 /// A project directory with a space in its name, inside `p`, and another directory beside it
 /// for the user's shell.
-fn spaced_project(p: &Project) -> (std::path::PathBuf, std::path::PathBuf) {
+fn spaced_project(p: &Project) -> (PathBuf, PathBuf) {
     let root = p.path("my project");
     let elsewhere = p.path("elsewhere");
     std::fs::create_dir_all(&root).unwrap();
@@ -66,6 +66,24 @@ fn start_in(p: &Project, root: &Path, frontmatter: &str, agent: &str, status: &s
             .filter(|s| s.contains(&format!("\"{status}\"")))
     });
     child
+}
+
+/// A loop in [`spaced_project`] waiting on the question of `question` (the fake agent's
+/// words), whose next prompt goes to `prompt-2.txt`; with the directory beside it.
+fn question_waiting(question: &str) -> (Project, PathBuf, PathBuf, Guarded) {
+    let p = Project::new();
+    let (root, elsewhere) = spaced_project(&p);
+    let agent = p.agent(&format!(
+        "[iteration 1]\nquestion {question}\nsignal QUESTION\n[iteration 2]\nsave-prompt prompt-2.txt\n"
+    ));
+    let child = start_in(
+        &p,
+        &root,
+        "task: Cache\nmax_iterations: 2\nquestion_timeout: 1m",
+        &agent,
+        "waiting_input",
+    );
+    (p, root, elsewhere, child)
 }
 
 /// `ralph init -C DIR` told the user to run `ralph init --force` and `ralph run …`, which act
@@ -171,18 +189,8 @@ fn a_second_run_is_refused_first_and_its_commands_work_pasted() {
 /// `ralph answer --as-text 7`, which, pasted in the shell it came from, found no project.
 #[test]
 fn answer_s_as_text_hint_answers_the_loop_it_was_given() {
-    let p = Project::new();
-    let (root, elsewhere) = spaced_project(&p);
-    let agent = p.agent(
-        "[iteration 1]\nquestion \"How many shards?\" --option Two --option Four\nsignal QUESTION\n[iteration 2]\nsave-prompt prompt-2.txt\n",
-    );
-    let child = start_in(
-        &p,
-        &root,
-        "task: Cache\nmax_iterations: 2\nquestion_timeout: 1m",
-        &agent,
-        "waiting_input",
-    );
+    let (p, root, elsewhere, child) =
+        question_waiting("\"How many shards?\" --option Two --option Four");
     let out_of_range = Run::from_output(
         p.ralph()
             .current_dir(&elsewhere)
@@ -209,18 +217,8 @@ fn answer_s_as_text_hint_answers_the_loop_it_was_given() {
 /// It is refused, nothing is written, and the command it suggests picks an option.
 #[test]
 fn the_answer_hint_pasted_as_printed_is_refused_not_sent() {
-    let p = Project::new();
-    let (root, elsewhere) = spaced_project(&p);
-    let agent = p.agent(
-        "[iteration 1]\nquestion \"Redis or Memcached?\" --option Redis --option Memcached\nsignal QUESTION\n[iteration 2]\nsave-prompt prompt-2.txt\n",
-    );
-    let child = start_in(
-        &p,
-        &root,
-        "task: Cache\nmax_iterations: 2\nquestion_timeout: 1m",
-        &agent,
-        "waiting_input",
-    );
+    let (p, root, elsewhere, child) =
+        question_waiting("\"Redis or Memcached?\" --option Redis --option Memcached");
     let status = ralph_from(&p, &elsewhere, &["status", "-C", root.to_str().unwrap()]);
     let hint = status
         .stdout
