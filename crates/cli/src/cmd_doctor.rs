@@ -141,17 +141,17 @@ fn project(report: &mut Report, root: &Path) -> TaskFile {
         );
     }
     for warning in std::mem::take(&mut task.warnings) {
-        report.problem(
-            sanitize(&warning.to_string()),
-            "rename the key, or delete it; until then ralph ignores it",
-        );
+        report.problem(sanitize(&warning.to_string()), warning.kind.fix());
     }
     task
 }
 
 /// A task file with nothing set, for laying the config files over when there is none.
 fn placeholder_task(path: &Path) -> TaskFile {
-    TaskFile::parse(path, b"---\ntask: (none)\n---\n").expect("a valid placeholder")
+    let mut none = TaskFile::parse(path, b"---\ntask: (none)\n---\n").expect("a valid placeholder");
+    // What it lacks is no problem of the user's.
+    none.warnings.clear();
+    none
 }
 
 /// The kernel's Landlock, what the task file asks of the sandbox, and what each preset's CLI

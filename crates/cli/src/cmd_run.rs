@@ -124,7 +124,7 @@ fn run_here(
             // The loop would show these as it starts; a run refused before that must show
             // them too, since an unknown key (`agent_cmd:` for `agent:`) may be the cause.
             for w in warnings {
-                eprintln!("ralph: warning: {}", sanitize(&w.to_string()));
+                eprintln!("ralph: warning: {}", sanitize(&w.with_fix()));
             }
             Err(failure)
         }

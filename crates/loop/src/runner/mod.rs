@@ -165,7 +165,7 @@ impl Runner {
             return Ok(Some(stop));
         }
         for w in &self.cfg.task.warnings {
-            let text = w.to_string();
+            let text = w.with_fix();
             self.emit(LoopEvent::Warning(text.clone())).await;
             self.log("warning", json!({"message": text}));
         }

@@ -393,6 +393,42 @@ pub enum WarningKind {
         /// The config key it most resembles, if any is close.
         suggestion: Option<Key>,
     },
+    /// No checkbox in the body and no `test_command`: nothing checks a DONE, so the agent's
+    /// word is taken for it.
+    NothingToCheck {
+        /// Whether `completion_criteria` lists criteria (which go to the agent, unchecked).
+        listed_criteria: bool,
+    },
+}
+
+impl WarningKind {
+    /// What to do about it, in a sentence.
+    pub fn fix(&self) -> &'static str {
+        match self {
+            WarningKind::UnknownKey { .. } | WarningKind::UnknownConfigKey { .. } => {
+                "rename the key, or delete it; until then ralph ignores it"
+            }
+            WarningKind::NothingToCheck { .. } => {
+                "write the criteria as checkboxes below the frontmatter (- [ ] the tests pass), or set a test_command"
+            }
+        }
+    }
+}
+
+impl TaskWarning {
+    /// The warning whole, where it is and what to do, as a run prints it; `Display` says only
+    /// where and what, for a report that gives [`WarningKind::fix`] a line of its own.
+    pub fn with_fix(&self) -> String {
+        match self.kind {
+            // Its message says what is ignored and why; the fix is plain from it.
+            WarningKind::UnknownKey { .. } | WarningKind::UnknownConfigKey { .. } => {
+                self.to_string()
+            }
+            WarningKind::NothingToCheck { .. } => {
+                format!("{self}. To have ralph check the work, {}", self.kind.fix())
+            }
+        }
+    }
 }
 
 impl fmt::Display for TaskWarning {
@@ -433,6 +469,16 @@ impl fmt::Display for TaskWarning {
                     names.join(", ")
                 )
             }
+            WarningKind::NothingToCheck { listed_criteria } => write!(
+                f,
+                "nothing checks this task's DONE: the body has no checkboxes{} and there is no \
+                 test_command, so the agent's word is taken for it",
+                if *listed_criteria {
+                    " (completion_criteria go to the agent, but ralph cannot tick them)"
+                } else {
+                    ""
+                },
+            ),
         }
     }
 }

@@ -236,6 +236,16 @@ impl TaskFile {
                 None => (1, 1, Problem::MissingTask { misspelt: None }),
             }));
         };
+        let criteria = parse_criteria(parts.body, parts.body_first_line);
+        let nothing_to_check =
+            (criteria.is_empty() && settings.test_command.is_none()).then(|| TaskWarning {
+                path: path.to_owned(),
+                line: parts.body_first_line,
+                column: 1,
+                kind: WarningKind::NothingToCheck {
+                    listed_criteria: !settings.completion_criteria.is_empty(),
+                },
+            });
         let warnings = unknown
             .into_iter()
             .map(|(key, line, column)| TaskWarning {
@@ -247,6 +257,7 @@ impl TaskFile {
                     key,
                 },
             })
+            .chain(nothing_to_check)
             .collect();
         Ok(TaskFile {
             path: path.to_owned(),
@@ -266,7 +277,7 @@ impl TaskFile {
             notify: settings.notify,
             sandbox: settings.sandbox,
             git: settings.git,
-            criteria: parse_criteria(parts.body, parts.body_first_line),
+            criteria,
             body: parts.body.to_owned(),
             warnings,
             given: settings.given,

@@ -234,7 +234,7 @@ fn largest_allowed_frontmatter_at_the_nesting_limit_finishes() {
         text.push_str("a, ");
     }
     text.push_str(&"]".repeat(crate::task::MAX_FLOW_NESTING));
-    text.push_str("\n---\n");
+    text.push_str("\n---\n- [ ] x\n");
     let started = Instant::now();
     let task = parse(&text).unwrap();
     assert_eq!(task.warnings.len(), 1);

@@ -76,7 +76,42 @@ fn minimal_task_file_gets_every_default() {
     assert!(task.notify.bell && task.notify.desktop_notification);
     assert!(task.criteria.is_empty());
     assert_eq!(task.body, "");
-    assert!(task.warnings.is_empty());
+    // With neither checkboxes nor a test command, nothing would check a DONE: it is said.
+    let kinds: Vec<_> = task.warnings.iter().map(|w| &w.kind).collect();
+    assert_eq!(
+        kinds,
+        [&WarningKind::NothingToCheck {
+            listed_criteria: false
+        }]
+    );
+}
+
+/// A task with no checkbox and no test_command ran to "DONE accepted: every criterion is
+/// checked" on the agent's word alone, and nothing said so before it started.
+#[test]
+fn a_task_nothing_can_check_is_warned_about_at_its_body() {
+    let warned = |text: &str| {
+        parse(text)
+            .unwrap()
+            .warnings
+            .into_iter()
+            .find(|w| matches!(w.kind, WarningKind::NothingToCheck { .. }))
+    };
+    let w = warned("---\ntask: x\n---\nJust do it.\n").unwrap();
+    assert_eq!((w.line, w.column), (4, 1));
+    assert!(
+        w.with_fix().ends_with(
+            "so the agent's word is taken for it. To have ralph check the work, write the criteria as checkboxes below the frontmatter (- [ ] the tests pass), or set a test_command"
+        ),
+        "{}",
+        w.with_fix()
+    );
+    let listed = warned("---\ntask: x\ncompletion_criteria: [it works]\n---\n").unwrap();
+    assert!(listed.to_string().contains("ralph cannot tick them"), "{listed}");
+    assert_eq!(warned("---\ntask: x\n---\n- [ ] it works\n"), None);
+    assert_eq!(warned("---\ntask: x\ntest_command: make test\n---\n"), None);
+    // A checkbox in a code block is no criterion.
+    assert!(warned("---\ntask: x\n---\n```\n- [ ] not one\n```\n").is_some());
 }
 
 #[test]
