@@ -171,10 +171,13 @@ Flags override the keys of the same name in RALPH_TASK.md.
 
 Exit codes:
   0    DONE, verified: every criterion checked and test_command passed
-  1    stopped without completion (GUTTER, too many failures, a question timed out under `stop`)
-  2    usage or configuration error (bad flag, bad RALPH_TASK.md); nothing was written
+  1    stopped without completion (GUTTER, too many failures, max_cost_usd spent, a
+       question timed out under `stop`, an error), or another `ralph run` works here
+  2    usage or configuration error (bad flag, bad RALPH_TASK.md; nothing was written),
+       or an agent command that cannot start (not found, not executable)
   3    max_iterations reached
-  130  interrupted (Ctrl-C, SIGTERM, SIGHUP, SIGQUIT); state is saved and the next `ralph run` resumes";
+  130  interrupted (Ctrl-C, SIGTERM, SIGHUP, SIGQUIT); state is saved and the next
+       `ralph run` resumes";
 
 const STOP_HELP: &str = "\
 Examples:
