@@ -248,3 +248,37 @@ fn the_answer_hint_pasted_as_printed_is_refused_not_sent() {
     assert!(prompt.contains("> Redis\n"), "{prompt}");
     assert!(!prompt.contains("your answer"), "{prompt}");
 }
+
+/// Two task files that cost a newcomer a whole run: one with no checkbox and no test_command
+/// ended "DONE accepted" on the agent's word alone, and one whose test_command is not installed
+/// rejected every DONE until max_iterations. Each is now said before the first iteration,
+/// with the file, line and fix, by `ralph run` and by `ralph doctor` (exit 1).
+#[test]
+fn a_task_that_cannot_be_checked_is_said_before_the_loop_starts() {
+    for (frontmatter, body, line, says) in [
+        (
+            "task: Tidy up\nmax_iterations: 1",
+            "Make it nicer.\n",
+            5,
+            "nothing checks this task's DONE",
+        ),
+        (
+            "task: Tidy up\nmax_iterations: 1\ntest_command: no-such-test-runner --all",
+            "- [x] tidy\n",
+            4,
+            "test_command runs `no-such-test-runner`, which is not on PATH here",
+        ),
+    ] {
+        let p = Project::with_task(frontmatter, body);
+        let run = p.run("echo '<ralph>DONE</ralph>'", &[]);
+        let at = format!(
+            "warning: {}:{line}:1: {says}",
+            p.path("RALPH_TASK.md").display()
+        );
+        assert!(run.stderr.contains(&at), "{at}\n{}", run.stderr);
+        let doctor = p.exec(&["doctor"]);
+        doctor.expect_code(1);
+        assert!(doctor.stdout.contains(says), "{}", doctor.stdout);
+        assert!(doctor.stdout.contains("    fix: "), "{}", doctor.stdout);
+    }
+}

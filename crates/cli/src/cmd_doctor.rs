@@ -117,8 +117,10 @@ fn project(report: &mut Report, root: &Path) -> TaskFile {
     let ws = Workspace::new(root);
     let mut task = if task_path.exists() {
         match TaskFile::load(&task_path) {
-            Ok(task) => {
+            Ok(mut task) => {
                 report.item(format!("task file: {} (valid)", task_path.display()));
+                let unrunnable = task.test_command_warning(std::env::var_os("PATH").as_deref());
+                task.warnings.extend(unrunnable);
                 task
             }
             Err(e) => {

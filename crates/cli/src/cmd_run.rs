@@ -110,6 +110,8 @@ fn run_here(
     }
     let log_budget = config::apply_all(&Workspace::new(root), &mut task, Default::default())
         .map_err(Failure::usage)?;
+    let unrunnable = task.test_command_warning(std::env::var_os("PATH").as_deref());
+    task.warnings.extend(unrunnable);
     let warnings = task.warnings.clone();
     match configure(args, root, task_path, task) {
         Ok((mut cfg, sandbox, notes)) => {

@@ -399,6 +399,11 @@ pub enum WarningKind {
         /// Whether `completion_criteria` lists criteria (which go to the agent, unchecked).
         listed_criteria: bool,
     },
+    /// `test_command` runs a program that is not on `PATH`: every DONE would be rejected.
+    TestCommandNotFound {
+        /// The program's name, as written.
+        program: String,
+    },
 }
 
 impl WarningKind {
@@ -410,6 +415,9 @@ impl WarningKind {
             }
             WarningKind::NothingToCheck { .. } => {
                 "write the criteria as checkboxes below the frontmatter (- [ ] the tests pass), or set a test_command"
+            }
+            WarningKind::TestCommandNotFound { .. } => {
+                "install it, or add its directory to PATH, or correct test_command"
             }
         }
     }
@@ -426,6 +434,9 @@ impl TaskWarning {
             }
             WarningKind::NothingToCheck { .. } => {
                 format!("{self}. To have ralph check the work, {}", self.kind.fix())
+            }
+            WarningKind::TestCommandNotFound { .. } => {
+                format!("{self}. Before the loop can finish, {}", self.kind.fix())
             }
         }
     }
@@ -478,6 +489,11 @@ impl fmt::Display for TaskWarning {
                 } else {
                     ""
                 },
+            ),
+            WarningKind::TestCommandNotFound { program } => write!(
+                f,
+                "test_command runs `{program}`, which is not on PATH here: the tests cannot pass, \
+                 so every DONE would be rejected"
             ),
         }
     }

@@ -48,6 +48,7 @@ mod yaml;
 #[cfg(test)]
 mod tests;
 
+use std::collections::HashMap;
 use std::fs;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
@@ -126,6 +127,8 @@ pub struct TaskFile {
     /// The frontmatter keys the file gives a value (not `null`): what the user's config file
     /// may not override.
     pub given: Vec<Key>,
+    /// Where each top-level key is written, for messages about its value.
+    positions: HashMap<String, (usize, usize)>,
 }
 
 /// Checkpoints, worktrees and landing (docs/checkpoints-and-landing.md).
@@ -218,8 +221,11 @@ impl TaskFile {
         }
         let text = frontmatter::decode(contents).map_err(invalid)?;
         let parts = frontmatter::split(text).map_err(invalid)?;
-        let yaml::Frontmatter { settings, unknown } =
-            yaml::read(parts.yaml, parts.yaml_first_line).map_err(invalid)?;
+        let yaml::Frontmatter {
+            settings,
+            unknown,
+            positions,
+        } = yaml::read(parts.yaml, parts.yaml_first_line).map_err(invalid)?;
         let Some(task) = settings.task else {
             // A misspelt `task:` is the likeliest cause: point at it.
             let misspelt = unknown
@@ -281,6 +287,36 @@ impl TaskFile {
             body: parts.body.to_owned(),
             warnings,
             given: settings.given,
+            positions,
+        })
+    }
+
+    /// The line and column where `key` is written, when the file has it at the top level.
+    pub fn position(&self, key: Key) -> Option<(usize, usize)> {
+        self.positions.get(key.name()).copied()
+    }
+
+    /// A warning when `test_command` names a program that is not on `PATH` (`path_var`): the
+    /// tests could never pass, and every DONE would be rejected for it. Only a command that
+    /// needs no shell, run by its bare name, is looked up: `./check.sh` may be the agent's to
+    /// write, and a shell line may define what it runs.
+    pub fn test_command_warning(&self, path_var: Option<&std::ffi::OsStr>) -> Option<TaskWarning> {
+        let words = ralph_process::direct_words(self.test_command.as_deref()?)?;
+        let program = words.first()?;
+        if program.contains('/') {
+            return None;
+        }
+        let missing = ralph_process::resolve(program, Path::new("."), path_var)
+            .err()
+            .is_some_and(|e| e.kind() == io::ErrorKind::NotFound);
+        let (line, column) = self.position(Key::TestCommand).unwrap_or((1, 1));
+        missing.then(|| TaskWarning {
+            path: self.path.clone(),
+            line,
+            column,
+            kind: WarningKind::TestCommandNotFound {
+                program: program.clone(),
+            },
         })
     }
 

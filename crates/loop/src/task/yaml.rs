@@ -48,6 +48,8 @@ pub(super) struct Frontmatter {
     pub(super) settings: Settings,
     /// Keys ralph does not know, with their line and column in the file.
     pub(super) unknown: Vec<(String, usize, usize)>,
+    /// Each top-level key's line and column in the file, where [`key_lines`] finds it.
+    pub(super) positions: HashMap<String, (usize, usize)>,
 }
 
 /// Reads `yaml`, whose first line is line `first_line` of the file.
@@ -88,9 +90,14 @@ pub(super) fn read(yaml: &str, first_line: usize) -> Result<Frontmatter, Located
             (key, line, column)
         })
         .collect();
+    let positions = keys
+        .iter()
+        .map(|(key, at)| (key.clone(), to_file(*at)))
+        .collect();
     Ok(Frontmatter {
         settings: ctx.settings,
         unknown,
+        positions,
     })
 }
 

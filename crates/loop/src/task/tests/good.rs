@@ -107,7 +107,10 @@ fn a_task_nothing_can_check_is_warned_about_at_its_body() {
         w.with_fix()
     );
     let listed = warned("---\ntask: x\ncompletion_criteria: [it works]\n---\n").unwrap();
-    assert!(listed.to_string().contains("ralph cannot tick them"), "{listed}");
+    assert!(
+        listed.to_string().contains("ralph cannot tick them"),
+        "{listed}"
+    );
     assert_eq!(warned("---\ntask: x\n---\n- [ ] it works\n"), None);
     assert_eq!(warned("---\ntask: x\ntest_command: make test\n---\n"), None);
     // A checkbox in a code block is no criterion.
@@ -364,5 +367,48 @@ fn criteria_can_be_reread_from_the_body_alone() {
                 line: 2
             },
         ]
+    );
+}
+
+/// A test_command whose program is not installed only failed each DONE with status 127, one
+/// iteration after another, until max_iterations: nothing said so before the loop started.
+#[test]
+fn a_test_command_that_is_not_on_path_is_warned_about_at_its_line() {
+    let bin = tempfile::tempdir().unwrap();
+    let tool = bin.path().join("mytests");
+    std::fs::write(&tool, "#!/bin/sh\n").unwrap();
+    std::fs::set_permissions(&tool, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let path_var = Some(bin.path().as_os_str());
+    let warning = |command: &str| {
+        parse(&format!(
+            "---\ntask: x\n\ntest_command: {command}\n---\n- [ ] x\n"
+        ))
+        .unwrap()
+        .test_command_warning(path_var)
+    };
+    let missing = warning("pytest -q").unwrap();
+    assert_eq!((missing.line, missing.column), (4, 1));
+    assert_eq!(
+        missing.kind,
+        WarningKind::TestCommandNotFound {
+            program: "pytest".into()
+        }
+    );
+    assert!(
+        missing
+            .with_fix()
+            .contains("`pytest`, which is not on PATH here"),
+        "{}",
+        missing.with_fix()
+    );
+    assert_eq!(warning("mytests --all"), None);
+    // The agent may write a script; a shell line may set up what it runs.
+    assert_eq!(warning("./check.sh"), None);
+    assert_eq!(warning("cd web && npm test"), None);
+    assert_eq!(
+        parse("---\ntask: x\n---\n- [ ] x\n")
+            .unwrap()
+            .test_command_warning(path_var),
+        None
     );
 }
