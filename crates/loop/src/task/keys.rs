@@ -334,7 +334,19 @@ fn text(key: Key, value: Node<'_>, expected: &str) -> Result<Option<String>, Pro
             Err(bad(key, expected, &value, example))
         }
         Node::List | Node::Mapping => {
-            let example = format!("Write it as one line of text, like: {}", key.example());
+            // `task: [WIP] Fix the login` is a list to YAML, which the author rarely means.
+            let (opening, word) = match value {
+                Node::List => ('[', "list"),
+                _ => ('{', "mapping"),
+            };
+            let example = format!(
+                "Write it as one line of text, like: {}. A value that starts with '{opening}' is a \
+                 {word} to YAML: to keep the '{opening}', put the whole value in quotes, like {}: \
+                 \"{opening}WIP{} Fix the login\"",
+                key.example(),
+                key.name(),
+                if opening == '[' { ']' } else { '}' },
+            );
             Err(bad(key, expected, &value, example))
         }
     }

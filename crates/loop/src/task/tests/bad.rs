@@ -318,3 +318,20 @@ fn columns_count_characters_not_bytes() {
         .to_string();
     assert!(message.starts_with("T.md:2:9: "), "{message}");
 }
+
+/// `task: [WIP] Fix the login` was refused as "found a list", with "write it as one line of
+/// text" for a fix, though it is one line: the brackets made it a list, and quotes keep them.
+#[test]
+fn a_value_in_brackets_is_told_that_quotes_keep_them() {
+    let err = parse("---\ntask: [WIP] Fix the login\n---\n- [ ] x\n").unwrap_err();
+    assert_eq!(err.position(), Some((2, 7)));
+    let message = err.to_string();
+    assert!(
+        message.contains(
+            "A value that starts with '[' is a list to YAML: to keep the '[', put the whole value in quotes, like task: \"[WIP] Fix the login\""
+        ),
+        "{message}"
+    );
+    let quoted = parse("---\ntask: \"[WIP] Fix the login\"\n---\n- [ ] x\n").unwrap();
+    assert_eq!(quoted.task, "[WIP] Fix the login");
+}
