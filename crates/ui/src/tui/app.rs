@@ -186,10 +186,7 @@ impl App {
     pub(super) fn disconnected(&mut self) {
         if self.finished.is_none() {
             self.disconnected = true;
-            self.note(
-                self.theme.warning,
-                "the loop ended without saying how".into(),
-            );
+            self.note(self.theme.warning, "the loop stopped; why follows".into());
         }
     }
 

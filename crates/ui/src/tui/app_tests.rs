@@ -606,7 +606,7 @@ fn a_closed_channel_ends_the_view_too() {
     assert!(app.is_done());
     assert_eq!(
         text(&app.take_output()),
-        ["ralph: the loop ended without saying how"]
+        ["ralph: the loop stopped; why follows"]
     );
 }
 

@@ -240,7 +240,7 @@ async fn the_view_ends_when_the_loop_goes_away() {
     let vt = Wire::sync(&wire);
     assert!(
         vt.to_string()
-            .contains("ralph: the loop ended without saying how")
+            .contains("ralph: the loop stopped; why follows")
     );
     assert!(vt.cursor_visible());
 }
