@@ -282,3 +282,31 @@ fn a_task_that_cannot_be_checked_is_said_before_the_loop_starts() {
         assert!(doctor.stdout.contains("    fix: "), "{}", doctor.stdout);
     }
 }
+
+/// `ralph status -C DIR` and `ralph logs -C DIR` in a project no loop has run in said to start
+/// one with `ralph run`, which, pasted where they were run, found no task file.
+#[test]
+fn status_and_logs_say_how_to_start_the_loop_of_the_directory_they_looked_at() {
+    let p = Project::new();
+    let (root, elsewhere) = spaced_project(&p);
+    std::fs::write(
+        root.join("RALPH_TASK.md"),
+        "---\ntask: Notes\nmax_iterations: 1\n---\n- [x] notes\n",
+    )
+    .unwrap();
+    let root_arg = root.to_str().unwrap();
+    let status = ralph_from(&p, &elsewhere, &["status", "-C", root_arg]);
+    status.expect_code(0);
+    let start = quoted_after(&status.stdout, "Start one with");
+    std::fs::create_dir(root.join(".ralph")).unwrap();
+    let logs = ralph_from(&p, &elsewhere, &["logs", "-C", root_arg]);
+    logs.expect_code(0);
+    assert_eq!(quoted_after(&logs.stdout, "start a loop with"), start);
+    let run = pasted(
+        &p,
+        &elsewhere,
+        &format!("{start} --no-tui --agent-cmd \"echo '<ralph>DONE</ralph>'\""),
+    );
+    run.expect_code(0);
+    assert!(run.stdout.contains("DONE accepted"), "{}", run.stdout);
+}

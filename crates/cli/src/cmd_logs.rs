@@ -76,9 +76,9 @@ pub fn run(args: &LogsArgs) -> CmdResult {
                     "ralph: no agent output in {} yet{}",
                     ws.logs().display(),
                     if running {
-                        ""
+                        String::new()
                     } else {
-                        "; start a loop with `ralph run`"
+                        format!("; start a loop with `{}`", crate::command_in(&root, "run"))
                     }
                 );
             } else if args.follow {
@@ -97,7 +97,10 @@ pub fn run(args: &LogsArgs) -> CmdResult {
 fn ended(ws: &Workspace) -> String {
     match State::load(ws).ok().flatten() {
         Some(s) if matches!(s.status, Status::Running | Status::WaitingInput) => {
-            "it ended without saying so; `ralph run` resumes".into()
+            format!(
+                "it ended without saying so; `{}` resumes",
+                crate::command_in(ws.root(), "run")
+            )
         }
         Some(s) => format!(
             "{}{}",

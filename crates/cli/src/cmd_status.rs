@@ -60,8 +60,10 @@ pub fn run(args: &StatusArgs) -> CmdResult {
         let elsewhere = crate::cmd_worktree::status_lines(&root);
         if elsewhere.is_empty() {
             outln!(
-                "No loop has run in {} yet. Start one with `ralph run` (or try `ralph demo`).",
-                root.display()
+                "No loop has run in {} yet. Start one with `{}` (or try `{} demo`).",
+                root.display(),
+                crate::command_in(&root, "run"),
+                crate::program()
             );
         }
         for line in elsewhere {
@@ -87,8 +89,9 @@ pub fn run(args: &StatusArgs) -> CmdResult {
     };
     if active && !live {
         outln!(
-            "{}: not running: the last run ended without saying so{facts}; `ralph run` resumes",
-            root.display()
+            "{}: not running: the last run ended without saying so{facts}; `{}` resumes",
+            root.display(),
+            crate::command_in(&root, "run")
         );
     } else {
         outln!("{}: {}{facts}", root.display(), describe(state.status));
