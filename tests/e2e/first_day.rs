@@ -237,9 +237,9 @@ fn the_answer_hint_pasted_as_printed_is_refused_not_sent() {
     assert!(!root.join(".ralph/answer.md").exists());
     let pick = pasted_as_is
         .stderr
-        .split(", or ")
+        .split("pick an option by number: ")
         .nth(1)
-        .and_then(|rest| rest.split(" to pick option 1").next())
+        .and_then(|rest| rest.split(". To send").next())
         .unwrap_or_else(|| panic!("{}", pasted_as_is.stderr))
         .to_owned();
     pasted(&p, &elsewhere, &pick).expect_code(0);

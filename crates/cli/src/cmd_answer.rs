@@ -58,12 +58,12 @@ pub fn run(args: &AnswerArgs) -> CmdResult {
     if !args.as_text && text.trim() == ANSWER_PLACEHOLDER {
         let answer = crate::answer_command(&root);
         return Err(Failure::usage(anyhow!(
-            "\"{ANSWER_PLACEHOLDER}\" stands for your answer in the command ralph printed: put your own in its place, like {answer} \"Use Redis\"{}. To send these words as they are: {answer} --as-text {}",
+            "\"{ANSWER_PLACEHOLDER}\" stands for your answer in the command ralph printed: replace it with your own, in quotes{}. To send these words as they are: {answer} --as-text {}",
             if pending
                 .as_ref()
                 .is_some_and(|p| !p.question.options.is_empty())
             {
-                format!(", or {answer} 1 to pick option 1")
+                format!(", or pick an option by number: {answer} 1")
             } else {
                 String::new()
             },
