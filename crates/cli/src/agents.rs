@@ -122,7 +122,7 @@ fn resolve_in(
             Resolved::command(name)
         }
         None => {
-            let presets: Vec<&str> = agents::presets().iter().map(|p| p.name).collect();
+            let presets: Vec<&str> = choosable().map(|p| p.name).collect();
             let hint = match ralph_loop::task::nearest(name, &presets) {
                 Some(near) => format!(" Did you mean {near}?"),
                 None => String::new(),
@@ -135,13 +135,17 @@ fn resolve_in(
     }
 }
 
-/// The preset names, comma-separated, for messages.
-pub fn names() -> String {
+/// The presets a user may pick for their own task: not the demo's agent, which works only on
+/// the demo's task (`ralph demo`).
+fn choosable() -> impl Iterator<Item = &'static agents::Preset> {
     agents::presets()
         .iter()
-        .map(|p| p.name)
-        .collect::<Vec<_>>()
-        .join(", ")
+        .filter(|p| p.program != agents::Program::Ralph)
+}
+
+/// The preset names a user may pick, comma-separated, for messages.
+pub fn names() -> String {
+    choosable().map(|p| p.name).collect::<Vec<_>>().join(", ")
 }
 
 /// The programs detection looks for, in order.
@@ -218,9 +222,14 @@ mod tests {
         assert_eq!(spec.name, "custom");
         let err = resolve(Some("clade"), None, None).unwrap_err();
         assert!(
-            err.contains("claude, claude-sdk, codex, cursor, gemini, opencode, amp, demo"),
+            err.contains(
+                "The presets are: claude, claude-sdk, codex, cursor, gemini, opencode, amp. "
+            ),
             "{err}"
         );
+        // The demo's agent is refused outside the demo: neither listed nor suggested.
+        let err = resolve(Some("dem"), None, None).unwrap_err();
+        assert!(!err.contains("demo"), "{err}");
         let err = resolve(Some("cladue"), None, None).unwrap_err();
         assert!(
             err.starts_with("unknown agent preset 'cladue'. Did you mean claude? "),
