@@ -310,3 +310,44 @@ fn status_and_logs_say_how_to_start_the_loop_of_the_directory_they_looked_at() {
     run.expect_code(0);
     assert!(run.stdout.contains("DONE accepted"), "{}", run.stdout);
 }
+
+/// `ralph answer -C DIR --force "…"` with no loop running there said the next `ralph run`
+/// delivers it: pasted where it was said, that found no task file.
+#[test]
+fn guidance_left_from_elsewhere_names_the_run_that_delivers_it() {
+    let p = Project::new();
+    let (root, elsewhere) = spaced_project(&p);
+    std::fs::write(
+        root.join("RALPH_TASK.md"),
+        "---\ntask: Notes\nmax_iterations: 1\n---\n- [ ] notes\n",
+    )
+    .unwrap();
+    std::fs::create_dir(root.join(".ralph")).unwrap();
+    let left = ralph_from(
+        &p,
+        &elsewhere,
+        &[
+            "answer",
+            "--force",
+            "Prefer small commits",
+            "-C",
+            root.to_str().unwrap(),
+        ],
+    );
+    left.expect_code(0);
+    let run = quoted_after(&left.stdout, "the next");
+    let agent = p.agent("save-prompt prompt.txt\n");
+    pasted(
+        &p,
+        &elsewhere,
+        &format!(
+            "{run} --no-tui --agent-cmd \"{}\"",
+            agent.replace('"', "\\\"")
+        ),
+    )
+    .expect_code(3);
+    assert!(
+        p.read("my project/prompt.txt")
+            .contains("Prefer small commits")
+    );
+}

@@ -131,8 +131,9 @@ pub fn run(args: &AnswerArgs) -> CmdResult {
                     root.display()
                 ),
                 (_, false) => outln!(
-                    "Answer saved in {}. No loop is running there; the next `ralph run` delivers it.",
-                    ws.answer().display()
+                    "Answer saved in {}. No loop is running there; the next `{}` delivers it.",
+                    ws.answer().display(),
+                    crate::command_in(&root, "run")
                 ),
             }
             Ok(0)
