@@ -351,3 +351,27 @@ fn guidance_left_from_elsewhere_names_the_run_that_delivers_it() {
             .contains("Prefer small commits")
     );
 }
+
+/// A file named `.ralph` in the project: `ralph run` blamed `.ralph/config.toml` ("Not a
+/// directory (os error 20)") and `ralph init` said only that it "exists and is not a
+/// directory". Both now say what is in the way and what to do, and leave the file as it was.
+#[test]
+fn a_file_where_ralph_keeps_its_state_is_named_with_the_fix() {
+    let p = Project::with_task("task: Notes\nmax_iterations: 1", "- [ ] notes\n");
+    p.write(".ralph", "my notes\n");
+    let run = p.run("true", &[]);
+    let init = p.exec(&["init", "--force"]);
+    for (out, code) in [(&run, 1), (&init, 2)] {
+        out.expect_code(code);
+        assert!(
+            out.stderr.contains(&format!(
+                "{}: is a file, where ralph keeps this project's state in a directory; move or rename it",
+                p.path(".ralph").display()
+            )),
+            "{}",
+            out.stderr
+        );
+        assert!(!out.stderr.contains("config.toml"), "{}", out.stderr);
+    }
+    assert_eq!(p.read(".ralph"), "my notes\n");
+}

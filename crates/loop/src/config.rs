@@ -77,6 +77,11 @@ pub fn project_path(ws: &Workspace) -> PathBuf {
 impl Config {
     /// Reads `.ralph/config.toml`; `Ok(None)` when there is none.
     pub fn load(ws: &Workspace) -> Result<Option<Config>, ConfigError> {
+        // A file where `.ralph/` should be holds no config: the workspace refuses it when the
+        // run makes `.ralph/`, saying what is in the way.
+        if ws.dir().symlink_metadata().is_ok_and(|m| m.is_file()) {
+            return Ok(None);
+        }
         Config::load_file(&project_path(ws))
     }
 

@@ -211,7 +211,7 @@ impl Workspace {
                         &dir,
                         io::Error::new(
                             io::ErrorKind::AlreadyExists,
-                            "exists and is not a directory",
+                            "is a file, where ralph keeps this project's state in a directory; move or rename it, then run again",
                         ),
                     ));
                 }
