@@ -249,9 +249,10 @@ fn the_answer_hint_pasted_as_printed_is_refused_not_sent() {
     assert!(!prompt.contains("your answer"), "{prompt}");
 }
 
-/// Two task files that cost a newcomer a whole run: one with no checkbox and no test_command
-/// ended "DONE accepted" on the agent's word alone, and one whose test_command is not installed
-/// rejected every DONE until max_iterations. Each is now said before the first iteration,
+/// Three task files that cost a newcomer a whole run: one with no checkbox and no test_command
+/// ended "DONE accepted" on the agent's word alone, one whose test_command is not installed
+/// rejected every DONE until max_iterations, and one whose `- [] item` was no checkbox was done
+/// without it. Each is now said before the first iteration,
 /// with the file, line and fix, by `ralph run` and by `ralph doctor` (exit 1).
 #[test]
 fn a_task_that_cannot_be_checked_is_said_before_the_loop_starts() {
@@ -268,6 +269,12 @@ fn a_task_that_cannot_be_checked_is_said_before_the_loop_starts() {
             4,
             "test_command runs `no-such-test-runner`, which is not on PATH here",
         ),
+        (
+            "task: Tidy up\nmax_iterations: 1",
+            "- [x] tidy\n- [] and document it\n",
+            6,
+            "this line looks like a checkbox but is not one, so ralph does not count it as a criterion. Write it as: - [ ] and document it",
+        ),
     ] {
         let p = Project::with_task(frontmatter, body);
         let run = p.run("echo '<ralph>DONE</ralph>'", &[]);
@@ -278,7 +285,9 @@ fn a_task_that_cannot_be_checked_is_said_before_the_loop_starts() {
         assert!(run.stderr.contains(&at), "{at}\n{}", run.stderr);
         let doctor = p.exec(&["doctor"]);
         doctor.expect_code(1);
-        assert!(doctor.stdout.contains(says), "{}", doctor.stdout);
+        // The doctor gives the fix a line of its own.
+        let what = says.split(". Write it as").next().unwrap();
+        assert!(doctor.stdout.contains(what), "{}", doctor.stdout);
         assert!(doctor.stdout.contains("    fix: "), "{}", doctor.stdout);
     }
 }

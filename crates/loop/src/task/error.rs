@@ -399,6 +399,12 @@ pub enum WarningKind {
         /// Whether `completion_criteria` lists criteria (which go to the agent, unchecked).
         listed_criteria: bool,
     },
+    /// A line of the body that looks like a checkbox but is not one (`-[ ] x`, `- [] x`), so
+    /// it is no criterion.
+    NotACheckbox {
+        /// The line as a checkbox is written.
+        fixed: String,
+    },
     /// `test_command` runs a program that is not on `PATH`: every DONE would be rejected.
     TestCommandNotFound {
         /// The program's name, as written.
@@ -408,17 +414,18 @@ pub enum WarningKind {
 
 impl WarningKind {
     /// What to do about it, in a sentence.
-    pub fn fix(&self) -> &'static str {
+    pub fn fix(&self) -> String {
         match self {
             WarningKind::UnknownKey { .. } | WarningKind::UnknownConfigKey { .. } => {
-                "rename the key, or delete it; until then ralph ignores it"
+                "rename the key, or delete it; until then ralph ignores it".into()
             }
             WarningKind::NothingToCheck { .. } => {
-                "write the criteria as checkboxes below the frontmatter (- [ ] the tests pass), or set a test_command"
+                "write the criteria as checkboxes below the frontmatter (- [ ] the tests pass), or set a test_command".into()
             }
             WarningKind::TestCommandNotFound { .. } => {
-                "install it, or add its directory to PATH, or correct test_command"
+                "install it, or add its directory to PATH, or correct test_command".into()
             }
+            WarningKind::NotACheckbox { fixed } => format!("write it as: {fixed}"),
         }
     }
 }
@@ -427,7 +434,7 @@ impl TaskWarning {
     /// The warning whole, where it is and what to do, as a run prints it; `Display` says only
     /// where and what, for a report that gives [`WarningKind::fix`] a line of its own.
     pub fn with_fix(&self) -> String {
-        match self.kind {
+        match &self.kind {
             // Its message says what is ignored and why; the fix is plain from it.
             WarningKind::UnknownKey { .. } | WarningKind::UnknownConfigKey { .. } => {
                 self.to_string()
@@ -438,6 +445,7 @@ impl TaskWarning {
             WarningKind::TestCommandNotFound { .. } => {
                 format!("{self}. Before the loop can finish, {}", self.kind.fix())
             }
+            WarningKind::NotACheckbox { fixed } => format!("{self}. Write it as: {fixed}"),
         }
     }
 }
@@ -489,6 +497,11 @@ impl fmt::Display for TaskWarning {
                 } else {
                     ""
                 },
+            ),
+            WarningKind::NotACheckbox { .. } => write!(
+                f,
+                "this line looks like a checkbox but is not one, so ralph does not count it as a \
+                 criterion"
             ),
             WarningKind::TestCommandNotFound { program } => write!(
                 f,

@@ -42,6 +42,7 @@ mod frontmatter;
 mod key;
 mod keys;
 mod limits;
+mod near_miss;
 mod wait;
 mod yaml;
 
@@ -252,6 +253,17 @@ impl TaskFile {
                     listed_criteria: !settings.completion_criteria.is_empty(),
                 },
             });
+        let mut criteria_lines: Vec<usize> = criteria.iter().map(|c| c.line).collect();
+        criteria_lines.sort_unstable();
+        let near_misses =
+            near_miss::near_misses(parts.body, parts.body_first_line, &criteria_lines)
+                .into_iter()
+                .map(|(line, fixed)| TaskWarning {
+                    path: path.to_owned(),
+                    line,
+                    column: 1,
+                    kind: WarningKind::NotACheckbox { fixed },
+                });
         let warnings = unknown
             .into_iter()
             .map(|(key, line, column)| TaskWarning {
@@ -263,6 +275,7 @@ impl TaskFile {
                     key,
                 },
             })
+            .chain(near_misses)
             .chain(nothing_to_check)
             .collect();
         Ok(TaskFile {

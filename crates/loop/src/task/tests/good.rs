@@ -412,3 +412,24 @@ fn a_test_command_that_is_not_on_path_is_warned_about_at_its_line() {
         None
     );
 }
+
+/// `- [] item` and `-[ ] item` are no checkboxes to markdown: the loop was done without them,
+/// and nothing said why.
+#[test]
+fn a_line_that_only_looks_like_a_checkbox_is_warned_about_with_its_fix() {
+    let task = parse("---\ntask: x\n---\n- [ ] one\n- [] two\n```\n- [] code\n```\n").unwrap();
+    assert_eq!(task.criteria.len(), 1);
+    let near: Vec<_> = task
+        .warnings
+        .iter()
+        .filter(|w| matches!(w.kind, WarningKind::NotACheckbox { .. }))
+        .collect();
+    assert_eq!(near.len(), 1, "{near:?}");
+    assert_eq!((near[0].line, near[0].column), (5, 1));
+    assert!(
+        near[0].with_fix().ends_with("Write it as: - [ ] two"),
+        "{}",
+        near[0].with_fix()
+    );
+    assert_eq!(near[0].kind.fix(), "write it as: - [ ] two");
+}
