@@ -384,3 +384,46 @@ fn a_file_where_ralph_keeps_its_state_is_named_with_the_fix() {
     }
     assert_eq!(p.read(".ralph"), "my notes\n");
 }
+
+/// A demo stopped with Ctrl-C while its question waited said "the files it made are in DIR:
+/// greeting.txt, NOTES.md", which it had not made, and not how to go on.
+#[test]
+fn a_stopped_demo_says_how_to_go_on_and_the_command_does() {
+    let p = Project::new();
+    let demo_dir = p.path("demo");
+    let mut cmd = p.ralph();
+    cmd.args(["demo", "--no-tui", "--question-timeout", "60s", "--dir"])
+        .arg(&demo_dir);
+    let child = spawn(cmd);
+    wait_until(Duration::from_secs(30), "the demo's question", || {
+        std::fs::read_to_string(demo_dir.join(".ralph/state.json"))
+            .ok()
+            .filter(|s| s.contains("\"waiting_input\""))
+    });
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let stopped = Run::finish(child, Duration::from_secs(30));
+    stopped.expect_code(130);
+    assert!(
+        !stopped.stdout.contains("greeting.txt, NOTES.md"),
+        "{}",
+        stopped.stdout
+    );
+    let go_on = quoted_after(&stopped.stdout, "stopped before it was done");
+    let elsewhere = p.path("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let resumed = pasted(
+        &p,
+        &elsewhere,
+        &format!("{go_on} --no-tui --question-timeout 0"),
+    );
+    resumed.expect_code(0);
+    assert!(
+        resumed.stdout.contains("DONE accepted"),
+        "{}",
+        resumed.stdout
+    );
+}

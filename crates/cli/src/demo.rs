@@ -80,10 +80,19 @@ pub fn run(args: &DemoArgs) -> CmdResult {
         sent_back: None,
     };
     let code = cmd_run::run_loop(cfg, None, cmd_run::wants_tui(args.no_tui))?;
-    outln!(
-        "\nralph demo: the files it made are in {quoted}: greeting.txt, NOTES.md, and .ralph/ (progress, clarifications, events, logs).\nTry `{} status -C {quoted}` too.",
-        crate::program()
-    );
+    if code == 0 {
+        outln!(
+            "\nralph demo: the files it made are in {quoted}: greeting.txt, NOTES.md, and .ralph/ (progress, clarifications, events, logs).\nTry `{} status -C {quoted}` too.",
+            crate::program()
+        );
+    } else {
+        // Stopped (Ctrl-C) or cut short: it made what it got to, and can go on.
+        outln!(
+            "\nralph demo: stopped before it was done; what it made so far is in {quoted}.\n`{}` goes on from there (a question it asked is asked again); `{} status -C {quoted}` shows where it is.",
+            crate::run_command(&dir),
+            crate::program()
+        );
+    }
     Ok(code)
 }
 
