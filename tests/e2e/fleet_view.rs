@@ -108,14 +108,10 @@ fn enter_on_a_waiting_loop_answers_it_and_its_row_moves_down() {
     assert_stty_sane(&alpha);
 }
 
-/// `kill` (or a closed ssh session's SIGHUP) used to end the view in raw mode on the
-/// alternate screen: the shell behind it then echoed nothing and ignored Enter.
-#[test]
-fn a_terminal_view_sent_sigterm_closes_as_on_q_and_gives_the_terminal_back() {
-    let alpha = Project::new();
-    let _a = waiting_loop(&alpha, "Alpha cache");
-
-    let tmux = Tmux::start(&alpha);
+/// `ralph status --all --watch` in tmux (80x24) beside `alpha`'s waiting loop, once it shows
+/// the loop; the view's pid. The shell prints the view's exit code after it.
+fn watching_in_tmux(alpha: &Project) -> (Tmux, String) {
+    let tmux = Tmux::start(alpha);
     tmux.cmd(&["resize-window", "-t", "0", "-x", "80", "-y", "24"]);
     alpha.write(
         "watch.sh",
@@ -128,6 +124,16 @@ fn a_terminal_view_sent_sigterm_closes_as_on_q_and_gives_the_terminal_back() {
     tmux.key("Enter");
     tmux.wait_for("1 needs you", Duration::from_secs(30));
     let pid = alpha.read("view.pid").trim().to_owned();
+    (tmux, pid)
+}
+
+/// `kill` (or a closed ssh session's SIGHUP) used to end the view in raw mode on the
+/// alternate screen: the shell behind it then echoed nothing and ignored Enter.
+#[test]
+fn a_terminal_view_sent_sigterm_closes_as_on_q_and_gives_the_terminal_back() {
+    let alpha = Project::new();
+    let _a = waiting_loop(&alpha, "Alpha cache");
+    let (tmux, pid) = watching_in_tmux(&alpha);
     let killed = std::process::Command::new("kill")
         .args(["-TERM", &pid])
         .status()
@@ -135,6 +141,36 @@ fn a_terminal_view_sent_sigterm_closes_as_on_q_and_gives_the_terminal_back() {
     assert!(killed.success());
     tmux.wait_for("view exited: 0", Duration::from_secs(10));
     // The loop goes on, as after `q`.
+    assert_eq!(alpha.state()["status"], "waiting_input");
+    tmux.assert_sane();
+    assert_stty_sane(&alpha);
+}
+
+/// Sends SIGTERM, SIGINT and SIGHUP to `pid` one right after the other, from one shell, so
+/// the second and third arrive while the first is still being acted on.
+pub(super) fn three_signals_at_once(pid: &str) {
+    let sent = std::process::Command::new("sh")
+        .args(["-c", "kill -TERM $0; kill -INT $0; kill -HUP $0", pid])
+        .status()
+        .expect("sh runs");
+    assert!(sent.success());
+}
+
+/// Regression: a second signal arriving while the terminal view was closing on the first
+/// (a double Ctrl-C, a `kill` next to a closing ssh session) ended the process at once, in
+/// raw mode with the cursor hidden: the shell behind it then echoed nothing.
+#[test]
+fn signals_in_a_burst_leave_the_terminal_view_with_the_terminal_given_back() {
+    let alpha = Project::new();
+    let _a = waiting_loop(&alpha, "Alpha cache");
+    let (tmux, pid) = watching_in_tmux(&alpha);
+    three_signals_at_once(&pid);
+    let screen = tmux.wait_for("view exited: ", Duration::from_secs(10));
+    // The first closes the view as `q` does (0); a second one leaves at once (130).
+    assert!(
+        screen.contains("view exited: 0") || screen.contains("view exited: 130"),
+        "{screen}"
+    );
     assert_eq!(alpha.state()["status"], "waiting_input");
     tmux.assert_sane();
     assert_stty_sane(&alpha);

@@ -10,7 +10,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::mpsc::{self, Sender};
 use std::time::{Instant, SystemTime};
 
@@ -85,9 +85,17 @@ pub fn show(opts: ShowOptions) -> io::Result<()> {
     ralph_ui::run_fleet_tui(&mut host, changes)
 }
 
+/// The pager `d` runs (its pid), while it runs; 0 otherwise.
+static PAGER: AtomicU32 = AtomicU32::new(0);
+
 /// Sets `left` and wakes the view (`wake`) on the first SIGINT, SIGTERM or SIGHUP, saying so
-/// on stderr when `say` (a terminal view says nothing over its screen); exits with 130 on the
-/// next. The handlers are in place when this returns.
+/// on stderr when `say` (a terminal view says nothing over its screen); leaves at once with
+/// 130 on the next, the terminal given back ([`ralph_ui::leave_fleet_now`]). The handlers are
+/// in place when this returns.
+///
+/// While the pager runs, a SIGINT is the Ctrl-C typed for the pager (it shares the
+/// terminal's foreground group), not for the view; a SIGTERM or SIGHUP ends the pager too, as
+/// the view cannot close before the pager has given the terminal back.
 fn leave_on_signal(left: Arc<AtomicBool>, wake: Sender<()>, say: bool) -> io::Result<()> {
     use tokio::signal::unix::{SignalKind, signal};
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -106,13 +114,20 @@ fn leave_on_signal(left: Arc<AtomicBool>, wake: Sender<()>, say: bool) -> io::Re
         .spawn(move || {
             rt.block_on(async move {
                 loop {
-                    tokio::select! {
-                        _ = int.recv() => {}
-                        _ = term.recv() => {}
-                        _ = hup.recv() => {}
+                    let typed = tokio::select! {
+                        _ = int.recv() => true,
+                        _ = term.recv() => false,
+                        _ = hup.recv() => false,
+                    };
+                    if PAGER.load(Ordering::Acquire) != 0 {
+                        if typed {
+                            continue;
+                        }
+                        end_pager();
                     }
                     if left.swap(true, Ordering::AcqRel) {
-                        std::process::exit(130);
+                        end_pager();
+                        ralph_ui::leave_fleet_now(130);
                     }
                     if say {
                         eprintln!(
@@ -124,6 +139,24 @@ fn leave_on_signal(left: Arc<AtomicBool>, wake: Sender<()>, say: bool) -> io::Re
             });
         })?;
     Ok(())
+}
+
+/// Ends the pager `d` runs, if it runs, and waits (a moment at most) until it has ended and
+/// so given the terminal back.
+fn end_pager() {
+    let pid = PAGER.load(Ordering::Acquire);
+    let Ok(pid) = i32::try_from(pid) else { return };
+    if pid == 0 {
+        return;
+    }
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGTERM,
+    );
+    let until = Instant::now() + std::time::Duration::from_secs(2);
+    while PAGER.load(Ordering::Acquire) != 0 && Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
 }
 
 struct Host {
@@ -412,10 +445,13 @@ fn show_diff(root: &Path) -> io::Result<Option<String>> {
         )
         .stdin(Stdio::piped())
         .spawn()?;
+    PAGER.store(child.id(), Ordering::Release);
     if let Some(mut stdin) = child.stdin.take() {
         // A pager quit before the end closes its stdin: not an error.
         let _ = stdin.write_all(&patch);
     }
-    child.wait()?;
+    let waited = child.wait();
+    PAGER.store(0, Ordering::Release);
+    waited?;
     Ok(None)
 }

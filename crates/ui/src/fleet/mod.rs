@@ -32,7 +32,7 @@ mod terminal;
 mod view;
 
 pub use ralph_fleet::rows::state_words;
-pub use terminal::{FleetHost, TICK, run_fleet_plain, run_fleet_tui};
+pub use terminal::{FleetHost, TICK, leave_fleet_now, run_fleet_plain, run_fleet_tui};
 pub use view::row_line;
 
 /// What the owner of the view should do after a key.
