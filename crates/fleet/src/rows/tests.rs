@@ -212,3 +212,29 @@ fn a_worktree_loop_shows_its_landing_state_and_its_diff_against_its_base() {
     );
     assert_eq!(row.diff.unwrap().to_string(), "+2 -0");
 }
+
+/// `read` (what the broker's dashboard and bot show of each loop) gives the collector's row
+/// without what costs a process or a log: the same state, task, signal and question, no diff,
+/// last line or criteria.
+#[test]
+fn read_gives_the_collected_row_without_diff_last_line_or_criteria() {
+    let (a, ws, mut st) = a_loop("Alpha\u{1b}[2J task", Status::Running);
+    let _lock = ws.lock().unwrap();
+    st.last_signal = Some("QUESTION\u{202e}".into());
+    ask(&ws, &mut st, "Redis or Memcached?");
+    let collected = collect(Some(&[a.path().into()]), said()).remove(0);
+    let row = read(&Workspace::new(std::fs::canonicalize(a.path()).unwrap())).unwrap();
+    assert_eq!(row.state, RowState::NeedsYou);
+    assert_eq!(row.last_signal.as_deref(), Some("QUESTION"));
+    assert_eq!(row.question.as_deref(), Some("Redis or Memcached?"));
+    assert_eq!(
+        (row.diff, &row.last_line, row.criteria_done),
+        (None, &None, None)
+    );
+    let mut expected = collected;
+    (expected.diff, expected.last_line) = (None, None);
+    (expected.criteria_done, expected.criteria_total) = (None, None);
+    expected.elapsed_seconds = row.elapsed_seconds;
+    assert_eq!(row, expected);
+    assert!(read(&Workspace::new(tempfile::tempdir().unwrap().path())).is_none());
+}
