@@ -225,6 +225,17 @@ fn log_lists_each_iteration_with_its_signal_lines_and_checkpoint() {
     assert_eq!(its[2]["checkpoint"], r.checkpoints()[2].1.as_str());
 }
 
+/// The command an undo prints to undo itself.
+fn undo_of_undo(undo: &Run) -> String {
+    undo.stdout
+        .lines()
+        .find_map(|l| {
+            l.split_once("To undo this undo: ")
+                .map(|(_, c)| c.to_owned())
+        })
+        .expect("the undo says how to undo it")
+}
+
 /// Regression: `ralph log` printed its files column unpadded (a JSON value's `Display` takes
 /// no width), so the figures stood under the wrong headings; and its hint (`ralph diff N`, as
 /// `ralph undo`'s "To undo this undo") named no project, so asked with `-C` about a worktree
@@ -272,15 +283,7 @@ fn log_s_columns_line_up_and_its_hints_work_as_written_from_elsewhere() {
     let undo = run(&hint.split('`').nth(3).unwrap().replace(" N", " 1"));
     undo.expect_code(0);
     assert_eq!(r.p.read("a.txt"), "one\n");
-    let again = undo
-        .stdout
-        .lines()
-        .find_map(|l| {
-            l.split_once("To undo this undo: ")
-                .map(|(_, c)| c.to_owned())
-        })
-        .expect("the undo says how to undo it");
-    run(&again).expect_code(0);
+    run(&undo_of_undo(&undo)).expect_code(0);
     assert_eq!(r.p.read("a.txt"), "two\n");
 }
 
@@ -316,14 +319,7 @@ fn undo_goes_back_names_the_files_leaves_ignored_ones_and_can_itself_be_undone()
     assert!(undo.stdout.contains("removed  c.txt"), "{}", undo.stdout);
     assert!(!undo.stdout.contains("build/"), "{}", undo.stdout);
     // The undo says how to undo it; doing so brings iteration 3's work back.
-    let hint = undo
-        .stdout
-        .lines()
-        .find_map(|l| {
-            l.split_once("To undo this undo: ")
-                .map(|(_, c)| c.to_owned())
-        })
-        .expect("the undo says how to undo it");
+    let hint = undo_of_undo(&undo);
     let sha = hint.rsplit(' ').next().unwrap();
     r.exec(&["undo", sha]).expect_code(0);
     assert_eq!(r.p.read("a.txt"), "two\n");
