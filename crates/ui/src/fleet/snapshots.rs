@@ -238,3 +238,56 @@ fn the_question_opens_in_the_run_panel_and_its_answer_goes_to_its_loop() {
     view.set_rows(rows, now);
     assert!(!view.question_open());
 }
+
+/// Regression: below 80 columns the figures kept their places and the task was squeezed to
+/// "Add a s…" while the headings ran off the edge ("COS"), and the keys line was cut before
+/// `q quit`. Now the figures that matter least go first (cost, diff, criteria, time), the task
+/// keeps room to be read, and the keys that matter least go before `q quit` does.
+#[test]
+fn narrow_terminals_drop_figures_before_the_task_and_keep_q_quit() {
+    let now = Instant::now();
+    let mut view = FleetView::new(Theme::monochrome());
+    view.set_rows(fleet(), now);
+    for (width, name) in [
+        (60, "fleet_60x12"),
+        (50, "fleet_50x12"),
+        (40, "fleet_40x12"),
+    ] {
+        let screen = draw(&view, width, 12, now);
+        insta::assert_snapshot!(name, screen);
+        let lines: Vec<&str> = screen.lines().collect();
+        // The headings are whole words, each over its column.
+        let headings = lines[1];
+        assert!(
+            headings
+                .split_whitespace()
+                .all(|h| ["STATE", "TASK", "ITER", "TIME", "COST", "CRIT", "DIFF"].contains(&h)),
+            "{width}: {headings}"
+        );
+        assert!(
+            screen.contains("Fix the login redirect"),
+            "{width}: the task is cut to nothing:\n{screen}"
+        );
+        let keys = lines.last().unwrap();
+        assert!(keys.ends_with("q quit"), "{width}: {keys}");
+        assert!(!keys.contains('…'), "{width}: {keys}");
+    }
+    // With a question open, the key of its own is whole too.
+    view.open_question(
+        &PathBuf::from("/work/fix-login"),
+        &PendingQuestion::new(
+            QuestionId::new(),
+            &Question::plain("Keep the query string?"),
+            SystemTime::now(),
+            None,
+            3,
+            RaisedBy::Signal,
+        ),
+        now,
+        SystemTime::now(),
+    );
+    let screen = draw(&view, 40, 16, now);
+    let keys = screen.lines().last().unwrap();
+    assert!(!keys.contains('…'), "{keys}");
+    assert!(keys.contains("Ctrl+C"), "{keys}");
+}
