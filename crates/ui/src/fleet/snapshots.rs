@@ -291,3 +291,21 @@ fn narrow_terminals_drop_figures_before_the_task_and_keep_q_quit() {
     assert!(!keys.contains('…'), "{keys}");
     assert!(keys.contains("Ctrl+C"), "{keys}");
 }
+
+/// Regression: a note was cut at the width, so "Landing docs (output: /…/fleet-view/do" hid
+/// the path of the log it pointed to. It wraps now.
+#[test]
+fn a_long_note_wraps_so_the_log_path_it_names_is_whole() {
+    let now = Instant::now();
+    let mut view = FleetView::new(Theme::monochrome());
+    view.set_rows(fleet(), now);
+    let path = "/home/someone/.local/state/ralph/fleet-view/write-the-api-docs-land.log";
+    view.set_note(format!("Landing write-the-api-docs (output: {path})."));
+    let screen = draw(&view, 80, 24, now);
+    let joined: String = screen.lines().map(str::trim).collect::<Vec<_>>().join(" ");
+    assert!(joined.contains(path), "{screen}");
+    assert!(
+        screen.lines().last().unwrap().ends_with("q quit"),
+        "{screen}"
+    );
+}

@@ -18,6 +18,7 @@ use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 use super::FleetView;
 use crate::countdown_view::format_span;
+use crate::wrap::{Para, wrap};
 
 /// The keys, at the foot of the view, in order, each with its rank: on a narrow terminal the
 /// highest ranks are left out first, and `q quit` never.
@@ -36,6 +37,8 @@ const PANEL_KEYS: [&str; 2] = [
     "Ctrl+C back to the list (the question keeps waiting)",
     "Ctrl+C back to the list",
 ];
+/// The most lines a note under the rows takes.
+const NOTE_LINES: usize = 3;
 /// The fewest columns the task keeps before the figures start going.
 const TASK_MIN: usize = 20;
 
@@ -329,8 +332,14 @@ impl FleetView {
             .unwrap_or(0)
             .clamp(9, 24);
         let mut lines: Vec<Line<'static>> = vec![self.header()];
-        let foot = match &self.note {
-            Some(n) => vec![Line::styled(n.clone(), self.theme.warning)],
+        // Wrapped, not cut: a note may end with the path of a log to read.
+        let foot: Vec<Line<'static>> = match &self.note {
+            Some(n) => {
+                let para = Para::text(vec![Span::styled(n.clone(), self.theme.warning)]);
+                let mut lines = wrap(&[para], area.width);
+                lines.truncate(NOTE_LINES);
+                lines
+            }
             None => Vec::new(),
         };
         let keys = match self.open.is_some() {
