@@ -395,8 +395,12 @@ fn prune(dir: &Path) -> CmdResult {
         .ok_or_else(|| Failure::usage(anyhow!("{} is not in a git repository", root.display())))?;
     // Inside a loop's worktree, its repository is the user's checkout it came from.
     let top = LoopInfo::load(&root.join(".ralph")).map_or(top, |i| i.repo);
-    let program = crate::program();
-    let hint = |info: &LoopInfo| format!("`{program} land {}` lands it", slug_of(info));
+    let hint = |info: &LoopInfo| {
+        format!(
+            "`{}` lands it",
+            crate::cmd_worktree::loop_command(info, "land")
+        )
+    };
     let pruned = prune::prune(&data_dir()?, &state_dir()?, &top, &hint);
     if pruned.is_empty() {
         outln!("No loop has a worktree for {}.", top.display());

@@ -114,8 +114,8 @@ pub fn land_loop(mut info: LoopInfo, pr: bool) -> CmdResult {
                     .map_err(Failure::failed)?;
                 outln!("{name}: {reason}.");
                 outln!(
-                    "Its worktree can go: {} worktree remove {name}",
-                    crate::program()
+                    "Its worktree can go: {}",
+                    cmd_worktree::loop_command(&info, "worktree remove")
                 );
                 return Ok(0);
             }
@@ -127,6 +127,10 @@ pub fn land_loop(mut info: LoopInfo, pr: bool) -> CmdResult {
                 info.set_land(ws.dir(), LandState::NeedsLand, Some(reason.clone()))
                     .map_err(Failure::failed)?;
                 outln!("{name}: needs-land: {reason}");
+                outln!(
+                    "Then `{}` records it as landed.",
+                    cmd_worktree::loop_command(&info, "land")
+                );
                 return Ok(1);
             }
             Landing::Conflict { files, hunks, onto } => (
