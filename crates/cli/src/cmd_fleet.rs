@@ -241,7 +241,7 @@ fn start(args: &FleetArgs) -> CmdResult {
         .map_err(|e| Failure::failed(anyhow!("the fleet could not start a loop: {e}")))?;
     shown.map_err(|e| Failure::failed(anyhow!("the fleet's view failed: {e}")))?;
     let outcomes = scheduler.outcomes();
-    summary(&outcomes, &args.tasks);
+    summary(&outcomes, args);
     Ok(schedule::exit_code(&outcomes))
 }
 
@@ -323,7 +323,7 @@ fn warn_of_rotating_logins(presets: &BTreeSet<String>) {
 }
 
 /// One line per loop, then what to do next.
-fn summary(outcomes: &[MemberOutcome], tasks: &[PathBuf]) {
+fn summary(outcomes: &[MemberOutcome], args: &FleetArgs) {
     let width = outcomes
         .iter()
         .map(|o| name(&o.member).len())
@@ -366,15 +366,38 @@ fn summary(outcomes: &[MemberOutcome], tasks: &[PathBuf]) {
         );
     }
     if outcomes.iter().any(|o| o.phase == Phase::Running) {
-        let files: Vec<String> = tasks
-            .iter()
-            .map(|t| shell_quote(&t.display().to_string()))
-            .collect();
         outln!(
             "Loops still run: `{program} fleet {}` attaches to them again.",
-            files.join(" ")
+            again(args)
         );
     }
+}
+
+/// The arguments of a `ralph fleet` that takes up this fleet again: the same task files (which
+/// name the fleet) and the same flags, so the tasks it still starts start as these would have.
+fn again(args: &FleetArgs) -> String {
+    let mut words: Vec<std::ffi::OsString> = args.tasks.iter().map(Into::into).collect();
+    if args.jobs != 4 {
+        words.extend(["-j".into(), args.jobs.to_string().into()]);
+    }
+    if let Some(land) = args
+        .land
+        .and_then(|l| clap::ValueEnum::to_possible_value(&l))
+    {
+        words.extend(["--land".into(), land.get_name().into()]);
+    }
+    if let Some(cap) = args.max_cost_usd {
+        words.extend(["--max-cost-usd".into(), cap.to_string().into()]);
+    }
+    if args.no_tui {
+        words.push("--no-tui".into());
+    }
+    words.extend(run_args(args));
+    let words: Vec<String> = words
+        .iter()
+        .map(|w| shell_quote(&w.to_string_lossy()))
+        .collect();
+    words.join(" ")
 }
 
 fn name(m: &Member) -> String {
