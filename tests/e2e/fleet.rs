@@ -436,6 +436,15 @@ fn ctrl_c_leaves_a_plain_fleet_with_its_summary_and_exit_130_while_its_loops_go_
         "{}",
         run.stdout
     );
+    // While it was queued, its row said why it had not started.
+    assert!(
+        run.stdout
+            .lines()
+            .any(|l| l.contains("queued · Ask about three")
+                && l.contains("why: waits for a place: 2 loops run at a time (-j 2)")),
+        "{}",
+        run.stdout
+    );
     // The same task files and the same flags: run as printed, the task not started yet starts
     // two at a time, as this fleet would have started it.
     let again = format!("fleet {} -j 2 --no-tui`", tasks.join(" "));

@@ -218,6 +218,7 @@ fn start(args: &FleetArgs) -> CmdResult {
     };
     let view = View {
         plain: args.no_tui || !std::io::stdout().is_terminal(),
+        jobs: args.jobs,
         only: roots,
         queued: {
             Box::new(move || {
@@ -260,6 +261,8 @@ fn run_args(args: &FleetArgs) -> Vec<std::ffi::OsString> {
 struct View {
     /// One line per change instead of the terminal view.
     plain: bool,
+    /// How many loops run at once (`-j`), for what a queued row says.
+    jobs: u16,
     /// The worktrees of the fleet's loops.
     only: Vec<PathBuf>,
     /// The tasks with no loop to show: still waiting for a place (`started` false: the view's
@@ -277,6 +280,7 @@ fn show(view: View) -> std::io::Result<()> {
     use ralph_fleet::rows::{LoopRow, RowState};
     let View {
         plain,
+        jobs,
         only,
         queued,
         finished,
@@ -300,12 +304,20 @@ fn show(view: View) -> std::io::Result<()> {
                     };
                     let mut row = LoopRow::bare(m.worktree, &m.task, state);
                     row.task_file = Some(m.task_file);
-                    row.reason = failed;
+                    row.reason = failed.or_else(|| Some(waits_for_a_place(jobs)));
                     row
                 })
                 .collect()
         }),
     })
+}
+
+/// Why a queued task has not started: the places it waits for.
+fn waits_for_a_place(jobs: u16) -> String {
+    let loops = if jobs == 1 { "loop runs" } else { "loops run" };
+    format!(
+        "waits for a place: {jobs} {loops} at a time (-j {jobs}), and a loop waiting for your answer keeps its place"
+    )
 }
 
 /// Says, once per agent, when an agent preset the fleet runs signs in with a login that many
