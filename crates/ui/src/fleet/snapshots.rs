@@ -309,3 +309,33 @@ fn a_long_note_wraps_so_the_log_path_it_names_is_whole() {
         "{screen}"
     );
 }
+
+/// Regression: with more loops than the terminal's height holds, the view scrolled with the
+/// selection and nothing said rows were out of view (a waiting loop scrolled off looked gone).
+#[test]
+fn a_short_terminal_says_which_rows_are_shown() {
+    let now = Instant::now();
+    let mut view = FleetView::new(Theme::monochrome());
+    view.set_rows(fleet(), now);
+    let screen = draw(&view, 80, 10, now);
+    insta::assert_snapshot!("fleet_80x10_top", screen);
+    assert!(
+        screen.starts_with("ralph fleet · 2 need you · 5 loops · 1-3 shown"),
+        "{screen}"
+    );
+    view.handle_key(key(KeyCode::End), now);
+    let screen = draw(&view, 80, 10, now);
+    assert!(
+        screen
+            .lines()
+            .next()
+            .unwrap()
+            .ends_with("5 loops · 3-5 shown"),
+        "{screen}"
+    );
+    let screen = draw(&view, 80, 24, now);
+    assert!(
+        screen.lines().next().unwrap().ends_with("5 loops"),
+        "{screen}"
+    );
+}

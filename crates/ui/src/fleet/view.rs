@@ -301,8 +301,9 @@ impl FleetView {
         Line::styled(s, self.theme.dim)
     }
 
-    /// The rows that fit in `height` lines (two each), scrolled to keep the selection in view.
-    fn visible(&self, height: usize) -> &[LoopRow] {
+    /// The rows that fit in `height` lines (two each), scrolled to keep the selection in view;
+    /// the index of the first.
+    fn visible(&self, height: usize) -> (usize, &[LoopRow]) {
         let fit = (height / 2).max(1);
         let at = self
             .selected
@@ -313,7 +314,7 @@ impl FleetView {
             .saturating_sub(fit - 1)
             .min(self.rows.len().saturating_sub(fit));
         let end = (start + fit).min(self.rows.len());
-        &self.rows[start..end]
+        (start, &self.rows[start..end])
     }
 
     /// Draws the view into `area` as it looks at `now`.
@@ -382,7 +383,15 @@ impl FleetView {
             lines.push(self.headings(width, state_w));
         }
         let room = usize::from(area.height).saturating_sub(lines.len() + foot.len() + 1);
-        for row in self.visible(room) {
+        let (first, shown) = self.visible(room);
+        if shown.len() < self.rows.len() {
+            // Some rows are out of view: say which are in it, so none is taken for gone.
+            lines[0].spans.push(Span::styled(
+                format!(" · {}-{} shown", first + 1, first + shown.len()),
+                self.theme.dim,
+            ));
+        }
+        for row in shown {
             lines.extend(self.row_lines(row, width, state_w));
         }
         for l in lines.iter().chain(&foot) {
