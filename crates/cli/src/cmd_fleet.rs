@@ -226,7 +226,7 @@ fn start(args: &FleetArgs) -> CmdResult {
                     .map(|f| {
                         f.members
                             .into_iter()
-                            .filter(|m| !m.started || m.failed_to_start.is_some())
+                            .filter(|m| !m.started || m.failed_to_start.is_some() || starting(m))
                             .collect()
                     })
                     .unwrap_or_default()
@@ -297,14 +297,14 @@ fn show(view: View) -> std::io::Result<()> {
                 .into_iter()
                 .map(|m| {
                     let failed = m.failed_to_start.clone();
-                    let state = if failed.is_some() {
-                        RowState::Failed
-                    } else {
-                        RowState::Queued
+                    let (state, reason) = match failed {
+                        Some(why) => (RowState::Failed, why),
+                        None if m.started => (RowState::Running, "starting its loop".into()),
+                        None => (RowState::Queued, waits_for_a_place(jobs)),
                     };
                     let mut row = LoopRow::bare(m.worktree, &m.task, state);
                     row.task_file = Some(m.task_file);
-                    row.reason = failed.or_else(|| Some(waits_for_a_place(jobs)));
+                    row.reason = Some(reason);
                     row
                 })
                 .collect()
@@ -314,10 +314,16 @@ fn show(view: View) -> std::io::Result<()> {
 
 /// Why a queued task has not started: the places it waits for.
 fn waits_for_a_place(jobs: u16) -> String {
-    let loops = if jobs == 1 { "loop runs" } else { "loops run" };
+    let places = if jobs == 1 { "place is" } else { "places is" };
     format!(
-        "waits for a place: {jobs} {loops} at a time (-j {jobs}), and a loop waiting for your answer keeps its place"
+        "starts once one of the fleet's {jobs} {places} free (-j {jobs}); a loop waiting for your answer keeps its place"
     )
+}
+
+/// Whether `m`'s `ralph run` was started but has not yet written its loop's state: between the
+/// two its worktree alone would read as a loop never started.
+fn starting(m: &Member) -> bool {
+    m.started && !m.worktree.join(".ralph/state.json").exists()
 }
 
 /// Says, once per agent, when an agent preset the fleet runs signs in with a login that many

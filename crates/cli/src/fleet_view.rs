@@ -224,8 +224,13 @@ impl Host {
 
 impl FleetHost for Host {
     fn rows(&mut self, now: Instant) -> Vec<LoopRow> {
+        // The caller's own row of a loop says more than its files yet do (a task queued to
+        // resume in the worktree it left, a run that is starting): it takes the loop's place.
+        // Asked first, so a loop's files read after it are never older than what it says.
+        let extra = (self.extra)();
         let mut rows = self.collector.collect(self.only.as_deref(), now);
-        rows.extend((self.extra)());
+        rows.retain(|r| !extra.iter().any(|e| same_dir(&e.root, &r.root)));
+        rows.extend(extra);
         sort(&mut rows);
         for row in &rows {
             self.watch(&row.root.join(".ralph"));
@@ -294,6 +299,11 @@ impl FleetHost for Host {
     fn finished(&mut self) -> bool {
         (self.finished)()
     }
+}
+
+/// Whether `a` and `b` name the same directory.
+fn same_dir(a: &Path, b: &Path) -> bool {
+    a == b || std::fs::canonicalize(a).is_ok_and(|a| std::fs::canonicalize(b).is_ok_and(|b| a == b))
 }
 
 /// A loop's name: the last part of its root.
