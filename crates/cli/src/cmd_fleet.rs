@@ -158,6 +158,10 @@ fn start(args: &FleetArgs) -> CmdResult {
         max_cost_usd: args.max_cost_usd,
         pid: std::process::id(),
         members,
+        run_args: run_args(args)
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
     };
     warn_of_rotating_logins(&presets);
     let program = std::env::current_exe()

@@ -347,35 +347,13 @@ fn request(root: &Path, req: &Request, done: &str) -> String {
     }
 }
 
-/// Runs the loop in `root` again, detached, with the agent its last run had; what happened,
-/// in words (a run that refuses to start says why at once).
+/// Runs the loop in `root` again, detached, as its last run was started: a fleet's loop with
+/// its fleet's flags, any other with the agent its last run had; what happened, in words (a
+/// run that refuses to start says why at once).
 fn retry(root: &Path) -> String {
-    use ralph_protocol::{AgentChoice, State};
-    let mut args: Vec<OsString> = vec!["run".into(), "-C".into(), root.into(), "--no-tui".into()];
-    if let Some(task) = LoopInfo::load(&root.join(".ralph")).and_then(|i| i.task_file) {
-        args.extend(["--worktree".into(), "--task".into(), task.into()]);
-    }
-    match State::load(&Workspace::new(root))
-        .ok()
-        .flatten()
-        .and_then(|s| s.agent_choice)
-    {
-        Some(AgentChoice::Preset { name }) => args.extend(["--agent".into(), name.into()]),
-        Some(AgentChoice::Command {
-            command,
-            format,
-            resume_command,
-        }) => {
-            args.extend(["--agent-cmd".into(), command.into()]);
-            if let Some(f) = format {
-                args.extend(["--agent-format".into(), f.into()]);
-            }
-            if let Some(r) = resume_command {
-                args.extend(["--agent-resume-cmd".into(), r.into()]);
-            }
-        }
-        None => {}
-    }
+    let fleets = ralph_protocol::user_dir(ralph_protocol::UserDir::State)
+        .map(|s| ralph_fleet::fleet_file::fleets_dir(&s));
+    let args = retry_args(root, fleets.as_deref());
     let (log, mut child) = match spawn_detached(root, "run", &args) {
         Ok(started) => started,
         Err(e) => return format!("Could not start `ralph run` in {}: {e}", name(root)),
@@ -401,6 +379,46 @@ fn retry(root: &Path) -> String {
     // Reaped when it ends, so no zombie stays while the view runs.
     std::thread::spawn(move || child.wait());
     format!("Running {} again (output: {}).", name(root), log.display())
+}
+
+/// The arguments of the `ralph run` that runs the loop in `root` again: in its worktree with
+/// its task file for a worktree loop; with the flags of the fleet (on record in `fleets`) it
+/// belongs to (`--no-sandbox` too), else with the agent its last run had.
+fn retry_args(root: &Path, fleets: Option<&Path>) -> Vec<OsString> {
+    use ralph_protocol::{AgentChoice, State};
+    let mut args: Vec<OsString> = vec!["run".into(), "-C".into(), root.into(), "--no-tui".into()];
+    if let Some(task) = LoopInfo::load(&root.join(".ralph")).and_then(|i| i.task_file) {
+        args.extend(["--worktree".into(), "--task".into(), task.into()]);
+    }
+    // A fleet with no flags of its own (or on record before they were kept): as any loop.
+    if let Some(fleet) = fleets.and_then(|dir| ralph_fleet::fleet_file::of_worktree(dir, root))
+        && !fleet.run_args.is_empty()
+    {
+        args.extend(fleet.run_args.into_iter().map(OsString::from));
+        return args;
+    }
+    match State::load(&Workspace::new(root))
+        .ok()
+        .flatten()
+        .and_then(|s| s.agent_choice)
+    {
+        Some(AgentChoice::Preset { name }) => args.extend(["--agent".into(), name.into()]),
+        Some(AgentChoice::Command {
+            command,
+            format,
+            resume_command,
+        }) => {
+            args.extend(["--agent-cmd".into(), command.into()]);
+            if let Some(f) = format {
+                args.extend(["--agent-format".into(), f.into()]);
+            }
+            if let Some(r) = resume_command {
+                args.extend(["--agent-resume-cmd".into(), r.into()]);
+            }
+        }
+        None => {}
+    }
+    args
 }
 
 /// Starts `ralph ARGS` for the loop in `root` in a process group of its own, so it outlives
@@ -464,4 +482,48 @@ fn show_diff(root: &Path) -> io::Result<Option<String>> {
     PAGER.store(0, Ordering::Release);
     waited?;
     Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression: `r` ran a fleet's loop again with the agent alone, so a loop its fleet ran
+    /// with `--no-sandbox` (or `--max-iterations`, `--onto`) came back without them, and one
+    /// whose agent the sandbox forbids ended at once.
+    #[test]
+    fn a_fleet_s_loop_runs_again_with_its_fleet_s_flags() {
+        use ralph_fleet::fleet_file::{Fleet, Member};
+        let fleets = tempfile::tempdir().unwrap();
+        let worktree = tempfile::tempdir().unwrap();
+        let member = Member {
+            task_file: "/r/t.md".into(),
+            task_rel: "t.md".into(),
+            repo: "/r".into(),
+            task: "t".into(),
+            worktree: worktree.path().into(),
+            port: None,
+            pid: None,
+            started: true,
+            must_land: false,
+            failed_to_start: None,
+        };
+        let flags = ["--no-sandbox", "--max-iterations", "7"];
+        Fleet {
+            id: "abc".into(),
+            jobs: 1,
+            land: None,
+            max_cost_usd: None,
+            pid: 1,
+            members: vec![member],
+            run_args: flags.iter().map(|f| f.to_string()).collect(),
+        }
+        .save(fleets.path())
+        .unwrap();
+        let args = retry_args(worktree.path(), Some(fleets.path()));
+        assert!(args.ends_with(&flags.map(OsString::from)), "{args:?}");
+        let alone = tempfile::tempdir().unwrap();
+        let args = retry_args(alone.path(), Some(fleets.path()));
+        assert!(!args.contains(&OsString::from("--no-sandbox")), "{args:?}");
+    }
 }
