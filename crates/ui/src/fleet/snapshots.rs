@@ -339,3 +339,21 @@ fn a_short_terminal_says_which_rows_are_shown() {
         "{screen}"
     );
 }
+
+/// Regression: with no loop at all, the line saying how to start one ran past 80 columns and
+/// was cut before "starts one."
+#[test]
+fn with_no_loop_the_view_says_how_to_start_one_whole() {
+    let now = Instant::now();
+    let mut view = FleetView::new(Theme::monochrome());
+    view.set_rows(Vec::new(), now);
+    for width in [80, 40] {
+        let screen = draw(&view, width, 10, now);
+        let joined: String = screen.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            joined.contains("`ralph run` or `ralph fleet TASK.md...` starts one."),
+            "{screen}"
+        );
+    }
+    insta::assert_snapshot!("fleet_empty_40x10", draw(&view, 40, 10, now));
+}

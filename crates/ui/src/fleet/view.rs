@@ -375,10 +375,11 @@ impl FleetView {
         }
         if self.rows.is_empty() {
             lines.push(Line::from(""));
-            lines.push(Line::styled(
+            let empty = Para::text(vec![Span::styled(
                 "No ralph loop on this machine yet: `ralph run` or `ralph fleet TASK.md...` starts one.",
                 self.theme.dim,
-            ));
+            )]);
+            lines.extend(wrap(&[empty], area.width));
         } else {
             lines.push(self.headings(width, state_w));
         }
