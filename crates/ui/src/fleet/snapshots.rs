@@ -136,7 +136,11 @@ fn selection_follows_its_loop_and_enter_opens_only_a_waiting_question() {
         view.handle_key(key(KeyCode::Enter), now),
         FleetAction::Redraw
     );
-    assert!(draw(&view, 80, 24, now).contains("No question waits in add-cache."));
+    let screen = draw(&view, 80, 24, now);
+    assert!(
+        screen.contains("No question waits in add-cache (running); said:"),
+        "{screen}"
+    );
     assert_eq!(
         view.handle_key(key(KeyCode::Char('x')), now),
         FleetAction::Stop("/work/add-cache".into())
@@ -356,4 +360,30 @@ fn with_no_loop_the_view_says_how_to_start_one_whole() {
         );
     }
     insta::assert_snapshot!("fleet_empty_40x10", draw(&view, 40, 10, now));
+}
+
+/// Regression: a row's second line is cut to the width, and a needs-land row's reason ends with
+/// the command that finishes the landing: the view showed no way to read it. Enter on a loop
+/// with no question shows the line whole.
+#[test]
+fn enter_on_a_loop_without_a_question_shows_its_reason_whole() {
+    let now = Instant::now();
+    let mut view = FleetView::new(Theme::monochrome());
+    let command =
+        "git -C /home/someone/src/app merge --ff-only refs/ralph/land/ralph/add-a-session-cache";
+    let mut row = row("add-cache", "Add a session cache", RowState::NeedsLand);
+    row.reason = Some(format!(
+        "combined and tested, but main is checked out in /home/someone/src/app with changes, so ralph does not move it. To finish: {command}"
+    ));
+    view.set_rows(vec![row], now);
+    let before = draw(&view, 80, 24, now);
+    assert!(!before.contains(command), "{before}");
+    view.handle_key(key(KeyCode::Enter), now);
+    let screen = draw(&view, 80, 24, now);
+    let joined: String = screen.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(joined.contains(command), "{screen}");
+    assert!(
+        joined.contains("No question waits in add-cache (needs land); why: combined"),
+        "{screen}"
+    );
 }

@@ -37,8 +37,9 @@ const PANEL_KEYS: [&str; 2] = [
     "Ctrl+C back to the list (the question keeps waiting)",
     "Ctrl+C back to the list",
 ];
-/// The most lines a note under the rows takes.
-const NOTE_LINES: usize = 3;
+/// The most lines a note under the rows takes (a needs-land reason, with the command that
+/// finishes the landing, takes four at 80 columns).
+const NOTE_LINES: usize = 5;
 /// The fewest columns the task keeps before the figures start going.
 const TASK_MIN: usize = 20;
 
@@ -72,6 +73,21 @@ pub fn row_line(row: &LoopRow) -> String {
         parts.push(detail.prefix.to_owned() + &detail.text);
     }
     format!("{}: {}", row.root.display(), parts.join(" · "))
+}
+
+/// What a row's second line says, whole (the line cuts it to the width): for the note `Enter`
+/// shows on a loop with no question waiting.
+pub(super) fn whole_detail(row: &LoopRow) -> String {
+    match detail(row) {
+        Some(d) => format!(
+            "No question waits in {} ({}); {}{}",
+            row.name(),
+            state_words(row),
+            d.prefix,
+            d.text
+        ),
+        None => format!("No question waits in {}.", row.name()),
+    }
 }
 
 /// The second line of a row: what waits on its human, what the agent said, or why it stands.
