@@ -484,6 +484,13 @@ fn read_files(ws: &Workspace) -> Option<Read> {
         && i.land.is_some()
     {
         row.reason = i.reason.as_deref().map(|r| one_line(r, LINE_MAX));
+        // The user ran the command the reason gave: saying to run it again would be stale.
+        if i.land == Some(LandState::NeedsLand) && ralph_git::land::finished_by_hand(i).is_some() {
+            row.reason = Some(format!(
+                "its work is on {} now (the command that finishes the landing ran): `ralph land` (`l` in the fleet view) records it as landed",
+                i.target.as_deref().unwrap_or("its branch")
+            ));
+        }
     }
     Some(Read { row, state, info })
 }
