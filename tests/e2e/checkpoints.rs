@@ -225,6 +225,68 @@ fn log_lists_each_iteration_with_its_signal_lines_and_checkpoint() {
     assert_eq!(its[2]["checkpoint"], r.checkpoints()[2].1.as_str());
 }
 
+/// The command an undo prints to undo itself.
+fn undo_of_undo(undo: &Run) -> String {
+    undo.stdout
+        .lines()
+        .find_map(|l| {
+            l.split_once("To undo this undo: ")
+                .map(|(_, c)| c.to_owned())
+        })
+        .expect("the undo says how to undo it")
+}
+
+/// Regression: `ralph log` printed its files column unpadded (a JSON value's `Display` takes
+/// no width), so the figures stood under the wrong headings; and its hint (`ralph diff N`, as
+/// `ralph undo`'s "To undo this undo") named no project, so asked with `-C` about a worktree
+/// loop, it did not work as written from where the user stood.
+#[test]
+fn log_s_columns_line_up_and_its_hints_work_as_written_from_elsewhere() {
+    let r = three_iterations();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let root = r.p.root().display().to_string();
+    let mut cmd = r.ralph();
+    cmd.args(["log", "-C", &root]).current_dir(elsewhere.path());
+    let log = Run::from_output(cmd.output().unwrap());
+    log.expect_code(0);
+    let lines: Vec<&str> = log.stdout.lines().collect();
+    // Each figure ends where its heading ends.
+    let end_of = |line: &str, word: &str| line.find(word).map(|i| i + word.len());
+    let files_end = end_of(lines[1], "files").unwrap();
+    for row in &lines[2..6] {
+        let before: &str = &row[..files_end];
+        assert!(
+            before.ends_with(|c: char| c.is_ascii_digit()) && row[files_end..].starts_with("  "),
+            "the files figure is not under its heading:\n{}",
+            log.stdout
+        );
+    }
+    // The hint, with N = 2, run through a shell from elsewhere, as a user would paste it.
+    let hint = lines.last().unwrap();
+    let diff = hint.split('`').nth(1).unwrap().replace(" N", " 2");
+    let run = |command: &str| {
+        let mut sh = Command::new("sh");
+        sh.args(["-c", command]).current_dir(elsewhere.path());
+        for (k, v) in r.p.user_env() {
+            sh.env(k, v);
+        }
+        r.env(&mut sh);
+        Run::from_output(sh.output().unwrap())
+    };
+    let shown = run(&diff);
+    shown.expect_code(0);
+    assert!(
+        shown.stdout.contains("-one\n+two"),
+        "{diff}: {}",
+        shown.stdout
+    );
+    let undo = run(&hint.split('`').nth(3).unwrap().replace(" N", " 1"));
+    undo.expect_code(0);
+    assert_eq!(r.p.read("a.txt"), "one\n");
+    run(&undo_of_undo(&undo)).expect_code(0);
+    assert_eq!(r.p.read("a.txt"), "two\n");
+}
+
 #[test]
 fn diff_shows_one_iteration_or_the_whole_run() {
     let r = three_iterations();
@@ -257,14 +319,7 @@ fn undo_goes_back_names_the_files_leaves_ignored_ones_and_can_itself_be_undone()
     assert!(undo.stdout.contains("removed  c.txt"), "{}", undo.stdout);
     assert!(!undo.stdout.contains("build/"), "{}", undo.stdout);
     // The undo says how to undo it; doing so brings iteration 3's work back.
-    let hint = undo
-        .stdout
-        .lines()
-        .find_map(|l| {
-            l.split_once("To undo this undo: ")
-                .map(|(_, c)| c.to_owned())
-        })
-        .expect("the undo says how to undo it");
+    let hint = undo_of_undo(&undo);
     let sha = hint.rsplit(' ').next().unwrap();
     r.exec(&["undo", sha]).expect_code(0);
     assert_eq!(r.p.read("a.txt"), "two\n");

@@ -436,7 +436,28 @@ fn ctrl_c_leaves_a_plain_fleet_with_its_summary_and_exit_130_while_its_loops_go_
         "{}",
         run.stdout
     );
-    let again = format!("fleet {}", tasks.join(" "));
+    // While it was queued, its row said why it had not started.
+    assert!(
+        run.stdout
+            .lines()
+            .any(|l| l.contains("queued · Ask about three")
+                && l.contains("why: starts once one of the fleet's 2 places is free (-j 2)")),
+        "{}",
+        run.stdout
+    );
+    // Regression: between its start and its loop's first state, a loop's row read "stopped ·
+    // why: not started", without its task.
+    for line in run.stdout.lines().filter(|l| l.contains(" · ")) {
+        assert!(!line.contains("not started"), "{line}\n{}", run.stdout);
+        assert!(
+            line.contains("Ask about "),
+            "a row without its task: {line}\n{}",
+            run.stdout
+        );
+    }
+    // The same task files and the same flags: run as printed, the task not started yet starts
+    // two at a time, as this fleet would have started it.
+    let again = format!("fleet {} -j 2 --no-tui`", tasks.join(" "));
     assert!(
         run.stdout.contains(&again) && run.stdout.contains("attaches to them again"),
         "{}",

@@ -108,19 +108,16 @@ fn enter_on_a_waiting_loop_answers_it_and_its_row_moves_down() {
     assert_stty_sane(&alpha);
 }
 
-/// `kill` (or a closed ssh session's SIGHUP) used to end the view in raw mode on the
-/// alternate screen: the shell behind it then echoed nothing and ignored Enter.
-#[test]
-fn a_terminal_view_sent_sigterm_closes_as_on_q_and_gives_the_terminal_back() {
-    let alpha = Project::new();
-    let _a = waiting_loop(&alpha, "Alpha cache");
-
-    let tmux = Tmux::start(&alpha);
+/// `ralph status --all --watch` in tmux (80x24) beside `alpha`'s waiting loop, once it shows
+/// the loop, with the variables `env` (`NAME='value' ...`, or nothing); the view's pid. The
+/// shell prints the view's exit code after it.
+fn watching_in_tmux(alpha: &Project, env: &str) -> (Tmux, String) {
+    let tmux = Tmux::start(alpha);
     tmux.cmd(&["resize-window", "-t", "0", "-x", "80", "-y", "24"]);
     alpha.write(
         "watch.sh",
         &format!(
-            "sh -c 'echo $$ > view.pid; exec \"$0\" status --all --watch' '{}'\necho \"view exited: $?\"\n",
+            "{env}sh -c 'echo $$ > view.pid; exec \"$0\" status --all --watch' '{}'\necho \"view exited: $?\"\n",
             ralph_bin().display()
         ),
     );
@@ -128,6 +125,16 @@ fn a_terminal_view_sent_sigterm_closes_as_on_q_and_gives_the_terminal_back() {
     tmux.key("Enter");
     tmux.wait_for("1 needs you", Duration::from_secs(30));
     let pid = alpha.read("view.pid").trim().to_owned();
+    (tmux, pid)
+}
+
+/// `kill` (or a closed ssh session's SIGHUP) used to end the view in raw mode on the
+/// alternate screen: the shell behind it then echoed nothing and ignored Enter.
+#[test]
+fn a_terminal_view_sent_sigterm_closes_as_on_q_and_gives_the_terminal_back() {
+    let alpha = Project::new();
+    let _a = waiting_loop(&alpha, "Alpha cache");
+    let (tmux, pid) = watching_in_tmux(&alpha, "");
     let killed = std::process::Command::new("kill")
         .args(["-TERM", &pid])
         .status()
@@ -136,6 +143,78 @@ fn a_terminal_view_sent_sigterm_closes_as_on_q_and_gives_the_terminal_back() {
     tmux.wait_for("view exited: 0", Duration::from_secs(10));
     // The loop goes on, as after `q`.
     assert_eq!(alpha.state()["status"], "waiting_input");
+    tmux.assert_sane();
+    assert_stty_sane(&alpha);
+}
+
+/// Sends SIGTERM, SIGINT and SIGHUP to `pid` one right after the other, from one shell, so
+/// the second and third arrive while the first is still being acted on.
+pub(super) fn three_signals_at_once(pid: &str) {
+    let sent = std::process::Command::new("sh")
+        .args(["-c", "kill -TERM $0; kill -INT $0; kill -HUP $0", pid])
+        .status()
+        .expect("sh runs");
+    assert!(sent.success());
+}
+
+/// Regression: a second signal arriving while the terminal view was closing on the first
+/// (a double Ctrl-C, a `kill` next to a closing ssh session) ended the process at once, in
+/// raw mode with the cursor hidden: the shell behind it then echoed nothing.
+#[test]
+fn signals_in_a_burst_leave_the_terminal_view_with_the_terminal_given_back() {
+    let alpha = Project::new();
+    let _a = waiting_loop(&alpha, "Alpha cache");
+    let (tmux, pid) = watching_in_tmux(&alpha, "");
+    three_signals_at_once(&pid);
+    let screen = tmux.wait_for("view exited: ", Duration::from_secs(10));
+    // The first closes the view as `q` does (0); a second one leaves at once (130).
+    assert!(
+        screen.contains("view exited: 0") || screen.contains("view exited: 130"),
+        "{screen}"
+    );
+    assert_eq!(alpha.state()["status"], "waiting_input");
+    tmux.assert_sane();
+    assert_stty_sane(&alpha);
+}
+
+/// While `d`'s pager has the terminal, a Ctrl-C is typed for the pager (the terminal sends it
+/// to the view too): the view stays. A SIGTERM ends the pager first, then the view, as `q`
+/// would, with the terminal given back; before, the second signal left at once (130) with the
+/// pager still running on the terminal the shell took back.
+#[test]
+fn signals_while_the_pager_runs_spare_it_a_ctrl_c_and_end_it_before_the_view() {
+    let alpha = Project::new();
+    alpha.write("README.md", "alpha\n");
+    git(alpha.root(), &["init", "-q"]);
+    git(alpha.root(), &["add", "-A"]);
+    git(alpha.root(), &["commit", "-q", "-m", "base"]);
+    let _a = waiting_loop(&alpha, "Alpha cache");
+    alpha.write("notes.txt", "a change to page\n");
+    alpha.write(
+        "pager.sh",
+        "echo $$ > pager.pid\ncat > paged.txt\nexec sleep 60\n",
+    );
+    let (tmux, view) = watching_in_tmux(&alpha, "GIT_PAGER='exec sh pager.sh' ");
+    let view: i32 = view.parse().unwrap();
+    tmux.key("d");
+    let pager = wait_until(Duration::from_secs(10), "the pager", || {
+        let read = |f: &str| std::fs::read_to_string(alpha.path(f)).ok();
+        let pid = read("pager.pid")?.trim().parse::<i32>().ok()?;
+        read("paged.txt")?
+            .contains("a change to page")
+            .then_some(pid)
+    });
+    let signal =
+        |pid: i32, sig| nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), sig).unwrap();
+    signal(view, nix::sys::signal::Signal::SIGINT);
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        pid_alive(pager) && pid_alive(view),
+        "a Ctrl-C for the pager ended it or the view"
+    );
+    signal(view, nix::sys::signal::Signal::SIGTERM);
+    tmux.wait_for("view exited: 0", Duration::from_secs(15));
+    assert!(!pid_alive(pager), "the pager outlived the view");
     tmux.assert_sane();
     assert_stty_sane(&alpha);
 }

@@ -195,6 +195,9 @@ fn a_target_checked_out_with_changes_gives_needs_land_and_the_command_that_finis
         .split("To finish: ")
         .nth(1)
         .unwrap()
+        .lines()
+        .next()
+        .unwrap()
         .trim()
         .to_owned();
     // The one command, run as printed, finishes it (the user's edit does not collide).
@@ -205,11 +208,79 @@ fn a_target_checked_out_with_changes_gives_needs_land_and_the_command_that_finis
     assert!(cmd.status().unwrap().success(), "{command}");
     assert_eq!(r.p.read("b.txt"), "bee\n");
     assert_eq!(r.p.read(".gitignore"), "build/\ntmp/\n");
-    // The next `ralph land` sees it done and says so.
-    let again = r.exec(&["land", "add-the-bee-file"]);
+    // The next `ralph land`, as printed, run from elsewhere, sees it done and says so.
+    let then = between(&land.stdout, "Then `", "`");
+    let again = sh_elsewhere(&r, &then);
     again.expect_code(0);
     assert!(again.stdout.contains("landed on main"), "{}", again.stdout);
     assert_eq!(status_json(&r, &r.only_worktree())["state"], "landed");
+}
+
+/// The text of `s` between `before` and the next `after`.
+fn between(s: &str, before: &str, after: &str) -> String {
+    let rest = s
+        .split(before)
+        .nth(1)
+        .unwrap_or_else(|| panic!("no {before:?} in {s}"));
+    rest.split(after).next().unwrap().to_owned()
+}
+
+/// `command` through `sh`, from a directory outside the repository, as a user pastes it.
+fn sh_elsewhere(r: &Repo, command: &str) -> Run {
+    let elsewhere = tempfile::tempdir().unwrap();
+    let mut sh = std::process::Command::new("sh");
+    sh.args(["-c", command]).current_dir(elsewhere.path());
+    for (k, v) in r.p.user_env() {
+        sh.env(k, v);
+    }
+    r.env(&mut sh);
+    Run::from_output(sh.output().unwrap())
+}
+
+/// Regression: what `ralph land` and `ralph worktree discard` print to do next (`ralph
+/// worktree remove NAME`, `ralph land NAME`) named the loop alone, so from outside its
+/// repository (after `ralph land -C WORKTREE`, say) it failed: "/tmp is not in a git
+/// repository".
+#[test]
+fn what_land_and_discard_say_to_do_next_works_from_any_directory() {
+    // A loop done in its worktree; `ralph worktree WHAT -C REPO add-the-bee-file` from
+    // elsewhere.
+    let done = |frontmatter: &str| {
+        let r = Repo::new(frontmatter, "- [ ] bee\n");
+        let agent = r.p.agent(&format!("[iteration 1]\n{EDIT_AND_DONE}"));
+        r.run(&agent, &["--worktree"]).expect_code(0);
+        r
+    };
+    let worktree = |r: &Repo, what: &str| {
+        let bin = ralph_bin().display().to_string();
+        let root = r.p.root().display().to_string();
+        sh_elsewhere(
+            r,
+            &format!("'{bin}' worktree {what} -C '{root}' add-the-bee-file"),
+        )
+    };
+    let r = done("task: Add the bee file\nmax_iterations: 3\ntest_command: test -f b.txt");
+    let wt = r.only_worktree();
+    let refused = worktree(&r, "remove");
+    refused.expect_code(1);
+    let land = sh_elsewhere(&r, &between(&refused.stderr, "Land it (`", "`"));
+    land.expect_code(0);
+    assert_eq!(r.p.read("b.txt"), "bee\n");
+    let next = land.stdout.split("Its worktree can go: ").nth(1).unwrap();
+    sh_elsewhere(&r, next.trim()).expect_code(0);
+    assert!(!wt.exists());
+
+    let r = done("task: Add the bee file\nmax_iterations: 3");
+    let discard = worktree(&r, "discard");
+    discard.expect_code(0);
+    // It reaches the loop, whose work in no commit keeps its worktree.
+    let remove = sh_elsewhere(&r, &between(&discard.stdout, "commits; `", "`"));
+    remove.expect_code(1);
+    assert!(
+        remove.stderr.contains("changes that are in no commit"),
+        "{}",
+        remove.stderr
+    );
 }
 
 fn shell_words(s: &str) -> Vec<String> {

@@ -345,6 +345,20 @@ fn sigterm_while_a_question_is_open_stops_the_loop_and_restores_the_terminal() {
     assert_restored(&tmux, &p);
 }
 
+/// SIGTERM, SIGINT and SIGHUP in a burst: the first stops the loop, the next kill the agent
+/// at once; whatever moment each arrives, the terminal comes back.
+#[test]
+fn signals_in_a_burst_while_a_question_is_open_still_restore_the_terminal() {
+    let (p, tmux, _) = asked_in_the_terminal_view("5m");
+    let pid = p.state()["pid"]
+        .as_i64()
+        .expect("state.json has ralph's pid")
+        .to_string();
+    super::fleet_view::three_signals_at_once(&pid);
+    tmux.wait_for("ralph exited: 130", Duration::from_secs(30));
+    assert_restored(&tmux, &p);
+}
+
 /// Regression: ralph killed outright (`kill -9`, the OOM killer) with its view up left the
 /// terminal in raw mode with the cursor hidden, and a shell that does not restore a killed
 /// job's settings (`sh` here, any shell when ralph ran under `make` or a script) had no echo

@@ -158,6 +158,10 @@ fn start(args: &FleetArgs) -> CmdResult {
         max_cost_usd: args.max_cost_usd,
         pid: std::process::id(),
         members,
+        run_args: run_args(args)
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
     };
     warn_of_rotating_logins(&presets);
     let program = std::env::current_exe()
@@ -218,6 +222,7 @@ fn start(args: &FleetArgs) -> CmdResult {
     };
     let view = View {
         plain: args.no_tui || !std::io::stdout().is_terminal(),
+        jobs: args.jobs,
         only: roots,
         queued: {
             Box::new(move || {
@@ -225,7 +230,7 @@ fn start(args: &FleetArgs) -> CmdResult {
                     .map(|f| {
                         f.members
                             .into_iter()
-                            .filter(|m| !m.started || m.failed_to_start.is_some())
+                            .filter(|m| !m.started || m.failed_to_start.is_some() || starting(m))
                             .collect()
                     })
                     .unwrap_or_default()
@@ -241,7 +246,7 @@ fn start(args: &FleetArgs) -> CmdResult {
         .map_err(|e| Failure::failed(anyhow!("the fleet could not start a loop: {e}")))?;
     shown.map_err(|e| Failure::failed(anyhow!("the fleet's view failed: {e}")))?;
     let outcomes = scheduler.outcomes();
-    summary(&outcomes, &args.tasks);
+    summary(&outcomes, args);
     Ok(schedule::exit_code(&outcomes))
 }
 
@@ -260,6 +265,8 @@ fn run_args(args: &FleetArgs) -> Vec<std::ffi::OsString> {
 struct View {
     /// One line per change instead of the terminal view.
     plain: bool,
+    /// How many loops run at once (`-j`), for what a queued row says.
+    jobs: u16,
     /// The worktrees of the fleet's loops.
     only: Vec<PathBuf>,
     /// The tasks with no loop to show: still waiting for a place (`started` false: the view's
@@ -277,6 +284,7 @@ fn show(view: View) -> std::io::Result<()> {
     use ralph_fleet::rows::{LoopRow, RowState};
     let View {
         plain,
+        jobs,
         only,
         queued,
         finished,
@@ -293,19 +301,33 @@ fn show(view: View) -> std::io::Result<()> {
                 .into_iter()
                 .map(|m| {
                     let failed = m.failed_to_start.clone();
-                    let state = if failed.is_some() {
-                        RowState::Failed
-                    } else {
-                        RowState::Queued
+                    let (state, reason) = match failed {
+                        Some(why) => (RowState::Failed, why),
+                        None if m.started => (RowState::Running, "starting its loop".into()),
+                        None => (RowState::Queued, waits_for_a_place(jobs)),
                     };
                     let mut row = LoopRow::bare(m.worktree, &m.task, state);
                     row.task_file = Some(m.task_file);
-                    row.reason = failed;
+                    row.reason = Some(reason);
                     row
                 })
                 .collect()
         }),
     })
+}
+
+/// Why a queued task has not started: the places it waits for.
+fn waits_for_a_place(jobs: u16) -> String {
+    let places = if jobs == 1 { "place is" } else { "places is" };
+    format!(
+        "starts once one of the fleet's {jobs} {places} free (-j {jobs}); a loop waiting for your answer keeps its place"
+    )
+}
+
+/// Whether `m`'s `ralph run` was started but has not yet written its loop's state: between the
+/// two its worktree alone would read as a loop never started.
+fn starting(m: &Member) -> bool {
+    m.started && !m.worktree.join(".ralph/state.json").exists()
 }
 
 /// Says, once per agent, when an agent preset the fleet runs signs in with a login that many
@@ -323,7 +345,7 @@ fn warn_of_rotating_logins(presets: &BTreeSet<String>) {
 }
 
 /// One line per loop, then what to do next.
-fn summary(outcomes: &[MemberOutcome], tasks: &[PathBuf]) {
+fn summary(outcomes: &[MemberOutcome], args: &FleetArgs) {
     let width = outcomes
         .iter()
         .map(|o| name(&o.member).len())
@@ -366,15 +388,38 @@ fn summary(outcomes: &[MemberOutcome], tasks: &[PathBuf]) {
         );
     }
     if outcomes.iter().any(|o| o.phase == Phase::Running) {
-        let files: Vec<String> = tasks
-            .iter()
-            .map(|t| shell_quote(&t.display().to_string()))
-            .collect();
         outln!(
             "Loops still run: `{program} fleet {}` attaches to them again.",
-            files.join(" ")
+            again(args)
         );
     }
+}
+
+/// The arguments of a `ralph fleet` that takes up this fleet again: the same task files (which
+/// name the fleet) and the same flags, so the tasks it still starts start as these would have.
+fn again(args: &FleetArgs) -> String {
+    let mut words: Vec<std::ffi::OsString> = args.tasks.iter().map(Into::into).collect();
+    if args.jobs != 4 {
+        words.extend(["-j".into(), args.jobs.to_string().into()]);
+    }
+    if let Some(land) = args
+        .land
+        .and_then(|l| clap::ValueEnum::to_possible_value(&l))
+    {
+        words.extend(["--land".into(), land.get_name().into()]);
+    }
+    if let Some(cap) = args.max_cost_usd {
+        words.extend(["--max-cost-usd".into(), cap.to_string().into()]);
+    }
+    if args.no_tui {
+        words.push("--no-tui".into());
+    }
+    words.extend(run_args(args));
+    let words: Vec<String> = words
+        .iter()
+        .map(|w| shell_quote(&w.to_string_lossy()))
+        .collect();
+    words.join(" ")
 }
 
 fn name(m: &Member) -> String {
@@ -395,8 +440,12 @@ fn prune(dir: &Path) -> CmdResult {
         .ok_or_else(|| Failure::usage(anyhow!("{} is not in a git repository", root.display())))?;
     // Inside a loop's worktree, its repository is the user's checkout it came from.
     let top = LoopInfo::load(&root.join(".ralph")).map_or(top, |i| i.repo);
-    let program = crate::program();
-    let hint = |info: &LoopInfo| format!("`{program} land {}` lands it", slug_of(info));
+    let hint = |info: &LoopInfo| {
+        format!(
+            "`{}` lands it",
+            crate::cmd_worktree::loop_command(info, "land")
+        )
+    };
     let pruned = prune::prune(&data_dir()?, &state_dir()?, &top, &hint);
     if pruned.is_empty() {
         outln!("No loop has a worktree for {}.", top.display());

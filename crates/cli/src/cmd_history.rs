@@ -171,12 +171,16 @@ pub fn log(args: &LogArgs) -> CmdResult {
             label,
             r["at"].as_str().unwrap_or(""),
             signal,
-            r["files"],
+            r["files"].as_u64().unwrap_or(0),
             lines,
             &commit[..commit.len().min(12)]
         );
     }
-    outln!("`ralph diff N` shows what iteration N changed; `ralph undo N` goes back to it.");
+    outln!(
+        "`{} N` shows what iteration N changed; `{} N` goes back to it.",
+        command_for(&h.root, "diff"),
+        command_for(&h.root, "undo")
+    );
     Ok(0)
 }
 
@@ -271,11 +275,21 @@ pub fn undo(args: &UndoArgs) -> CmdResult {
         }
     }
     outln!(
-        "Files git ignores were not touched. To undo this undo: {} undo {}",
-        crate::program(),
+        "Files git ignores were not touched. To undo this undo: {} {}",
+        command_for(&h.root, "undo"),
         short(&present.commit)
     );
     Ok(0)
+}
+
+/// `ralph WHAT -C ROOT`: a command about the run in `root` that works from any directory (a
+/// worktree loop's, say, asked about from the user's checkout).
+fn command_for(root: &Path, what: &str) -> String {
+    format!(
+        "{} {what} -C {}",
+        crate::program(),
+        ralph_protocol::shell_quote(&root.display().to_string())
+    )
 }
 
 fn short(commit: &str) -> &str {

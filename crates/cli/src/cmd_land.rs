@@ -41,7 +41,7 @@ pub fn land_loop(mut info: LoopInfo, pr: bool) -> CmdResult {
         return Ok(0);
     }
     if info.land == Some(LandState::NeedsLand)
-        && let Some(commit) = finished_by_hand(&info)
+        && let Some(commit) = land::finished_by_hand(&info)
     {
         let reason = format!(
             "landed on {} at {} (by the command needs-land printed)",
@@ -114,8 +114,8 @@ pub fn land_loop(mut info: LoopInfo, pr: bool) -> CmdResult {
                     .map_err(Failure::failed)?;
                 outln!("{name}: {reason}.");
                 outln!(
-                    "Its worktree can go: {} worktree remove {name}",
-                    crate::program()
+                    "Its worktree can go: {}",
+                    cmd_worktree::loop_command(&info, "worktree remove")
                 );
                 return Ok(0);
             }
@@ -127,6 +127,10 @@ pub fn land_loop(mut info: LoopInfo, pr: bool) -> CmdResult {
                 info.set_land(ws.dir(), LandState::NeedsLand, Some(reason.clone()))
                     .map_err(Failure::failed)?;
                 outln!("{name}: needs-land: {reason}");
+                outln!(
+                    "Then `{}` records it as landed.",
+                    cmd_worktree::loop_command(&info, "land")
+                );
                 return Ok(1);
             }
             Landing::Conflict { files, hunks, onto } => (
@@ -237,22 +241,6 @@ fn again(
         None => {}
     }
     crate::cmd_run::run_sent_back(&args, back)
-}
-
-/// After `needs-land`: the combined commit, when the target now contains it (the user ran the
-/// command that finishes the landing).
-fn finished_by_hand(info: &LoopInfo) -> Option<String> {
-    let repo = Git::new(&info.repo);
-    let combined = repo
-        .resolve(&format!("refs/ralph/land/{}", info.branch))
-        .ok()??;
-    let target = format!("refs/heads/{}", info.target.as_deref()?);
-    let contains = repo
-        .output(["merge-base", "--is-ancestor", &combined, &target])
-        .ok()?
-        .status
-        .success();
-    contains.then_some(combined)
 }
 
 fn first_line(s: &str) -> &str {

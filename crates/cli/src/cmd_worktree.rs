@@ -114,6 +114,17 @@ pub fn find(dir: &Path, name: Option<&str>) -> Result<LoopInfo, Failure> {
     }
 }
 
+/// `ralph WHAT -C REPO NAME`: a command about the loop `info` that works as written from any
+/// directory, not only from inside its repository.
+pub fn loop_command(info: &LoopInfo, what: &str) -> String {
+    format!(
+        "{} {what} -C {} {}",
+        crate::program(),
+        ralph_protocol::shell_quote(&info.repo.display().to_string()),
+        slug_of(info)
+    )
+}
+
 /// A loop's name: its task slug, the last part of its worktree's path.
 pub fn slug_of(info: &LoopInfo) -> String {
     info.worktree
@@ -176,9 +187,9 @@ pub fn run(args: &WorktreeArgs) -> CmdResult {
             )
             .map_err(Failure::failed)?;
             outln!(
-                "Discarded {name}: its branch {} keeps its commits; `{} worktree remove {name}` removes its worktree.",
+                "Discarded {name}: its branch {} keeps its commits; `{}` removes its worktree.",
                 info.branch,
-                crate::program()
+                loop_command(&info, "worktree remove")
             );
             Ok(0)
         }
@@ -186,10 +197,10 @@ pub fn run(args: &WorktreeArgs) -> CmdResult {
             let info = find(&dir.dir, Some(name))?;
             if !matches!(info.land, Some(LandState::Landed | LandState::Discarded)) {
                 return Err(Failure::failed(anyhow!(
-                    "the loop {name} is {}, neither landed nor discarded: its worktree stays. Land it (`{} land {name}`) or discard it (`{} worktree discard {name}`) first",
+                    "the loop {name} is {}, neither landed nor discarded: its worktree stays. Land it (`{}`) or discard it (`{}`) first",
                     state_of(&info),
-                    crate::program(),
-                    crate::program()
+                    loop_command(&info, "land"),
+                    loop_command(&info, "worktree discard")
                 )));
             }
             let unsaved = worktree::unsaved(&info).map_err(Failure::failed)?;

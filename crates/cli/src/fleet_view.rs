@@ -10,7 +10,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::mpsc::{self, Sender};
 use std::time::{Instant, SystemTime};
 
@@ -85,9 +85,17 @@ pub fn show(opts: ShowOptions) -> io::Result<()> {
     ralph_ui::run_fleet_tui(&mut host, changes)
 }
 
+/// The pager `d` runs (its pid), while it runs; 0 otherwise.
+static PAGER: AtomicU32 = AtomicU32::new(0);
+
 /// Sets `left` and wakes the view (`wake`) on the first SIGINT, SIGTERM or SIGHUP, saying so
-/// on stderr when `say` (a terminal view says nothing over its screen); exits with 130 on the
-/// next. The handlers are in place when this returns.
+/// on stderr when `say` (a terminal view says nothing over its screen); leaves at once with
+/// 130 on the next, the terminal given back ([`ralph_ui::leave_fleet_now`]). The handlers are
+/// in place when this returns.
+///
+/// While the pager runs, a SIGINT is the Ctrl-C typed for the pager (it shares the
+/// terminal's foreground group), not for the view; a SIGTERM or SIGHUP ends the pager too, as
+/// the view cannot close before the pager has given the terminal back.
 fn leave_on_signal(left: Arc<AtomicBool>, wake: Sender<()>, say: bool) -> io::Result<()> {
     use tokio::signal::unix::{SignalKind, signal};
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -106,13 +114,20 @@ fn leave_on_signal(left: Arc<AtomicBool>, wake: Sender<()>, say: bool) -> io::Re
         .spawn(move || {
             rt.block_on(async move {
                 loop {
-                    tokio::select! {
-                        _ = int.recv() => {}
-                        _ = term.recv() => {}
-                        _ = hup.recv() => {}
+                    let typed = tokio::select! {
+                        _ = int.recv() => true,
+                        _ = term.recv() => false,
+                        _ = hup.recv() => false,
+                    };
+                    if PAGER.load(Ordering::Acquire) != 0 {
+                        if typed {
+                            continue;
+                        }
+                        end_pager();
                     }
                     if left.swap(true, Ordering::AcqRel) {
-                        std::process::exit(130);
+                        end_pager();
+                        ralph_ui::leave_fleet_now(130);
                     }
                     if say {
                         eprintln!(
@@ -124,6 +139,24 @@ fn leave_on_signal(left: Arc<AtomicBool>, wake: Sender<()>, say: bool) -> io::Re
             });
         })?;
     Ok(())
+}
+
+/// Ends the pager `d` runs, if it runs, and waits (a moment at most) until it has ended and
+/// so given the terminal back.
+fn end_pager() {
+    let pid = PAGER.load(Ordering::Acquire);
+    let Ok(pid) = i32::try_from(pid) else { return };
+    if pid == 0 {
+        return;
+    }
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGTERM,
+    );
+    let until = Instant::now() + std::time::Duration::from_secs(2);
+    while PAGER.load(Ordering::Acquire) != 0 && Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
 }
 
 struct Host {
@@ -191,8 +224,13 @@ impl Host {
 
 impl FleetHost for Host {
     fn rows(&mut self, now: Instant) -> Vec<LoopRow> {
+        // The caller's own row of a loop says more than its files yet do (a task queued to
+        // resume in the worktree it left, a run that is starting): it takes the loop's place.
+        // Asked first, so a loop's files read after it are never older than what it says.
+        let extra = (self.extra)();
         let mut rows = self.collector.collect(self.only.as_deref(), now);
-        rows.extend((self.extra)());
+        rows.retain(|r| !extra.iter().any(|e| same_dir(&e.root, &r.root)));
+        rows.extend(extra);
         sort(&mut rows);
         for row in &rows {
             self.watch(&row.root.join(".ralph"));
@@ -263,6 +301,11 @@ impl FleetHost for Host {
     }
 }
 
+/// Whether `a` and `b` name the same directory.
+fn same_dir(a: &Path, b: &Path) -> bool {
+    a == b || std::fs::canonicalize(a).is_ok_and(|a| std::fs::canonicalize(b).is_ok_and(|b| a == b))
+}
+
 /// A loop's name: the last part of its root.
 fn name(root: &Path) -> String {
     root.file_name()
@@ -304,35 +347,13 @@ fn request(root: &Path, req: &Request, done: &str) -> String {
     }
 }
 
-/// Runs the loop in `root` again, detached, with the agent its last run had; what happened,
-/// in words (a run that refuses to start says why at once).
+/// Runs the loop in `root` again, detached, as its last run was started: a fleet's loop with
+/// its fleet's flags, any other with the agent its last run had; what happened, in words (a
+/// run that refuses to start says why at once).
 fn retry(root: &Path) -> String {
-    use ralph_protocol::{AgentChoice, State};
-    let mut args: Vec<OsString> = vec!["run".into(), "-C".into(), root.into(), "--no-tui".into()];
-    if let Some(task) = LoopInfo::load(&root.join(".ralph")).and_then(|i| i.task_file) {
-        args.extend(["--worktree".into(), "--task".into(), task.into()]);
-    }
-    match State::load(&Workspace::new(root))
-        .ok()
-        .flatten()
-        .and_then(|s| s.agent_choice)
-    {
-        Some(AgentChoice::Preset { name }) => args.extend(["--agent".into(), name.into()]),
-        Some(AgentChoice::Command {
-            command,
-            format,
-            resume_command,
-        }) => {
-            args.extend(["--agent-cmd".into(), command.into()]);
-            if let Some(f) = format {
-                args.extend(["--agent-format".into(), f.into()]);
-            }
-            if let Some(r) = resume_command {
-                args.extend(["--agent-resume-cmd".into(), r.into()]);
-            }
-        }
-        None => {}
-    }
+    let fleets = ralph_protocol::user_dir(ralph_protocol::UserDir::State)
+        .map(|s| ralph_fleet::fleet_file::fleets_dir(&s));
+    let args = retry_args(root, fleets.as_deref());
     let (log, mut child) = match spawn_detached(root, "run", &args) {
         Ok(started) => started,
         Err(e) => return format!("Could not start `ralph run` in {}: {e}", name(root)),
@@ -358,6 +379,46 @@ fn retry(root: &Path) -> String {
     // Reaped when it ends, so no zombie stays while the view runs.
     std::thread::spawn(move || child.wait());
     format!("Running {} again (output: {}).", name(root), log.display())
+}
+
+/// The arguments of the `ralph run` that runs the loop in `root` again: in its worktree with
+/// its task file for a worktree loop; with the flags of the fleet (on record in `fleets`) it
+/// belongs to (`--no-sandbox` too), else with the agent its last run had.
+fn retry_args(root: &Path, fleets: Option<&Path>) -> Vec<OsString> {
+    use ralph_protocol::{AgentChoice, State};
+    let mut args: Vec<OsString> = vec!["run".into(), "-C".into(), root.into(), "--no-tui".into()];
+    if let Some(task) = LoopInfo::load(&root.join(".ralph")).and_then(|i| i.task_file) {
+        args.extend(["--worktree".into(), "--task".into(), task.into()]);
+    }
+    // A fleet with no flags of its own (or on record before they were kept): as any loop.
+    if let Some(fleet) = fleets.and_then(|dir| ralph_fleet::fleet_file::of_worktree(dir, root))
+        && !fleet.run_args.is_empty()
+    {
+        args.extend(fleet.run_args.into_iter().map(OsString::from));
+        return args;
+    }
+    match State::load(&Workspace::new(root))
+        .ok()
+        .flatten()
+        .and_then(|s| s.agent_choice)
+    {
+        Some(AgentChoice::Preset { name }) => args.extend(["--agent".into(), name.into()]),
+        Some(AgentChoice::Command {
+            command,
+            format,
+            resume_command,
+        }) => {
+            args.extend(["--agent-cmd".into(), command.into()]);
+            if let Some(f) = format {
+                args.extend(["--agent-format".into(), f.into()]);
+            }
+            if let Some(r) = resume_command {
+                args.extend(["--agent-resume-cmd".into(), r.into()]);
+            }
+        }
+        None => {}
+    }
+    args
 }
 
 /// Starts `ralph ARGS` for the loop in `root` in a process group of its own, so it outlives
@@ -412,10 +473,57 @@ fn show_diff(root: &Path) -> io::Result<Option<String>> {
         )
         .stdin(Stdio::piped())
         .spawn()?;
+    PAGER.store(child.id(), Ordering::Release);
     if let Some(mut stdin) = child.stdin.take() {
         // A pager quit before the end closes its stdin: not an error.
         let _ = stdin.write_all(&patch);
     }
-    child.wait()?;
+    let waited = child.wait();
+    PAGER.store(0, Ordering::Release);
+    waited?;
     Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression: `r` ran a fleet's loop again with the agent alone, so a loop its fleet ran
+    /// with `--no-sandbox` (or `--max-iterations`, `--onto`) came back without them, and one
+    /// whose agent the sandbox forbids ended at once.
+    #[test]
+    fn a_fleet_s_loop_runs_again_with_its_fleet_s_flags() {
+        use ralph_fleet::fleet_file::{Fleet, Member};
+        let fleets = tempfile::tempdir().unwrap();
+        let worktree = tempfile::tempdir().unwrap();
+        let member = Member {
+            task_file: "/r/t.md".into(),
+            task_rel: "t.md".into(),
+            repo: "/r".into(),
+            task: "t".into(),
+            worktree: worktree.path().into(),
+            port: None,
+            pid: None,
+            started: true,
+            must_land: false,
+            failed_to_start: None,
+        };
+        let flags = ["--no-sandbox", "--max-iterations", "7"];
+        Fleet {
+            id: "abc".into(),
+            jobs: 1,
+            land: None,
+            max_cost_usd: None,
+            pid: 1,
+            members: vec![member],
+            run_args: flags.iter().map(|f| f.to_string()).collect(),
+        }
+        .save(fleets.path())
+        .unwrap();
+        let args = retry_args(worktree.path(), Some(fleets.path()));
+        assert!(args.ends_with(&flags.map(OsString::from)), "{args:?}");
+        let alone = tempfile::tempdir().unwrap();
+        let args = retry_args(alone.path(), Some(fleets.path()));
+        assert!(!args.contains(&OsString::from("--no-sandbox")), "{args:?}");
+    }
 }

@@ -59,6 +59,10 @@ pub struct Fleet {
     pub pid: u32,
     /// Its loops, in the order the task files were given.
     pub members: Vec<Member>,
+    /// The flags each loop's `ralph run` gets besides its task (`--onto`, the agent flags,
+    /// `--no-sandbox`): a view that runs one of its loops again gives them too.
+    #[serde(default)]
+    pub run_args: Vec<String>,
 }
 
 /// The id of the fleet of these task files (absolute paths): the same whatever their order.
@@ -130,6 +134,18 @@ pub fn hold(dir: &Path, id: &str) -> std::io::Result<Option<Held>> {
     }
 }
 
+/// The fleet on record in `dir` that has a loop in `worktree`, if any.
+pub fn of_worktree(dir: &Path, worktree: &Path) -> Option<Fleet> {
+    let same = |a: &Path| {
+        a == worktree
+            || std::fs::canonicalize(a)
+                .is_ok_and(|a| std::fs::canonicalize(worktree).is_ok_and(|w| a == w))
+    };
+    all(dir)
+        .into_iter()
+        .find(|f| f.members.iter().any(|m| same(&m.worktree)))
+}
+
 /// Every fleet on record in `dir`.
 pub fn all(dir: &Path) -> Vec<Fleet> {
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -181,6 +197,7 @@ mod tests {
             max_cost_usd: Some(2.5),
             pid: 1,
             members: vec![member("one", true), member("two", false)],
+            run_args: vec!["--no-sandbox".into()],
         };
         fleet.save(dir.path()).unwrap();
         let back = Fleet::load(dir.path(), "abc").unwrap();
@@ -188,6 +205,11 @@ mod tests {
         let queued: Vec<_> = back.queued().map(|m| m.task.as_str()).collect();
         assert_eq!(queued, ["two"]);
         assert_eq!(all(dir.path()).len(), 1);
+        assert_eq!(
+            of_worktree(dir.path(), Path::new("/d/two")).map(|f| f.run_args),
+            Some(vec!["--no-sandbox".to_owned()])
+        );
+        assert!(of_worktree(dir.path(), Path::new("/d/three")).is_none());
     }
 
     #[test]

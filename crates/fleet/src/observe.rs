@@ -52,7 +52,7 @@ impl End {
             End::NeedsLand(_) => "needs-land",
             End::NeedsReview(_) => "needs-review",
             End::Discarded => "discarded",
-            End::Limit(_) => "limit",
+            End::Limit(_) => "out of iterations",
             End::Stopped(_) => "stopped",
             End::Failed(_) => "failed",
         }
@@ -183,6 +183,26 @@ mod tests {
         // A landing whose process is gone: as the state says, for `ralph land` to finish.
         land(done.path(), LandState::Landing, "");
         assert_eq!(phase(done.path(), false), Phase::Ended(End::Done));
+    }
+
+    /// Regression: a loop out of iterations was summed up as "limit: max_iterations (2)
+    /// reached…", a word found nowhere in the docs, where the view says it failed.
+    #[test]
+    fn every_word_the_summary_uses_is_the_docs_word() {
+        let docs = include_str!("../../../docs/fleet.md");
+        let r = String::new;
+        for end in [
+            End::Done,
+            End::Landed,
+            End::NeedsLand(r()),
+            End::NeedsReview(r()),
+            End::Discarded,
+            End::Limit(r()),
+            End::Stopped(r()),
+            End::Failed(r()),
+        ] {
+            assert!(docs.contains(end.word()), "{:?}: {}", end, end.word());
+        }
     }
 
     #[test]

@@ -158,6 +158,8 @@ pub struct LoopRow {
     pub criteria_total: Option<usize>,
     /// The last thing the agent said, cleaned to one line.
     pub last_line: Option<String>,
+    /// The last signal the agent gave (`DONE`, `QUESTION`...), cleaned.
+    pub last_signal: Option<String>,
     /// Its work against its base (a worktree loop's base commit; a plain loop's `HEAD`).
     pub diff: Option<Diff>,
     /// The waiting question's id, while one waits.
@@ -192,6 +194,7 @@ impl LoopRow {
             criteria_done: None,
             criteria_total: None,
             last_line: None,
+            last_signal: None,
             diff: None,
             question_id: None,
             question: None,
@@ -341,38 +344,14 @@ impl Collector {
             Some(dir) => Workspace::new(root).with_state_dir(dir),
             None => Workspace::new(root),
         };
-        let info = LoopInfo::load(ws.dir());
-        let state = State::load(&ws).ok().flatten();
-        if state.is_none() && info.is_none() {
-            return None;
-        }
-        let live = ws.is_locked();
-        // The question and whether it is answered are the desk's, as `ralph status` sees them:
-        // an answer counts only when ralph sealed it (the agent can write `answer.md` too).
-        let waiting = match (&state, live) {
-            (Some(state), true) => question_waiting_as(&ws, state).ok().flatten(),
-            _ => None,
-        };
-        let mut row = LoopRow::bare(root.to_path_buf(), "", RowState::Stopped);
-        row.running = live;
-        row.branch = info.as_ref().map(|i| i.branch.clone());
-        row.task_file = info.as_ref().and_then(|i| i.task_file.clone());
+        let Read {
+            mut row,
+            state,
+            info,
+        } = read_files(&ws)?;
         if let Some(state) = &state {
-            row.task = one_line(&state.task, LINE_MAX);
-            row.iteration = state.iteration;
-            row.max_iterations = state.max_iterations;
-            row.started_at = Some(state.started_at.clone());
-            row.elapsed_seconds = elapsed(state, live);
-            row.cost_usd = state.total_cost_usd;
-            row.rate_limited_until = state.rate_limited_until.clone().filter(|_| live);
-            row.reason = state.reason.as_deref().map(|r| one_line(r, LINE_MAX));
-            if let Some(q) = waiting.as_ref().map(|w| &w.pending) {
-                row.question_id = Some(q.id.as_str().to_owned());
-                row.question = Some(one_line(&q.question.text, LINE_MAX));
-                row.question_deadline = q.deadline.clone();
-            }
             // While the agent works its log grows; otherwise only a new state can change it.
-            let at_work = live && state.status == Status::Running;
+            let at_work = row.running && state.status == Status::Running;
             row.last_line = match self.said_at.get(root) {
                 Some((at, version, said))
                     if *version == state.updated_at
@@ -388,21 +367,6 @@ impl Collector {
                     said
                 }
             };
-        }
-        row.state = row_state(state.as_ref(), info.as_ref(), live, waiting.as_ref());
-        let died = state
-            .as_ref()
-            .is_some_and(|s| matches!(s.status, Status::Running | Status::WaitingInput));
-        if row.state == RowState::Failed && died {
-            row.reason = Some("the last run ended without saying so; `ralph run` resumes".into());
-        }
-        if state.is_none() && !live {
-            row.reason = Some("not started".into());
-        }
-        if let Some(i) = &info
-            && i.land.is_some()
-        {
-            row.reason = i.reason.as_deref().map(|r| one_line(r, LINE_MAX));
         }
         let task_file = match &info {
             Some(i) => i.task_file.as_ref().map(|t| root.join(t)),
@@ -455,6 +419,80 @@ impl Collector {
             .insert(root.to_path_buf(), (now, version.to_owned(), diff));
         diff
     }
+}
+
+/// The row of the loop in `ws` as its own files say it (`state.json`, `worktree.json`, its
+/// lock, the desk's question), without what costs a process or a log's reading: no diff, no
+/// last line, no criteria (a [`Collector`] adds them). `None` when nothing there was ever a
+/// loop. Cheap enough for every request of a page.
+pub fn read(ws: &Workspace) -> Option<LoopRow> {
+    read_files(ws).map(|r| r.row)
+}
+
+/// A row read by [`read_files`], with the files it was read from.
+struct Read {
+    row: LoopRow,
+    state: Option<State>,
+    info: Option<LoopInfo>,
+}
+
+fn read_files(ws: &Workspace) -> Option<Read> {
+    let root = ws.root();
+    let info = LoopInfo::load(ws.dir());
+    let state = State::load(ws).ok().flatten();
+    if state.is_none() && info.is_none() {
+        return None;
+    }
+    let live = ws.is_locked();
+    // The question and whether it is answered are the desk's, as `ralph status` sees them:
+    // an answer counts only when ralph sealed it (the agent can write `answer.md` too).
+    let waiting = match (&state, live) {
+        (Some(state), true) => question_waiting_as(ws, state).ok().flatten(),
+        _ => None,
+    };
+    let mut row = LoopRow::bare(root.to_path_buf(), "", RowState::Stopped);
+    row.running = live;
+    row.branch = info.as_ref().map(|i| i.branch.clone());
+    row.task_file = info.as_ref().and_then(|i| i.task_file.clone());
+    if let Some(state) = &state {
+        row.task = one_line(&state.task, LINE_MAX);
+        row.iteration = state.iteration;
+        row.max_iterations = state.max_iterations;
+        row.started_at = Some(state.started_at.clone());
+        row.elapsed_seconds = elapsed(state, live);
+        row.cost_usd = state.total_cost_usd;
+        row.last_signal = state.last_signal.as_deref().map(|s| one_line(s, LINE_MAX));
+        row.rate_limited_until = state.rate_limited_until.clone().filter(|_| live);
+        row.reason = state.reason.as_deref().map(|r| one_line(r, LINE_MAX));
+        if let Some(q) = waiting.as_ref().map(|w| &w.pending) {
+            row.question_id = Some(q.id.as_str().to_owned());
+            row.question = Some(one_line(&q.question.text, LINE_MAX));
+            row.question_deadline = q.deadline.clone();
+        }
+    }
+    row.state = row_state(state.as_ref(), info.as_ref(), live, waiting.as_ref());
+    let died = state
+        .as_ref()
+        .is_some_and(|s| matches!(s.status, Status::Running | Status::WaitingInput));
+    if row.state == RowState::Failed && died {
+        row.reason = Some("the last run ended without saying so; `ralph run` resumes".into());
+    }
+    if state.is_none() && !live {
+        row.reason = Some("not started".into());
+    }
+    if let Some(i) = &info
+        && i.land.is_some()
+    {
+        row.reason = i.reason.as_deref().map(|r| one_line(r, LINE_MAX));
+        // The user ran the command the reason gave: saying to run it again would be stale.
+        if i.land == Some(LandState::NeedsLand) && ralph_git::land::finished_by_hand(i).is_some() {
+            row.reason = Some(format!(
+                "its work is on {} now (the command that finishes the landing ran): `ralph land` (`l` in the fleet view) records it as landed",
+                i.target.as_deref().unwrap_or("its branch")
+            ));
+        }
+    }
+    Some(Read { row, state, info })
 }
 
 /// Every loop's row (with `only`: those loops'), what needs the human first: a one-off

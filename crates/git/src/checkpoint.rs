@@ -215,8 +215,6 @@ impl Checkpointer {
     /// Brings `paths` in ralph's index to the work tree: added or hashed again if they exist,
     /// removed if not, a file replacing a directory (or the reverse) allowed.
     fn stage(&self, git: &Git, paths: &[Vec<u8>]) -> Result<(), GitError> {
-        use std::io::Write;
-        use std::process::Stdio;
         let args = [
             "-c",
             "index.skipHash=true",
@@ -227,30 +225,12 @@ impl Checkpointer {
             "-z",
             "--stdin",
         ];
-        let mut child = git
-            .command(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|source| GitError::Spawn { source })?;
         let mut input = Vec::new();
         for p in paths {
             input.extend_from_slice(p);
             input.push(0);
         }
-        // A git that died early shows in its exit status, below.
-        if let Some(mut stdin) = child.stdin.take() {
-            let _ = stdin.write_all(&input);
-        }
-        let out = child
-            .wait_with_output()
-            .map_err(|source| GitError::Spawn { source })?;
-        if !out.status.success() {
-            let args: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
-            return Err(self.git.failed(&args, &out));
-        }
-        Ok(())
+        git.run_fed(&args, &input)
     }
 
     /// Starts ralph's index as a copy of the checkout's, whose stat data spares hashing every

@@ -181,6 +181,30 @@ impl Git {
         }
     }
 
+    /// Runs `git ARGS` with `input` on its stdin; it must succeed. Its output is dropped.
+    pub(crate) fn run_fed(&self, args: &[&str], input: &[u8]) -> Result<(), GitError> {
+        use std::io::Write;
+        let mut child = self
+            .command(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|source| GitError::Spawn { source })?;
+        // A git that died early shows in its exit status, below.
+        if let Some(mut stdin) = child.stdin.take() {
+            let _ = stdin.write_all(input);
+        }
+        let out = child
+            .wait_with_output()
+            .map_err(|source| GitError::Spawn { source })?;
+        if !out.status.success() {
+            let args: Vec<OsString> = args.iter().map(Into::into).collect();
+            return Err(self.failed(&args, &out));
+        }
+        Ok(())
+    }
+
     /// The commit `rev` names, or `None` when it names none.
     pub fn resolve(&self, rev: &str) -> Result<Option<String>, GitError> {
         self.try_run([

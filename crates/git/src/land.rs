@@ -95,6 +95,22 @@ pub enum Landing {
 #[derive(Debug)]
 pub struct RepoLock(#[allow(dead_code)] nix::fcntl::Flock<std::fs::File>);
 
+/// After `needs-land`: the combined commit, when the target branch now contains it (the user
+/// ran the command that finishes the landing). Reads only.
+pub fn finished_by_hand(info: &LoopInfo) -> Option<String> {
+    let repo = Git::new(&info.repo);
+    let combined = repo
+        .resolve(&format!("refs/ralph/land/{}", info.branch))
+        .ok()??;
+    let target = format!("refs/heads/{}", info.target.as_deref()?);
+    let contains = repo
+        .output(["merge-base", "--is-ancestor", &combined, &target])
+        .ok()?
+        .status
+        .success();
+    contains.then_some(combined)
+}
+
 /// Takes the repository's landing lock, waiting for another landing to finish.
 pub fn lock(git: &Git) -> Result<RepoLock, GitError> {
     crate::worktree::repo_lock(git, "ralph-land.lock").map(RepoLock)

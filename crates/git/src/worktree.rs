@@ -537,8 +537,10 @@ pub fn work_stat(dir: &Path, base: &str) -> Result<DiffStat, GitError> {
     Ok(stat)
 }
 
-/// The patch [`work_stat`] counts: the work tree at `dir` against `base`, then each untracked
-/// (not ignored) file as a new file; in colour when `color`. Reads only, as [`work_stat`].
+/// The patch [`work_stat`] counts: the work tree at `dir` against `base`, each untracked (not
+/// ignored) file as a new file, with one `--stat` over all of them at the top; in colour when
+/// `color`. Neither the checkout's index nor any ref changes: the untracked files are marked
+/// "intent to add" in a temporary copy of the index, which git then diffs with the rest.
 pub fn work_patch(dir: &Path, base: &str, color: bool) -> Result<Vec<u8>, GitError> {
     let git = Git::new(dir);
     let color = if color {
@@ -546,33 +548,39 @@ pub fn work_patch(dir: &Path, base: &str, color: bool) -> Result<Vec<u8>, GitErr
     } else {
         "--color=never"
     };
-    let mut out = git
-        .output([
-            "diff",
-            color,
-            "--stat",
-            "--patch",
-            "--no-renames",
-            "--no-ext-diff",
-            base,
-            "--",
-        ])?
-        .stdout;
-    let untracked = git.run(["ls-files", "-z", "--others", "--exclude-standard"])?;
-    for path in untracked.split('\0').filter(|p| !p.is_empty()) {
-        // `--no-index` exits 1 when the files differ, which a new file always does.
-        let o = git.output([
-            "diff",
-            color,
-            "--no-index",
-            "--no-ext-diff",
-            "--",
-            "/dev/null",
-            path,
-        ])?;
-        out.extend_from_slice(&o.stdout);
+    let tmp = tempfile::tempdir().map_err(|source| GitError::Io {
+        path: std::env::temp_dir(),
+        source,
+    })?;
+    let index = tmp.path().join("index");
+    // From the checkout's own index, so the tracked files are as git knows them (a missing
+    // one, before the first `git add`, is an empty index).
+    let _ = std::fs::copy(git.git_path("index")?, &index);
+    let copy = git.with_index(&index);
+    let untracked = git.output(["ls-files", "-z", "--others", "--exclude-standard"])?;
+    if !untracked.stdout.is_empty() {
+        copy.run_fed(
+            &[
+                "--literal-pathspecs",
+                "add",
+                "--intent-to-add",
+                "--pathspec-from-file=-",
+                "--pathspec-file-nul",
+            ],
+            &untracked.stdout,
+        )?;
     }
-    Ok(out)
+    let out = copy.output([
+        "diff",
+        color,
+        "--stat",
+        "--patch",
+        "--no-renames",
+        "--no-ext-diff",
+        base,
+        "--",
+    ])?;
+    Ok(out.stdout)
 }
 
 /// The lines of a text, a last line without a newline counted.
@@ -651,16 +659,22 @@ mod work_stat_tests {
         Git::new(dir).with_identity().run(args).unwrap()
     }
 
+    /// A repository in `d` whose one commit (the base, returned) holds `a.txt` with `a` and
+    /// a `.gitignore` that ignores `target/`.
+    fn based(d: &Path, a: &str) -> String {
+        git(d, &["init", "-q"]);
+        std::fs::write(d.join("a.txt"), a).unwrap();
+        std::fs::write(d.join(".gitignore"), "target/\n").unwrap();
+        git(d, &["add", "-A"]);
+        git(d, &["commit", "-q", "-m", "base"]);
+        git(d, &["rev-parse", "HEAD"])
+    }
+
     #[test]
     fn counts_committed_uncommitted_and_untracked_work_against_the_base() {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
-        git(d, &["init", "-q"]);
-        std::fs::write(d.join("a.txt"), "one\ntwo\nthree\n").unwrap();
-        std::fs::write(d.join(".gitignore"), "target/\n").unwrap();
-        git(d, &["add", "-A"]);
-        git(d, &["commit", "-q", "-m", "base"]);
-        let base = git(d, &["rev-parse", "HEAD"]);
+        let base = based(d, "one\ntwo\nthree\n");
         assert_eq!(work_stat(d, &base).unwrap(), DiffStat::default());
 
         // A commit on top, an uncommitted edit, an untracked file, a binary and an ignored one.
@@ -683,5 +697,39 @@ mod work_stat_tests {
         assert_eq!(stat.to_string(), "+5 -1");
         // Nothing was staged or written.
         assert_eq!(git(d, &["status", "--porcelain"]).lines().count(), 3);
+    }
+
+    /// Regression: the patch `d` pages in the fleet view began with a `--stat` of the tracked
+    /// files alone ("1 file changed") over a patch that went on with the new ones.
+    #[test]
+    fn the_patch_s_stat_counts_new_files_and_the_checkout_s_index_stays() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let base = based(d, "one\n");
+        std::fs::write(d.join("a.txt"), "two\n").unwrap();
+        std::fs::create_dir(d.join("src")).unwrap();
+        std::fs::write(d.join("src/new file.rs"), "fn a() {}\nfn b() {}\n").unwrap();
+        std::fs::write(d.join(":(glob)*"), "odd name\n").unwrap();
+        std::fs::create_dir(d.join("target")).unwrap();
+        std::fs::write(d.join("target/out"), "ignored\n").unwrap();
+        let index = std::fs::read(d.join(".git/index")).unwrap();
+        let patch = String::from_utf8(work_patch(d, &base, false).unwrap()).unwrap();
+        let stat = patch.lines().find(|l| l.contains("changed")).unwrap();
+        assert_eq!(
+            stat.trim(),
+            "3 files changed, 4 insertions(+), 1 deletion(-)",
+            "{patch}"
+        );
+        assert!(patch.contains("+fn b() {}"), "{patch}");
+        assert!(patch.contains("+odd name"), "{patch}");
+        assert!(!patch.contains("ignored"), "{patch}");
+        assert_eq!(
+            work_stat(d, &base).unwrap().to_string(),
+            "+4 -1",
+            "the row's figures and the pager's agree"
+        );
+        // The checkout's index is byte for byte as it was; nothing new is staged.
+        assert_eq!(std::fs::read(d.join(".git/index")).unwrap(), index);
+        assert_eq!(git(d, &["diff", "--cached", "--name-only"]), "");
     }
 }

@@ -9,37 +9,21 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use ralph_protocol::{
-    AnsweredBy, DeskError, PendingQuestion, Request, State, Status, Submitted, Workspace,
-    answer_question, answer_to, describe_span, send_request,
+    AnsweredBy, DeskError, PendingQuestion, Request, State, Submitted, Workspace, answer_question,
+    answer_to, describe_span, send_request,
 };
 
+use ralph_fleet::rows::LoopRow;
 use ralph_protocol::{LinkRecord, QuestionId, Reply, StopBy};
 
-/// One loop on this machine, for the dashboard.
+/// One loop on this machine, for the dashboard and the bot: its row as every fleet view shows
+/// it, and its question whole.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct LoopView {
-    /// The project root.
-    pub root: PathBuf,
-    /// Running, waiting, done...: one or two words.
-    pub status: &'static str,
-    /// Whether a question waits for an answer.
-    pub waiting: bool,
-    /// The task's first line.
-    pub task: String,
-    /// Iteration and its limit.
-    pub iteration: u32,
-    /// The iteration limit (0: none recorded).
-    pub max_iterations: u32,
-    /// When the run started.
-    pub started_at: Option<SystemTime>,
-    /// The last signal the agent gave.
-    pub last_signal: Option<String>,
-    /// The run's cost so far, in US dollars.
-    pub cost_usd: Option<f64>,
+    /// The loop, as `ralph status --all` and the fleet view show it.
+    pub row: LoopRow,
     /// The question, while one waits.
     pub question: Option<QuestionView>,
-    /// Whether the loop runs now (it holds its workspace), so it can be stopped.
-    pub running: bool,
 }
 
 /// A waiting question.
@@ -107,33 +91,31 @@ pub(crate) fn all() -> Vec<LoopView> {
         .into_iter()
         .filter_map(|e| load(&e.root))
         .collect();
-    all.sort_by(|a, b| (!a.waiting, &a.root).cmp(&(!b.waiting, &b.root)));
+    all.sort_by(|a, b| {
+        (a.question.is_none(), &a.row.root).cmp(&(b.question.is_none(), &b.row.root))
+    });
     all
 }
 
 /// The loop in `root`, from its `state.json`.
 pub(crate) fn load(root: &Path) -> Option<LoopView> {
+    let question = question(root)?;
+    let row = ralph_fleet::rows::read(&Workspace::new(root))?;
+    Some(LoopView { row, question })
+}
+
+/// The question waiting in the loop in `root`; `None` when it has no `state.json`.
+fn question(root: &Path) -> Option<Option<QuestionView>> {
     let ws = Workspace::new(root);
     ws.check_not_symlink().ok()?;
     let state = State::load(&ws).ok().flatten()?;
-    let question = state
-        .pending_question
-        .as_ref()
-        .filter(|p| !answer_waiting(&ws, &p.id))
-        .map(|p| QuestionView::new(root, p));
-    Some(LoopView {
-        root: root.to_path_buf(),
-        status: describe(state.status),
-        waiting: question.is_some(),
-        task: state.task.lines().next().unwrap_or("").to_string(),
-        iteration: state.iteration,
-        max_iterations: state.max_iterations,
-        started_at: ralph_protocol::parse_timestamp(&state.started_at),
-        last_signal: state.last_signal.clone(),
-        cost_usd: state.total_cost_usd,
-        question,
-        running: ws.is_locked(),
-    })
+    Some(
+        state
+            .pending_question
+            .as_ref()
+            .filter(|p| !answer_waiting(&ws, &p.id))
+            .map(|p| QuestionView::new(root, p)),
+    )
 }
 
 /// Whether an answer to the question `id` waits to be delivered: the question is answered,
@@ -142,20 +124,9 @@ fn answer_waiting(ws: &Workspace, id: &QuestionId) -> bool {
     answer_to(ws, id).ok().flatten().is_some()
 }
 
-fn describe(status: Status) -> &'static str {
-    match status {
-        Status::Running => "running",
-        Status::WaitingInput => "waiting for you",
-        Status::Done => "done",
-        Status::Failed => "failed",
-        Status::Stopped => "stopped",
-        Status::MaxIterations => "at max iterations",
-    }
-}
-
 /// The question `link` opens, while it waits.
 pub(crate) fn pending(link: &LinkRecord) -> Option<QuestionView> {
-    load(&link.root)?.question.filter(|q| q.id == link.question)
+    question(&link.root)?.filter(|q| q.id == link.question)
 }
 
 /// Which front end sends an answer, and who there.

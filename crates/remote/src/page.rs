@@ -288,35 +288,38 @@ pub(crate) fn dashboard_body(
     fleet_table(&mut b, loops, fleet);
     for (l, link) in loops {
         let elapsed = l
+            .row
             .started_at
+            .as_deref()
+            .and_then(ralph_protocol::parse_timestamp)
             .and_then(|s| now.duration_since(s).ok())
             .map(duration)
             .unwrap_or_else(|| "?".into());
         let _ = write!(
             b,
             "<article class=\"loop{}\"><h2>{}</h2><p class=\"status\">{}</p><dl>",
-            if l.waiting { " waiting" } else { "" },
-            esc(&project_name(&l.root)),
-            esc(l.status)
+            if l.question.is_some() { " waiting" } else { "" },
+            esc(&project_name(&l.row.root)),
+            esc(&state_words(&l.row))
         );
         let mut row = |k: &str, v: &str| {
             let _ = write!(b, "<dt>{k}</dt><dd>{}</dd>", esc(v));
         };
-        if !l.task.is_empty() {
-            row("task", &l.task);
+        if !l.row.task.is_empty() {
+            row("task", &l.row.task);
         }
         row(
             "iteration",
-            &match l.max_iterations {
-                0 => l.iteration.to_string(),
-                max => format!("{} of {max}", l.iteration),
+            &match l.row.max_iterations {
+                0 => l.row.iteration.to_string(),
+                max => format!("{} of {max}", l.row.iteration),
             },
         );
         row("elapsed", &elapsed);
-        if let Some(s) = &l.last_signal {
+        if let Some(s) = &l.row.last_signal {
             row("last signal", s);
         }
-        if let Some(c) = l.cost_usd {
+        if let Some(c) = l.row.cost_usd {
             row("cost", &format!("${c:.2}"));
         }
         b.push_str("</dl>");
@@ -329,11 +332,11 @@ pub(crate) fn dashboard_body(
                 esc(&first)
             );
         }
-        if l.running {
+        if l.row.running {
             let _ = write!(
                 b,
                 "<form class=\"stop\" method=\"post\" action=\"/stop\"><input type=\"hidden\" name=\"root\" value=\"{}\"><button type=\"submit\">Stop this loop</button></form>",
-                esc(&l.root.display().to_string())
+                esc(&l.row.root.display().to_string())
             );
         }
         b.push_str("</article>");
@@ -360,7 +363,7 @@ fn fleet_table(b: &mut String, loops: &[(LoopView, Option<String>)], fleet: &[Lo
     for row in fleet {
         let link = loops
             .iter()
-            .find(|(l, _)| l.root == row.root)
+            .find(|(l, _)| l.row.root == row.root)
             .and_then(|(_, link)| link.as_ref());
         let state = match link {
             Some(link) => format!("<a href=\"{}\">{}</a>", esc(link), esc(&state_words(row))),

@@ -474,8 +474,9 @@ async fn dashboard_events(State(app): State<Arc<App>>, headers: HeaderMap) -> Re
             .ok()??;
             d.links = kept;
             d.fleet = fleet;
-            let views: Vec<loops::LoopView> = loops.iter().map(|(l, _)| l.clone()).collect();
             // The clock alone changes nothing worth a new page.
+            let mut views: Vec<loops::LoopView> = loops.iter().map(|(l, _)| l.clone()).collect();
+            views.iter_mut().for_each(|l| l.row.elapsed_seconds = None);
             let mut still = rows.clone();
             still.iter_mut().for_each(|r| r.elapsed_seconds = None);
             let shown = Some((views, still));

@@ -278,7 +278,7 @@ pub(crate) fn start_link(state_dir: &Path) -> Result<String, String> {
 /// `/stop` from the paired user: with one loop running, it stops; with several, `/stop N`
 /// names the N-th of the list a bare `/stop` shows. The words to reply with.
 fn stop_command(which: &str) -> String {
-    let running: Vec<_> = loops::all().into_iter().filter(|l| l.running).collect();
+    let running: Vec<_> = loops::all().into_iter().filter(|l| l.row.running).collect();
     let list = || {
         let mut s = String::from("Several loops are running; send /stop N to stop one:");
         for (i, l) in running.iter().enumerate() {
@@ -286,8 +286,8 @@ fn stop_command(which: &str) -> String {
                 s,
                 "\n/stop {} — {} ({})",
                 i + 1,
-                loops::project_name(&l.root),
-                l.status
+                loops::project_name(&l.row.root),
+                ralph_fleet::rows::state_words(&l.row)
             );
         }
         s
@@ -305,7 +305,7 @@ fn stop_command(which: &str) -> String {
             None => return list(),
         },
     };
-    loops::stop_loop(&chosen.root, StopBy::Telegram).unwrap_or_else(|e| e)
+    loops::stop_loop(&chosen.row.root, StopBy::Telegram).unwrap_or_else(|e| e)
 }
 
 /// A question's message, as sent.

@@ -41,8 +41,8 @@ mod wrap;
 mod question_snapshots;
 
 pub use fleet::{
-    FleetAction, FleetHost, FleetView, TICK as FLEET_TICK, row_line, run_fleet_plain,
-    run_fleet_tui, state_words,
+    FleetAction, FleetHost, FleetView, TICK as FLEET_TICK, leave_fleet_now, row_line,
+    run_fleet_plain, run_fleet_tui, state_words,
 };
 pub use plain::{PlainOptions, fmt_duration, run_plain};
 pub use plain::{TEXT_WIDTH, agent_event, last_line, markdown_first_line, markdown_lines};

@@ -50,6 +50,11 @@ fn answer(ws: &Workspace, keys: &Path, id: &QuestionId) {
     .unwrap();
 }
 
+/// `git ARGS` in `dir`, with an identity; its output.
+fn git_in(dir: &Path, args: &[&str]) -> String {
+    ralph_git::Git::new(dir).with_identity().run(args).unwrap()
+}
+
 fn said() -> Box<LastSaid> {
     Box::new(|_, _| Some("\u{1b}[31mall\u{202e} green\u{1b}[0m\nnext".into()))
 }
@@ -174,12 +179,7 @@ fn a_directory_that_never_held_a_loop_has_no_row_and_rows_serialize_kebab_case()
 #[test]
 fn a_worktree_loop_shows_its_landing_state_and_its_diff_against_its_base() {
     let (a, ws, _) = a_loop("Alpha", Status::Done);
-    let git = |args: &[&str]| {
-        ralph_git::Git::new(a.path())
-            .with_identity()
-            .run(args)
-            .unwrap()
-    };
+    let git = |args: &[&str]| git_in(a.path(), args);
     git(&["init", "-q"]);
     git(&["add", "RALPH_TASK.md"]);
     git(&["commit", "-q", "-m", "base"]);
@@ -211,4 +211,61 @@ fn a_worktree_loop_shows_its_landing_state_and_its_diff_against_its_base() {
         })
     );
     assert_eq!(row.diff.unwrap().to_string(), "+2 -0");
+}
+
+/// `read` (what the broker's dashboard and bot show of each loop) gives the collector's row
+/// without what costs a process or a log: the same state, task, signal and question, no diff,
+/// last line or criteria.
+#[test]
+fn read_gives_the_collected_row_without_diff_last_line_or_criteria() {
+    let (a, ws, mut st) = a_loop("Alpha\u{1b}[2J task", Status::Running);
+    let _lock = ws.lock().unwrap();
+    st.last_signal = Some("QUESTION\u{202e}".into());
+    ask(&ws, &mut st, "Redis or Memcached?");
+    let collected = collect(Some(&[a.path().into()]), said()).remove(0);
+    let row = read(&Workspace::new(std::fs::canonicalize(a.path()).unwrap())).unwrap();
+    assert_eq!(row.state, RowState::NeedsYou);
+    assert_eq!(row.last_signal.as_deref(), Some("QUESTION"));
+    assert_eq!(row.question.as_deref(), Some("Redis or Memcached?"));
+    assert_eq!(
+        (row.diff, &row.last_line, row.criteria_done),
+        (None, &None, None)
+    );
+    let mut expected = collected;
+    (expected.diff, expected.last_line) = (None, None);
+    (expected.criteria_done, expected.criteria_total) = (None, None);
+    expected.elapsed_seconds = row.elapsed_seconds;
+    assert_eq!(row, expected);
+    assert!(read(&Workspace::new(tempfile::tempdir().unwrap().path())).is_none());
+}
+
+/// Regression: after the user ran the command a needs-land row gave to finish the landing, the
+/// row went on telling them to run it, until `ralph land` recorded the landing.
+#[test]
+fn a_needs_land_row_whose_command_ran_says_ralph_land_records_it() {
+    let (a, ws, _) = a_loop("Alpha", Status::Done);
+    let git = |args: &[&str]| git_in(a.path(), args);
+    git(&["init", "-q", "-b", "main"]);
+    git(&["add", "RALPH_TASK.md"]);
+    git(&["commit", "-q", "-m", "base"]);
+    let base = git(&["rev-parse", "HEAD"]);
+    git(&["commit", "-q", "--allow-empty", "-m", "combined"]);
+    let combined = git(&["rev-parse", "HEAD"]);
+    git(&["update-ref", "refs/ralph/land/ralph/alpha", &combined]);
+    git(&["update-ref", "refs/heads/main", &base]);
+    let info = LoopInfo {
+        repo: a.path().into(),
+        base,
+        land: Some(LandState::NeedsLand),
+        reason: Some("To finish: git -C /r merge --ff-only refs/ralph/land/ralph/alpha".into()),
+        ..crate::test_support::loop_info(a.path(), "ralph/alpha")
+    };
+    info.save(ws.dir()).unwrap();
+    let reason = || read(&ws).unwrap().reason.unwrap();
+    assert!(reason().starts_with("To finish: git"), "{}", reason());
+    // The user's `git merge --ff-only`: main now holds the combined commit.
+    git(&["update-ref", "refs/heads/main", &combined]);
+    assert_eq!(read(&ws).unwrap().state, RowState::NeedsLand);
+    assert!(reason().contains("`ralph land`"), "{}", reason());
+    assert!(!reason().contains("To finish"), "{}", reason());
 }

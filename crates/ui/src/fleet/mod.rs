@@ -32,7 +32,7 @@ mod terminal;
 mod view;
 
 pub use ralph_fleet::rows::state_words;
-pub use terminal::{FleetHost, TICK, run_fleet_plain, run_fleet_tui};
+pub use terminal::{FleetHost, TICK, leave_fleet_now, run_fleet_plain, run_fleet_tui};
 pub use view::row_line;
 
 /// What the owner of the view should do after a key.
@@ -99,7 +99,7 @@ struct Open {
 /// | key | list | question open |
 /// | --- | --- | --- |
 /// | `Up`/`Down`, `k`/`j` | select a loop | the panel's keys |
-/// | `Enter` | open the selected loop's question | send the answer |
+/// | `Enter` | open the selected loop's question; on another loop, its row's second line whole | send the answer |
 /// | `d` | the loop's diff, in the pager | |
 /// | `l` | land it | |
 /// | `x` | stop it | |
@@ -284,7 +284,9 @@ impl FleetView {
             KeyCode::End => self.select_index(self.rows.len().saturating_sub(1)),
             KeyCode::Char('q') | KeyCode::Esc => FleetAction::Quit,
             KeyCode::Enter if row.state == RowState::NeedsYou => FleetAction::Open(root),
-            KeyCode::Enter => self.refuse(format!("No question waits in {}.", row.name())),
+            // What the row's second line cuts to the width (a reason, the command that
+            // finishes a landing), whole.
+            KeyCode::Enter => self.refuse(view::whole_detail(&row)),
             KeyCode::Char('d') if row.diff.is_some() => FleetAction::Diff(root),
             KeyCode::Char('d') => self.refuse(format!(
                 "{} has no diff to show: not in a git repository, or not started.",

@@ -136,7 +136,11 @@ fn selection_follows_its_loop_and_enter_opens_only_a_waiting_question() {
         view.handle_key(key(KeyCode::Enter), now),
         FleetAction::Redraw
     );
-    assert!(draw(&view, 80, 24, now).contains("No question waits in add-cache."));
+    let screen = draw(&view, 80, 24, now);
+    assert!(
+        screen.contains("No question waits in add-cache (running); said:"),
+        "{screen}"
+    );
     assert_eq!(
         view.handle_key(key(KeyCode::Char('x')), now),
         FleetAction::Stop("/work/add-cache".into())
@@ -237,4 +241,149 @@ fn the_question_opens_in_the_run_panel_and_its_answer_goes_to_its_loop() {
     rows.retain(|r| r.name() != "fix-login");
     view.set_rows(rows, now);
     assert!(!view.question_open());
+}
+
+/// Regression: below 80 columns the figures kept their places and the task was squeezed to
+/// "Add a s…" while the headings ran off the edge ("COS"), and the keys line was cut before
+/// `q quit`. Now the figures that matter least go first (cost, diff, criteria, time), the task
+/// keeps room to be read, and the keys that matter least go before `q quit` does.
+#[test]
+fn narrow_terminals_drop_figures_before_the_task_and_keep_q_quit() {
+    let now = Instant::now();
+    let mut view = FleetView::new(Theme::monochrome());
+    view.set_rows(fleet(), now);
+    for (width, name) in [
+        (60, "fleet_60x12"),
+        (50, "fleet_50x12"),
+        (40, "fleet_40x12"),
+    ] {
+        let screen = draw(&view, width, 12, now);
+        insta::assert_snapshot!(name, screen);
+        let lines: Vec<&str> = screen.lines().collect();
+        // The headings are whole words, each over its column.
+        let headings = lines[1];
+        assert!(
+            headings
+                .split_whitespace()
+                .all(|h| ["STATE", "TASK", "ITER", "TIME", "COST", "CRIT", "DIFF"].contains(&h)),
+            "{width}: {headings}"
+        );
+        assert!(
+            screen.contains("Fix the login redirect"),
+            "{width}: the task is cut to nothing:\n{screen}"
+        );
+        let keys = lines.last().unwrap();
+        assert!(keys.ends_with("q quit"), "{width}: {keys}");
+        assert!(!keys.contains('…'), "{width}: {keys}");
+    }
+    // With a question open, the key of its own is whole too.
+    view.open_question(
+        &PathBuf::from("/work/fix-login"),
+        &PendingQuestion::new(
+            QuestionId::new(),
+            &Question::plain("Keep the query string?"),
+            SystemTime::now(),
+            None,
+            3,
+            RaisedBy::Signal,
+        ),
+        now,
+        SystemTime::now(),
+    );
+    let screen = draw(&view, 40, 16, now);
+    let keys = screen.lines().last().unwrap();
+    assert!(!keys.contains('…'), "{keys}");
+    assert!(keys.contains("Ctrl+C"), "{keys}");
+}
+
+/// Regression: a note was cut at the width, so "Landing docs (output: /…/fleet-view/do" hid
+/// the path of the log it pointed to. It wraps now.
+#[test]
+fn a_long_note_wraps_so_the_log_path_it_names_is_whole() {
+    let now = Instant::now();
+    let mut view = FleetView::new(Theme::monochrome());
+    view.set_rows(fleet(), now);
+    let path = "/home/someone/.local/state/ralph/fleet-view/write-the-api-docs-land.log";
+    view.set_note(format!("Landing write-the-api-docs (output: {path})."));
+    let screen = draw(&view, 80, 24, now);
+    let joined: String = screen.lines().map(str::trim).collect::<Vec<_>>().join(" ");
+    assert!(joined.contains(path), "{screen}");
+    assert!(
+        screen.lines().last().unwrap().ends_with("q quit"),
+        "{screen}"
+    );
+}
+
+/// Regression: with more loops than the terminal's height holds, the view scrolled with the
+/// selection and nothing said rows were out of view (a waiting loop scrolled off looked gone).
+#[test]
+fn a_short_terminal_says_which_rows_are_shown() {
+    let now = Instant::now();
+    let mut view = FleetView::new(Theme::monochrome());
+    view.set_rows(fleet(), now);
+    let screen = draw(&view, 80, 10, now);
+    insta::assert_snapshot!("fleet_80x10_top", screen);
+    assert!(
+        screen.starts_with("ralph fleet · 2 need you · 5 loops · 1-3 shown"),
+        "{screen}"
+    );
+    view.handle_key(key(KeyCode::End), now);
+    let screen = draw(&view, 80, 10, now);
+    assert!(
+        screen
+            .lines()
+            .next()
+            .unwrap()
+            .ends_with("5 loops · 3-5 shown"),
+        "{screen}"
+    );
+    let screen = draw(&view, 80, 24, now);
+    assert!(
+        screen.lines().next().unwrap().ends_with("5 loops"),
+        "{screen}"
+    );
+}
+
+/// Regression: with no loop at all, the line saying how to start one ran past 80 columns and
+/// was cut before "starts one."
+#[test]
+fn with_no_loop_the_view_says_how_to_start_one_whole() {
+    let now = Instant::now();
+    let mut view = FleetView::new(Theme::monochrome());
+    view.set_rows(Vec::new(), now);
+    for width in [80, 40] {
+        let screen = draw(&view, width, 10, now);
+        let joined: String = screen.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            joined.contains("`ralph run` or `ralph fleet TASK.md...` starts one."),
+            "{screen}"
+        );
+    }
+    insta::assert_snapshot!("fleet_empty_40x10", draw(&view, 40, 10, now));
+}
+
+/// Regression: a row's second line is cut to the width, and a needs-land row's reason ends with
+/// the command that finishes the landing: the view showed no way to read it. Enter on a loop
+/// with no question shows the line whole.
+#[test]
+fn enter_on_a_loop_without_a_question_shows_its_reason_whole() {
+    let now = Instant::now();
+    let mut view = FleetView::new(Theme::monochrome());
+    let command =
+        "git -C /home/someone/src/app merge --ff-only refs/ralph/land/ralph/add-a-session-cache";
+    let mut row = row("add-cache", "Add a session cache", RowState::NeedsLand);
+    row.reason = Some(format!(
+        "combined and tested, but main is checked out in /home/someone/src/app with changes, so ralph does not move it. To finish: {command}"
+    ));
+    view.set_rows(vec![row], now);
+    let before = draw(&view, 80, 24, now);
+    assert!(!before.contains(command), "{before}");
+    view.handle_key(key(KeyCode::Enter), now);
+    let screen = draw(&view, 80, 24, now);
+    let joined: String = screen.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(joined.contains(command), "{screen}");
+    assert!(
+        joined.contains("No question waits in add-cache (needs land); why: combined"),
+        "{screen}"
+    );
 }

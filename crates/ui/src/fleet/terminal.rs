@@ -8,12 +8,18 @@
 //!
 //! `d` runs the user's pager outside the view: the input thread stops reading, the terminal is
 //! given back, the host runs the pager, and the view takes the terminal again. Every way out
-//! (`q`, an error, a panic) gives the terminal back.
+//! (`q`, an error, a panic, [`leave_fleet_now`] from another thread) gives the terminal back.
+//!
+//! The terminal the view has taken lives behind one lock, held while it is taken, drawn on
+//! and given back: [`leave_fleet_now`] (a second Ctrl-C, say) takes the lock, so it waits for a
+//! draw or a giving back in progress to finish, gives the terminal back if the view still
+//! has it, and ends the process holding the lock, so the view can neither take the terminal
+//! again nor draw after it.
 
 use std::io::{self, Write};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crossterm::event::{self, DisableBracketedPaste, EnableBracketedPaste, Event};
@@ -66,31 +72,77 @@ fn read_input(tx: &Sender<Wake>, reading: &AtomicBool, alive: &AtomicBool) {
     }
 }
 
+/// The terminal while the view has it taken; `None` while it is given back.
+static SCREEN: Mutex<Option<DefaultTerminal>> = Mutex::new(None);
+
+/// The lock on [`SCREEN`], also after a panic while it was held (a panic in a draw): the
+/// terminal must still be given back.
+fn screen() -> MutexGuard<'static, Option<DefaultTerminal>> {
+    SCREEN
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Gives `terminal` back: the viewport goes, so the shell's prompt comes back where the view
+/// began, at the start of its line. Ignores errors (the terminal may be gone).
+fn give_back(mut terminal: DefaultTerminal) {
+    let top = terminal.get_frame().area().y;
+    let _ = terminal.clear();
+    let _ = terminal.set_cursor_position((0, top));
+    let _ = terminal.show_cursor();
+    let _ = execute!(io::stdout(), DisableBracketedPaste);
+    let _ = crossterm::terminal::disable_raw_mode();
+}
+
+/// Gives the terminal back if the fleet view has it, then ends the process with `code`.
+///
+/// Safe to call from any thread at any moment: it waits for a draw, a taking or a giving
+/// back in progress (each takes a moment) and never returns, so nothing draws after it.
+pub fn leave_fleet_now(code: i32) -> ! {
+    let mut screen = screen();
+    if let Some(terminal) = screen.take() {
+        give_back(terminal);
+    }
+    let _ = io::stdout().flush();
+    // The lock stays held until the process is gone.
+    std::process::exit(code)
+}
+
 /// The terminal, taken; given back when dropped.
-struct Taken(DefaultTerminal);
+struct Taken(());
 
 impl Taken {
     fn take() -> io::Result<Taken> {
+        let mut screen = screen();
         let (_, rows) = crossterm::terminal::size()?;
         let height = rows.saturating_sub(1).clamp(6, 40);
         let terminal = ratatui::try_init_with_options(TerminalOptions {
             viewport: Viewport::Inline(height),
+        })
+        .inspect_err(|_| {
+            // Raw mode is on when the cursor query fails.
+            let _ = crossterm::terminal::disable_raw_mode();
         })?;
+        // Stored before anything else can fail, so the terminal is given back whatever fails.
+        *screen = Some(terminal);
         execute!(io::stdout(), EnableBracketedPaste)?;
-        Ok(Taken(terminal))
+        Ok(Taken(()))
+    }
+
+    /// Draws a frame with `render`.
+    fn draw(&mut self, render: impl FnOnce(&mut ratatui::Frame<'_>)) -> io::Result<()> {
+        if let Some(terminal) = screen().as_mut() {
+            terminal.draw(render)?;
+        }
+        Ok(())
     }
 }
 
 impl Drop for Taken {
     fn drop(&mut self) {
-        // The viewport goes, so the shell's prompt comes back where the view began, at the
-        // start of its line.
-        let top = self.0.get_frame().area().y;
-        let _ = self.0.clear();
-        let _ = self.0.set_cursor_position((0, top));
-        let _ = self.0.show_cursor();
-        let _ = execute!(io::stdout(), DisableBracketedPaste);
-        let _ = crossterm::terminal::disable_raw_mode();
+        if let Some(terminal) = screen().take() {
+            give_back(terminal);
+        }
     }
 }
 
@@ -132,8 +184,7 @@ fn drive(host: &mut dyn FleetHost, rx: &Receiver<Wake>, reading: &AtomicBool) ->
                 return Ok(());
             }
         }
-        term.0
-            .draw(|f| view.render(f.area(), f.buffer_mut(), now))?;
+        term.draw(|f| view.render(f.area(), f.buffer_mut(), now))?;
         let until = view
             .next_redraw(now)
             .map_or(next_tick, |r| r.min(next_tick));

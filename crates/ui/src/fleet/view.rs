@@ -18,11 +18,30 @@ use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 use super::FleetView;
 use crate::countdown_view::format_span;
+use crate::wrap::{Para, wrap};
 
-/// The keys, at the foot of the view.
-const KEYS: &str = "↑↓ select · Enter answer · d diff · l land · x stop · r retry · q quit";
-/// The key of its own the view adds while a question is open (the panel shows its keys).
-const PANEL_KEYS: &str = "Ctrl+C back to the list (the question keeps waiting)";
+/// The keys, at the foot of the view, in order, each with its rank: on a narrow terminal the
+/// highest ranks are left out first, and `q quit` never.
+const KEYS: [(&str, u8); 7] = [
+    ("↑↓ select", 1),
+    ("Enter answer", 0),
+    ("d diff", 3),
+    ("l land", 4),
+    ("x stop", 2),
+    ("r retry", 5),
+    ("q quit", 0),
+];
+/// The key of its own the view adds while a question is open (the panel shows its keys), and
+/// its short form for a narrow terminal.
+const PANEL_KEYS: [&str; 2] = [
+    "Ctrl+C back to the list (the question keeps waiting)",
+    "Ctrl+C back to the list",
+];
+/// The most lines a note under the rows takes (a needs-land reason, with the command that
+/// finishes the landing, takes four at 80 columns).
+const NOTE_LINES: usize = 5;
+/// The fewest columns the task keeps before the figures start going.
+const TASK_MIN: usize = 20;
 
 /// The row on one line, for plain mode and `ralph status --all`:
 /// `ROOT: needs you · Fix the login · iteration 2/10 · 3m 12s · $0.42 · criteria 1/3 · +12 -3 ·
@@ -54,6 +73,21 @@ pub fn row_line(row: &LoopRow) -> String {
         parts.push(detail.prefix.to_owned() + &detail.text);
     }
     format!("{}: {}", row.root.display(), parts.join(" · "))
+}
+
+/// What a row's second line says, whole (the line cuts it to the width): for the note `Enter`
+/// shows on a loop with no question waiting.
+pub(super) fn whole_detail(row: &LoopRow) -> String {
+    match detail(row) {
+        Some(d) => format!(
+            "No question waits in {} ({}); {}{}",
+            row.name(),
+            state_words(row),
+            d.prefix,
+            d.text
+        ),
+        None => format!("No question waits in {}.", row.name()),
+    }
 }
 
 /// The second line of a row: what waits on its human, what the agent said, or why it stands.
@@ -141,6 +175,50 @@ const FIGURES: [(&str, usize); 5] = [
     ("DIFF", 11),
 ];
 
+/// The order the figures go in when the task would have fewer than [`TASK_MIN`] columns
+/// (indices into [`FIGURES`]): cost, diff, criteria, time, and the iteration last.
+const DROP_ORDER: [usize; 5] = [2, 4, 3, 1, 0];
+
+/// The columns of a view `width` wide with a state column `state_w` wide: which figures show
+/// (`shown[i]` for `FIGURES[i]`), and the task's width.
+fn columns(width: usize, state_w: usize) -> ([bool; 5], usize) {
+    let mut shown = [true; 5];
+    let task_w = |shown: &[bool; 5]| {
+        let figures_w: usize = FIGURES
+            .iter()
+            .zip(shown)
+            .filter(|(_, s)| **s)
+            .map(|((_, w), _)| w + 1)
+            .sum();
+        width.saturating_sub(2 + state_w + 1 + figures_w)
+    };
+    for i in DROP_ORDER {
+        if task_w(&shown) >= TASK_MIN {
+            break;
+        }
+        shown[i] = false;
+    }
+    let task = task_w(&shown).max(8);
+    (shown, task)
+}
+
+/// The keys line for `width` columns: every key that fits, by rank, in their order.
+fn keys_line(width: usize) -> String {
+    let line = |max_rank: u8| {
+        KEYS.iter()
+            .filter(|(_, rank)| *rank <= max_rank)
+            .map(|(k, _)| *k)
+            .collect::<Vec<_>>()
+            .join(" · ")
+    };
+    let most = KEYS.iter().map(|(_, r)| *r).max().unwrap_or(0);
+    (0..=most)
+        .rev()
+        .map(line)
+        .find(|l| l.width() <= width)
+        .unwrap_or_else(|| line(0))
+}
+
 impl FleetView {
     fn state_style(&self, state: RowState) -> Style {
         let t = &self.theme;
@@ -183,8 +261,7 @@ impl FleetView {
         let t = &self.theme;
         let selected = self.selected.as_ref() == Some(&row.root);
         let marker = if selected { "› " } else { "  " };
-        let figures_w: usize = FIGURES.iter().map(|(_, w)| w + 1).sum();
-        let task_w = width.saturating_sub(2 + state_w + 1 + figures_w).max(8);
+        let (shown, task_w) = columns(width, state_w);
         let task = if row.task.is_empty() {
             row.name()
         } else {
@@ -199,7 +276,12 @@ impl FleetView {
             Span::raw(" "),
             Span::styled(fit(&task, task_w, true), t.text),
         ];
-        for ((_, w), cell) in FIGURES.iter().zip(figures(row)) {
+        for (((_, w), cell), _) in FIGURES
+            .iter()
+            .zip(figures(row))
+            .zip(shown)
+            .filter(|(_, shown)| *shown)
+        {
             first.push(Span::styled(format!(" {cell:>w$}", w = *w), t.dim));
         }
         let mut first = Line::from(first);
@@ -223,21 +305,21 @@ impl FleetView {
 
     /// The column headings.
     fn headings(&self, width: usize, state_w: usize) -> Line<'static> {
-        let figures_w: usize = FIGURES.iter().map(|(_, w)| w + 1).sum();
-        let task_w = width.saturating_sub(2 + state_w + 1 + figures_w).max(8);
+        let (shown, task_w) = columns(width, state_w);
         let mut s = format!(
             "  {} {}",
             fit("STATE", state_w, true),
             fit("TASK", task_w, true)
         );
-        for (name, w) in FIGURES {
+        for ((name, w), _) in FIGURES.iter().zip(shown).filter(|(_, shown)| *shown) {
             s.push_str(&format!(" {name:>w$}"));
         }
         Line::styled(s, self.theme.dim)
     }
 
-    /// The rows that fit in `height` lines (two each), scrolled to keep the selection in view.
-    fn visible(&self, height: usize) -> &[LoopRow] {
+    /// The rows that fit in `height` lines (two each), scrolled to keep the selection in view;
+    /// the index of the first.
+    fn visible(&self, height: usize) -> (usize, &[LoopRow]) {
         let fit = (height / 2).max(1);
         let at = self
             .selected
@@ -248,7 +330,7 @@ impl FleetView {
             .saturating_sub(fit - 1)
             .min(self.rows.len().saturating_sub(fit));
         let end = (start + fit).min(self.rows.len());
-        &self.rows[start..end]
+        (start, &self.rows[start..end])
     }
 
     /// Draws the view into `area` as it looks at `now`.
@@ -267,15 +349,25 @@ impl FleetView {
             .unwrap_or(0)
             .clamp(9, 24);
         let mut lines: Vec<Line<'static>> = vec![self.header()];
-        let foot = match &self.note {
-            Some(n) => vec![Line::styled(n.clone(), self.theme.warning)],
+        // Wrapped, not cut: a note may end with the path of a log to read.
+        let foot: Vec<Line<'static>> = match &self.note {
+            Some(n) => {
+                let para = Para::text(vec![Span::styled(n.clone(), self.theme.warning)]);
+                let mut lines = wrap(&[para], area.width);
+                lines.truncate(NOTE_LINES);
+                lines
+            }
             None => Vec::new(),
         };
         let keys = match self.open.is_some() {
-            true => PANEL_KEYS,
-            false => KEYS,
+            true => PANEL_KEYS
+                .iter()
+                .find(|k| k.width() <= width)
+                .unwrap_or(&PANEL_KEYS[1])
+                .to_string(),
+            false => keys_line(width),
         };
-        let keys = Line::styled(fit(keys, width, false), self.theme.dim);
+        let keys = Line::styled(fit(&keys, width, false), self.theme.dim);
         let mut y = area.y;
         let put = |line: &Line<'static>, y: &mut u16, buf: &mut Buffer| {
             if *y < area.bottom() {
@@ -299,15 +391,24 @@ impl FleetView {
         }
         if self.rows.is_empty() {
             lines.push(Line::from(""));
-            lines.push(Line::styled(
+            let empty = Para::text(vec![Span::styled(
                 "No ralph loop on this machine yet: `ralph run` or `ralph fleet TASK.md...` starts one.",
                 self.theme.dim,
-            ));
+            )]);
+            lines.extend(wrap(&[empty], area.width));
         } else {
             lines.push(self.headings(width, state_w));
         }
         let room = usize::from(area.height).saturating_sub(lines.len() + foot.len() + 1);
-        for row in self.visible(room) {
+        let (first, shown) = self.visible(room);
+        if shown.len() < self.rows.len() {
+            // Some rows are out of view: say which are in it, so none is taken for gone.
+            lines[0].spans.push(Span::styled(
+                format!(" · {}-{} shown", first + 1, first + shown.len()),
+                self.theme.dim,
+            ));
+        }
+        for row in shown {
             lines.extend(self.row_lines(row, width, state_w));
         }
         for l in lines.iter().chain(&foot) {
