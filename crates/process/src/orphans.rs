@@ -24,6 +24,12 @@
 //! double-forks and execs with a clean environment): the Linux backend finds it as ralph's
 //! adopted child, the portable one cannot.
 //!
+//! A stop's walks of the whole table (the portable sweep's look, and whether what it signalled
+//! is gone, every few milliseconds) run on tokio's blocking threads, not on the thread that
+//! polls the stop: the stop runs beside the loop's other work (a question shown meanwhile), and
+//! a walk takes milliseconds. The Linux sweep's look, a few small reads of ralph's own
+//! children, is done where the stop runs: a hand-off would cost more than it.
+//!
 //! Reaping is where this could hurt: a zombie that tokio or the standard library is about
 //! to wait for must be left to it, or that `wait` fails and the agent's exit status is lost.
 //! Every process ralph starts is therefore started through [`spawn`], which records its pid
@@ -99,10 +105,7 @@ where
         return Swept::default();
     }
     let mark: Arc<[u8]> = mark.into();
-    let find = || {
-        let mark = Arc::clone(&mark);
-        blocking(move || look(&mark, group))
-    };
+    let find = || look_async(Arc::clone(&mark), group);
     rounds(find, true, grace, hurry).await
 }
 
@@ -305,6 +308,17 @@ struct Escapee {
     group: Option<i32>,
 }
 
+/// [`look`] where a sweep runs when it reads this process's children (a few small reads, less
+/// than a hand-off to another thread costs); on the blocking threads when it walks the whole
+/// table (no subreaper).
+async fn look_async(mark: Arc<[u8]>, stopped_group: i32) -> Found {
+    if sys::SUBREAPER {
+        look(&mark, stopped_group)
+    } else {
+        blocking(move || look(&mark, stopped_group)).await
+    }
+}
+
 /// What one look for processes to stop found.
 #[derive(Debug, Default)]
 struct Found {
@@ -317,7 +331,7 @@ struct Found {
 /// One look at this process's children (or, without a subreaper, at the processes of this
 /// loop anywhere, [`strays`]): reaps the adopted ones that have exited and returns the live,
 /// marked ones outside `stopped_group` (members of the group being stopped, still dying when
-/// their parent is gone, are the group's to stop). Blocking: run it through [`blocking`].
+/// their parent is gone, are the group's to stop). Blocking ([`look_async`]).
 fn look(mark: &[u8], stopped_group: i32) -> Found {
     let mut started = started();
     let found = if sys::SUBREAPER {

@@ -224,7 +224,7 @@ pub enum Stopped {
 }
 
 /// Whether any live (non-zombie) process is in group `pgid`. Blocking: when the group exists,
-/// a read of the process table (see [`group_alive_async`] for async code).
+/// a read of the process table (from async code, run it through `tokio::task::spawn_blocking`).
 pub fn group_alive(pgid: i32) -> bool {
     group_exists(pgid) && group_has_live_member(pgid)
 }
