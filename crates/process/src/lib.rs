@@ -41,8 +41,8 @@ pub use command_line::{command, direct_words, resolve, std_command};
 pub use group::{Group, GroupDue, GroupState};
 pub use guard::{Guard, GuardedRun, SavedTerminal, guard_main};
 pub use orphans::{
-    RUN_VAR, Swept, group_is_ours, lineage_groups, mark_of, ralph_dir_value, run_id, run_mark,
-    stop_everywhere, sweep, terminate,
+    Cleared, RUN_VAR, Swept, group_is_ours, lineage_groups, mark_of, ralph_dir_value, run_id,
+    run_mark, stop_and_sweep, stop_everywhere, sweep, terminate,
 };
 pub use reader::wait_until_reader_gone;
 pub use sandbox::{

@@ -24,6 +24,12 @@
 //! double-forks and execs with a clean environment): the Linux backend finds it as ralph's
 //! adopted child, the portable one cannot.
 //!
+//! A stop's walks of the whole table (the portable sweep's look, and whether what it signalled
+//! is gone, every few milliseconds) run on tokio's blocking threads, not on the thread that
+//! polls the stop: the stop runs beside the loop's other work (a question shown meanwhile), and
+//! a walk takes milliseconds. The Linux sweep's look, a few small reads of ralph's own
+//! children, is done where the stop runs: a hand-off would cost more than it.
+//!
 //! Reaping is where this could hurt: a zombie that tokio or the standard library is about
 //! to wait for must be left to it, or that `wait` fails and the agent's exit status is lost.
 //! Every process ralph starts is therefore started through [`spawn`], which records its pid
@@ -35,9 +41,11 @@
 //! [`spawn`]: crate::spawn
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::FutureExt;
+use futures_util::future::FusedFuture;
 use nix::sys::signal::{Signal, kill, killpg};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::{Pid, getpgrp, getpid};
@@ -45,7 +53,7 @@ use tokio::time::Instant;
 
 use crate::adopt::{adopting, started};
 
-use crate::supervisor::{self, Stopped};
+use crate::supervisor::{self, Stopped, blocking};
 use crate::sys;
 
 /// How many times a sweep goes back for the orphans of the processes it just stopped.
@@ -96,34 +104,67 @@ where
     if !adopting() {
         return Swept::default();
     }
-    rounds(
-        |swept| look(mark, group, &mut swept.reaped),
-        true,
-        grace,
-        hurry,
-    )
-    .await
+    let mark: Arc<[u8]> = mark.into();
+    let find = || look_async(Arc::clone(&mark), group);
+    rounds(find, true, grace, hurry).await
+}
+
+/// How stopping a process group and what left it went ([`stop_and_sweep`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cleared {
+    /// What was still in the group.
+    pub group: Stopped,
+    /// What had left the group, stopped outside it.
+    pub swept: Swept,
+    /// Whether `hurry` resolved meanwhile, cutting the graces short.
+    pub hurried: bool,
+}
+
+/// Stops what an agent or a test command left when its run ended: what is still in its group
+/// `pgid` ([`supervisor::stop_group`]: it closed its output, or ignored SIGTERM), then what
+/// left the group and carries `mark` ([`sweep`]); `grace` between SIGTERM and SIGKILL for each.
+/// Once `hurry` resolves (the human asked to stop), the rest of the graces is skipped.
+pub async fn stop_and_sweep<F>(pgid: i32, mark: &[u8], grace: Duration, hurry: F) -> Cleared
+where
+    F: Future<Output = ()>,
+{
+    let hurry = hurry.fuse();
+    tokio::pin!(hurry);
+    let group = supervisor::stop_group(pgid, grace, hurry.as_mut()).await;
+    let grace = if hurry.is_terminated() {
+        Duration::ZERO
+    } else {
+        grace
+    };
+    let swept = sweep(mark, pgid, grace, hurry.as_mut()).await;
+    Cleared {
+        group,
+        swept,
+        hurried: hurry.is_terminated(),
+    }
 }
 
 /// Stops what `find` finds ([`stop`]), reaps them when they are adopted children of this
 /// process (`adopted`: never otherwise, or a `wait` elsewhere would lose its child), and goes
 /// back for what they left, up to [`ROUNDS`] times, until `find` finds nothing (or one
 /// outlived SIGKILL).
-async fn rounds<F>(
-    mut find: impl FnMut(&mut Swept) -> Vec<Escapee>,
+async fn rounds<F, L>(
+    mut find: impl FnMut() -> L,
     adopted: bool,
     grace: Duration,
     hurry: F,
 ) -> Swept
 where
     F: Future<Output = ()>,
+    L: Future<Output = Found>,
 {
     let mut swept = Swept::default();
     let hurry = hurry.fuse();
     tokio::pin!(hurry);
     let mut hurried = false;
     for _ in 0..ROUNDS {
-        let escapees = find(&mut swept);
+        let Found { escapees, reaped } = find().await;
+        swept.reaped += reaped;
         if escapees.is_empty() {
             break;
         }
@@ -151,26 +192,29 @@ where
 /// is left to find it by. Reads the environment of every process this user may read, once a
 /// round: a few milliseconds, once, after a crash.
 pub async fn stop_everywhere(mark: &[u8], spare: &[i32], grace: Duration) -> Swept {
-    rounds(
-        |_| everywhere(mark, spare),
-        false,
-        grace,
-        std::future::pending(),
-    )
-    .await
+    let (mark, spare): (Arc<[u8]>, Arc<[i32]>) = (mark.into(), spare.into());
+    let find = || {
+        let (mark, spare) = (Arc::clone(&mark), Arc::clone(&spare));
+        blocking(move || everywhere(&mark, &spare))
+    };
+    rounds(find, false, grace, std::future::pending()).await
 }
 
 /// The live processes marked `mark`, other than this one and those in a group in `spare`,
 /// with their groups.
-fn everywhere(mark: &[u8], spare: &[i32]) -> Vec<Escapee> {
-    sys::marked(&[mark], getpid().as_raw())
+fn everywhere(mark: &[u8], spare: &[i32]) -> Found {
+    let escapees = sys::marked(&[mark], getpid().as_raw())
         .into_iter()
         .filter(|(_, s)| !s.exited() && !spare.contains(&s.group))
         .map(|(pid, s)| Escapee {
             pid,
             group: (s.group > 1).then_some(s.group),
         })
-        .collect()
+        .collect();
+    Found {
+        escapees,
+        reaped: 0,
+    }
 }
 
 /// The process groups of this process and of each of its ancestors: the ones a cleanup of
@@ -206,7 +250,8 @@ pub fn terminate(mark: &[u8], group: i32) -> Swept {
     if !adopting() {
         return swept;
     }
-    let escapees = look(mark, group, &mut swept.reaped);
+    let Found { escapees, reaped } = look(mark, group);
+    swept.reaped = reaped;
     if !escapees.is_empty() {
         signal(&escapees, Signal::SIGTERM);
         signal(&escapees, Signal::SIGCONT);
@@ -263,11 +308,31 @@ struct Escapee {
     group: Option<i32>,
 }
 
+/// [`look`] where a sweep runs when it reads this process's children (a few small reads, less
+/// than a hand-off to another thread costs); on the blocking threads when it walks the whole
+/// table (no subreaper).
+async fn look_async(mark: Arc<[u8]>, stopped_group: i32) -> Found {
+    if sys::SUBREAPER {
+        look(&mark, stopped_group)
+    } else {
+        blocking(move || look(&mark, stopped_group)).await
+    }
+}
+
+/// What one look for processes to stop found.
+#[derive(Debug, Default)]
+struct Found {
+    /// The live ones to stop.
+    escapees: Vec<Escapee>,
+    /// Adopted ones that had exited, reaped on the way.
+    reaped: usize,
+}
+
 /// One look at this process's children (or, without a subreaper, at the processes of this
 /// loop anywhere, [`strays`]): reaps the adopted ones that have exited and returns the live,
 /// marked ones outside `stopped_group` (members of the group being stopped, still dying when
-/// their parent is gone, are the group's to stop).
-fn look(mark: &[u8], stopped_group: i32, reaped: &mut usize) -> Vec<Escapee> {
+/// their parent is gone, are the group's to stop). Blocking ([`look_async`]).
+fn look(mark: &[u8], stopped_group: i32) -> Found {
     let mut started = started();
     let found = if sys::SUBREAPER {
         let children = sys::own_children();
@@ -285,6 +350,7 @@ fn look(mark: &[u8], stopped_group: i32, reaped: &mut usize) -> Vec<Escapee> {
     };
     let own_group = getpgrp().as_raw();
     let mut escapees = Vec::new();
+    let mut reaped = 0;
     for pid in found {
         if started.contains(&pid) {
             continue;
@@ -293,7 +359,7 @@ fn look(mark: &[u8], stopped_group: i32, reaped: &mut usize) -> Vec<Escapee> {
             continue;
         };
         match state {
-            'Z' => *reaped += usize::from(reap(pid)),
+            'Z' => reaped += usize::from(reap(pid)),
             'X' => {}
             _ if group == stopped_group => {}
             _ if marked(pid, mark) => escapees.push(Escapee {
@@ -305,7 +371,7 @@ fn look(mark: &[u8], stopped_group: i32, reaped: &mut usize) -> Vec<Escapee> {
             _ => {}
         }
     }
-    escapees
+    Found { escapees, reaped }
 }
 
 /// Without a subreaper: the processes marked `mark` that descend from this one (by parent
@@ -369,14 +435,18 @@ where
 {
     signal(escapees, Signal::SIGTERM);
     signal(escapees, Signal::SIGCONT);
-    let gone = || all_gone(escapees);
+    let watched: Arc<[Escapee]> = escapees.into();
+    let gone = || {
+        let watched = Arc::clone(&watched);
+        blocking(move || all_gone(&watched))
+    };
     let deadline = Instant::now() + grace;
     if supervisor::wait_until(gone, deadline, Some(hurry.as_mut()), hurried).await {
         return Stopped::Terminated;
     }
     signal(escapees, Signal::SIGKILL);
     let deadline = Instant::now() + Duration::from_secs(2);
-    if supervisor::wait_until::<F>(gone, deadline, None, hurried).await {
+    if supervisor::wait_until::<F, _>(gone, deadline, None, hurried).await {
         Stopped::Killed
     } else {
         Stopped::Survived
@@ -393,6 +463,7 @@ fn signal(escapees: &[Escapee], signal: Signal) {
 }
 
 /// Whether every escapee has exited (a zombie, or reaped) and nothing lives on in its group.
+/// Blocking: run it through [`blocking`].
 fn all_gone(escapees: &[Escapee]) -> bool {
     escapees.iter().all(|e| {
         state_and_group(e.pid).is_none_or(|(state, _)| matches!(state, 'Z' | 'X'))
@@ -530,6 +601,25 @@ mod tests {
         let _ = stopped.wait();
         assert!(alive, "a process in a spared group was stopped");
         assert_eq!(swept.stopped, [pid]);
+    }
+
+    /// What stays in the group and ignores SIGTERM gets the grace until the human hurries the
+    /// stop, then SIGKILL at once; the stop says it was hurried.
+    #[tokio::test]
+    async fn a_hurry_cuts_the_grace_of_a_stop_and_sweep_short() {
+        let dir = tempfile::tempdir().unwrap();
+        let script = "trap '' TERM; echo started; while :; do sleep 1; done";
+        let mut s = supervisor::started(script, dir.path()).await;
+        let start = std::time::Instant::now();
+        let hurry = tokio::time::sleep(Duration::from_millis(200));
+        let grace = Duration::from_secs(120);
+        let cleared = stop_and_sweep(s.pgid, b"RALPH_DIR=/x", grace, hurry).await;
+        let _ = s.child.wait().await;
+        assert_eq!(cleared.group, Stopped::Killed);
+        assert!(cleared.hurried);
+        assert_eq!(cleared.swept, Swept::default());
+        assert!(start.elapsed() < Duration::from_secs(60), "{cleared:?}");
+        assert!(!supervisor::group_alive(s.pgid));
     }
 
     #[test]

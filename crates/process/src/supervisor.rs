@@ -223,15 +223,38 @@ pub enum Stopped {
     Survived,
 }
 
-/// Whether any live (non-zombie) process is in group `pgid`.
+/// Whether any live (non-zombie) process is in group `pgid`. Blocking: when the group exists,
+/// a read of the process table (from async code, run it through `tokio::task::spawn_blocking`).
 pub fn group_alive(pgid: i32) -> bool {
-    if pgid <= 1 {
-        return false;
-    }
-    match killpg(Pid::from_raw(pgid), None) {
-        Err(Errno::ESRCH) => false,
-        // EPERM: the group exists but is not ours to signal; count it as alive.
-        _ => group_has_live_member(pgid),
+    group_exists(pgid) && group_has_live_member(pgid)
+}
+
+/// [`group_alive`], with the read of the process table off the runtime's threads
+/// ([`blocking`]); the common case, no such group any more, needs no read.
+pub(crate) async fn group_alive_async(pgid: i32) -> bool {
+    group_exists(pgid) && blocking(move || group_has_live_member(pgid)).await
+}
+
+/// Whether group `pgid` has any member, zombies included (one `kill(-pgid, 0)`).
+fn group_exists(pgid: i32) -> bool {
+    // EPERM: the group exists but is not ours to signal; count it as there.
+    pgid > 1 && killpg(Pid::from_raw(pgid), None) != Err(Errno::ESRCH)
+}
+
+/// Runs `work`, a read of the process table, on the runtime's blocking threads and waits for
+/// it: the portable backend's walk of the whole table takes milliseconds, and the stops that
+/// make it run beside the loop's other work (a question shown meanwhile) on its few threads.
+pub(crate) async fn blocking<T>(work: impl FnOnce() -> T + Send + 'static) -> T
+where
+    T: Send + 'static,
+{
+    match tokio::task::spawn_blocking(work).await {
+        Ok(value) => value,
+        Err(e) => match e.try_into_panic() {
+            Ok(panic) => std::panic::resume_unwind(panic),
+            // Cancelled: the runtime is shutting down, and the task waiting here goes with it.
+            Err(_) => std::future::pending().await,
+        },
     }
 }
 
@@ -271,20 +294,20 @@ pub async fn stop_group<F>(pgid: i32, grace: Duration, hurry: F) -> Stopped
 where
     F: std::future::Future<Output = ()>,
 {
-    if !group_alive(pgid) {
+    if !group_alive_async(pgid).await {
         return Stopped::AlreadyGone;
     }
     terminate_group(pgid);
     tokio::pin!(hurry);
     let deadline = Instant::now() + grace;
     let mut hurried = false;
-    let gone = || !group_alive(pgid);
+    let gone = || async move { !group_alive_async(pgid).await };
     if wait_until(gone, deadline, Some(hurry.as_mut()), &mut hurried).await {
         return Stopped::Terminated;
     }
     let _ = killpg(Pid::from_raw(pgid), Sig::SIGKILL);
     let after_kill = Instant::now() + Duration::from_secs(2);
-    if wait_until::<F>(gone, after_kill, None, &mut hurried).await {
+    if wait_until::<F, _>(gone, after_kill, None, &mut hurried).await {
         Stopped::Killed
     } else {
         Stopped::Survived
@@ -329,18 +352,19 @@ pub fn stop_group_blocking(pgid: i32, grace: Duration) -> Stopped {
 /// There is no notification for "the last process of a group exited" that does not involve
 /// reaping other processes' children, so this checks: quickly at first, then at most every
 /// 50 ms. It only runs while processes are being stopped, never on the common path.
-pub(crate) async fn wait_until<F>(
-    mut gone: impl FnMut() -> bool,
+pub(crate) async fn wait_until<F, G>(
+    mut gone: impl FnMut() -> G,
     deadline: Instant,
     mut hurry: Option<std::pin::Pin<&mut F>>,
     hurried: &mut bool,
 ) -> bool
 where
     F: std::future::Future<Output = ()>,
+    G: std::future::Future<Output = bool>,
 {
     let mut pause = Duration::from_millis(1);
     loop {
-        if gone() {
+        if gone().await {
             return true;
         }
         let now = Instant::now();
@@ -376,6 +400,18 @@ pub fn describe_exit(status: &std::process::ExitStatus) -> String {
     }
 }
 
+/// A group started for a test: `script` in `dir`, once it has said `started` (it is past its
+/// `trap`, say).
+#[cfg(test)]
+pub(crate) async fn started(script: &str, dir: &Path) -> Spawned {
+    use tokio::io::AsyncReadExt;
+    let mut s = spawn_shell(script, dir, std::iter::empty::<(&str, &str)>(), None).unwrap();
+    let mut buf = [0u8; 16];
+    let n = s.stdout.read(&mut buf).await.unwrap();
+    assert_eq!(&buf[..n], b"started\n");
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -383,17 +419,8 @@ mod tests {
     #[tokio::test]
     async fn a_group_that_ignores_sigterm_is_killed_with_its_grandchild() {
         let dir = tempfile::tempdir().unwrap();
-        let mut s = spawn_shell(
-            "trap '' TERM; sleep 300 & echo started; wait",
-            dir.path(),
-            std::iter::empty::<(&str, &str)>(),
-            None,
-        )
-        .unwrap();
-        let mut buf = [0u8; 16];
-        use tokio::io::AsyncReadExt;
-        let n = s.stdout.read(&mut buf).await.unwrap();
-        assert_eq!(&buf[..n], b"started\n");
+        let script = "trap '' TERM; sleep 300 & echo started; wait";
+        let mut s = started(script, dir.path()).await;
         assert!(group_alive(s.pgid));
         let how = stop_group(s.pgid, Duration::from_millis(200), std::future::pending()).await;
         assert_eq!(how, Stopped::Killed);
@@ -492,17 +519,8 @@ mod tests {
     #[tokio::test]
     async fn the_blocking_stop_is_the_graceful_one_and_works_inside_a_runtime() {
         let dir = tempfile::tempdir().unwrap();
-        let spawn = |script: &str| {
-            spawn_shell(script, dir.path(), std::iter::empty::<(&str, &str)>(), None).unwrap()
-        };
-        use tokio::io::AsyncReadExt;
-        let mut polite = spawn("sleep 300 & echo started; wait");
-        let mut stubborn = spawn("trap '' TERM; sleep 300 & echo started; wait");
-        for s in [&mut polite, &mut stubborn] {
-            let mut buf = [0u8; 16];
-            let n = s.stdout.read(&mut buf).await.unwrap();
-            assert_eq!(&buf[..n], b"started\n");
-        }
+        let polite = started("sleep 300 & echo started; wait", dir.path()).await;
+        let stubborn = started("trap '' TERM; sleep 300 & echo started; wait", dir.path()).await;
         let grace = Duration::from_secs(30);
         assert_eq!(stop_group_blocking(polite.pgid, grace), Stopped::Terminated);
         let how = stop_group_blocking(stubborn.pgid, Duration::from_millis(200));

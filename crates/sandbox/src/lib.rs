@@ -31,6 +31,7 @@
 //! This crate is std and `landlock` only, and `ralph-sandbox` links nothing else: a small
 //! binary starts in a fraction of the time of ralph's.
 
+use std::borrow::Cow;
 use std::io;
 use std::path::PathBuf;
 
@@ -166,12 +167,18 @@ impl Exec {
     /// As one environment value: the program, `argv[0]` and each argument on a line of its own,
     /// a backslash and a line break in them written `\\` and `\n`.
     pub fn encode(&self) -> String {
-        let program = self.program.to_string_lossy();
-        encode_words(
-            [program.as_ref(), self.arg0.as_str()]
-                .into_iter()
-                .chain(self.args.iter().map(String::as_str)),
-        )
+        encode_words(self.words())
+    }
+
+    /// Its words, as [`Exec::encode`] and [`Start::header`] write them: the program, `argv[0]`,
+    /// then each argument.
+    fn words(&self) -> impl Iterator<Item = Cow<'_, str>> {
+        [
+            self.program.to_string_lossy(),
+            Cow::from(self.arg0.as_str()),
+        ]
+        .into_iter()
+        .chain(self.args.iter().map(|arg| Cow::from(arg.as_str())))
     }
 
     /// What [`Exec::encode`] wrote; `None` if the text is not one.
@@ -190,7 +197,7 @@ impl Exec {
 }
 
 /// Words on lines of their own, a backslash and a line break in them written `\\` and `\n`.
-fn encode_words<'a>(words: impl IntoIterator<Item = &'a str>) -> String {
+fn encode_words<'a>(words: impl IntoIterator<Item = Cow<'a, str>>) -> String {
     words
         .into_iter()
         .map(|word| word.replace('\\', "\\\\").replace('\n', "\\n"))
@@ -259,12 +266,11 @@ impl Start {
             AgentStdin::Rest => "rest",
             AgentStdin::Null => "null",
         };
-        let program = self.exec.program.to_string_lossy();
         let words = [stdin, count.as_str()]
             .into_iter()
             .chain(self.env.iter().flat_map(|(k, v)| [k.as_str(), v.as_str()]))
-            .chain([program.as_ref(), self.exec.arg0.as_str()])
-            .chain(self.exec.args.iter().map(String::as_str));
+            .map(Cow::from)
+            .chain(self.exec.words());
         let payload = encode_words(words);
         let len = u32::try_from(payload.len()).unwrap_or(u32::MAX);
         let mut out = Vec::with_capacity(4 + payload.len());
@@ -646,6 +652,20 @@ mod tests {
             cuts: vec![],
         };
         assert_eq!(Start::read(&mut pipe).unwrap(), Some(null));
+    }
+
+    /// The wire format, whole: the length, the stdin, the number of environment entries, each
+    /// name and value, then the exec's words as [`Exec::encode`] writes them (one escaping for
+    /// both, so the helper reads either with the same code).
+    #[test]
+    fn a_start_header_is_its_words_then_the_exec_as_encoded_alone() {
+        let start = start();
+        let payload = "rest\n3\nRALPH_ITERATION\n3\nODD\na\\nb\\\\c\nEMPTY\n\n\
+                       /usr/bin/agent\nagent\n-p\ntwo\\nlines \\\\ and\\n\n";
+        assert!(payload.ends_with(&format!("EMPTY\n\n{}", start.exec.encode())));
+        let mut header = u32::try_from(payload.len()).unwrap().to_be_bytes().to_vec();
+        header.extend_from_slice(payload.as_bytes());
+        assert_eq!(start.header(), header);
     }
 
     /// End of file before a header is the start that did not happen; anywhere else, or a

@@ -5,9 +5,10 @@
 //!
 //! After most runs this is done at once, before anything else ([`Runner::stop_leftovers`]).
 //! After a run whose next step is a question ([`policy::question_next`]), the question is shown
-//! first and the stop runs beside it, on a thread of its own, while the question's wait takes
+//! first and the stop runs beside it, as a task of its own, while the question's wait takes
 //! every control as usual: a process that ignores SIGTERM (the grace) and the portable backend's
-//! walk of the whole process table would otherwise hold the question up. Either way it is over
+//! walk of the whole process table (done on the runtime's blocking threads, see
+//! [`ralph_process::stop_and_sweep`]) would otherwise hold the question up. Either way it is over
 //! before the next agent starts and before the run ends ([`Runner::settle_leftovers`]).
 //!
 //! [`policy::question_next`]: super::policy::question_next
@@ -15,12 +16,11 @@
 use std::future::Future;
 use std::time::Duration;
 
-use futures_util::FutureExt;
-use futures_util::future::FusedFuture;
-use ralph_process::{Stopped, Swept, stop_group, sweep};
+use ralph_process::{Cleared, Stopped, Swept, stop_and_sweep};
 use ralph_protocol::LoopEvent;
 use serde_json::json;
 use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
 
 use super::Runner;
 
@@ -39,80 +39,38 @@ pub(super) struct Leftovers {
     pub(super) iteration: u32,
 }
 
-/// How stopping [`Leftovers`] went.
-#[derive(Debug)]
-pub(super) struct Cleared {
-    /// What was still in the agent's group.
-    stopped: Stopped,
-    /// What was stopped outside it, during the run and after.
-    swept: Swept,
-    /// Whether the human asked to stop meanwhile, cutting the graces short.
-    pub(super) hurried: bool,
-    iteration: u32,
-}
-
 impl Leftovers {
     /// Stops them; `hurry` resolves when the human asks to stop (the rest of the graces is
-    /// skipped).
+    /// skipped). What was stopped outside the group counts what was stopped while the agent ran.
     async fn stop(self, hurry: impl Future<Output = ()>) -> Cleared {
-        let hurry = hurry.fuse();
-        tokio::pin!(hurry);
-        let stopped = stop_group(self.pgid, self.grace, hurry.as_mut()).await;
-        let grace = if hurry.is_terminated() {
-            Duration::ZERO
-        } else {
-            self.grace
-        };
-        let swept = sweep(&self.mark, self.pgid, grace, hurry.as_mut()).await;
-        Cleared {
-            stopped,
-            swept: self.early.and(swept),
-            hurried: hurry.is_terminated(),
-            iteration: self.iteration,
-        }
+        let mut cleared = stop_and_sweep(self.pgid, &self.mark, self.grace, hurry).await;
+        cleared.swept = self.early.and(cleared.swept);
+        cleared
     }
 }
 
-/// [`Leftovers`] being stopped on a thread of their own.
+/// [`Leftovers`] being stopped by a task of their own.
 #[derive(Debug)]
 pub(super) struct Stopping {
     /// Sent (or dropped) to cut the graces short.
     hurry: Option<oneshot::Sender<()>>,
-    done: oneshot::Receiver<Cleared>,
-    /// What the thread stops: stopped again here should the thread die without a word.
+    task: JoinHandle<Cleared>,
+    /// What the task stops: stopped again here should the task panic.
     leftovers: Leftovers,
 }
 
 impl Stopping {
-    /// Starts stopping `leftovers` on a thread with a runtime of its own (the portable walk of
-    /// the process table is blocking work, kept off the loop's threads); gives them back when
-    /// neither can be made, to be stopped where the caller is.
-    fn start(leftovers: Leftovers) -> Result<Stopping, Leftovers> {
-        let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .build()
-        else {
-            return Err(leftovers);
+    /// Starts stopping `leftovers` in a task of their own, on the loop's runtime.
+    fn start(leftovers: Leftovers) -> Stopping {
+        let (hurry, hurry_rx) = oneshot::channel::<()>();
+        // A runner that is gone (its end of `hurry` dropped) wants them gone now.
+        let hurried = async {
+            let _ = hurry_rx.await;
         };
-        let (hurry_tx, hurry_rx) = oneshot::channel::<()>();
-        let (done_tx, done) = oneshot::channel();
-        let theirs = leftovers.clone();
-        let started = std::thread::Builder::new()
-            .name("ralph-leftovers".into())
-            .spawn(move || {
-                // A runner that is gone (its end of `hurry` dropped) wants them gone now.
-                let hurry = async {
-                    let _ = hurry_rx.await;
-                };
-                let _ = done_tx.send(runtime.block_on(theirs.stop(hurry)));
-            });
-        match started {
-            Ok(_) => Ok(Stopping {
-                hurry: Some(hurry_tx),
-                done,
-                leftovers,
-            }),
-            Err(_) => Err(leftovers),
+        Stopping {
+            hurry: Some(hurry),
+            task: tokio::spawn(leftovers.clone().stop(hurried)),
+            leftovers,
         }
     }
 }
@@ -126,12 +84,12 @@ pub(super) enum Left {
     Stopping(Stopping),
 }
 
-/// Resolves when the leftovers being stopped beside a question are stopped (`None`: the thread
-/// stopping them died); never while none are. A free function over the one field, so that a
-/// `select!` can wait on it beside the runner's channels.
+/// Resolves when the leftovers being stopped beside a question are stopped (`None`: the task
+/// stopping them panicked); never while none are. A free function over the one field, so that
+/// a `select!` can wait on it beside the runner's channels.
 pub(super) async fn stopped(left: &mut Option<Left>) -> Option<Cleared> {
     match left {
-        Some(Left::Stopping(s)) => (&mut s.done).await.ok(),
+        Some(Left::Stopping(s)) => (&mut s.task).await.ok(),
         _ => std::future::pending().await,
     }
 }
@@ -139,9 +97,10 @@ pub(super) async fn stopped(left: &mut Option<Left>) -> Option<Cleared> {
 impl Runner {
     /// Stops what the agent left, now; `true` when the human asked to stop meanwhile.
     pub(super) async fn stop_leftovers(&mut self, leftovers: Leftovers) -> bool {
+        let iteration = leftovers.iteration;
         let cleared = leftovers.stop(self.io.controls.stop_requested()).await;
         let hurried = cleared.hurried;
-        self.report_cleared(cleared).await;
+        self.report_cleared(cleared, iteration).await;
         hurried
     }
 
@@ -154,11 +113,7 @@ impl Runner {
     /// The question is shown: what the agent left is stopped beside it from now on.
     pub(super) fn start_stopping_leftovers(&mut self) {
         if let Some(Left::Waiting(leftovers)) = self.processes.left.take() {
-            self.processes.left = Some(match Stopping::start(leftovers) {
-                Ok(stopping) => Left::Stopping(stopping),
-                // No thread: stopped before the next agent starts, all the same.
-                Err(leftovers) => Left::Waiting(leftovers),
-            });
+            self.processes.left = Some(Left::Stopping(Stopping::start(leftovers)));
         }
     }
 
@@ -175,14 +130,17 @@ impl Runner {
         }
     }
 
-    /// What [`stopped`] said: the stop is over, and said; or its thread died, and it is done
+    /// What [`stopped`] said: the stop is over, and said; or its task panicked, and it is done
     /// again before the next agent starts.
     pub(super) async fn leftovers_stopped(&mut self, cleared: Option<Cleared>) {
         let Some(Left::Stopping(stopping)) = self.processes.left.take() else {
             return;
         };
         match cleared {
-            Some(cleared) => self.report_cleared(cleared).await,
+            Some(cleared) => {
+                let iteration = stopping.leftovers.iteration;
+                self.report_cleared(cleared, iteration).await;
+            }
             None => self.processes.left = Some(Left::Waiting(stopping.leftovers)),
         }
     }
@@ -198,19 +156,20 @@ impl Runner {
         };
         let mut hurried = false;
         let cleared = tokio::select! {
-            cleared = &mut stopping.done => cleared,
+            cleared = &mut stopping.task => cleared,
             () = self.io.controls.stop_requested() => {
                 hurried = true;
                 if let Some(hurry) = stopping.hurry.take() {
                     let _ = hurry.send(());
                 }
-                (&mut stopping.done).await
+                (&mut stopping.task).await
             }
         };
         match cleared {
             Ok(cleared) => {
                 let hurried = hurried || cleared.hurried;
-                self.report_cleared(cleared).await;
+                let iteration = stopping.leftovers.iteration;
+                self.report_cleared(cleared, iteration).await;
                 hurried
             }
             Err(_) => {
@@ -223,12 +182,11 @@ impl Runner {
         }
     }
 
-    /// Says what stopping the leftovers stopped, when it stopped anything.
-    async fn report_cleared(&self, cleared: Cleared) {
+    /// Says what stopping the leftovers of `iteration` stopped, when it stopped anything.
+    async fn report_cleared(&self, cleared: Cleared, iteration: u32) {
         let Cleared {
-            stopped,
+            group: stopped,
             swept,
-            iteration,
             ..
         } = cleared;
         if stopped != Stopped::AlreadyGone {

@@ -1,7 +1,7 @@
 //! DONE, verified: every criterion checked, and the test command passing within its timeout.
 
 use super::policy::Verdict;
-use ralph_process::{Spawned, Swept, spawn_shell, stop_group, sweep};
+use ralph_process::{Spawned, Swept, spawn_shell, stop_and_sweep, stop_group, sweep};
 use std::process::ExitStatus;
 use std::time::Duration;
 
@@ -169,9 +169,9 @@ async fn run_tests(
                 if open {
                     // A background process still holds the output: stop the group, and what
                     // left it.
-                    stop_group(pgid, kill_grace, std::future::pending()).await;
-                    let swept = sweep(mark, pgid, kill_grace, std::future::pending()).await;
-                    *early = std::mem::take(early).and(swept);
+                    let pending = std::future::pending();
+                    let cleared = stop_and_sweep(pgid, mark, kill_grace, pending).await;
+                    *early = std::mem::take(early).and(cleared.swept);
                 }
             },
             _ = ticks.tick(), if status.is_none() => {
