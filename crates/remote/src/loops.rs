@@ -196,7 +196,9 @@ impl Receipt {
             Receipt::Accepted { live: false } => {
                 "Answer saved. No loop is running there; the next `ralph run` delivers it.".into()
             }
-            Receipt::Invalid(why) => why.clone(),
+            // The desk's refusals are clauses ("the answer is too long: …"); here they stand
+            // alone, as a sentence.
+            Receipt::Invalid(why) => sentence(why),
             Receipt::AlreadyAnswered(who) => {
                 format!("Someone answered first ({who}); your answer was not used.")
             }
@@ -207,6 +209,29 @@ impl Receipt {
             Receipt::NotWaiting(how) => format!("This question is no longer waiting: {how}."),
             Receipt::Requested(what) => what.clone(),
         }
+    }
+}
+
+/// `text` with its first letter capitalised and a full stop at its end, as a sentence that
+/// stands alone on a page or in a chat.
+fn sentence(text: &str) -> String {
+    let text = text.trim();
+    let mut chars = text.chars();
+    let mut out: String = match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => return String::new(),
+    };
+    if !out.ends_with(['.', '!', '?']) {
+        out.push('.');
+    }
+    out
+}
+
+/// The label of the button that skips `q`: what the agent then goes on with.
+pub(crate) fn skip_label(q: &QuestionView) -> &'static str {
+    match q.default {
+        Some(_) => "Skip (use default)",
+        None => "Skip (agent decides)",
     }
 }
 
@@ -310,9 +335,15 @@ pub(crate) fn act(link: &LinkRecord, action: Action) -> Receipt {
     };
     if matches!(action, Action::Extend(_)) && q.deadline.is_none() {
         return Receipt::Invalid(
-            "this question has no deadline: it waits until it is answered, so there is no time to add"
+            "This question has no deadline: it waits until it is answered, so there is no time to add."
                 .into(),
         );
+    }
+    if matches!(action, Action::Extend(_)) && q.timed_out {
+        return Receipt::Invalid(format!(
+            "Too late for more time: the deadline passed and the agent went on with {}. An answer still reaches it, at its next iteration.",
+            ralph_protocol::fallback_words(q.default.as_deref())
+        ));
     }
     // A running loop (or a lone `ralph ask`) is registered; with none, nobody would act.
     if !ralph_protocol::registered_loops()
@@ -320,7 +351,7 @@ pub(crate) fn act(link: &LinkRecord, action: Action) -> Receipt {
         .any(|e| e.root == link.root)
     {
         return Receipt::Invalid(
-            "no loop is running there to skip the question or give it more time; answer it instead"
+            "No loop is running there to skip the question or give it more time; answer it instead."
                 .into(),
         );
     }
@@ -333,7 +364,10 @@ pub(crate) fn act(link: &LinkRecord, action: Action) -> Receipt {
     };
     match send_request(&ws, &req) {
         Ok(()) => Receipt::Requested(match action {
-            Action::Skip => "Skipped: the agent goes on with its best guess.".into(),
+            Action::Skip => format!(
+                "Skipped: the agent goes on with {}.",
+                ralph_protocol::fallback_words(q.default.as_deref())
+            ),
             Action::Extend(by) => format!("{} more to answer.", describe_span(by)),
         }),
         Err(e) => Receipt::Invalid(format!("could not reach the loop: {e}")),

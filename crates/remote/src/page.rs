@@ -15,7 +15,7 @@ use ralph_protocol::clean;
 
 use ralph_fleet::rows::{LoopRow, needing_you, state_words};
 
-use crate::loops::{LoopView, QuestionView, project_name};
+use crate::loops::{self, LoopView, QuestionView, project_name};
 
 /// Escapes `s` for HTML text and attribute values (quoted with `"`), cleaned first as every
 /// front end cleans agent text ([`ralph_protocol::clean`]: escape sequences, bidi
@@ -139,6 +139,15 @@ pub(crate) fn duration(d: Duration) -> String {
     }
 }
 
+/// What the page says once `q`'s deadline passed (the script says it too when its countdown
+/// runs out, from the page's `data-timed-out`).
+fn timed_out_words(q: &QuestionView) -> String {
+    format!(
+        "deadline passed: the agent went on with {}; a late answer still reaches it",
+        ralph_protocol::fallback_words(q.default.as_deref())
+    )
+}
+
 /// The question page an answer link opens. `post` is where the form goes.
 pub(crate) fn question(q: &QuestionView, post: &str, now: SystemTime) -> String {
     let mut b = String::new();
@@ -146,11 +155,14 @@ pub(crate) fn question(q: &QuestionView, post: &str, now: SystemTime) -> String 
     let left_ms = q
         .deadline
         .map(|d| d.duration_since(now).unwrap_or_default().as_millis());
+    let timed_out = timed_out_words(q);
     let _ = write!(
         b,
-        "<main class=\"question\" data-post=\"{}\" data-events=\"{}/events\"{}>",
+        "<main class=\"question\" data-post=\"{}\" data-events=\"{}/events\" data-timed-out=\"{}\" data-max-bytes=\"{}\"{}>",
         esc(post),
         esc(post),
+        esc(&timed_out),
+        ralph_protocol::MAX_ANSWER_BYTES,
         match left_ms {
             Some(ms) if !q.timed_out => format!(" data-left-ms=\"{ms}\""),
             _ => String::new(),
@@ -162,9 +174,7 @@ pub(crate) fn question(q: &QuestionView, post: &str, now: SystemTime) -> String 
         esc(&project),
         q.iteration,
         match (q.timed_out, left_ms) {
-            (true, _) =>
-                "timed out: the agent went on with its best guess; a late answer still reaches it"
-                    .to_string(),
+            (true, _) => esc(&timed_out),
             (false, Some(ms)) => format!(
                 "{} left",
                 duration(Duration::from_millis(ms.try_into().unwrap_or(u64::MAX)))
@@ -186,16 +196,21 @@ pub(crate) fn question(q: &QuestionView, post: &str, now: SystemTime) -> String 
         esc(post)
     );
     if !q.options.is_empty() {
-        let kind = if q.multi_select { "checkbox" } else { "radio" };
-        b.push_str("<fieldset class=\"options\"><legend>Options</legend>");
+        // Nothing is picked beforehand, the default included: a pick made for the user would
+        // turn the answer they write in their own words into a note under it. The default
+        // is marked, and is what Skip (or the deadline) gives.
+        let (kind, legend) = match q.multi_select {
+            true => ("checkbox", "Pick any number of options"),
+            false => ("radio", "Pick an option"),
+        };
+        let _ = write!(b, "<fieldset class=\"options\"><legend>{legend}</legend>");
         for (i, (label, description)) in q.options.iter().enumerate() {
             let default = q.default.as_deref() == Some(label.as_str());
             let _ = write!(
                 b,
-                "<label class=\"option{}\"><input type=\"{kind}\" name=\"option\" value=\"{}\"{}> <span class=\"label\">{}</span>{}{}</label>",
+                "<label class=\"option{}\"><input type=\"{kind}\" name=\"option\" value=\"{}\"><span class=\"body\"><span class=\"label\">{}</span>{}{}</span></label>",
                 if default { " default" } else { "" },
                 i + 1,
-                if default { " checked" } else { "" },
                 esc(label),
                 if default {
                     " <span class=\"badge\">default</span>"
@@ -206,6 +221,12 @@ pub(crate) fn question(q: &QuestionView, post: &str, now: SystemTime) -> String 
                     .as_deref()
                     .map(|d| format!("<span class=\"description\">{}</span>", esc(d)))
                     .unwrap_or_default()
+            );
+        }
+        if !q.multi_select {
+            // A radio button, once picked, cannot be unpicked by a tap: the script shows this.
+            b.push_str(
+                "<button type=\"button\" id=\"unpick\" class=\"link\" hidden>Clear the pick, to answer in your own words</button>",
             );
         }
         b.push_str("</fieldset>");
@@ -219,25 +240,36 @@ pub(crate) fn question(q: &QuestionView, post: &str, now: SystemTime) -> String 
             esc(d)
         );
     }
+    // No `maxlength`: the browser would cut a long paste without a word, and send the rest.
+    // The script says when the answer is over the limit, and the broker refuses it, keeping
+    // the text on the page.
     let _ = write!(
         b,
-        "<label class=\"note\" for=\"text\">{}</label><textarea id=\"text\" name=\"answer\" rows=\"4\" maxlength=\"{}\"></textarea>",
+        "<label class=\"note\" for=\"text\">{}</label><textarea id=\"text\" name=\"answer\" rows=\"4\"></textarea><p id=\"size\" class=\"error\" hidden></p>",
         if q.options.is_empty() {
             "Your answer"
         } else {
             "A note with your pick, or an answer of your own"
         },
-        ralph_protocol::MAX_ANSWER_BYTES
     );
-    b.push_str(
+    let _ = write!(
+        b,
         "<div class=\"actions\"><button type=\"submit\" class=\"send\">Send</button>\
-<button type=\"submit\" name=\"action\" value=\"skip\" class=\"secondary\">Skip (use default)</button>\
-<button type=\"submit\" name=\"action\" value=\"extend\" class=\"secondary\">+",
+<button type=\"submit\" name=\"action\" value=\"skip\" class=\"secondary\">{}</button>",
+        loops::skip_label(q)
     );
-    b.push_str(&ralph_protocol::describe_span(crate::loops::PAGE_EXTEND));
-    b.push_str(
-        "</button></div></form><p id=\"result\" role=\"status\" aria-live=\"polite\"></p></main>",
+    // More time only while a deadline is ahead: none to move otherwise.
+    let _ = write!(
+        b,
+        "<button type=\"submit\" name=\"action\" value=\"extend\" class=\"secondary\"{}>+{}</button></div>",
+        if q.deadline.is_some() && !q.timed_out {
+            ""
+        } else {
+            " hidden"
+        },
+        ralph_protocol::describe_span(crate::loops::PAGE_EXTEND)
     );
+    b.push_str("</form><p id=\"result\" role=\"status\" aria-live=\"polite\"></p></main>");
     layout(&format!("{project}: a question waits"), &b)
 }
 
@@ -254,9 +286,22 @@ pub(crate) fn message(title: &str, text: &str) -> String {
     )
 }
 
-/// The page for a link that is not (or no longer) one: the same for every wrong token.
+/// The page for a link that is not (or no longer) one: the same for every wrong token, so it
+/// tells a stranger nothing, and says what to do to whoever followed an old link.
 pub(crate) fn not_found() -> String {
-    message("Not found", "There is nothing here.")
+    message(
+        "Nothing here",
+        "This link opens nothing (or nothing any more): an answer link opens its question only while it waits, and a pairing link works once, for 10 minutes. On the machine, `ralph status` shows a waiting question's link, and `ralph serve pair web` makes a new pairing link.",
+    )
+}
+
+/// The page an answer link opens after its question closed (for as long as a late answer is
+/// told how, [`loops::CLOSED_TOLD_FOR`]): how it closed.
+pub(crate) fn closed(how: &str) -> String {
+    message(
+        "No longer waiting",
+        &format!("This question is no longer waiting: {how}."),
+    )
 }
 
 /// The dashboard: every loop, waiting ones first, each with its waiting question's page.

@@ -3,7 +3,7 @@
 //!
 //! | route | what |
 //! |---|---|
-//! | `GET /a/TOKEN` | the question an answer link opens (404 unless it waits) |
+//! | `GET /a/TOKEN` | the question an answer link opens; 410 and how it closed for a few minutes after it closed ([`loops::CLOSED_TOLD_FOR`]), then 404 like any unknown link |
 //! | `POST /a/TOKEN` | answers it: JSON `{"answer": "text"}`, `{"option": 2}`, `{"options": [1, 3], "answer": "note"}`, or the page's form; `{"action": "skip"}` or `{"action": "extend"}` (five more minutes; Telegram's button adds an hour) |
 //! | `GET /a/TOKEN/events` | server-sent events: `closed` (with how), `changed` (JSON: `left_ms`, `timed_out`) |
 //! | `GET /` , `GET /events` | the dashboard of every loop, for a paired device, and its stream: `loops` (the list, as HTML) at once and on every change, new loops and questions included |
@@ -179,11 +179,21 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Option<T> + Send + 'sta
 async fn question_page(State(app): State<Arc<App>>, Path(token): Path<String>) -> Response {
     let dir = app.state_dir.clone();
     let link = format!("/a/{token}");
-    let found = blocking(move || verify_link(&dir, &token).and_then(|l| loops::pending(&l)));
-    let Some(q) = found.await else {
-        return not_found().await;
-    };
-    Html(page::question(&q, &link, SystemTime::now())).into_response()
+    // A link whose question closed a moment ago (answered in the terminal, say) says how, as
+    // its POST does; later, and for every wrong token, the one page for nothing.
+    let found = blocking(move || {
+        let record = verify_link(&dir, &token)?;
+        Some(match loops::pending(&record) {
+            Some(q) => Ok(q),
+            None if loops::closed_long_ago(&record, SystemTime::now()) => return None,
+            None => Err(loops::closed_how(&record)),
+        })
+    });
+    match found.await {
+        Some(Ok(q)) => Html(page::question(&q, &link, SystemTime::now())).into_response(),
+        Some(Err(how)) => (StatusCode::GONE, Html(page::closed(&how))).into_response(),
+        None => not_found().await,
+    }
 }
 
 /// A POST body: the page's script sends JSON; without script, the form sends `option` (once
