@@ -134,19 +134,19 @@ impl Bot {
     /// A loop whose agent asks `question` (options Redis and Memcached) and saves its next
     /// prompt.
     pub fn waiting_loop(&self, question: &str, multi: bool) -> (Project, Guarded) {
-        let p = Project::with_task(
-            "task: Cache\nmax_iterations: 2\nquestion_timeout: 2m",
-            "- [ ] cache\n",
-        );
         let multi = if multi { " --multi-select" } else { "" };
-        let agent = p.agent(&format!(
-            "[iteration 1]\nquestion \"{question}\" --option Redis --option Memcached --default Redis{multi}\nsignal QUESTION\n[iteration 2]\nsave-prompt prompt-2.txt\n"
-        ));
-        let mut cmd = self.broker.ralph(&p);
-        cmd.args(["run", "--no-tui", "--agent-cmd", &agent]);
-        let child = spawn(cmd);
-        p.wait_for_status("waiting_input", WAIT);
-        (p, child)
+        self.asking(
+            "2m",
+            &format!(
+                "[iteration 1]\nquestion \"{question}\" --option Redis --option Memcached --default Redis{multi}\nsignal QUESTION\n[iteration 2]\nsave-prompt prompt-2.txt\n"
+            ),
+        )
+    }
+
+    /// A loop whose questions wait `question_timeout`, once the first iteration of the fake
+    /// agent's `script` asked.
+    fn asking(&self, question_timeout: &str, script: &str) -> (Project, Guarded) {
+        super::remote::loop_asking(&self.broker, question_timeout, script)
     }
 }
 
@@ -665,4 +665,95 @@ fn a_multi_select_answer_is_the_same_from_every_front_end() {
         assert_eq!(picked, &serde_json::json!(["Redis", "Valkey"]), "{front:?}");
         assert_eq!(answer, "Redis\nValkey", "{front:?}");
     }
+}
+
+/// A question reached Telegram with its markdown as typed (`**session store**`), without the
+/// context the agent gave, and with a footer saying "Tap an option" under a question that had
+/// none; a multi-select one did not say to tick and Send, and Skip said "use default" where
+/// there was none.
+#[test]
+fn the_bot_shows_the_questions_markdown_context_and_what_to_do_by_kind() {
+    let bot = Bot::start(false);
+    bot.pair();
+    let (_p, _child) = bot.asking(
+        "2m",
+        "[iteration 1]\nquestion \"Should the **session store** use `Redis` or <b>Memcached</b>?\" --context \"Sessions are *2 KiB*; see [the doc](https://example.com/doc) and [this](javascript:alert(1)).\"\nsignal QUESTION\n[iteration 2]\nsleep 60s\n",
+    );
+    let sent = bot.sent_to(OWNER, "session store");
+    let text = sent.body["text"].as_str().unwrap();
+    assert!(
+        text.contains(
+            "Should the <b>session store</b> use <code>Redis</code> or &lt;b&gt;Memcached&lt;/b&gt;?"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "<i>Context:</i>\nSessions are <i>2 KiB</i>; see <a href=\"https://example.com/doc\">the doc</a> and this."
+        ),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("<i>Reply to this message to answer.</i>"),
+        "{text}"
+    );
+    let keyboard = sent.body["reply_markup"]["inline_keyboard"].to_string();
+    assert!(keyboard.contains("\"Skip (agent decides)\""), "{keyboard}");
+
+    let (_q, _other) = bot.waiting_loop("Which features?", true);
+    let multi = bot.sent_to(OWNER, "Which features?");
+    let text = multi.body["text"].as_str().unwrap();
+    assert!(
+        text.contains("Which features?\n\n1. Redis\n2. Memcached\n<i>Default:</i> Redis"),
+        "{text}"
+    );
+    assert!(
+        text.ends_with(
+            "<i>Tick the options you want, then Send; or reply to this message to write an answer.</i>"
+        ),
+        "{text}"
+    );
+}
+
+/// A question's message, once closed, still said "1m 59s left" at its top and "Tap an
+/// option, or reply to this message" above "Closed": it invited an answer it would refuse.
+#[test]
+fn a_closed_questions_message_has_no_time_left_and_no_invitation_to_answer() {
+    let bot = Bot::start(false);
+    bot.pair();
+    let (p, child) = bot.waiting_loop("Redis or Memcached?", false);
+    let id = bot.question("Redis or Memcached?");
+    bot.mock.tap(OWNER, id, "q1:1");
+    finished(&p, child);
+    let closed = bot.edited(id, "Closed");
+    let text = closed.body["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("<b>")
+            && text.contains(" · iteration 1\n\nRedis or Memcached?\n\n1. Redis"),
+        "{text}"
+    );
+    assert!(
+        !text.contains(" left") && !text.contains("Tap an option"),
+        "{text}"
+    );
+    assert!(
+        text.ends_with(&format!("<b>Closed:</b> answered from Telegram ({OWNER})")),
+        "{text}"
+    );
+}
+
+/// "+1 h" tapped after the deadline passed was answered "1 h more to answer." while the agent
+/// had gone on with the default and nothing got more time.
+#[test]
+fn more_time_tapped_after_the_deadline_is_refused() {
+    let bot = Bot::start(false);
+    bot.pair();
+    let (p, _child) = bot.asking("2s", super::remote::ASK_CACHE_THEN_WAIT);
+    let id = bot.question("Which cache?");
+    wait_until(Duration::from_secs(30), "the deadline to pass", || {
+        (p.state()["pending_question"]["timed_out"] == true).then_some(())
+    });
+    bot.mock.tap(OWNER, id, "q1:more");
+    bot.tap_reply("Too late for more time: the deadline passed and the agent went on with its default (Redis).");
+    assert!(!p.exists(".ralph/request.json"));
 }

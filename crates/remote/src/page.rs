@@ -110,7 +110,8 @@ pub(crate) fn markdown(md: &str) -> String {
     html
 }
 
-fn safe_url(url: &str) -> bool {
+/// Whether a link of the agent's may be followed: `http`, `https` and `mailto` only.
+pub(crate) fn safe_url(url: &str) -> bool {
     let lower = url.trim().to_ascii_lowercase();
     ["http://", "https://", "mailto:"]
         .iter()

@@ -41,6 +41,7 @@ use ralph_protocol::{
     Channel, LinkRecord, QuestionId, Reply, StopBy, describe_span, mint_link, timestamp,
 };
 
+use crate::bot_text;
 use crate::devices;
 use crate::loops::{self, Action, QuestionView, Receipt, Sender};
 use crate::page::{duration, esc as html};
@@ -317,7 +318,14 @@ struct Posted {
     question: QuestionId,
     chat_id: i64,
     message_id: i64,
+    /// The message as sent (or last edited).
     text: String,
+    /// Its first line without the time left (`project · iteration N`), for the closed message.
+    head: String,
+    /// The question and its options, between the header and the footer.
+    content: String,
+    /// The label of its Skip button.
+    skip: &'static str,
     options: usize,
     labels: Vec<String>,
     multi: bool,
@@ -329,6 +337,20 @@ struct Posted {
 }
 
 impl Posted {
+    /// The message once its question closed, `how` (buttons gone): no time left, no footer
+    /// that invites an answer.
+    fn closed_text(&self, how: &str) -> String {
+        match self.redacted {
+            true => format!("{}\n\n<b>Closed:</b> {}", self.text, html(how)),
+            false => format!(
+                "{}\n\n{}\n\n<b>Closed:</b> {}",
+                self.head,
+                self.content,
+                html(how)
+            ),
+        }
+    }
+
     fn link(&self) -> LinkRecord {
         LinkRecord {
             hash: String::new(),
@@ -642,7 +664,7 @@ impl Bot {
                 continue;
             }
             let how = loops::closed_how(&p.link());
-            let text = format!("{}\n\n<b>Closed:</b> {}", p.text, html(&how));
+            let text = p.closed_text(&how);
             let body = json!({"chat_id": p.chat_id, "message_id": p.message_id, "text": text, "parse_mode": "HTML", "link_preview_options": {"is_disabled": true}});
             match self.api.call("editMessageText", &body) {
                 Ok(_) => p.open = false,
@@ -703,13 +725,10 @@ impl Bot {
     }
 
     fn render(&self, q: &QuestionView, chat_id: i64, number: u32) -> Posted {
-        let mut text = format!(
-            "<b>{}</b> · iteration {} · {}",
-            html(&q.project()),
-            q.iteration,
-            time_left(q)
-        );
+        let head = format!("<b>{}</b> · iteration {}", html(&q.project()), q.iteration);
+        let mut text = format!("{head} · {}", time_left(q));
         let redacted = self.redact;
+        let mut content = String::new();
         if redacted {
             let link = self.page_link(q);
             text = format!("A question is waiting in <b>{}</b>.", html(&q.project()));
@@ -741,23 +760,35 @@ impl Bot {
                     html(&cut(&ralph_protocol::clean(d), 300))
                 );
             }
-            const FOOTER: &str =
-                "\n\n<i>Tap an option, or reply to this message to write an answer.</i>";
-            let body = html(&ralph_protocol::clean(&q.text));
-            let used = text.chars().count() + 2 + options.chars().count() + FOOTER.chars().count();
+            // The options (and the default) a paragraph of their own, under the question.
+            if !options.is_empty() {
+                options.insert(0, '\n');
+            }
+            let footer = format!("\n\n<i>{}</i>", footer(q));
+            // The question and its context as Telegram shows markdown; too long for one
+            // message, the plain text cut (a cut could not keep every tag closed) and the page.
+            let mut body = bot_text::markdown(&q.text);
+            if let Some(c) = &q.context {
+                let _ = write!(body, "\n\n<i>Context:</i>\n{}", bot_text::markdown(c));
+            }
+            let used = text.chars().count() + 2 + options.chars().count() + footer.chars().count();
             let body = if used + body.chars().count() <= MAX_MESSAGE_CHARS {
                 body
             } else {
+                let mut plain = html(&ralph_protocol::clean(&q.text));
+                if let Some(c) = &q.context {
+                    let _ = write!(plain, "\n\nContext:\n{}", html(&ralph_protocol::clean(c)));
+                }
                 let link = self.page_link(q);
                 let note = match link {
                     Ok(l) => format!(" …(cut; the whole question: {})", html(&l)),
                     Err(_) => " …(cut)".to_string(),
                 };
                 let room = MAX_MESSAGE_CHARS.saturating_sub(used + note.chars().count());
-                format!("{}{note}", cut_html(&body, room))
+                format!("{}{note}", cut_html(&plain, room))
             };
-            let _ = write!(text, "\n\n{body}{options}");
-            text.push_str(FOOTER);
+            content = format!("{body}{options}");
+            let _ = write!(text, "\n\n{content}{footer}");
         }
         Posted {
             number,
@@ -766,6 +797,9 @@ impl Bot {
             chat_id,
             message_id: 0,
             text,
+            head,
+            content,
+            skip: loops::skip_label(q),
             options: q.options.len(),
             labels: q
                 .options
@@ -778,6 +812,17 @@ impl Bot {
             open: true,
             deadline: q.deadline,
         }
+    }
+}
+
+/// What a question's message says to do, by the kind of question.
+fn footer(q: &QuestionView) -> &'static str {
+    match (q.options.is_empty(), q.multi_select) {
+        (true, _) => "Reply to this message to answer.",
+        (false, true) => {
+            "Tick the options you want, then Send; or reply to this message to write an answer."
+        }
+        (false, false) => "Tap an option, or reply to this message to write an answer.",
     }
 }
 
@@ -825,7 +870,7 @@ fn keyboard(p: &Posted) -> Value {
         rows.push(json!([{"text": "Send", "callback_data": format!("q{n}:send")}]));
     }
     rows.push(json!([
-        {"text": "Skip (use default)", "callback_data": format!("q{n}:skip")},
+        {"text": p.skip, "callback_data": format!("q{n}:skip")},
         {"text": format!("+{}", describe_span(loops::TELEGRAM_EXTEND)), "callback_data": format!("q{n}:more")},
     ]));
     json!({ "inline_keyboard": rows })
@@ -892,6 +937,9 @@ mod tests {
             chat_id: 1,
             message_id: 2,
             text: String::new(),
+            head: String::new(),
+            content: String::new(),
+            skip: "Skip (use default)",
             options: 2,
             labels: vec!["Redis".into(), "a".repeat(100)],
             multi: true,
