@@ -1,7 +1,7 @@
-//! The answer page in chromium as a person uses it by hand: answering in their own words when
-//! the question has options, a phone and a long line, a long paste, the deadline passing, and
-//! the question closed from the terminal while they write. Each test is named after what was
-//! wrong when the page was first used by hand.
+//! The answer page and the dashboard in chromium as a person uses them by hand: answering in
+//! their own words when the question has options, a phone and a long line, a long paste, the
+//! deadline passing, the question closed from the terminal while they write, a dashboard left
+//! open. Each test is named after what was wrong when the pages were first used by hand.
 
 use std::time::Duration;
 
@@ -9,7 +9,7 @@ use fantoccini::Locator;
 use serde_json::{Value, json};
 
 use super::browser::{have_chromium, in_chromium, wait_for_text, wait_live};
-use super::remote::{ASK_CACHE_THEN_WAIT, Broker, loop_asking};
+use super::remote::{ASK_CACHE_THEN_WAIT, Broker, loop_asking, pairing_link, waiting_loop};
 use super::util::*;
 
 /// Clicks the element `css` selects.
@@ -201,5 +201,33 @@ fn a_question_answered_in_the_terminal_keeps_what_the_page_had_written() {
         );
         let send = c.find(Locator::Css("button.send")).await.unwrap();
         assert!(!send.is_displayed().await.unwrap());
+    });
+}
+
+/// A dashboard left open said "elapsed 4s" for as long as nothing else changed: its stream
+/// sends nothing when only the clock moves, and the page did not count.
+#[test]
+fn an_open_dashboard_counts_a_running_loops_elapsed_time() {
+    if !have_chromium() {
+        return;
+    }
+    let broker = Broker::start();
+    let (_p, _child) = waiting_loop(&broker);
+    let (link, _) = pairing_link(&broker);
+    in_chromium((1100, 900), &link, async |c| {
+        // The stream's first list replaces the page's: from then on, nothing is sent.
+        wait_live(c).await;
+        let read = "return document.querySelector('dd.elapsed').textContent;";
+        let first = js(c, read).await;
+        assert!(first.as_str().unwrap().ends_with('s'), "{first}");
+        let mut now = first.clone();
+        for _ in 0..50 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            now = js(c, read).await;
+            if now != first {
+                break;
+            }
+        }
+        assert_ne!(now, first, "the elapsed time stood still");
     });
 }

@@ -194,13 +194,35 @@ function live(main) {
 function liveDashboard(main) {
   if (!main.dataset.events || !window.EventSource) return;
   const source = new EventSource(main.dataset.events);
-  source.addEventListener("loops", (ev) => { main.innerHTML = ev.data; });
+  source.addEventListener("loops", (ev) => {
+    main.innerHTML = ev.data;
+    ageing(main);
+    // Marked for whoever waits on the page (a test): the stream's first list is in.
+    main.dataset.live = "open";
+  });
+}
+
+// Each running loop's elapsed time counts on, from when the broker measured it (the stream
+// sends nothing when only the clock moved).
+let ages = null;
+function ageing(main) {
+  const now = Date.now();
+  main.querySelectorAll("[data-elapsed-ms]").forEach((el) => {
+    el.dataset.since = String(now - Number(el.dataset.elapsedMs));
+  });
+  if (ages !== null) return;
+  ages = setInterval(() => {
+    main.querySelectorAll("[data-since]").forEach((el) => {
+      el.textContent = fmt(Date.now() - Number(el.dataset.since));
+    });
+  }, 1000);
 }
 
 document.addEventListener("DOMContentLoaded", () => {
   const main = document.querySelector("main");
   if (!main) return;
   if (main.classList.contains("dashboard")) {
+    ageing(main);
     liveDashboard(main);
     return;
   }

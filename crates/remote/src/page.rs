@@ -333,11 +333,7 @@ pub(crate) fn dashboard_body(
     }
     fleet_table(&mut b, loops, fleet);
     for (l, link) in loops {
-        let elapsed = l
-            .started_at
-            .and_then(|s| now.duration_since(s).ok())
-            .map(duration)
-            .unwrap_or_else(|| "?".into());
+        let elapsed = l.started_at.and_then(|s| now.duration_since(s).ok());
         let _ = write!(
             b,
             "<article class=\"loop{}\"><h2>{}</h2><p class=\"status\">{}</p><dl>",
@@ -345,25 +341,39 @@ pub(crate) fn dashboard_body(
             esc(&project_name(&l.root)),
             esc(l.status)
         );
-        let mut row = |k: &str, v: &str| {
+        let row = |b: &mut String, k: &str, v: &str| {
             let _ = write!(b, "<dt>{k}</dt><dd>{}</dd>", esc(v));
         };
         if !l.task.is_empty() {
-            row("task", &l.task);
+            row(&mut b, "task", &l.task);
         }
         row(
+            &mut b,
             "iteration",
             &match l.max_iterations {
                 0 => l.iteration.to_string(),
                 max => format!("{} of {max}", l.iteration),
             },
         );
-        row("elapsed", &elapsed);
+        // The stream sends nothing when only the clock moved: a running loop's time is
+        // counted on by the page's script, from `data-elapsed-ms`.
+        match elapsed {
+            Some(e) if l.running => {
+                let _ = write!(
+                    b,
+                    "<dt>elapsed</dt><dd class=\"elapsed\" data-elapsed-ms=\"{}\">{}</dd>",
+                    e.as_millis(),
+                    duration(e)
+                );
+            }
+            Some(e) => row(&mut b, "elapsed", &duration(e)),
+            None => row(&mut b, "elapsed", "?"),
+        }
         if let Some(s) = &l.last_signal {
-            row("last signal", s);
+            row(&mut b, "last signal", s);
         }
         if let Some(c) = l.cost_usd {
-            row("cost", &format!("${c:.2}"));
+            row(&mut b, "cost", &format!("${c:.2}"));
         }
         b.push_str("</dl>");
         if let (Some(q), Some(link)) = (&l.question, link) {
