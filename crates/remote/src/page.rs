@@ -227,7 +227,7 @@ pub(crate) fn question(q: &QuestionView, post: &str, now: SystemTime) -> String 
         if !q.multi_select {
             // A radio button, once picked, cannot be unpicked by a tap: the script shows this.
             b.push_str(
-                "<button type=\"button\" id=\"unpick\" class=\"link\" hidden>Clear the pick, to answer in your own words</button>",
+                "<button type=\"button\" id=\"unpick\" class=\"link\" hidden>Clear the pick</button>",
             );
         }
         b.push_str("</fieldset>");
