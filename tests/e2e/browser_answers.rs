@@ -231,3 +231,33 @@ fn an_open_dashboard_counts_a_running_loops_elapsed_time() {
         assert_ne!(now, first, "the elapsed time stood still");
     });
 }
+
+/// "Stop this loop" on the dashboard, clicked in a real browser, was refused as "sent from
+/// another site's page": the form's POST carries `Origin: null` (the page's referrer policy
+/// keeps even the origin back), which the broker took for a foreign one. Only programs that
+/// set a right `Origin` by hand could stop a loop.
+#[test]
+fn the_dashboards_stop_button_stops_the_loop_in_chromium() {
+    if !have_chromium() {
+        return;
+    }
+    let broker = Broker::start();
+    let (p, child) = waiting_loop(&broker);
+    let (link, _) = pairing_link(&broker);
+    in_chromium((390, 844), &link, async |c| {
+        // The stream's first list replaces the page's buttons.
+        wait_live(c).await;
+        click(c, "form.stop button").await;
+        let main = c
+            .wait()
+            .at_most(Duration::from_secs(30))
+            .for_element(Locator::Css("main.message"))
+            .await
+            .unwrap();
+        let text = main.text().await.unwrap();
+        assert!(text.starts_with("Stopping\nAsked the loop in "), "{text}");
+        assert!(text.ends_with("Back to the loops"), "{text}");
+    });
+    Run::finish(child, Duration::from_secs(30)).expect_code(130);
+    assert_eq!(p.state()["status"], "stopped");
+}

@@ -277,10 +277,19 @@ pub(crate) fn question(q: &QuestionView, post: &str, now: SystemTime) -> String 
 /// The page shown after the form was posted without JavaScript, or when a link's question is
 /// answered.
 pub(crate) fn message(title: &str, text: &str) -> String {
+    message_page(title, text, "")
+}
+
+/// [`message`] with a link back to the dashboard, for what was asked from it.
+pub(crate) fn message_back(title: &str, text: &str) -> String {
+    message_page(title, text, "<p><a href=\"/\">Back to the loops</a></p>")
+}
+
+fn message_page(title: &str, text: &str, after: &str) -> String {
     layout(
         title,
         &format!(
-            "<main class=\"message\"><h1>{}</h1><p>{}</p></main>",
+            "<main class=\"message\"><h1>{}</h1><p>{}</p>{after}</main>",
             esc(title),
             esc(text)
         ),

@@ -241,15 +241,16 @@ impl AnswerBody {
     }
 }
 
-/// Whether a state-changing request comes from a page of another site: its `Origin` is
-/// neither the `Host` it was sent to nor the broker's public origin.
+/// Whether a state-changing request comes from a page of another site: its browser says so
+/// (`Sec-Fetch-Site`, which no page can set), or, from a client that does not say, its
+/// `Origin` is neither the `Host` it was sent to nor the broker's public origin.
 fn foreign(headers: &HeaderMap, public_origin: Option<&str>) -> bool {
-    if headers
-        .get("sec-fetch-site")
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|s| s == "cross-site" || s == "same-site")
-    {
-        return true;
+    // A form posted from the broker's own page carries `Origin: null` (its referrer policy is
+    // no-referrer, so the browser keeps even the origin back): the browser's word decides.
+    match headers.get("sec-fetch-site").and_then(|v| v.to_str().ok()) {
+        Some("same-origin") => return false,
+        Some(_) => return true,
+        None => {}
     }
     let Some(origin) = headers.get(header::ORIGIN) else {
         // Not a browser's cross-site request: browsers send Origin with every POST.
@@ -345,19 +346,26 @@ async fn answer(
     reply(status, code, &outcome.message(), &headers)
 }
 
-/// The reply to a POST: JSON for the page's script and other programs, a page for a form.
+/// The reply to a POST: JSON for the page's script and other programs, a page for a form
+/// (titled by what `code` says became of it).
 fn reply(status: StatusCode, code: &str, message: &str, headers: &HeaderMap) -> Response {
     let wants_html = headers
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|a| a.starts_with("text/html"));
     if wants_html {
-        let title = if status.is_success() {
-            "Answered"
-        } else {
-            "Not answered"
+        let html = match code {
+            "answered" => page::message("Answered", message),
+            "requested" => page::message("Passed to the loop", message),
+            // The dashboard's Stop button: back to the list, which shows the loop stopping.
+            "stopping" => page::message_back("Stopping", message),
+            "not_running" => page::message_back("Not stopped", message),
+            "invalid" | "already_answered" | "skipped" | "not_waiting" => {
+                page::message("Not answered", message)
+            }
+            _ => page::message("Refused", message),
         };
-        return (status, Html(page::message(title, message))).into_response();
+        return (status, Html(html)).into_response();
     }
     let body = serde_json::json!({"status": code, "message": message});
     (status, axum::Json(body)).into_response()
