@@ -261,3 +261,41 @@ fn the_dashboards_stop_button_stops_the_loop_in_chromium() {
     Run::finish(child, Duration::from_secs(30)).expect_code(130);
     assert_eq!(p.state()["status"], "stopped");
 }
+
+/// A loop stopped (`ralph stop`, Ctrl-C) with its question's page open: the page went on
+/// counting down to a deadline no longer running, then said the agent had gone on with the
+/// default, and offered Skip and "+5 min", which were refused. The question waits for the
+/// next `ralph run`; an answer now is kept for it.
+#[test]
+fn a_stopped_loops_question_page_says_the_answer_waits_for_the_next_run() {
+    if !have_chromium() {
+        return;
+    }
+    let broker = Broker::start();
+    let (p, child) = loop_asking(&broker, "10m", ASK_CACHE_THEN_WAIT);
+    let url = broker.answer_url(&p);
+    in_chromium((390, 844), &url, async |c| {
+        wait_live(c).await;
+        let stopped = broker.ralph(&p).arg("stop").output().unwrap();
+        assert!(stopped.status.success());
+        let said = wait_for_text(c, "countdown", |t| t.starts_with("the loop is stopped")).await;
+        assert_eq!(
+            said,
+            "the loop is stopped: an answer waits for its next `ralph run`, which delivers it"
+        );
+        for button in ["button[value=skip]", "button[value=extend]"] {
+            let b = c.find(Locator::Css(button)).await.unwrap();
+            assert!(!b.is_displayed().await.unwrap(), "{button} shown");
+        }
+        write(c, "Memcached").await;
+        click(c, "button.send").await;
+        let saved = wait_for_text(c, "result", |t| t.starts_with("Answer saved.")).await;
+        assert!(
+            saved.contains("the next `ralph run` delivers it"),
+            "{saved}"
+        );
+    });
+    Run::finish(child, Duration::from_secs(30)).expect_code(130);
+    // Opened afresh, the page says the same.
+    assert!(p.read(".ralph/answer.md").contains("Memcached"));
+}

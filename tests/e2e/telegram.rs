@@ -474,7 +474,7 @@ fn a_resumed_question_is_sent_anew() {
     let pid = nix::unistd::Pid::from_raw(child.id() as i32);
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
     Run::finish(child, Duration::from_secs(20));
-    bot.edited(first, "Closed");
+    bot.edited(first, "The loop stopped");
     let agent = p.agent("[iteration 1]\nsave-prompt prompt-2.txt\n");
     let mut cmd = bot.broker.ralph(&p);
     cmd.args(["run", "--no-tui", "--agent-cmd", &agent]);
@@ -756,4 +756,27 @@ fn more_time_tapped_after_the_deadline_is_refused() {
     bot.mock.tap(OWNER, id, "q1:more");
     bot.tap_reply("Too late for more time: the deadline passed and the agent went on with its default (Redis).");
     assert!(!p.exists(".ralph/request.json"));
+}
+
+/// A loop stopped with its question's message in Telegram: the message said "Closed: still
+/// waiting" (or went on saying "1m 59s left", for a deadline that no longer ran).
+#[test]
+fn a_stopped_loops_question_message_says_an_answer_waits_for_the_next_run() {
+    let bot = Bot::start(false);
+    bot.pair();
+    let (p, child) = bot.waiting_loop("Redis or Memcached?", false);
+    let id = bot.question("Redis or Memcached?");
+    let stopped = bot.broker.ralph(&p).arg("stop").output().unwrap();
+    assert!(stopped.status.success());
+    Run::finish(child, Duration::from_secs(30)).expect_code(130);
+    let edited = bot.edited(id, "The loop stopped");
+    let text = edited.body["text"].as_str().unwrap();
+    assert!(
+        text.ends_with("<b>The loop stopped:</b> this question waits for its next run, which sends it here again; a reply to this message is kept for it"),
+        "{text}"
+    );
+    assert!(
+        !text.contains(" left") && !text.contains("still waiting"),
+        "{text}"
+    );
 }

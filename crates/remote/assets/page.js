@@ -58,6 +58,16 @@ function changed(main, data) {
   try { now = JSON.parse(data); } catch (e) { return; }
   if (main.classList.contains("closed")) return;
   const el = document.getElementById("countdown");
+  const skip = document.querySelector("button[value=skip]");
+  if (skip) skip.hidden = now.live === false;
+  if (now.live === false) {
+    clearTimeout(ticking);
+    deadline = null;
+    if (el) { el.textContent = main.dataset.stopped; el.classList.remove("urgent"); }
+    canExtend(false);
+    show("The loop stopped. Your answer is kept for its next run.", false);
+    return;
+  }
   if (now.timed_out) {
     clearTimeout(ticking);
     deadline = null;

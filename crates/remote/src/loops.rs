@@ -63,12 +63,15 @@ pub(crate) struct QuestionView {
     pub deadline: Option<SystemTime>,
     /// Whether the deadline passed (a late answer still reaches the agent).
     pub timed_out: bool,
+    /// Whether the run that asked still runs. A stopped loop keeps its question for the next
+    /// `ralph run`: no deadline runs, nothing can skip it or give it time, an answer waits.
+    pub live: bool,
     /// The iteration that asked.
     pub iteration: u32,
 }
 
 impl QuestionView {
-    fn new(root: &Path, p: &PendingQuestion) -> QuestionView {
+    fn new(root: &Path, p: &PendingQuestion, status: Status) -> QuestionView {
         QuestionView {
             root: root.to_path_buf(),
             id: p.id.clone(),
@@ -84,6 +87,7 @@ impl QuestionView {
             default: p.question.default.clone(),
             deadline: p.deadline_time(),
             timed_out: p.timed_out,
+            live: matches!(status, Status::Running | Status::WaitingInput),
             iteration: p.iteration,
         }
     }
@@ -120,7 +124,7 @@ pub(crate) fn load(root: &Path) -> Option<LoopView> {
         .pending_question
         .as_ref()
         .filter(|p| !answer_waiting(&ws, &p.id))
-        .map(|p| QuestionView::new(root, p));
+        .map(|p| QuestionView::new(root, p, state.status));
     Some(LoopView {
         root: root.to_path_buf(),
         status: describe(state.status),

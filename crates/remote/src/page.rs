@@ -149,6 +149,11 @@ fn timed_out_words(q: &QuestionView) -> String {
     )
 }
 
+/// What the page says while the loop that asked is stopped (the script says it too when the
+/// loop stops with the page open, from the page's `data-stopped`).
+const STOPPED_WORDS: &str =
+    "the loop is stopped: an answer waits for its next `ralph run`, which delivers it";
+
 /// The question page an answer link opens. `post` is where the form goes.
 pub(crate) fn question(q: &QuestionView, post: &str, now: SystemTime) -> String {
     let mut b = String::new();
@@ -159,13 +164,14 @@ pub(crate) fn question(q: &QuestionView, post: &str, now: SystemTime) -> String 
     let timed_out = timed_out_words(q);
     let _ = write!(
         b,
-        "<main class=\"question\" data-post=\"{}\" data-events=\"{}/events\" data-timed-out=\"{}\" data-max-bytes=\"{}\"{}>",
+        "<main class=\"question\" data-post=\"{}\" data-events=\"{}/events\" data-timed-out=\"{}\" data-stopped=\"{}\" data-max-bytes=\"{}\"{}>",
         esc(post),
         esc(post),
         esc(&timed_out),
+        esc(STOPPED_WORDS),
         ralph_protocol::MAX_ANSWER_BYTES,
         match left_ms {
-            Some(ms) if !q.timed_out => format!(" data-left-ms=\"{ms}\""),
+            Some(ms) if !q.timed_out && q.live => format!(" data-left-ms=\"{ms}\""),
             _ => String::new(),
         }
     );
@@ -175,6 +181,7 @@ pub(crate) fn question(q: &QuestionView, post: &str, now: SystemTime) -> String 
         esc(&project),
         q.iteration,
         match (q.timed_out, left_ms) {
+            _ if !q.live => esc(STOPPED_WORDS),
             (true, _) => esc(&timed_out),
             (false, Some(ms)) => format!(
                 "{} left",
@@ -253,21 +260,19 @@ pub(crate) fn question(q: &QuestionView, post: &str, now: SystemTime) -> String 
             "A note with your pick, or an answer of your own"
         },
     );
+    // Skip needs a loop to skip; more time, a deadline ahead too.
+    let hidden = |shown: bool| if shown { "" } else { " hidden" };
     let _ = write!(
         b,
         "<div class=\"actions\"><button type=\"submit\" class=\"send\">Send</button>\
-<button type=\"submit\" name=\"action\" value=\"skip\" class=\"secondary\">{}</button>",
+<button type=\"submit\" name=\"action\" value=\"skip\" class=\"secondary\"{}>{}</button>",
+        hidden(q.live),
         loops::skip_label(q)
     );
-    // More time only while a deadline is ahead: none to move otherwise.
     let _ = write!(
         b,
         "<button type=\"submit\" name=\"action\" value=\"extend\" class=\"secondary\"{}>+{}</button></div>",
-        if q.deadline.is_some() && !q.timed_out {
-            ""
-        } else {
-            " hidden"
-        },
+        hidden(q.live && q.deadline.is_some() && !q.timed_out),
         ralph_protocol::describe_span(crate::loops::PAGE_EXTEND)
     );
     b.push_str("</form><p id=\"result\" role=\"status\" aria-live=\"polite\"></p></main>");

@@ -5,7 +5,7 @@
 //! |---|---|
 //! | `GET /a/TOKEN` | the question an answer link opens; 410 and how it closed for a few minutes after it closed ([`loops::CLOSED_TOLD_FOR`]), then 404 like any unknown link |
 //! | `POST /a/TOKEN` | answers it: JSON `{"answer": "text"}`, `{"option": 2}`, `{"options": [1, 3], "answer": "note"}`, or the page's form; `{"action": "skip"}` or `{"action": "extend"}` (five more minutes; Telegram's button adds an hour) |
-//! | `GET /a/TOKEN/events` | server-sent events: `closed` (with how), `changed` (JSON: `left_ms`, `timed_out`) |
+//! | `GET /a/TOKEN/events` | server-sent events: `closed` (with how), `changed` (JSON: `left_ms`, `timed_out`, `live`: whether the loop that asked still runs) |
 //! | `GET /` , `GET /events` | the dashboard of every loop, for a paired device, and its stream: `loops` (the list, as HTML) at once and on every change, new loops and questions included |
 //! | `POST /stop` | stops a loop (form or JSON `root`: its directory), for a paired device, as `ralph stop` does |
 //! | `GET /pair/CODE` | pairs this browser (sets the device cookie) |
@@ -379,7 +379,7 @@ fn changed_data(q: &loops::QuestionView) -> String {
             .unwrap_or_default()
             .as_millis()
     });
-    serde_json::json!({"left_ms": left_ms, "timed_out": q.timed_out}).to_string()
+    serde_json::json!({"left_ms": left_ms, "timed_out": q.timed_out, "live": q.live}).to_string()
 }
 
 type Events = Sse<std::pin::Pin<Box<dyn Stream<Item = Result<Event, Infallible>> + Send>>>;

@@ -334,16 +334,18 @@ struct Posted {
     open: bool,
     /// The deadline its header was written with.
     deadline: Option<SystemTime>,
+    /// Whether its loop ran when its header was written.
+    live: bool,
 }
 
 impl Posted {
-    /// The message once its question closed, `how` (buttons gone): no time left, no footer
-    /// that invites an answer.
-    fn closed_text(&self, how: &str) -> String {
+    /// The message once its question closed (`<b>{label}</b> {how}`, buttons gone): no time
+    /// left, no footer that invites an answer.
+    fn closed_text_as(&self, label: &str, how: &str) -> String {
         match self.redacted {
-            true => format!("{}\n\n<b>Closed:</b> {}", self.text, html(how)),
+            true => format!("{}\n\n<b>{label}</b> {}", self.text, html(how)),
             false => format!(
-                "{}\n\n{}\n\n<b>Closed:</b> {}",
+                "{}\n\n{}\n\n<b>{label}</b> {}",
                 self.head,
                 self.content,
                 html(how)
@@ -651,9 +653,11 @@ impl Bot {
                 .find(|q| q.root == p.root && q.id == p.question);
             if let Some(q) = still {
                 // More time given (here, on the page, in the panel): the header says so.
-                if q.deadline != p.deadline && !p.redacted {
+                // Or its loop stopped (or runs again): the header says so.
+                if (q.deadline != p.deadline || q.live != p.live) && !p.redacted {
                     p.text = self.render(q, p.chat_id, p.number).text;
                     p.deadline = q.deadline;
+                    p.live = q.live;
                     let body = json!({"chat_id": p.chat_id, "message_id": p.message_id, "text": p.text, "parse_mode": "HTML", "link_preview_options": {"is_disabled": true}, "reply_markup": keyboard(p)});
                     match self.api.call("editMessageText", &body) {
                         Ok(_) => {}
@@ -663,8 +667,15 @@ impl Bot {
                 }
                 continue;
             }
-            let how = loops::closed_how(&p.link());
-            let text = p.closed_text(&how);
+            // A loop that stopped leaves the registry and keeps its question for its next run,
+            // which sends it anew (an edit would not ring the phone).
+            let text = match loops::pending(&p.link()) {
+                Some(_) => p.closed_text_as(
+                    "The loop stopped:",
+                    "this question waits for its next run, which sends it here again; a reply to this message is kept for it",
+                ),
+                None => p.closed_text_as("Closed:", &loops::closed_how(&p.link())),
+            };
             let body = json!({"chat_id": p.chat_id, "message_id": p.message_id, "text": text, "parse_mode": "HTML", "link_preview_options": {"is_disabled": true}});
             match self.api.call("editMessageText", &body) {
                 Ok(_) => p.open = false,
@@ -811,6 +822,7 @@ impl Bot {
             redacted,
             open: true,
             deadline: q.deadline,
+            live: q.live,
         }
     }
 }
@@ -877,6 +889,9 @@ fn keyboard(p: &Posted) -> Value {
 }
 
 fn time_left(q: &QuestionView) -> String {
+    if !q.live {
+        return "the loop is stopped; an answer waits for its next run".into();
+    }
     if q.timed_out {
         return "past its deadline".into();
     }
@@ -947,6 +962,7 @@ mod tests {
             redacted: false,
             open: true,
             deadline: None,
+            live: true,
         };
         let k = keyboard(&p)["inline_keyboard"].clone();
         assert_eq!(k[0][0]["text"], "☐ Redis");
