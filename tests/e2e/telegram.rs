@@ -266,6 +266,9 @@ fn multi_select_ticks_toggle_and_send_answers_the_picks() {
     bot.pair();
     let (p, child) = bot.waiting_loop("Which caches?", true);
     let id = bot.question("Which caches?");
+    // Send with nothing ticked was told "The answer is empty. Write one, pick an option, …".
+    bot.mock.tap(OWNER, id, "q1:send");
+    bot.tap_reply("Nothing is ticked: tick one or more options first");
     bot.mock.tap(OWNER, id, "q1:1");
     bot.mock.tap(OWNER, id, "q1:2");
     bot.mock.tap(OWNER, id, "q1:1");

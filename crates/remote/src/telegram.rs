@@ -598,6 +598,10 @@ impl Bot {
         let outcome = match what {
             "skip" => loops::act(&p.link(), Action::Skip),
             "more" => loops::act(&p.link(), Action::Extend(loops::TELEGRAM_EXTEND)),
+            // The desk's "empty" speaks of writing; here nothing was ticked.
+            "send" if p.picked.is_empty() => {
+                return "Nothing is ticked: tick one or more options first, or reply to this message to write an answer.".into();
+            }
             "send" => loops::answer_link(
                 &p.link(),
                 &Reply::Picks(p.picked.iter().copied().collect(), String::new()),
