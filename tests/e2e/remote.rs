@@ -910,3 +910,26 @@ fn a_closed_questions_link_says_how_it_closed_and_unknown_links_say_what_to_run(
         unknown.body
     );
 }
+
+/// A question whose run ended unanswered (it timed out, the run finished) was said to have
+/// "closed: closed: the run that asked it has ended" on its page and in Telegram: the words of
+/// how a question closed come after "closed" already.
+#[test]
+fn a_question_whose_run_ended_says_so_once() {
+    let broker = Broker::start();
+    let (p, child) = loop_asking(
+        &broker,
+        "2s",
+        "[iteration 1]\nquestion \"Which cache?\" --option Redis --option Memcached\nsignal QUESTION\n[iteration 2]\ncheck-all\nsignal DONE\n",
+    );
+    let url = broker.answer_url(&p);
+    Run::finish(child, Duration::from_secs(30)).expect_code(0);
+    let page = get(&url);
+    assert_eq!(page.status, 410, "{}", page.body);
+    assert!(
+        page.body
+            .contains("This question is no longer waiting: the run that asked it has ended."),
+        "{}",
+        page.body
+    );
+}

@@ -296,7 +296,8 @@ pub(crate) fn closed_how(link: &LinkRecord) -> String {
     }
     match State::load(&ws).ok().flatten() {
         Some(state) => match state.closed(&link.question) {
-            Some(c) if c.run_ended => "closed: the run that asked it has ended".into(),
+            // A clause after "This question closed:" or "Closed:", so no "closed" of its own.
+            Some(c) if c.run_ended => "the run that asked it has ended".into(),
             Some(c) => match c.answered_by {
                 Some(by) => format!("answered from {}", by.describe()),
                 None => "skipped".into(),
@@ -308,9 +309,9 @@ pub(crate) fn closed_how(link: &LinkRecord) -> String {
             {
                 "still waiting".into()
             }
-            None => "closed (the loop stopped, or a new question replaced it)".into(),
+            None => "its loop stopped, or a new question replaced it".into(),
         },
-        None => "closed".into(),
+        None => "its loop's state is gone".into(),
     }
 }
 
