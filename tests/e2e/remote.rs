@@ -894,8 +894,9 @@ fn a_closed_questions_link_says_how_it_closed_and_unknown_links_say_what_to_run(
     });
     assert_eq!(page.status, 410, "{}", page.body);
     assert!(
-        page.body
-            .contains("This question is no longer waiting: answered from `ralph answer`."),
+        page.body.contains(
+            "This question is no longer waiting: answered from <code>ralph answer</code>."
+        ),
         "{}",
         page.body
     );
@@ -904,8 +905,8 @@ fn a_closed_questions_link_says_how_it_closed_and_unknown_links_say_what_to_run(
     assert!(
         unknown
             .body
-            .contains("`ralph status` shows a waiting question&#39;s link")
-            && unknown.body.contains("`ralph serve pair web`"),
+            .contains("<code>ralph status</code> shows a waiting question&#39;s link")
+            && unknown.body.contains("<code>ralph serve pair web</code>"),
         "{}",
         unknown.body
     );

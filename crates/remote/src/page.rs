@@ -296,9 +296,28 @@ fn message_page(title: &str, text: &str, after: &str) -> String {
         &format!(
             "<main class=\"message\"><h1>{}</h1><p>{}</p>{after}</main>",
             esc(title),
-            esc(text)
+            code_spans(&esc(text))
         ),
     )
+}
+
+/// Escaped `text` with each pair of backticks (`ralph status`, a command to run) shown as
+/// code, as the terminal's words mean them; an odd one out stays as it is.
+fn code_spans(text: &str) -> String {
+    let parts: Vec<&str> = text.split('`').collect();
+    if parts.len() % 2 == 0 {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for (i, part) in parts.iter().enumerate() {
+        match i % 2 {
+            1 => {
+                let _ = write!(out, "<code>{part}</code>");
+            }
+            _ => out.push_str(part),
+        }
+    }
+    out
 }
 
 /// The page for a link that is not (or no longer) one: the same for every wrong token, so it
@@ -495,6 +514,15 @@ mod tests {
         assert_eq!(first_line_text("# Cache\n\nbody"), "Cache");
         assert_eq!(first_line_text("- one\n- two"), "one");
         assert_eq!(first_line_text("[<b>](javascript:x)"), "<b>");
+    }
+
+    #[test]
+    fn commands_in_a_message_show_as_code_and_a_lone_backtick_as_itself() {
+        assert_eq!(
+            code_spans("run `ralph status` &amp; `ralph serve pair web`."),
+            "run <code>ralph status</code> &amp; <code>ralph serve pair web</code>."
+        );
+        assert_eq!(code_spans("it`s"), "it`s");
     }
 
     #[test]
