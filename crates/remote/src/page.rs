@@ -305,7 +305,7 @@ fn message_page(title: &str, text: &str, after: &str) -> String {
 /// code, as the terminal's words mean them; an odd one out stays as it is.
 fn code_spans(text: &str) -> String {
     let parts: Vec<&str> = text.split('`').collect();
-    if parts.len() % 2 == 0 {
+    if parts.len().is_multiple_of(2) {
         return text.to_string();
     }
     let mut out = String::with_capacity(text.len() + 16);
