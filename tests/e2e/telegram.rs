@@ -182,7 +182,7 @@ fn pairing_takes_the_right_code_once_and_never_a_wrong_or_expired_one() {
     // The used code pairs nobody else; the owner's next message shows all before it were read.
     bot.mock.message(10, &format!("/start {code}"), None);
     bot.mock.message(OWNER, "hi", None);
-    bot.sent_to(OWNER, "Reply to a question");
+    bot.sent_to(OWNER, "No question is waiting here now.");
     for stranger in [8, 9, 10, 11, -100] {
         bot.nothing_to(stranger);
     }
@@ -782,4 +782,32 @@ fn a_stopped_loops_question_message_says_an_answer_waits_for_the_next_run() {
         !text.contains(" left") && !text.contains("still waiting"),
         "{text}"
     );
+}
+
+/// With one question waiting, an answer written in the chat (not as a reply to the question's
+/// message, as people do) was refused: "Reply to a question's message to answer it." With one
+/// open, it answers that one; with several, the bot says how to pick.
+#[test]
+fn a_plain_message_answers_the_one_waiting_question() {
+    let bot = Bot::start(false);
+    bot.pair();
+    let (first, _child) = bot.waiting_loop("Redis or Memcached?", false);
+    bot.question("Redis or Memcached?");
+    let (_q, _other) = bot.waiting_loop("Which second cache?", false);
+    bot.question("Which second cache?");
+    bot.mock.message(OWNER, "Valkey", None);
+    bot.sent_to(
+        OWNER,
+        "Several questions are waiting: reply to the message of the one",
+    );
+    assert!(!first.exists(".ralph/answer.md"));
+
+    let second = Bot::start(false);
+    second.pair();
+    let (p, child) = second.waiting_loop("Redis or Memcached?", false);
+    second.question("Redis or Memcached?");
+    second.mock.message(OWNER, "Valkey, it is deployed", None);
+    second.sent_to(OWNER, "Answered.");
+    let prompt = finished(&p, child);
+    assert!(prompt.contains("> Valkey, it is deployed"), "{prompt}");
 }

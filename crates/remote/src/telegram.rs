@@ -520,7 +520,7 @@ impl Bot {
                     return;
                 }
                 self.paired_now.notify_one();
-                self.send(chat, "Paired. Questions from the loops on this machine will arrive here; tap an option or reply to a question's message to answer; /stop stops a loop.", None);
+                self.send(chat, "Paired. Questions from the loops on this machine will arrive here: tap an option, or write your answer (as a reply to the question's message when several wait); /stop stops a loop.", None);
             } else {
                 self.pairing.failed(&from.to_string(), now);
             }
@@ -539,14 +539,23 @@ impl Bot {
         }
         let reply_to = m["reply_to_message"]["message_id"].as_i64();
         let posts = self.lock();
-        let target = reply_to.and_then(|id| {
-            posts
+        let open: Vec<&Posted> = posts
+            .by_number
+            .values()
+            .filter(|p| p.open && p.chat_id == chat)
+            .collect();
+        let target = match reply_to {
+            Some(id) => posts
                 .by_number
                 .values()
-                .find(|p| p.message_id == id && p.chat_id == chat)
-        });
+                .find(|p| p.message_id == id && p.chat_id == chat),
+            // Not a reply: with one question open there is no doubt which it answers.
+            None if open.len() == 1 => open.first().copied(),
+            None => None,
+        };
         let answer = match target {
-            None => "Reply to a question's message to answer it.".to_string(),
+            None if open.is_empty() => "No question is waiting here now.".to_string(),
+            None => "Several questions are waiting: reply to the message of the one you answer (swipe it, or tap and hold it, then Reply).".to_string(),
             Some(p) if p.redacted => "Answer this one on the web page its message links to.".into(),
             Some(p) => {
                 let text = ralph_protocol::clean(text);
