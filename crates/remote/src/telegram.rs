@@ -21,7 +21,8 @@
 //!
 //! A question's buttons carry opaque callback data (`q7:2`, `q7:send`, `q7:skip`, `q7:more`):
 //! `7` numbers the message in this broker, the label stays here. The phone can answer (a button,
-//! or a reply to the message), skip, or ask for an hour more ([`loops::TELEGRAM_EXTEND`]: a phone
+//! or a message: a reply to the question's, or any message while only one question is open),
+//! skip, or ask for an hour more ([`loops::TELEGRAM_EXTEND`]: a phone
 //! is looked at less often than the page, whose button adds five minutes), through
 //! [`loops::answer_link`] and [`loops::act`] like the web page; nothing else.
 
