@@ -198,7 +198,11 @@ save-prompt prompt-2.txt\n",
 }
 
 /// The text of the element with id `id` once `ready` says so (30 s at most).
-async fn wait_for_text(c: &fantoccini::Client, id: &str, ready: impl Fn(&str) -> bool) -> String {
+pub(super) async fn wait_for_text(
+    c: &fantoccini::Client,
+    id: &str,
+    ready: impl Fn(&str) -> bool,
+) -> String {
     let mut text = String::new();
     for _ in 0..300 {
         text = c.find(Locator::Id(id)).await.unwrap().text().await.unwrap();
@@ -213,6 +217,25 @@ async fn wait_for_text(c: &fantoccini::Client, id: &str, ready: impl Fn(&str) ->
         .await
         .unwrap();
     panic!("#{id} never changed as expected; it says {text:?} (main's class: {main})");
+}
+
+/// Waits (30 s at most) until the question page's event stream is connected: a change from
+/// then on reaches the page.
+pub(super) async fn wait_live(c: &fantoccini::Client) {
+    for _ in 0..300 {
+        let live = c
+            .execute(
+                "return document.querySelector('main').dataset.live || '';",
+                vec![],
+            )
+            .await
+            .unwrap();
+        if live == json!("open") {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the page's event stream never opened");
 }
 
 fn docs(name: &str) -> std::path::PathBuf {
@@ -468,20 +491,7 @@ fn more_time_in_chromium(news_first: bool) {
             .await
             .unwrap();
         wait_for_text(c, "countdown", |t| t.ends_with("s left")).await;
-        // The page's event stream is connected: a change from now on reaches it.
-        for _ in 0..300 {
-            let live = c
-                .execute(
-                    "return document.querySelector('main').dataset.live || '';",
-                    vec![],
-                )
-                .await
-                .unwrap();
-            if live == json!("open") {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        wait_live(c).await;
         c.find(Locator::Css("input[name=option][value='2']"))
             .await
             .unwrap()

@@ -3,6 +3,7 @@ mod util;
 mod answer_link;
 mod bad_tasks;
 mod browser;
+mod browser_answers;
 mod budget;
 mod checkpoints;
 mod commands;

@@ -143,13 +143,23 @@ pub fn waiting_loop(broker: &Broker) -> (Project, Guarded) {
 
 /// [`waiting_loop`] with another fake-agent script, whose first iteration asks.
 pub fn waiting_loop_asking(broker: &Broker, script: &str) -> (Project, Guarded) {
+    loop_asking(broker, "1m", script)
+}
+
+/// A loop (seeing `broker`) of up to two iterations whose questions wait `question_timeout`,
+/// once the first iteration of the fake agent's `script` asked.
+pub fn loop_asking(broker: &Broker, question_timeout: &str, script: &str) -> (Project, Guarded) {
     let p = Project::with_task(
-        "task: Cache\nmax_iterations: 2\nquestion_timeout: 1m",
+        &format!("task: Cache\nmax_iterations: 2\nquestion_timeout: {question_timeout}"),
         "- [ ] cache\n",
     );
     let child = start_asking(broker, &p, script);
     (p, child)
 }
+
+/// A fake agent's script: "Which cache?" with Redis (the default) and Memcached, then a second
+/// iteration that keeps the loop running a minute.
+pub const ASK_CACHE_THEN_WAIT: &str = "[iteration 1]\nquestion \"Which cache?\" --option Redis --option Memcached --default Redis\nsignal QUESTION\n[iteration 2]\nsleep 60s\n";
 
 /// `ralph run` of the fake agent on `script` (whose first iteration asks) in `p`, seeing
 /// `broker`, once its question waits.
@@ -220,12 +230,14 @@ fn an_answer_link_answers_from_the_page_and_the_next_iteration_has_it() {
         "{clarifications}"
     );
 
-    // The question closed: the link is now like any unknown page, and answers are refused.
-    let unknown = get(&format!("{}/a/{}", broker.url, "0".repeat(32)));
+    // The question closed: the link says how (as a late POST is told), and answers are
+    // refused.
     let closed = get(&url);
-    assert_eq!(
-        (closed.status, &closed.body),
-        (unknown.status, &unknown.body)
+    assert_eq!(closed.status, 410, "{}", closed.body);
+    assert!(
+        closed.body.contains("answered from the web page"),
+        "{}",
+        closed.body
     );
     let late = post(&url, Some(broker.origin()), r#"{"answer": "too late"}"#);
     assert_eq!(late.status, 409, "{}", late.body);
@@ -335,7 +347,7 @@ fn oversize_bodies_and_answers_are_refused() {
     let out = post(&url, Some(broker.origin()), r#"{"option": 3}"#);
     assert_eq!(out.status, 422);
     assert!(
-        out.body.contains("option 3 is out of range"),
+        out.body.contains("Option 3 is out of range"),
         "{}",
         out.body
     );
@@ -807,5 +819,118 @@ fn tls_serves_the_page_over_https_and_announces_https_links() {
     assert!(
         refused.contains("UnknownIssuer") || refused.contains("certificate"),
         "{refused}"
+    );
+}
+
+/// "+5 min" on a question whose deadline had passed answered 202 "5 min more to answer.",
+/// though the agent had gone on with the default and nothing got more time.
+#[test]
+fn more_time_after_the_deadline_is_refused_and_says_what_the_agent_took() {
+    let broker = Broker::start();
+    let (p, _child) = loop_asking(&broker, "2s", ASK_CACHE_THEN_WAIT);
+    let url = broker.answer_url(&p);
+    wait_until(Duration::from_secs(30), "the deadline to pass", || {
+        (p.state()["pending_question"]["timed_out"] == true).then_some(())
+    });
+    let page = get(&url);
+    assert!(
+        page.body
+            .contains("value=\"extend\" class=\"secondary\" hidden"),
+        "{}",
+        page.body
+    );
+    let extended = post(&url, Some(broker.origin()), r#"{"action": "extend"}"#);
+    assert_eq!(extended.status, 422, "{}", extended.body);
+    assert!(
+        extended
+            .body
+            .contains("Too late for more time: the deadline passed and the agent went on with its default (Redis)"),
+        "{}",
+        extended.body
+    );
+    assert!(!p.exists(".ralph/request.json"));
+}
+
+/// A question with no deadline offered "+5 min" (refused when pressed: no time to add) and
+/// "Skip (use default)" with no default to use.
+#[test]
+fn a_question_without_deadline_or_default_offers_no_more_time_and_skip_says_who_decides() {
+    let broker = Broker::start();
+    let (p, _child) = loop_asking(
+        &broker,
+        "never",
+        "[iteration 1]\nquestion \"Which cache?\"\nsignal QUESTION\n[iteration 2]\n",
+    );
+    let page = get(&broker.answer_url(&p));
+    assert!(page.body.contains("no deadline"), "{}", page.body);
+    assert!(
+        page.body
+            .contains("value=\"extend\" class=\"secondary\" hidden"),
+        "{}",
+        page.body
+    );
+    assert!(
+        page.body
+            .contains("value=\"skip\" class=\"secondary\">Skip (agent decides)</button>"),
+        "{}",
+        page.body
+    );
+}
+
+/// Reopening an answer link (a reload, the notification tapped again) after the question was
+/// answered in the terminal gave "Not found. There is nothing here.": the user could not tell
+/// a broken link from a closed question. For as long as a late POST is told how it closed, so
+/// is the page; any other link gets one 404 that says what links do and what to run.
+#[test]
+fn a_closed_questions_link_says_how_it_closed_and_unknown_links_say_what_to_run() {
+    let broker = Broker::start();
+    let (p, _child) = waiting_loop(&broker);
+    let url = broker.answer_url(&p);
+    let answered = broker.ralph(&p).args(["answer", "Redis"]).output().unwrap();
+    assert!(answered.status.success());
+    let page = wait_until(Duration::from_secs(10), "the question to close", || {
+        let g = get(&url);
+        (g.status != 200).then_some(g)
+    });
+    assert_eq!(page.status, 410, "{}", page.body);
+    assert!(
+        page.body.contains(
+            "This question is no longer waiting: answered from <code>ralph answer</code>."
+        ),
+        "{}",
+        page.body
+    );
+    let unknown = get(&format!("{}/a/{}", broker.url, "0".repeat(32)));
+    assert_eq!(unknown.status, 404);
+    assert!(
+        unknown
+            .body
+            .contains("<code>ralph status</code> shows a waiting question&#39;s link")
+            && unknown.body.contains("<code>ralph serve pair web</code>"),
+        "{}",
+        unknown.body
+    );
+}
+
+/// A question whose run ended unanswered (it timed out, the run finished) was said to have
+/// "closed: closed: the run that asked it has ended" on its page and in Telegram: the words of
+/// how a question closed come after "closed" already.
+#[test]
+fn a_question_whose_run_ended_says_so_once() {
+    let broker = Broker::start();
+    let (p, child) = loop_asking(
+        &broker,
+        "2s",
+        "[iteration 1]\nquestion \"Which cache?\" --option Redis --option Memcached\nsignal QUESTION\n[iteration 2]\ncheck-all\nsignal DONE\n",
+    );
+    let url = broker.answer_url(&p);
+    Run::finish(child, Duration::from_secs(30)).expect_code(0);
+    let page = get(&url);
+    assert_eq!(page.status, 410, "{}", page.body);
+    assert!(
+        page.body
+            .contains("This question is no longer waiting: the run that asked it has ended."),
+        "{}",
+        page.body
     );
 }

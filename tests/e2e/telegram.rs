@@ -134,19 +134,19 @@ impl Bot {
     /// A loop whose agent asks `question` (options Redis and Memcached) and saves its next
     /// prompt.
     pub fn waiting_loop(&self, question: &str, multi: bool) -> (Project, Guarded) {
-        let p = Project::with_task(
-            "task: Cache\nmax_iterations: 2\nquestion_timeout: 2m",
-            "- [ ] cache\n",
-        );
         let multi = if multi { " --multi-select" } else { "" };
-        let agent = p.agent(&format!(
-            "[iteration 1]\nquestion \"{question}\" --option Redis --option Memcached --default Redis{multi}\nsignal QUESTION\n[iteration 2]\nsave-prompt prompt-2.txt\n"
-        ));
-        let mut cmd = self.broker.ralph(&p);
-        cmd.args(["run", "--no-tui", "--agent-cmd", &agent]);
-        let child = spawn(cmd);
-        p.wait_for_status("waiting_input", WAIT);
-        (p, child)
+        self.asking(
+            "2m",
+            &format!(
+                "[iteration 1]\nquestion \"{question}\" --option Redis --option Memcached --default Redis{multi}\nsignal QUESTION\n[iteration 2]\nsave-prompt prompt-2.txt\n"
+            ),
+        )
+    }
+
+    /// A loop whose questions wait `question_timeout`, once the first iteration of the fake
+    /// agent's `script` asked.
+    fn asking(&self, question_timeout: &str, script: &str) -> (Project, Guarded) {
+        super::remote::loop_asking(&self.broker, question_timeout, script)
     }
 }
 
@@ -182,7 +182,7 @@ fn pairing_takes_the_right_code_once_and_never_a_wrong_or_expired_one() {
     // The used code pairs nobody else; the owner's next message shows all before it were read.
     bot.mock.message(10, &format!("/start {code}"), None);
     bot.mock.message(OWNER, "hi", None);
-    bot.sent_to(OWNER, "Reply to a question");
+    bot.sent_to(OWNER, "No question is waiting here now.");
     for stranger in [8, 9, 10, 11, -100] {
         bot.nothing_to(stranger);
     }
@@ -266,6 +266,9 @@ fn multi_select_ticks_toggle_and_send_answers_the_picks() {
     bot.pair();
     let (p, child) = bot.waiting_loop("Which caches?", true);
     let id = bot.question("Which caches?");
+    // Send with nothing ticked was told "The answer is empty. Write one, pick an option, …".
+    bot.mock.tap(OWNER, id, "q1:send");
+    bot.tap_reply("Nothing is ticked: tick one or more options first");
     bot.mock.tap(OWNER, id, "q1:1");
     bot.mock.tap(OWNER, id, "q1:2");
     bot.mock.tap(OWNER, id, "q1:1");
@@ -474,7 +477,7 @@ fn a_resumed_question_is_sent_anew() {
     let pid = nix::unistd::Pid::from_raw(child.id() as i32);
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
     Run::finish(child, Duration::from_secs(20));
-    bot.edited(first, "Closed");
+    bot.edited(first, "The loop stopped");
     let agent = p.agent("[iteration 1]\nsave-prompt prompt-2.txt\n");
     let mut cmd = bot.broker.ralph(&p);
     cmd.args(["run", "--no-tui", "--agent-cmd", &agent]);
@@ -665,4 +668,146 @@ fn a_multi_select_answer_is_the_same_from_every_front_end() {
         assert_eq!(picked, &serde_json::json!(["Redis", "Valkey"]), "{front:?}");
         assert_eq!(answer, "Redis\nValkey", "{front:?}");
     }
+}
+
+/// A question reached Telegram with its markdown as typed (`**session store**`), without the
+/// context the agent gave, and with a footer saying "Tap an option" under a question that had
+/// none; a multi-select one did not say to tick and Send, and Skip said "use default" where
+/// there was none.
+#[test]
+fn the_bot_shows_the_questions_markdown_context_and_what_to_do_by_kind() {
+    let bot = Bot::start(false);
+    bot.pair();
+    let (_p, _child) = bot.asking(
+        "2m",
+        "[iteration 1]\nquestion \"Should the **session store** use `Redis` or <b>Memcached</b>?\" --context \"Sessions are *2 KiB*; see [the doc](https://example.com/doc) and [this](javascript:alert(1)).\"\nsignal QUESTION\n[iteration 2]\nsleep 60s\n",
+    );
+    let sent = bot.sent_to(OWNER, "session store");
+    let text = sent.body["text"].as_str().unwrap();
+    assert!(
+        text.contains(
+            "Should the <b>session store</b> use <code>Redis</code> or &lt;b&gt;Memcached&lt;/b&gt;?"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "<i>Context:</i>\nSessions are <i>2 KiB</i>; see <a href=\"https://example.com/doc\">the doc</a> and this."
+        ),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("<i>Reply to this message to answer.</i>"),
+        "{text}"
+    );
+    let keyboard = sent.body["reply_markup"]["inline_keyboard"].to_string();
+    assert!(keyboard.contains("\"Skip (agent decides)\""), "{keyboard}");
+
+    let (_q, _other) = bot.waiting_loop("Which features?", true);
+    let multi = bot.sent_to(OWNER, "Which features?");
+    let text = multi.body["text"].as_str().unwrap();
+    assert!(
+        text.contains("Which features?\n\n1. Redis\n2. Memcached\n<i>Default:</i> Redis"),
+        "{text}"
+    );
+    assert!(
+        text.ends_with(
+            "<i>Tick the options you want, then Send; or reply to this message to write an answer.</i>"
+        ),
+        "{text}"
+    );
+}
+
+/// A question's message, once closed, still said "1m 59s left" at its top and "Tap an
+/// option, or reply to this message" above "Closed": it invited an answer it would refuse.
+#[test]
+fn a_closed_questions_message_has_no_time_left_and_no_invitation_to_answer() {
+    let bot = Bot::start(false);
+    bot.pair();
+    let (p, child) = bot.waiting_loop("Redis or Memcached?", false);
+    let id = bot.question("Redis or Memcached?");
+    bot.mock.tap(OWNER, id, "q1:1");
+    finished(&p, child);
+    let closed = bot.edited(id, "Closed");
+    let text = closed.body["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("<b>")
+            && text.contains(" · iteration 1\n\nRedis or Memcached?\n\n1. Redis"),
+        "{text}"
+    );
+    assert!(
+        !text.contains(" left") && !text.contains("Tap an option"),
+        "{text}"
+    );
+    assert!(
+        text.ends_with(&format!("<b>Closed:</b> answered from Telegram ({OWNER})")),
+        "{text}"
+    );
+}
+
+/// "+1 h" tapped after the deadline passed was answered "1 h more to answer." while the agent
+/// had gone on with the default and nothing got more time.
+#[test]
+fn more_time_tapped_after_the_deadline_is_refused() {
+    let bot = Bot::start(false);
+    bot.pair();
+    let (p, _child) = bot.asking("2s", super::remote::ASK_CACHE_THEN_WAIT);
+    let id = bot.question("Which cache?");
+    wait_until(Duration::from_secs(30), "the deadline to pass", || {
+        (p.state()["pending_question"]["timed_out"] == true).then_some(())
+    });
+    bot.mock.tap(OWNER, id, "q1:more");
+    bot.tap_reply("Too late for more time: the deadline passed and the agent went on with its default (Redis).");
+    assert!(!p.exists(".ralph/request.json"));
+}
+
+/// A loop stopped with its question's message in Telegram: the message said "Closed: still
+/// waiting" (or went on saying "1m 59s left", for a deadline that no longer ran).
+#[test]
+fn a_stopped_loops_question_message_says_an_answer_waits_for_the_next_run() {
+    let bot = Bot::start(false);
+    bot.pair();
+    let (p, child) = bot.waiting_loop("Redis or Memcached?", false);
+    let id = bot.question("Redis or Memcached?");
+    let stopped = bot.broker.ralph(&p).arg("stop").output().unwrap();
+    assert!(stopped.status.success());
+    Run::finish(child, Duration::from_secs(30)).expect_code(130);
+    let edited = bot.edited(id, "The loop stopped");
+    let text = edited.body["text"].as_str().unwrap();
+    assert!(
+        text.ends_with("<b>The loop stopped:</b> this question waits for its next run, which sends it here again; a reply to this message is kept for it"),
+        "{text}"
+    );
+    assert!(
+        !text.contains(" left") && !text.contains("still waiting"),
+        "{text}"
+    );
+}
+
+/// With one question waiting, an answer written in the chat (not as a reply to the question's
+/// message, as people do) was refused: "Reply to a question's message to answer it." With one
+/// open, it answers that one; with several, the bot says how to pick.
+#[test]
+fn a_plain_message_answers_the_one_waiting_question() {
+    let bot = Bot::start(false);
+    bot.pair();
+    let (first, _child) = bot.waiting_loop("Redis or Memcached?", false);
+    bot.question("Redis or Memcached?");
+    let (_q, _other) = bot.waiting_loop("Which second cache?", false);
+    bot.question("Which second cache?");
+    bot.mock.message(OWNER, "Valkey", None);
+    bot.sent_to(
+        OWNER,
+        "Several questions are waiting: reply to the message of the one",
+    );
+    assert!(!first.exists(".ralph/answer.md"));
+
+    let second = Bot::start(false);
+    second.pair();
+    let (p, child) = second.waiting_loop("Redis or Memcached?", false);
+    second.question("Redis or Memcached?");
+    second.mock.message(OWNER, "Valkey, it is deployed", None);
+    second.sent_to(OWNER, "Answered.");
+    let prompt = finished(&p, child);
+    assert!(prompt.contains("> Valkey, it is deployed"), "{prompt}");
 }

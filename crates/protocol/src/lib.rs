@@ -89,7 +89,7 @@ pub use desk::{
 pub use event::{Control, LoopEvent, Outcome};
 pub use frontmatter::{Fences, Found as Frontmatter, is_fence, split as split_frontmatter};
 pub use land::LandMode;
-pub use question::{MAX_QUESTION_BYTES, Picks, Question, QuestionOption};
+pub use question::{MAX_QUESTION_BYTES, Picks, Question, QuestionOption, fallback_words};
 pub use registry::{
     LoopEntry, Registration, list as registered_loops, list_in as registered_loops_in, register,
     registry_dir,

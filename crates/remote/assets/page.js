@@ -17,7 +17,16 @@ let ticking = null;
 // When the page last heard that the deadline moved.
 let movedAt = 0;
 
-const TIMED_OUT = "deadline passed: the agent goes on with its best guess; a late answer still reaches it";
+// What the page says once the deadline passed (the broker's words: they name the default).
+function timedOut(main) {
+  return main.dataset.timedOut || "deadline passed";
+}
+
+// "+5 min" only while a deadline is ahead: with none, or one passed, there is no time to add.
+function canExtend(yes) {
+  const b = document.querySelector("button[value=extend]");
+  if (b) b.hidden = !yes;
+}
 
 function countdown(main) {
   const el = document.getElementById("countdown");
@@ -26,8 +35,9 @@ function countdown(main) {
   const tick = () => {
     if (main.classList.contains("closed")) return;
     const left = deadline - Date.now();
-    el.textContent = left > 0 ? fmt(left) + " left" : TIMED_OUT;
+    el.textContent = left > 0 ? fmt(left) + " left" : timedOut(main);
     el.classList.toggle("urgent", left < 60000);
+    canExtend(left > 0);
     if (left > 0) ticking = setTimeout(tick, 1000 - (left % 1000) || 1000);
   };
   tick();
@@ -48,16 +58,28 @@ function changed(main, data) {
   try { now = JSON.parse(data); } catch (e) { return; }
   if (main.classList.contains("closed")) return;
   const el = document.getElementById("countdown");
+  const skip = document.querySelector("button[value=skip]");
+  if (skip) skip.hidden = now.live === false;
+  if (now.live === false) {
+    clearTimeout(ticking);
+    deadline = null;
+    if (el) { el.textContent = main.dataset.stopped; el.classList.remove("urgent"); }
+    canExtend(false);
+    show("The loop stopped. Your answer is kept for its next run.", false);
+    return;
+  }
   if (now.timed_out) {
     clearTimeout(ticking);
     deadline = null;
-    if (el) el.textContent = TIMED_OUT;
+    if (el) el.textContent = timedOut(main);
+    canExtend(false);
     return;
   }
   if (now.left_ms === null) {
     clearTimeout(ticking);
     deadline = null;
     if (el) { el.textContent = "no deadline"; el.classList.remove("urgent"); }
+    canExtend(false);
     show("No deadline now: take your time.", false);
     return;
   }
@@ -75,16 +97,59 @@ function show(text, error) {
   r.classList.toggle("error", !!error);
 }
 
-function close(main, text) {
+// The question closed. `elsewhere`: not by this page's answer, so what the user had written
+// here was not sent: it stays on the page, read-only, for them to copy.
+function close(main, text, elsewhere) {
   main.classList.add("closed");
   show(text, false);
   const el = document.getElementById("countdown");
   if (el) el.textContent = "closed";
+  const draft = document.getElementById("text");
+  if (elsewhere && draft && draft.value.trim() !== "") {
+    draft.readOnly = true;
+    main.classList.add("kept");
+    const label = document.querySelector("label.note");
+    if (label) label.textContent = "What you wrote here (not sent)";
+  }
+}
+
+// A single-choice pick can be cleared, for an answer in the user's own words.
+function unpick(form) {
+  const button = document.getElementById("unpick");
+  if (!button) return;
+  const radios = Array.from(form.querySelectorAll("input[type=radio][name=option]"));
+  const update = () => { button.hidden = !radios.some((r) => r.checked); };
+  radios.forEach((r) => r.addEventListener("change", update));
+  button.addEventListener("click", () => {
+    radios.forEach((r) => { r.checked = false; });
+    update();
+    form.querySelector("textarea").focus();
+  });
+  update();
+}
+
+// Says at once when the answer is over the broker's limit (in UTF-8 bytes, as it counts).
+function sizeCheck(main, form) {
+  const max = Number(main.dataset.maxBytes);
+  const note = document.getElementById("size");
+  const area = form.querySelector("textarea");
+  if (!max || !note || !area || !window.TextEncoder) return;
+  const encoder = new TextEncoder();
+  const check = () => {
+    const bytes = encoder.encode(area.value.trim()).length;
+    note.hidden = bytes <= max;
+    note.textContent = "Too long to send: " + bytes + " bytes, more than the " + max +
+      " an answer may have. Shorten it, or put the long part in a file in the project and answer with its path.";
+  };
+  area.addEventListener("input", check);
+  check();
 }
 
 function answerForm(main) {
   const form = document.getElementById("answer");
   if (!form) return;
+  unpick(form);
+  sizeCheck(main, form);
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
     const button = ev.submitter || form.querySelector("button.send");
@@ -106,9 +171,12 @@ function answerForm(main) {
       // of the moved deadline says more than the reply, and may have come first.
       if (res.status === 202) {
         if (!(movedAt >= sent)) show(reply.message, false);
-      } else if (res.ok) close(main, reply.message);
+      } else if (res.ok) close(main, reply.message, false);
+      else if (res.status === 409) {
+        close(main, reply.message, true);
+        show(reply.message, true);
+      }
       else show(reply.message, true);
-      if (res.status === 409) main.classList.add("closed");
     } catch (e) {
       show("Could not reach the broker: " + e.message, true);
     } finally {
@@ -124,7 +192,7 @@ function live(main) {
   // arrive after that reply and must not overwrite it.
   source.addEventListener("closed", (ev) => {
     source.close();
-    if (!main.classList.contains("closed")) close(main, "This question closed: " + ev.data + ".");
+    if (!main.classList.contains("closed")) close(main, "This question closed: " + ev.data + ".", true);
   });
   source.addEventListener("changed", (ev) => changed(main, ev.data));
   // Marked for whoever waits on the page (a test): from now on, news reaches it.
@@ -136,13 +204,35 @@ function live(main) {
 function liveDashboard(main) {
   if (!main.dataset.events || !window.EventSource) return;
   const source = new EventSource(main.dataset.events);
-  source.addEventListener("loops", (ev) => { main.innerHTML = ev.data; });
+  source.addEventListener("loops", (ev) => {
+    main.innerHTML = ev.data;
+    ageing(main);
+    // Marked for whoever waits on the page (a test): the stream's first list is in.
+    main.dataset.live = "open";
+  });
+}
+
+// Each running loop's elapsed time counts on, from when the broker measured it (the stream
+// sends nothing when only the clock moved).
+let ages = null;
+function ageing(main) {
+  const now = Date.now();
+  main.querySelectorAll("[data-elapsed-ms]").forEach((el) => {
+    el.dataset.since = String(now - Number(el.dataset.elapsedMs));
+  });
+  if (ages !== null) return;
+  ages = setInterval(() => {
+    main.querySelectorAll("[data-since]").forEach((el) => {
+      el.textContent = fmt(Date.now() - Number(el.dataset.since));
+    });
+  }, 1000);
 }
 
 document.addEventListener("DOMContentLoaded", () => {
   const main = document.querySelector("main");
   if (!main) return;
   if (main.classList.contains("dashboard")) {
+    ageing(main);
     liveDashboard(main);
     return;
   }

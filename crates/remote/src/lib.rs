@@ -25,6 +25,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub)]
 
+mod bot_text;
 mod conn;
 mod devices;
 mod loops;

@@ -47,12 +47,15 @@ pub(crate) struct QuestionView {
     pub deadline: Option<SystemTime>,
     /// Whether the deadline passed (a late answer still reaches the agent).
     pub timed_out: bool,
+    /// Whether the run that asked still runs. A stopped loop keeps its question for the next
+    /// `ralph run`: no deadline runs, nothing can skip it or give it time, an answer waits.
+    pub live: bool,
     /// The iteration that asked.
     pub iteration: u32,
 }
 
 impl QuestionView {
-    fn new(root: &Path, p: &PendingQuestion) -> QuestionView {
+    fn new(root: &Path, p: &PendingQuestion, status: Status) -> QuestionView {
         QuestionView {
             root: root.to_path_buf(),
             id: p.id.clone(),
@@ -68,6 +71,7 @@ impl QuestionView {
             default: p.question.default.clone(),
             deadline: p.deadline_time(),
             timed_out: p.timed_out,
+            live: matches!(status, Status::Running | Status::WaitingInput),
             iteration: p.iteration,
         }
     }
@@ -114,7 +118,7 @@ fn question(root: &Path) -> Option<Option<QuestionView>> {
             .pending_question
             .as_ref()
             .filter(|p| !answer_waiting(&ws, &p.id))
-            .map(|p| QuestionView::new(root, p)),
+            .map(|p| QuestionView::new(root, p, state.status)),
     )
 }
 
@@ -167,7 +171,9 @@ impl Receipt {
             Receipt::Accepted { live: false } => {
                 "Answer saved. No loop is running there; the next `ralph run` delivers it.".into()
             }
-            Receipt::Invalid(why) => why.clone(),
+            // The desk's refusals are clauses ("the answer is too long: …"); here they stand
+            // alone, as a sentence.
+            Receipt::Invalid(why) => sentence(why),
             Receipt::AlreadyAnswered(who) => {
                 format!("Someone answered first ({who}); your answer was not used.")
             }
@@ -178,6 +184,29 @@ impl Receipt {
             Receipt::NotWaiting(how) => format!("This question is no longer waiting: {how}."),
             Receipt::Requested(what) => what.clone(),
         }
+    }
+}
+
+/// `text` with its first letter capitalised and a full stop at its end, as a sentence that
+/// stands alone on a page or in a chat.
+fn sentence(text: &str) -> String {
+    let text = text.trim();
+    let mut chars = text.chars();
+    let mut out: String = match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => return String::new(),
+    };
+    if !out.ends_with(['.', '!', '?']) {
+        out.push('.');
+    }
+    out
+}
+
+/// The label of the button that skips `q`: what the agent then goes on with.
+pub(crate) fn skip_label(q: &QuestionView) -> &'static str {
+    match q.default {
+        Some(_) => "Skip (use default)",
+        None => "Skip (agent decides)",
     }
 }
 
@@ -238,7 +267,8 @@ pub(crate) fn closed_how(link: &LinkRecord) -> String {
     }
     match State::load(&ws).ok().flatten() {
         Some(state) => match state.closed(&link.question) {
-            Some(c) if c.run_ended => "closed: the run that asked it has ended".into(),
+            // A clause after "This question closed:" or "Closed:", so no "closed" of its own.
+            Some(c) if c.run_ended => "the run that asked it has ended".into(),
             Some(c) => match c.answered_by {
                 Some(by) => format!("answered from {}", by.describe()),
                 None => "skipped".into(),
@@ -250,9 +280,9 @@ pub(crate) fn closed_how(link: &LinkRecord) -> String {
             {
                 "still waiting".into()
             }
-            None => "closed (the loop stopped, or a new question replaced it)".into(),
+            None => "its loop stopped, or a new question replaced it".into(),
         },
-        None => "closed".into(),
+        None => "its loop's state is gone".into(),
     }
 }
 
@@ -281,9 +311,15 @@ pub(crate) fn act(link: &LinkRecord, action: Action) -> Receipt {
     };
     if matches!(action, Action::Extend(_)) && q.deadline.is_none() {
         return Receipt::Invalid(
-            "this question has no deadline: it waits until it is answered, so there is no time to add"
+            "This question has no deadline: it waits until it is answered, so there is no time to add."
                 .into(),
         );
+    }
+    if matches!(action, Action::Extend(_)) && q.timed_out {
+        return Receipt::Invalid(format!(
+            "Too late for more time: the deadline passed and the agent went on with {}. An answer still reaches it, at its next iteration.",
+            ralph_protocol::fallback_words(q.default.as_deref())
+        ));
     }
     // A running loop (or a lone `ralph ask`) is registered; with none, nobody would act.
     if !ralph_protocol::registered_loops()
@@ -291,7 +327,7 @@ pub(crate) fn act(link: &LinkRecord, action: Action) -> Receipt {
         .any(|e| e.root == link.root)
     {
         return Receipt::Invalid(
-            "no loop is running there to skip the question or give it more time; answer it instead"
+            "No loop is running there to skip the question or give it more time; answer it instead."
                 .into(),
         );
     }
@@ -304,7 +340,10 @@ pub(crate) fn act(link: &LinkRecord, action: Action) -> Receipt {
     };
     match send_request(&ws, &req) {
         Ok(()) => Receipt::Requested(match action {
-            Action::Skip => "Skipped: the agent goes on with its best guess.".into(),
+            Action::Skip => format!(
+                "Skipped: the agent goes on with {}.",
+                ralph_protocol::fallback_words(q.default.as_deref())
+            ),
             Action::Extend(by) => format!("{} more to answer.", describe_span(by)),
         }),
         Err(e) => Receipt::Invalid(format!("could not reach the loop: {e}")),

@@ -15,7 +15,7 @@ use ralph_protocol::clean;
 
 use ralph_fleet::rows::{LoopRow, needing_you, state_words};
 
-use crate::loops::{LoopView, QuestionView, project_name};
+use crate::loops::{self, LoopView, QuestionView, project_name};
 
 /// Escapes `s` for HTML text and attribute values (quoted with `"`), cleaned first as every
 /// front end cleans agent text ([`ralph_protocol::clean`]: escape sequences, bidi
@@ -110,7 +110,8 @@ pub(crate) fn markdown(md: &str) -> String {
     html
 }
 
-fn safe_url(url: &str) -> bool {
+/// Whether a link of the agent's may be followed: `http`, `https` and `mailto` only.
+pub(crate) fn safe_url(url: &str) -> bool {
     let lower = url.trim().to_ascii_lowercase();
     ["http://", "https://", "mailto:"]
         .iter()
@@ -139,6 +140,20 @@ pub(crate) fn duration(d: Duration) -> String {
     }
 }
 
+/// What the page says once `q`'s deadline passed (the script says it too when its countdown
+/// runs out, from the page's `data-timed-out`).
+fn timed_out_words(q: &QuestionView) -> String {
+    format!(
+        "deadline passed: the agent went on with {}; a late answer still reaches it",
+        ralph_protocol::fallback_words(q.default.as_deref())
+    )
+}
+
+/// What the page says while the loop that asked is stopped (the script says it too when the
+/// loop stops with the page open, from the page's `data-stopped`).
+const STOPPED_WORDS: &str =
+    "the loop is stopped: an answer waits for its next `ralph run`, which delivers it";
+
 /// The question page an answer link opens. `post` is where the form goes.
 pub(crate) fn question(q: &QuestionView, post: &str, now: SystemTime) -> String {
     let mut b = String::new();
@@ -146,13 +161,17 @@ pub(crate) fn question(q: &QuestionView, post: &str, now: SystemTime) -> String 
     let left_ms = q
         .deadline
         .map(|d| d.duration_since(now).unwrap_or_default().as_millis());
+    let timed_out = timed_out_words(q);
     let _ = write!(
         b,
-        "<main class=\"question\" data-post=\"{}\" data-events=\"{}/events\"{}>",
+        "<main class=\"question\" data-post=\"{}\" data-events=\"{}/events\" data-timed-out=\"{}\" data-stopped=\"{}\" data-max-bytes=\"{}\"{}>",
         esc(post),
         esc(post),
+        esc(&timed_out),
+        esc(STOPPED_WORDS),
+        ralph_protocol::MAX_ANSWER_BYTES,
         match left_ms {
-            Some(ms) if !q.timed_out => format!(" data-left-ms=\"{ms}\""),
+            Some(ms) if !q.timed_out && q.live => format!(" data-left-ms=\"{ms}\""),
             _ => String::new(),
         }
     );
@@ -162,9 +181,8 @@ pub(crate) fn question(q: &QuestionView, post: &str, now: SystemTime) -> String 
         esc(&project),
         q.iteration,
         match (q.timed_out, left_ms) {
-            (true, _) =>
-                "timed out: the agent went on with its best guess; a late answer still reaches it"
-                    .to_string(),
+            _ if !q.live => esc(STOPPED_WORDS),
+            (true, _) => esc(&timed_out),
             (false, Some(ms)) => format!(
                 "{} left",
                 duration(Duration::from_millis(ms.try_into().unwrap_or(u64::MAX)))
@@ -186,16 +204,21 @@ pub(crate) fn question(q: &QuestionView, post: &str, now: SystemTime) -> String 
         esc(post)
     );
     if !q.options.is_empty() {
-        let kind = if q.multi_select { "checkbox" } else { "radio" };
-        b.push_str("<fieldset class=\"options\"><legend>Options</legend>");
+        // Nothing is picked beforehand, the default included: a pick made for the user would
+        // turn the answer they write in their own words into a note under it. The default
+        // is marked, and is what Skip (or the deadline) gives.
+        let (kind, legend) = match q.multi_select {
+            true => ("checkbox", "Pick any number of options"),
+            false => ("radio", "Pick an option"),
+        };
+        let _ = write!(b, "<fieldset class=\"options\"><legend>{legend}</legend>");
         for (i, (label, description)) in q.options.iter().enumerate() {
             let default = q.default.as_deref() == Some(label.as_str());
             let _ = write!(
                 b,
-                "<label class=\"option{}\"><input type=\"{kind}\" name=\"option\" value=\"{}\"{}> <span class=\"label\">{}</span>{}{}</label>",
+                "<label class=\"option{}\"><input type=\"{kind}\" name=\"option\" value=\"{}\"><span class=\"body\"><span class=\"label\">{}</span>{}{}</span></label>",
                 if default { " default" } else { "" },
                 i + 1,
-                if default { " checked" } else { "" },
                 esc(label),
                 if default {
                     " <span class=\"badge\">default</span>"
@@ -206,6 +229,12 @@ pub(crate) fn question(q: &QuestionView, post: &str, now: SystemTime) -> String 
                     .as_deref()
                     .map(|d| format!("<span class=\"description\">{}</span>", esc(d)))
                     .unwrap_or_default()
+            );
+        }
+        if !q.multi_select {
+            // A radio button, once picked, cannot be unpicked by a tap: the script shows this.
+            b.push_str(
+                "<button type=\"button\" id=\"unpick\" class=\"link\" hidden>Clear the pick</button>",
             );
         }
         b.push_str("</fieldset>");
@@ -219,44 +248,94 @@ pub(crate) fn question(q: &QuestionView, post: &str, now: SystemTime) -> String 
             esc(d)
         );
     }
+    // No `maxlength`: the browser would cut a long paste without a word, and send the rest.
+    // The script says when the answer is over the limit, and the broker refuses it, keeping
+    // the text on the page.
     let _ = write!(
         b,
-        "<label class=\"note\" for=\"text\">{}</label><textarea id=\"text\" name=\"answer\" rows=\"4\" maxlength=\"{}\"></textarea>",
+        "<label class=\"note\" for=\"text\">{}</label><textarea id=\"text\" name=\"answer\" rows=\"4\"></textarea><p id=\"size\" class=\"error\" hidden></p>",
         if q.options.is_empty() {
             "Your answer"
         } else {
             "A note with your pick, or an answer of your own"
         },
-        ralph_protocol::MAX_ANSWER_BYTES
     );
-    b.push_str(
+    // Skip needs a loop to skip; more time, a deadline ahead too.
+    let hidden = |shown: bool| if shown { "" } else { " hidden" };
+    let _ = write!(
+        b,
         "<div class=\"actions\"><button type=\"submit\" class=\"send\">Send</button>\
-<button type=\"submit\" name=\"action\" value=\"skip\" class=\"secondary\">Skip (use default)</button>\
-<button type=\"submit\" name=\"action\" value=\"extend\" class=\"secondary\">+",
+<button type=\"submit\" name=\"action\" value=\"skip\" class=\"secondary\"{}>{}</button>",
+        hidden(q.live),
+        loops::skip_label(q)
     );
-    b.push_str(&ralph_protocol::describe_span(crate::loops::PAGE_EXTEND));
-    b.push_str(
-        "</button></div></form><p id=\"result\" role=\"status\" aria-live=\"polite\"></p></main>",
+    let _ = write!(
+        b,
+        "<button type=\"submit\" name=\"action\" value=\"extend\" class=\"secondary\"{}>+{}</button></div>",
+        hidden(q.live && q.deadline.is_some() && !q.timed_out),
+        ralph_protocol::describe_span(crate::loops::PAGE_EXTEND)
     );
+    b.push_str("</form><p id=\"result\" role=\"status\" aria-live=\"polite\"></p></main>");
     layout(&format!("{project}: a question waits"), &b)
 }
 
 /// The page shown after the form was posted without JavaScript, or when a link's question is
 /// answered.
 pub(crate) fn message(title: &str, text: &str) -> String {
+    message_page(title, text, "")
+}
+
+/// [`message`] with a link back to the dashboard, for what was asked from it.
+pub(crate) fn message_back(title: &str, text: &str) -> String {
+    message_page(title, text, "<p><a href=\"/\">Back to the loops</a></p>")
+}
+
+fn message_page(title: &str, text: &str, after: &str) -> String {
     layout(
         title,
         &format!(
-            "<main class=\"message\"><h1>{}</h1><p>{}</p></main>",
+            "<main class=\"message\"><h1>{}</h1><p>{}</p>{after}</main>",
             esc(title),
-            esc(text)
+            code_spans(&esc(text))
         ),
     )
 }
 
-/// The page for a link that is not (or no longer) one: the same for every wrong token.
+/// Escaped `text` with each pair of backticks (`ralph status`, a command to run) shown as
+/// code, as the terminal's words mean them; an odd one out stays as it is.
+fn code_spans(text: &str) -> String {
+    let parts: Vec<&str> = text.split('`').collect();
+    if parts.len().is_multiple_of(2) {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for (i, part) in parts.iter().enumerate() {
+        match i % 2 {
+            1 => {
+                let _ = write!(out, "<code>{part}</code>");
+            }
+            _ => out.push_str(part),
+        }
+    }
+    out
+}
+
+/// The page for a link that is not (or no longer) one: the same for every wrong token, so it
+/// tells a stranger nothing, and says what to do to whoever followed an old link.
 pub(crate) fn not_found() -> String {
-    message("Not found", "There is nothing here.")
+    message(
+        "Nothing here",
+        "This link opens nothing (or nothing any more): an answer link opens its question only while it waits, and a pairing link works once, for 10 minutes. On the machine, `ralph status` shows a waiting question's link, and `ralph serve pair web` makes a new pairing link.",
+    )
+}
+
+/// The page an answer link opens after its question closed (for as long as a late answer is
+/// told how, [`loops::CLOSED_TOLD_FOR`]): how it closed.
+pub(crate) fn closed(how: &str) -> String {
+    message(
+        "No longer waiting",
+        &format!("This question is no longer waiting: {how}."),
+    )
 }
 
 /// The dashboard: every loop, waiting ones first, each with its waiting question's page.
@@ -292,9 +371,7 @@ pub(crate) fn dashboard_body(
             .started_at
             .as_deref()
             .and_then(ralph_protocol::parse_timestamp)
-            .and_then(|s| now.duration_since(s).ok())
-            .map(duration)
-            .unwrap_or_else(|| "?".into());
+            .and_then(|s| now.duration_since(s).ok());
         let _ = write!(
             b,
             "<article class=\"loop{}\"><h2>{}</h2><p class=\"status\">{}</p><dl>",
@@ -302,25 +379,39 @@ pub(crate) fn dashboard_body(
             esc(&project_name(&l.row.root)),
             esc(&state_words(&l.row))
         );
-        let mut row = |k: &str, v: &str| {
+        let row = |b: &mut String, k: &str, v: &str| {
             let _ = write!(b, "<dt>{k}</dt><dd>{}</dd>", esc(v));
         };
         if !l.row.task.is_empty() {
-            row("task", &l.row.task);
+            row(&mut b, "task", &l.row.task);
         }
         row(
+            &mut b,
             "iteration",
             &match l.row.max_iterations {
                 0 => l.row.iteration.to_string(),
                 max => format!("{} of {max}", l.row.iteration),
             },
         );
-        row("elapsed", &elapsed);
+        // The stream sends nothing when only the clock moved: a running loop's time is
+        // counted on by the page's script, from `data-elapsed-ms`.
+        match elapsed {
+            Some(e) if l.running => {
+                let _ = write!(
+                    b,
+                    "<dt>elapsed</dt><dd class=\"elapsed\" data-elapsed-ms=\"{}\">{}</dd>",
+                    e.as_millis(),
+                    duration(e)
+                );
+            }
+            Some(e) => row(&mut b, "elapsed", &duration(e)),
+            None => row(&mut b, "elapsed", "?"),
+        }
         if let Some(s) = &l.row.last_signal {
-            row("last signal", s);
+            row(&mut b, "last signal", s);
         }
         if let Some(c) = l.row.cost_usd {
-            row("cost", &format!("${c:.2}"));
+            row(&mut b, "cost", &format!("${c:.2}"));
         }
         b.push_str("</dl>");
         if let (Some(q), Some(link)) = (&l.question, link) {
@@ -428,6 +519,15 @@ mod tests {
         assert_eq!(first_line_text("# Cache\n\nbody"), "Cache");
         assert_eq!(first_line_text("- one\n- two"), "one");
         assert_eq!(first_line_text("[<b>](javascript:x)"), "<b>");
+    }
+
+    #[test]
+    fn commands_in_a_message_show_as_code_and_a_lone_backtick_as_itself() {
+        assert_eq!(
+            code_spans("run `ralph status` &amp; `ralph serve pair web`."),
+            "run <code>ralph status</code> &amp; <code>ralph serve pair web</code>."
+        );
+        assert_eq!(code_spans("it`s"), "it`s");
     }
 
     #[test]

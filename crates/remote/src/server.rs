@@ -3,9 +3,9 @@
 //!
 //! | route | what |
 //! |---|---|
-//! | `GET /a/TOKEN` | the question an answer link opens (404 unless it waits) |
+//! | `GET /a/TOKEN` | the question an answer link opens; 410 and how it closed for a few minutes after it closed ([`loops::CLOSED_TOLD_FOR`]), then 404 like any unknown link |
 //! | `POST /a/TOKEN` | answers it: JSON `{"answer": "text"}`, `{"option": 2}`, `{"options": [1, 3], "answer": "note"}`, or the page's form; `{"action": "skip"}` or `{"action": "extend"}` (five more minutes; Telegram's button adds an hour) |
-//! | `GET /a/TOKEN/events` | server-sent events: `closed` (with how), `changed` (JSON: `left_ms`, `timed_out`) |
+//! | `GET /a/TOKEN/events` | server-sent events: `closed` (with how), `changed` (JSON: `left_ms`, `timed_out`, `live`: whether the loop that asked still runs) |
 //! | `GET /` , `GET /events` | the dashboard of every loop, for a paired device, and its stream: `loops` (the list, as HTML) at once and on every change, new loops and questions included |
 //! | `POST /stop` | stops a loop (form or JSON `root`: its directory), for a paired device, as `ralph stop` does |
 //! | `GET /pair/CODE` | pairs this browser (sets the device cookie) |
@@ -179,11 +179,21 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Option<T> + Send + 'sta
 async fn question_page(State(app): State<Arc<App>>, Path(token): Path<String>) -> Response {
     let dir = app.state_dir.clone();
     let link = format!("/a/{token}");
-    let found = blocking(move || verify_link(&dir, &token).and_then(|l| loops::pending(&l)));
-    let Some(q) = found.await else {
-        return not_found().await;
-    };
-    Html(page::question(&q, &link, SystemTime::now())).into_response()
+    // A link whose question closed a moment ago (answered in the terminal, say) says how, as
+    // its POST does; later, and for every wrong token, the one page for nothing.
+    let found = blocking(move || {
+        let record = verify_link(&dir, &token)?;
+        Some(match loops::pending(&record) {
+            Some(q) => Ok(q),
+            None if loops::closed_long_ago(&record, SystemTime::now()) => return None,
+            None => Err(loops::closed_how(&record)),
+        })
+    });
+    match found.await {
+        Some(Ok(q)) => Html(page::question(&q, &link, SystemTime::now())).into_response(),
+        Some(Err(how)) => (StatusCode::GONE, Html(page::closed(&how))).into_response(),
+        None => not_found().await,
+    }
 }
 
 /// A POST body: the page's script sends JSON; without script, the form sends `option` (once
@@ -231,15 +241,16 @@ impl AnswerBody {
     }
 }
 
-/// Whether a state-changing request comes from a page of another site: its `Origin` is
-/// neither the `Host` it was sent to nor the broker's public origin.
+/// Whether a state-changing request comes from a page of another site: its browser says so
+/// (`Sec-Fetch-Site`, which no page can set), or, from a client that does not say, its
+/// `Origin` is neither the `Host` it was sent to nor the broker's public origin.
 fn foreign(headers: &HeaderMap, public_origin: Option<&str>) -> bool {
-    if headers
-        .get("sec-fetch-site")
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|s| s == "cross-site" || s == "same-site")
-    {
-        return true;
+    // A form posted from the broker's own page carries `Origin: null` (its referrer policy is
+    // no-referrer, so the browser keeps even the origin back): the browser's word decides.
+    match headers.get("sec-fetch-site").and_then(|v| v.to_str().ok()) {
+        Some("same-origin") => return false,
+        Some(_) => return true,
+        None => {}
     }
     let Some(origin) = headers.get(header::ORIGIN) else {
         // Not a browser's cross-site request: browsers send Origin with every POST.
@@ -335,19 +346,26 @@ async fn answer(
     reply(status, code, &outcome.message(), &headers)
 }
 
-/// The reply to a POST: JSON for the page's script and other programs, a page for a form.
+/// The reply to a POST: JSON for the page's script and other programs, a page for a form
+/// (titled by what `code` says became of it).
 fn reply(status: StatusCode, code: &str, message: &str, headers: &HeaderMap) -> Response {
     let wants_html = headers
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|a| a.starts_with("text/html"));
     if wants_html {
-        let title = if status.is_success() {
-            "Answered"
-        } else {
-            "Not answered"
+        let html = match code {
+            "answered" => page::message("Answered", message),
+            "requested" => page::message("Passed to the loop", message),
+            // The dashboard's Stop button: back to the list, which shows the loop stopping.
+            "stopping" => page::message_back("Stopping", message),
+            "not_running" => page::message_back("Not stopped", message),
+            "invalid" | "already_answered" | "skipped" | "not_waiting" => {
+                page::message("Not answered", message)
+            }
+            _ => page::message("Refused", message),
         };
-        return (status, Html(page::message(title, message))).into_response();
+        return (status, Html(html)).into_response();
     }
     let body = serde_json::json!({"status": code, "message": message});
     (status, axum::Json(body)).into_response()
@@ -361,7 +379,7 @@ fn changed_data(q: &loops::QuestionView) -> String {
             .unwrap_or_default()
             .as_millis()
     });
-    serde_json::json!({"left_ms": left_ms, "timed_out": q.timed_out}).to_string()
+    serde_json::json!({"left_ms": left_ms, "timed_out": q.timed_out, "live": q.live}).to_string()
 }
 
 type Events = Sse<std::pin::Pin<Box<dyn Stream<Item = Result<Event, Infallible>> + Send>>>;

@@ -21,7 +21,8 @@
 //!
 //! A question's buttons carry opaque callback data (`q7:2`, `q7:send`, `q7:skip`, `q7:more`):
 //! `7` numbers the message in this broker, the label stays here. The phone can answer (a button,
-//! or a reply to the message), skip, or ask for an hour more ([`loops::TELEGRAM_EXTEND`]: a phone
+//! or a message: a reply to the question's, or any message while only one question is open),
+//! skip, or ask for an hour more ([`loops::TELEGRAM_EXTEND`]: a phone
 //! is looked at less often than the page, whose button adds five minutes), through
 //! [`loops::answer_link`] and [`loops::act`] like the web page; nothing else.
 
@@ -41,6 +42,7 @@ use ralph_protocol::{
     Channel, LinkRecord, QuestionId, Reply, StopBy, describe_span, mint_link, timestamp,
 };
 
+use crate::bot_text;
 use crate::devices;
 use crate::loops::{self, Action, QuestionView, Receipt, Sender};
 use crate::page::{duration, esc as html};
@@ -317,7 +319,14 @@ struct Posted {
     question: QuestionId,
     chat_id: i64,
     message_id: i64,
+    /// The message as sent (or last edited).
     text: String,
+    /// Its first line without the time left (`project · iteration N`), for the closed message.
+    head: String,
+    /// The question and its options, between the header and the footer.
+    content: String,
+    /// The label of its Skip button.
+    skip: &'static str,
     options: usize,
     labels: Vec<String>,
     multi: bool,
@@ -326,9 +335,25 @@ struct Posted {
     open: bool,
     /// The deadline its header was written with.
     deadline: Option<SystemTime>,
+    /// Whether its loop ran when its header was written.
+    live: bool,
 }
 
 impl Posted {
+    /// The message once its question closed (`<b>{label}</b> {how}`, buttons gone): no time
+    /// left, no footer that invites an answer.
+    fn closed_text_as(&self, label: &str, how: &str) -> String {
+        match self.redacted {
+            true => format!("{}\n\n<b>{label}</b> {}", self.text, html(how)),
+            false => format!(
+                "{}\n\n{}\n\n<b>{label}</b> {}",
+                self.head,
+                self.content,
+                html(how)
+            ),
+        }
+    }
+
     fn link(&self) -> LinkRecord {
         LinkRecord {
             hash: String::new(),
@@ -496,7 +521,7 @@ impl Bot {
                     return;
                 }
                 self.paired_now.notify_one();
-                self.send(chat, "Paired. Questions from the loops on this machine will arrive here; tap an option or reply to a question's message to answer; /stop stops a loop.", None);
+                self.send(chat, "Paired. Questions from the loops on this machine will arrive here: tap an option, or write your answer (as a reply to the question's message when several wait); /stop stops a loop.", None);
             } else {
                 self.pairing.failed(&from.to_string(), now);
             }
@@ -515,14 +540,23 @@ impl Bot {
         }
         let reply_to = m["reply_to_message"]["message_id"].as_i64();
         let posts = self.lock();
-        let target = reply_to.and_then(|id| {
-            posts
+        let open: Vec<&Posted> = posts
+            .by_number
+            .values()
+            .filter(|p| p.open && p.chat_id == chat)
+            .collect();
+        let target = match reply_to {
+            Some(id) => posts
                 .by_number
                 .values()
-                .find(|p| p.message_id == id && p.chat_id == chat)
-        });
+                .find(|p| p.message_id == id && p.chat_id == chat),
+            // Not a reply: with one question open there is no doubt which it answers.
+            None if open.len() == 1 => open.first().copied(),
+            None => None,
+        };
         let answer = match target {
-            None => "Reply to a question's message to answer it.".to_string(),
+            None if open.is_empty() => "No question is waiting here now.".to_string(),
+            None => "Several questions are waiting: reply to the message of the one you answer (swipe it, or tap and hold it, then Reply).".to_string(),
             Some(p) if p.redacted => "Answer this one on the web page its message links to.".into(),
             Some(p) => {
                 let text = ralph_protocol::clean(text);
@@ -574,6 +608,10 @@ impl Bot {
         let outcome = match what {
             "skip" => loops::act(&p.link(), Action::Skip),
             "more" => loops::act(&p.link(), Action::Extend(loops::TELEGRAM_EXTEND)),
+            // The desk's "empty" speaks of writing; here nothing was ticked.
+            "send" if p.picked.is_empty() => {
+                return "Nothing is ticked: tick one or more options first, or reply to this message to write an answer.".into();
+            }
             "send" => loops::answer_link(
                 &p.link(),
                 &Reply::Picks(p.picked.iter().copied().collect(), String::new()),
@@ -629,9 +667,11 @@ impl Bot {
                 .find(|q| q.root == p.root && q.id == p.question);
             if let Some(q) = still {
                 // More time given (here, on the page, in the panel): the header says so.
-                if q.deadline != p.deadline && !p.redacted {
+                // Or its loop stopped (or runs again): the header says so.
+                if (q.deadline != p.deadline || q.live != p.live) && !p.redacted {
                     p.text = self.render(q, p.chat_id, p.number).text;
                     p.deadline = q.deadline;
+                    p.live = q.live;
                     let body = json!({"chat_id": p.chat_id, "message_id": p.message_id, "text": p.text, "parse_mode": "HTML", "link_preview_options": {"is_disabled": true}, "reply_markup": keyboard(p)});
                     match self.api.call("editMessageText", &body) {
                         Ok(_) => {}
@@ -641,8 +681,15 @@ impl Bot {
                 }
                 continue;
             }
-            let how = loops::closed_how(&p.link());
-            let text = format!("{}\n\n<b>Closed:</b> {}", p.text, html(&how));
+            // A loop that stopped leaves the registry and keeps its question for its next run,
+            // which sends it anew (an edit would not ring the phone).
+            let text = match loops::pending(&p.link()) {
+                Some(_) => p.closed_text_as(
+                    "The loop stopped:",
+                    "this question waits for its next run, which sends it here again; a reply to this message is kept for it",
+                ),
+                None => p.closed_text_as("Closed:", &loops::closed_how(&p.link())),
+            };
             let body = json!({"chat_id": p.chat_id, "message_id": p.message_id, "text": text, "parse_mode": "HTML", "link_preview_options": {"is_disabled": true}});
             match self.api.call("editMessageText", &body) {
                 Ok(_) => p.open = false,
@@ -703,13 +750,10 @@ impl Bot {
     }
 
     fn render(&self, q: &QuestionView, chat_id: i64, number: u32) -> Posted {
-        let mut text = format!(
-            "<b>{}</b> · iteration {} · {}",
-            html(&q.project()),
-            q.iteration,
-            time_left(q)
-        );
+        let head = format!("<b>{}</b> · iteration {}", html(&q.project()), q.iteration);
+        let mut text = format!("{head} · {}", time_left(q));
         let redacted = self.redact;
+        let mut content = String::new();
         if redacted {
             let link = self.page_link(q);
             text = format!("A question is waiting in <b>{}</b>.", html(&q.project()));
@@ -741,23 +785,35 @@ impl Bot {
                     html(&cut(&ralph_protocol::clean(d), 300))
                 );
             }
-            const FOOTER: &str =
-                "\n\n<i>Tap an option, or reply to this message to write an answer.</i>";
-            let body = html(&ralph_protocol::clean(&q.text));
-            let used = text.chars().count() + 2 + options.chars().count() + FOOTER.chars().count();
+            // The options (and the default) a paragraph of their own, under the question.
+            if !options.is_empty() {
+                options.insert(0, '\n');
+            }
+            let footer = format!("\n\n<i>{}</i>", footer(q));
+            // The question and its context as Telegram shows markdown; too long for one
+            // message, the plain text cut (a cut could not keep every tag closed) and the page.
+            let mut body = bot_text::markdown(&q.text);
+            if let Some(c) = &q.context {
+                let _ = write!(body, "\n\n<i>Context:</i>\n{}", bot_text::markdown(c));
+            }
+            let used = text.chars().count() + 2 + options.chars().count() + footer.chars().count();
             let body = if used + body.chars().count() <= MAX_MESSAGE_CHARS {
                 body
             } else {
+                let mut plain = html(&ralph_protocol::clean(&q.text));
+                if let Some(c) = &q.context {
+                    let _ = write!(plain, "\n\nContext:\n{}", html(&ralph_protocol::clean(c)));
+                }
                 let link = self.page_link(q);
                 let note = match link {
                     Ok(l) => format!(" …(cut; the whole question: {})", html(&l)),
                     Err(_) => " …(cut)".to_string(),
                 };
                 let room = MAX_MESSAGE_CHARS.saturating_sub(used + note.chars().count());
-                format!("{}{note}", cut_html(&body, room))
+                format!("{}{note}", cut_html(&plain, room))
             };
-            let _ = write!(text, "\n\n{body}{options}");
-            text.push_str(FOOTER);
+            content = format!("{body}{options}");
+            let _ = write!(text, "\n\n{content}{footer}");
         }
         Posted {
             number,
@@ -766,6 +822,9 @@ impl Bot {
             chat_id,
             message_id: 0,
             text,
+            head,
+            content,
+            skip: loops::skip_label(q),
             options: q.options.len(),
             labels: q
                 .options
@@ -777,7 +836,19 @@ impl Bot {
             redacted,
             open: true,
             deadline: q.deadline,
+            live: q.live,
         }
+    }
+}
+
+/// What a question's message says to do, by the kind of question.
+fn footer(q: &QuestionView) -> &'static str {
+    match (q.options.is_empty(), q.multi_select) {
+        (true, _) => "Reply to this message to answer.",
+        (false, true) => {
+            "Tick the options you want, then Send; or reply to this message to write an answer."
+        }
+        (false, false) => "Tap an option, or reply to this message to write an answer.",
     }
 }
 
@@ -825,13 +896,16 @@ fn keyboard(p: &Posted) -> Value {
         rows.push(json!([{"text": "Send", "callback_data": format!("q{n}:send")}]));
     }
     rows.push(json!([
-        {"text": "Skip (use default)", "callback_data": format!("q{n}:skip")},
+        {"text": p.skip, "callback_data": format!("q{n}:skip")},
         {"text": format!("+{}", describe_span(loops::TELEGRAM_EXTEND)), "callback_data": format!("q{n}:more")},
     ]));
     json!({ "inline_keyboard": rows })
 }
 
 fn time_left(q: &QuestionView) -> String {
+    if !q.live {
+        return "the loop is stopped; an answer waits for its next run".into();
+    }
     if q.timed_out {
         return "past its deadline".into();
     }
@@ -892,6 +966,9 @@ mod tests {
             chat_id: 1,
             message_id: 2,
             text: String::new(),
+            head: String::new(),
+            content: String::new(),
+            skip: "Skip (use default)",
             options: 2,
             labels: vec!["Redis".into(), "a".repeat(100)],
             multi: true,
@@ -899,6 +976,7 @@ mod tests {
             redacted: false,
             open: true,
             deadline: None,
+            live: true,
         };
         let k = keyboard(&p)["inline_keyboard"].clone();
         assert_eq!(k[0][0]["text"], "☐ Redis");

@@ -128,14 +128,6 @@ pub fn answer_link(url: &str) -> String {
     format!("Or answer on its page: {}", clean(url))
 }
 
-/// What the agent goes on with when nobody answers: `its default (Redis)` or `its best guess`.
-pub(crate) fn fallback(default: Option<&str>) -> String {
-    match default {
-        Some(default) => format!("its default ({})", label(default)),
-        None => "its best guess".to_owned(),
-    }
-}
-
 /// How a question's wait ended, given the question's default.
 pub(crate) fn question_closed(how: &Ended, default: Option<&str>) -> String {
     match how {
@@ -149,11 +141,11 @@ pub(crate) fn question_closed(how: &Ended, default: Option<&str>) -> String {
         ),
         Ended::TimedOut => format!(
             "no answer in time; the agent goes on with {}",
-            fallback(default)
+            ralph_protocol::fallback_words(default)
         ),
         Ended::Skipped => format!(
             "question skipped; the agent goes on with {}",
-            fallback(default)
+            ralph_protocol::fallback_words(default)
         ),
         Ended::Interrupted => {
             "stopping; the question stays pending for the next `ralph run`".to_owned()

@@ -100,6 +100,22 @@ impl Question {
     }
 }
 
+/// What the agent goes on with when nobody answers a question whose default is `default`:
+/// `its default (Redis)` or `its best guess`, in every front end's words (the label cleaned
+/// and on one line).
+pub fn fallback_words(default: Option<&str>) -> String {
+    match default {
+        Some(default) => format!(
+            "its default ({})",
+            crate::one_line(&crate::clean(default), FALLBACK_LABEL_CHARS)
+        ),
+        None => "its best guess".to_owned(),
+    }
+}
+
+/// The most of a default's label [`fallback_words`] shows.
+const FALLBACK_LABEL_CHARS: usize = 500;
+
 #[cfg(test)]
 pub(crate) fn opts(labels: &[&str]) -> Vec<QuestionOption> {
     labels.iter().map(|l| QuestionOption::new(*l)).collect()
