@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use ralph_protocol::{
-    AnsweredBy, DeskError, PendingQuestion, Request, State, Submitted, Workspace, answer_question,
-    answer_to, describe_span, send_request,
+    AnsweredBy, DeskError, PendingQuestion, Request, State, Status, Submitted, Workspace,
+    answer_question, answer_to, describe_span, send_request,
 };
 
 use ralph_fleet::rows::LoopRow;

@@ -396,7 +396,7 @@ pub(crate) fn dashboard_body(
         // The stream sends nothing when only the clock moved: a running loop's time is
         // counted on by the page's script, from `data-elapsed-ms`.
         match elapsed {
-            Some(e) if l.running => {
+            Some(e) if l.row.running => {
                 let _ = write!(
                     b,
                     "<dt>elapsed</dt><dd class=\"elapsed\" data-elapsed-ms=\"{}\">{}</dd>",
