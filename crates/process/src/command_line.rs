@@ -94,6 +94,12 @@ pub fn resolve(line: &str, dir: &Path, path_var: Option<&OsStr>) -> io::Result<E
                 ),
             );
         }
+        if program.starts_with('/') {
+            return io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("no executable file `{program}`"),
+            );
+        }
         let where_ = if program.contains('/') {
             format!("in {}", dir.display())
         } else {
@@ -224,6 +230,8 @@ mod tests {
             err.to_string(),
             format!("no executable `./agent` in {}", dir.path().display())
         );
+        let err = command("/no/such/agent", dir.path(), None).unwrap_err();
+        assert_eq!(err.to_string(), "no executable file `/no/such/agent`");
     }
 
     #[test]
