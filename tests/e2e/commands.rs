@@ -151,6 +151,13 @@ fn status_shows_a_waiting_question_first_with_the_command_that_answers_it() {
             .unwrap()
             .starts_with(&answer)
     );
+    // What a script adds its answer to, as `status --all --json` gives it.
+    assert!(
+        !v["pending_question"]["answer_command"]
+            .as_str()
+            .unwrap()
+            .contains("your answer")
+    );
     assert!(v["pid"].as_u64().unwrap() > 0);
     let _ = child.kill();
     let _ = child.wait();

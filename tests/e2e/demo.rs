@@ -117,7 +117,9 @@ fn the_commands_the_demo_prints_work_where_ralph_is_not_on_path() {
         hint.starts_with(&format!("{} answer -C ", ralph.display())),
         "{hint}"
     );
-    let answer = hint.replace(" \"your answer\"", " 2");
+    // The command a script adds its answer to.
+    assert!(!hint.contains("your answer"), "{hint}");
+    let answer = format!("{hint} 2");
     let sh = |line: &str| {
         Run::from_output(
             std::process::Command::new("sh")
@@ -136,7 +138,7 @@ fn the_commands_the_demo_prints_work_where_ralph_is_not_on_path() {
     // it, when it could only fail), and the answer (option 2) reached its agent.
     let shown = run
         .stdout
-        .find(&format!("\n    {hint}\n"))
+        .find(&format!("\n    {hint} \"your answer\"\n"))
         .unwrap_or_else(|| panic!("{hint}\n{}", run.stdout));
     let asked = run.stdout.find("Which language").unwrap();
     assert!(asked < shown, "{}", run.stdout);

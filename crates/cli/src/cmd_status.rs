@@ -42,7 +42,7 @@ pub fn run(args: &StatusArgs) -> CmdResult {
     let state = State::load(&ws).map_err(Failure::failed)?;
     let waiting = question_waiting(&ws).map_err(Failure::failed)?;
     let live = ws.is_locked();
-    let hint = ralph_protocol::answer_hint(&crate::answer_command(&root));
+    let command = crate::answer_command(&root);
     if args.json {
         outln!(
             "{}",
@@ -51,7 +51,7 @@ pub fn run(args: &StatusArgs) -> CmdResult {
                 state.as_ref(),
                 waiting.as_ref(),
                 live,
-                &hint
+                &command
             ))?
         );
         return Ok(0);
@@ -97,13 +97,7 @@ pub fn run(args: &StatusArgs) -> CmdResult {
         outln!("{}: {}{facts}", root.display(), describe(state.status));
     }
     if let Some(w) = &waiting {
-        print_question(
-            &root,
-            &w.pending,
-            w.answer.as_ref(),
-            live,
-            &crate::answer_command(&root),
-        );
+        print_question(&root, &w.pending, w.answer.as_ref(), live, &command);
     }
     if !state.task.is_empty() {
         outln!("  task:  {}", clean(&state.task));
@@ -336,7 +330,7 @@ fn state_json(
     state: Option<&State>,
     waiting: Option<&Waiting>,
     live: bool,
-    hint: &str,
+    command: &str,
 ) -> serde_json::Value {
     let root = ws.root();
     let Some(state) = state else {
@@ -375,7 +369,8 @@ fn state_json(
             .map(|d| d.duration_since(now).map(|l| l.as_secs()).unwrap_or(0));
         v["pending_question"]["waited_seconds"] = json!(waited);
         v["pending_question"]["seconds_left"] = json!(left);
-        v["pending_question"]["answer_command"] = json!(hint);
+        // As `status --all --json` gives it: what a script adds its answer to.
+        v["pending_question"]["answer_command"] = json!(command);
         // A link only while the question can still be answered (one is minted per call).
         let url = w
             .answer
