@@ -10,6 +10,7 @@ mod commands;
 mod conventions;
 mod crashes;
 mod demo;
+mod docs;
 mod first_day;
 mod fleet;
 mod fleet_view;

@@ -102,6 +102,11 @@ pub enum Command {
         subcommand_negates_reqs = true
     )]
     Fleet(FleetArgs),
+    /// Read ralph's docs, shipped inside it: `ralph docs` lists the topics, `ralph docs sandbox` shows one.
+    #[command(
+        after_help = "Examples:\n  ralph docs\n  ralph docs sandbox\n  ralph docs fleet | grep -n land\n\nExit codes:\n  0  shown\n  2  no such topic (the closest one is named)"
+    )]
+    Docs(DocsArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     #[command(after_long_help = COMPLETIONS_HELP)]
     Completions(CompletionsArgs),
@@ -243,7 +248,7 @@ Examples:
 
 The loop's branch is rebased (or merged, `land_with: merge`) onto the target's tip in a
 temporary worktree, test_command runs on that combined tree, a backup ref of the target is
-saved, and the target moves by compare-and-swap. See docs/checkpoints-and-landing.md.
+saved, and the target moves by compare-and-swap. See `ralph docs checkpoints-and-landing`.
 
 Exit codes:
   0  landed (or the pull request is open)
@@ -261,7 +266,7 @@ Examples:
 Each task file becomes an ordinary `ralph run --worktree` in a process group of its own: if
 the fleet is closed or killed, its loops go on, and running it again on the same task files
 attaches to them. Each loop gets RALPH_PORT, the first of ten ports no other loop has. See
-docs/fleet.md.
+`ralph docs fleet`.
 
 Exit codes:
   0    every loop ended with DONE verified (and landed, under --land auto or pr)
@@ -330,7 +335,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub again: bool,
     /// Take the task file's sandbox settings even where they are weaker than those the last
-    /// run of this project started with (the agent can edit the task file: docs/sandbox.md).
+    /// run of this project started with (the agent can edit the task file: `ralph docs sandbox`).
     #[arg(long)]
     pub accept_sandbox: bool,
     /// With --worktree: when the work lands (overrides `land:` in the task file): `manual`
@@ -395,7 +400,7 @@ pub struct AgentFlags {
     /// How long one agent run may take: `30m`, `never`.
     #[arg(long, value_name = "DUR")]
     pub iteration_timeout: Option<String>,
-    /// Run the agent without its sandbox, as `sandbox: false` does (see docs/sandbox.md).
+    /// Run the agent without its sandbox, as `sandbox: false` does (see `ralph docs sandbox`).
     #[arg(long)]
     pub no_sandbox: bool,
 }
@@ -513,7 +518,7 @@ pub struct AskArgs {
     #[arg(long, value_name = "DUR")]
     pub timeout: Option<String>,
     /// Print the answer as JSON: `{"answer", "picks", "note", "answered_by"}`, the options
-    /// picked as a list (docs/protocol.md).
+    /// picked as a list (`ralph docs protocol`).
     #[arg(long)]
     pub json: bool,
 }
@@ -668,6 +673,13 @@ pub enum FleetCommand {
 pub struct DoctorArgs {
     #[command(flatten)]
     pub dir: DirArg,
+}
+
+#[derive(Debug, Args)]
+pub struct DocsArgs {
+    /// The doc to show (`sandbox`, `fleet`, ...); without it, the list of them.
+    #[arg(value_name = "TOPIC")]
+    pub topic: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -1,11 +1,144 @@
+//! `ralph docs [TOPIC]`: the docs, shipped inside the binary, since a `cargo install`ed or
+//! downloaded ralph has no `docs/` beside it to point its messages at.
+//!
 //! `ralph completions SHELL` and `ralph man`: generated from the same clap definition as the
 //! parser, so they never drift from the flags.
 
 use anyhow::Context as _;
 use clap::CommandFactory;
 
-use crate::CmdResult;
-use crate::args::{Cli, CompletionsArgs, ManArgs};
+use crate::args::{Cli, CompletionsArgs, DocsArgs, ManArgs};
+use crate::{CmdResult, Failure};
+
+/// Every `docs/*.md` of the source repository, by its file's name (a test checks that none is
+/// missing). What ralph prints points at these as `ralph docs NAME`.
+pub const TOPICS: &[(&str, &str)] = &[
+    ("agents", include_str!("../../../docs/agents.md")),
+    (
+        "architecture",
+        include_str!("../../../docs/architecture.md"),
+    ),
+    ("benchmarks", include_str!("../../../docs/benchmarks.md")),
+    ("budget", include_str!("../../../docs/budget.md")),
+    (
+        "checkpoints-and-landing",
+        include_str!("../../../docs/checkpoints-and-landing.md"),
+    ),
+    ("cost", include_str!("../../../docs/cost.md")),
+    ("elsewhere", include_str!("../../../docs/elsewhere.md")),
+    ("fleet", include_str!("../../../docs/fleet.md")),
+    ("fleet-view", include_str!("../../../docs/fleet-view.md")),
+    ("platforms", include_str!("../../../docs/platforms.md")),
+    ("protocol", include_str!("../../../docs/protocol.md")),
+    ("reference", include_str!("../../../docs/reference.md")),
+    ("remote", include_str!("../../../docs/remote.md")),
+    ("sandbox", include_str!("../../../docs/sandbox.md")),
+    ("security", include_str!("../../../docs/security.md")),
+    ("task-file", include_str!("../../../docs/task-file.md")),
+];
+
+/// `ralph docs`: the topics, one a line with the doc's title; `ralph docs TOPIC`: that doc,
+/// through the user's pager on a terminal. An unknown topic is a usage error (exit 2) that
+/// names the closest one and lists them all.
+pub fn docs(args: &DocsArgs) -> CmdResult {
+    let Some(asked) = &args.topic else {
+        outln!("{}", topic_list());
+        outln!("\nRead one with `ralph docs TOPIC` (`ralph docs sandbox`).");
+        return Ok(0);
+    };
+    let Some(text) = topic(asked) else {
+        let hint = closest(asked)
+            .map(|t| format!(" (did you mean `ralph docs {t}`?)"))
+            .unwrap_or_default();
+        return Err(Failure::usage(anyhow::anyhow!(
+            "no doc named `{asked}`{hint}. The docs:\n{}",
+            topic_list()
+        )));
+    };
+    if std::io::IsTerminal::is_terminal(&std::io::stdout()) && page(text) {
+        return Ok(0);
+    }
+    write_out(text.as_bytes())
+}
+
+/// A topic's text: its name as listed, any case, or as its file is named in the repository
+/// (`sandbox.md`, `docs/sandbox.md`).
+fn topic(name: &str) -> Option<&'static str> {
+    let name = name.trim().to_ascii_lowercase();
+    let name = name.strip_prefix("docs/").unwrap_or(&name);
+    let name = name.strip_suffix(".md").unwrap_or(name);
+    TOPICS
+        .iter()
+        .find(|(t, _)| *t == name)
+        .map(|(_, text)| *text)
+}
+
+/// The topic a mistyped name most likely meant: one that contains it (`landing`:
+/// checkpoints-and-landing), else the nearest by spelling, if any is near.
+fn closest(name: &str) -> Option<&'static str> {
+    let name = name.trim().to_ascii_lowercase();
+    if name.len() >= 3
+        && let Some((t, _)) = TOPICS.iter().find(|(t, _)| t.contains(name.as_str()))
+    {
+        return Some(t);
+    }
+    TOPICS
+        .iter()
+        .map(|(t, _)| (strsim::jaro_winkler(t, &name), *t))
+        .filter(|(score, _)| *score > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, t)| t)
+}
+
+/// The topics, one a line: name, then the doc's first heading.
+fn topic_list() -> String {
+    let width = TOPICS.iter().map(|(t, _)| t.len()).max().unwrap_or(0);
+    TOPICS
+        .iter()
+        .map(|(t, text)| format!("  {t:width$}  {}", title(text)))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A doc's first heading, without its `#`s.
+fn title(text: &str) -> &str {
+    text.lines()
+        .find_map(|l| l.strip_prefix('#'))
+        .map_or("", |h| h.trim_start_matches('#').trim())
+}
+
+/// Shows `text` through the user's pager as git does: `PAGER` run by the shell, else `less`,
+/// with `LESS=FRX` unless `LESS` is set (a short doc prints and returns). False when there is
+/// none to run (`PAGER=cat` or empty, no `less`): the caller prints it instead. Ctrl-C while
+/// the pager runs is the pager's; ralph waits for it to end rather than leave it on the
+/// terminal.
+fn page(text: &str) -> bool {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let mut command = match std::env::var("PAGER") {
+        Ok(p) if p.trim().is_empty() || p.trim() == "cat" => return false,
+        Ok(p) => {
+            let mut c = Command::new("sh");
+            c.args(["-c", &p]);
+            c
+        }
+        Err(_) => Command::new("less"),
+    };
+    if std::env::var_os("LESS").is_none() {
+        command.env("LESS", "FRX");
+    }
+    let interrupted = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let _ = signal_hook::flag::register(signal_hook::consts::SIGINT, interrupted);
+    let Ok(mut child) = command.stdin(Stdio::piped()).spawn() else {
+        return false;
+    };
+    if let Some(mut stdin) = child.stdin.take() {
+        // A pager quit before the end closes its stdin: not an error.
+        let _ = stdin.write_all(text.as_bytes());
+    }
+    let _ = child.wait();
+    true
+}
 
 /// Prints the completion script for one shell on stdout.
 pub fn completions(args: &CompletionsArgs) -> CmdResult {
@@ -179,7 +312,7 @@ const ENVIRONMENT: &[(&str, &str)] = &[
     ("TZ", "the time zone a rate limit's reset is shown in."),
     (
         "RALPH_FLEET, RALPH_FLEET_MAX_COST_USD",
-        "set by ralph fleet on its loops: the fleet's id, and the cap on what its loops cost together (US dollars); see docs/budget.md.",
+        "set by ralph fleet on its loops: the fleet's id, and the cap on what its loops cost together (US dollars); see ralph docs budget.",
     ),
     (
         "RALPH_ITERATION, RALPH_TASK_FILE, RALPH_PROMPT_FILE, RALPH_BIN, RALPH_RUN",
@@ -219,5 +352,47 @@ fn write_out(bytes: &[u8]) -> CmdResult {
         Ok(()) => Ok(0),
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(0),
         Err(e) => Err(anyhow::anyhow!("cannot write to standard output: {e}").into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A doc added to docs/ is shipped too: the list is every `docs/*.md`, and each has a title
+    /// for `ralph docs` to list.
+    #[test]
+    fn every_doc_in_the_repository_is_a_topic_with_a_title() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs");
+        let mut on_disk: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(|e| {
+                let name = e.unwrap().file_name().into_string().unwrap();
+                name.strip_suffix(".md").map(str::to_owned)
+            })
+            .collect();
+        on_disk.sort();
+        let mut shipped: Vec<String> = TOPICS.iter().map(|(t, _)| (*t).to_owned()).collect();
+        shipped.sort();
+        assert_eq!(shipped, on_disk, "TOPICS in crates/cli/src/cmd_docs.rs");
+        for (t, text) in TOPICS {
+            assert!(!title(text).is_empty(), "{t} has no heading");
+        }
+    }
+
+    #[test]
+    fn a_topic_is_found_by_its_name_or_its_file_s_and_a_near_miss_is_suggested() {
+        assert!(
+            topic("sandbox")
+                .unwrap()
+                .starts_with("# The agent's sandbox")
+        );
+        assert_eq!(topic("Docs/Sandbox.md"), topic("sandbox"));
+        assert_eq!(topic("sandbox.md"), topic("sandbox"));
+        assert_eq!(topic("sand"), None);
+        assert_eq!(closest("sandbx"), Some("sandbox"));
+        assert_eq!(closest("landing"), Some("checkpoints-and-landing"));
+        assert_eq!(closest("flet"), Some("fleet"));
+        assert_eq!(closest("zzz"), None);
     }
 }

@@ -91,7 +91,7 @@ fn platform(report: &mut Report) {
         }
     ));
     report.item(format!(
-        "process backend: {} (see docs/platforms.md)",
+        "process backend: {} (see `ralph docs platforms`)",
         ralph_process::BACKEND
     ));
     if !matches!(
@@ -317,7 +317,7 @@ fn logins_section(report: &mut Report, found: &[cmd_agents::Found]) {
     }
     if !warned {
         report.item(
-            "no installed agent uses a login ralph knows to rotate (Claude Code's and Codex's are checked); see docs/budget.md",
+            "no installed agent uses a login ralph knows to rotate (Claude Code's and Codex's are checked); see `ralph docs budget`",
         );
     }
 }

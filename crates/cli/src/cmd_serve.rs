@@ -167,7 +167,7 @@ fn loopback_warning(what: &str, url: &str) -> String {
     let authority = rest.split('/').next().unwrap_or(rest);
     let port = authority.rsplit_once(':').map_or("7707", |(_, p)| p);
     format!(
-        "{what} point at {authority}, an address only this machine can open (a phone cannot, except through `ssh -L`). For a phone, reach the broker over your tailnet with `tailscale serve --bg {port}` and restart `ralph serve` with --public-url set to the https address tailscale prints; or give --public-url with the address your phone reaches this machine by. See docs/elsewhere.md"
+        "{what} point at {authority}, an address only this machine can open (a phone cannot, except through `ssh -L`). For a phone, reach the broker over your tailnet with `tailscale serve --bg {port}` and restart `ralph serve` with --public-url set to the https address tailscale prints; or give --public-url with the address your phone reaches this machine by. See `ralph docs elsewhere`"
     )
 }
 

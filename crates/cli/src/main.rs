@@ -152,6 +152,7 @@ fn run(cli: Cli) -> CmdResult {
         Command::Land(a) => cmd_land::run(&a),
         Command::Worktree(a) => cmd_worktree::run(&a),
         Command::Fleet(a) => cmd_fleet::run(&a),
+        Command::Docs(a) => cmd_docs::docs(&a),
         Command::Completions(a) => cmd_docs::completions(&a),
         Command::Man(a) => cmd_docs::man(&a),
     }

@@ -272,7 +272,7 @@ impl Sandbox {
             ),
         };
         format!(
-            "sandboxed: writes only to {}; reads the system, toolchains and those; {net} (docs/sandbox.md)",
+            "sandboxed: writes only to {}; reads the system, toolchains and those; {net} (`ralph docs sandbox`)",
             writes.join(", ")
         )
     }

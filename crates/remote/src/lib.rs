@@ -84,7 +84,7 @@ pub struct ServeOptions {
 pub enum ServeError {
     /// Plain http on a network address, not asked for.
     #[error(
-        "{0} is not a loopback address: anyone who can reach it could read the questions and their links in clear. Give --tls-cert and --tls-key to serve https, reach a loopback broker through `tailscale serve` or `ssh -L` (see the README), or pass --insecure-http if the network is yours alone."
+        "{0} is not a loopback address: anyone who can reach it could read the questions and their links in clear. Give --tls-cert and --tls-key to serve https, reach a loopback broker through `tailscale serve` or `ssh -L` (see `ralph docs remote`), or pass --insecure-http if the network is yours alone."
     )]
     NeedsTls(SocketAddr),
     /// No state directory.
@@ -234,7 +234,7 @@ pub fn pairing_link(kind: &str) -> Result<(String, String), String> {
     let dir = broker_state_dir()
         .ok_or("no home directory to keep ralph's state in; set RALPH_STATE_DIR")?;
     let broker = broker_running_in(&dir).map(|b| b.url).ok_or(
-        "`ralph serve` is not running on this machine: start it first (in another terminal, or as the user service described in the README), then pair",
+        "`ralph serve` is not running on this machine: start it first (in another terminal, or as the user service `ralph docs remote` describes), then pair",
     )?;
     if kind == "telegram" {
         let link = telegram::start_link(&dir)?;
