@@ -296,13 +296,7 @@ fn killing_the_fleet_leaves_its_loops_running_and_a_second_fleet_attaches_to_the
         .args(&tasks)
         .process_group(0);
     let mut first = spawn(first);
-    wait_until(Duration::from_secs(60), "the first worktree", || {
-        r.worktrees().exists().then_some(())
-    });
-    let wts: Vec<PathBuf> = ["one", "two", "three"]
-        .iter()
-        .map(|n| r.worktree(&format!("ask-about-{n}")))
-        .collect();
+    let wts = worktrees_once_made(&r, &["one", "two", "three"]);
     let pids = pids_once_asking(&wts);
     let _stop = StopAtEnd(pids.clone());
     // While the first fleet lives, a second one on the same task files starts nothing.
@@ -402,13 +396,7 @@ fn ctrl_c_leaves_a_plain_fleet_with_its_summary_and_exit_130_while_its_loops_go_
         .args(&tasks)
         .process_group(0);
     let fleet = spawn(cmd);
-    wait_until(Duration::from_secs(60), "the first worktree", || {
-        r.worktrees().exists().then_some(())
-    });
-    let wts: Vec<PathBuf> = ["one", "two"]
-        .iter()
-        .map(|n| r.worktree(&format!("ask-about-{n}")))
-        .collect();
+    let wts = worktrees_once_made(&r, &["one", "two"]);
     let pids = pids_once_asking(&wts);
     let _stop = StopAtEnd(pids.clone());
     let group = nix::unistd::Pid::from_raw(fleet.0.id() as i32);
@@ -492,6 +480,18 @@ fn asking_tasks(r: &Repo, names: &[&str]) -> Vec<String> {
                 "question_timeout: never",
             )
         })
+        .collect()
+}
+
+/// The worktrees of the asking tasks `names` ([`asking_tasks`]), once the fleet has begun
+/// making them.
+fn worktrees_once_made(r: &Repo, names: &[&str]) -> Vec<PathBuf> {
+    wait_until(Duration::from_secs(60), "the first worktree", || {
+        r.worktrees().exists().then_some(())
+    });
+    names
+        .iter()
+        .map(|n| r.worktree(&format!("ask-about-{n}")))
         .collect()
 }
 
@@ -592,4 +592,65 @@ fn many_loops_started_at_once_all_get_their_worktrees() {
         let wt = r.worktree(&format!("task-number-{n}"));
         assert_eq!(loop_state(&wt)["status"], "done", "{n}: {}", run.stdout);
     }
+}
+
+/// Regression: `ralph status` in a checkout whose loops all run in worktrees (a fleet's, no
+/// `.ralph/` nor RALPH_TASK.md of its own) said "not inside a project" and listed every loop
+/// on the machine, or, with one question waiting, showed that one loop alone.
+#[test]
+fn status_in_a_fleet_s_checkout_lists_the_repository_s_loops_in_worktrees() {
+    let r = Repo::new("task: unused\nmax_iterations: 1", "- [ ] unused\n");
+    r.git(&["rm", "-q", "RALPH_TASK.md"]);
+    r.git(&["commit", "-q", "-m", "no task of its own"]);
+    let tasks = asking_tasks(&r, &["one", "two"]);
+    let mut cmd = r.ralph();
+    cmd.args(["fleet", "--no-tui", "-j", "2", "--onto", "main"])
+        .args(&tasks);
+    let fleet_run = spawn(cmd);
+    let wts = worktrees_once_made(&r, &["one", "two"]);
+    let _stop = StopAtEnd(pids_once_asking(&wts));
+    let expect_both = |waiting: usize| {
+        let run = r.exec(&["status"]);
+        run.expect_code(0);
+        assert!(
+            !run.stderr.contains("not inside a project")
+                && run
+                    .stderr
+                    .contains("no loop of its own; its loops in worktrees"),
+            "{}",
+            run.stderr
+        );
+        for wt in &wts {
+            assert!(
+                run.stdout.contains(&wt.display().to_string()),
+                "{}",
+                run.stdout
+            );
+        }
+        assert!(
+            run.stdout.contains(&format!("{waiting} of 2 loops")),
+            "{}",
+            run.stdout
+        );
+        assert!(
+            run.stdout
+                .contains(&format!("answer -C {}", wts[1].display())),
+            "{}",
+            run.stdout
+        );
+    };
+    // Both ask; then one: the repository's loops, not the one waiting on this machine alone.
+    expect_both(2);
+    r.exec(&["answer", "-C", &wts[0].display().to_string(), "yes"])
+        .expect_code(0);
+    wait_until(Duration::from_secs(60), "the answered loop ends", || {
+        (loop_state(&wts[0])["status"] == "done").then_some(())
+    });
+    expect_both(1);
+    let json: serde_json::Value =
+        serde_json::from_str(&r.exec(&["status", "--json"]).stdout).unwrap();
+    assert_eq!(json.as_array().map(Vec::len), Some(2), "{json}");
+    r.exec(&["answer", "-C", &wts[1].display().to_string(), "yes"])
+        .expect_code(0);
+    Run::finish(fleet_run, Duration::from_secs(90)).expect_code(0);
 }
