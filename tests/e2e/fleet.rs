@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use super::checkpoints::Repo;
 use super::landing::checkout_bytes;
+use super::tui::Tmux;
 use super::util::*;
 
 /// The user at work on a branch of their own, `mine`, with a stash, a staged change and an
@@ -653,4 +654,63 @@ fn status_in_a_fleet_s_checkout_lists_the_repository_s_loops_in_worktrees() {
     r.exec(&["answer", "-C", &wts[1].display().to_string(), "yes"])
         .expect_code(0);
     Run::finish(fleet_run, Duration::from_secs(90)).expect_code(0);
+}
+
+/// Regression: the view's `r` ran a fleet's loop again with the fleet's flags but not its
+/// environment (`RALPH_FLEET`, the cost cap), so the loop run again spent outside the fleet's
+/// cap. It is now started as the fleet starts it.
+#[test]
+fn a_fleet_s_loop_run_again_from_the_view_is_still_under_the_fleet_s_cost_cap() {
+    let r = Repo::new("task: unused\nmax_iterations: 1", "- [ ] unused\n");
+    let rel = task(
+        &r,
+        "again",
+        "Ask about again",
+        &agent_line("env-then-asks.txt", None),
+        "question_timeout: never",
+    );
+    let mut cmd = r.ralph();
+    cmd.args(["fleet", "--no-tui", "--max-cost-usd", "5"])
+        .arg(&rel);
+    let fleet_run = spawn(cmd);
+    let wt = worktrees_once_made(&r, &["again"]).remove(0);
+    let _first = StopAtEnd(pids_once_asking(std::slice::from_ref(&wt)));
+    let dir = wt.display().to_string();
+    r.exec(&["stop", "-C", &dir]).expect_code(0);
+    Run::finish(fleet_run, Duration::from_secs(60)).expect_code(1);
+    let env = std::fs::read_to_string(wt.join("ralph-env.txt")).unwrap();
+    assert!(env.contains("RALPH_FLEET_MAX_COST_USD=5\n"), "{env}");
+
+    // The fleet gone, its stopped loop run again from the view, with the test's git and data.
+    let script = r.home().join("watch.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "GIT_CONFIG_GLOBAL='{home}/gitconfig' GIT_CONFIG_NOSYSTEM=1 XDG_DATA_HOME='{home}/data' HOME='{home}' '{ralph}' status --all --watch\necho \"view exited: $?\"\n",
+            home = r.home().display(),
+            ralph = ralph_bin().display()
+        ),
+    )
+    .unwrap();
+    let tmux = Tmux::start(&r.p);
+    tmux.type_text(&format!("sh '{}'", script.display()));
+    tmux.key("Enter");
+    tmux.wait_for("stopped", Duration::from_secs(30));
+    tmux.key("r");
+    tmux.wait_for("Running ", Duration::from_secs(10));
+    let again = pids_once_asking(std::slice::from_ref(&wt));
+    let _again = StopAtEnd(again.clone());
+    // It takes up its question again: the environment is its `ralph run`'s own.
+    let env = std::fs::read(format!("/proc/{}/environ", again[0]))
+        .unwrap()
+        .split(|b| *b == 0)
+        .map(|v| format!("{}\n", String::from_utf8_lossy(v)))
+        .filter(|v| v.starts_with("RALPH_"))
+        .collect::<String>();
+    assert!(env.contains("RALPH_FLEET_MAX_COST_USD=5\n"), "{env}");
+    assert!(env.lines().any(|l| l.starts_with("RALPH_FLEET=")), "{env}");
+    assert!(env.lines().any(|l| l.starts_with("RALPH_PORT=")), "{env}");
+    r.exec(&["stop", "-C", &dir]).expect_code(0);
+    tmux.key("q");
+    tmux.wait_for("view exited: 0", Duration::from_secs(10));
 }
