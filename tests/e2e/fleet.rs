@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use super::checkpoints::Repo;
 use super::landing::checkout_bytes;
+use super::tui::Tmux;
 use super::util::*;
 
 /// The user at work on a branch of their own, `mine`, with a stash, a staged change and an
@@ -296,13 +297,7 @@ fn killing_the_fleet_leaves_its_loops_running_and_a_second_fleet_attaches_to_the
         .args(&tasks)
         .process_group(0);
     let mut first = spawn(first);
-    wait_until(Duration::from_secs(60), "the first worktree", || {
-        r.worktrees().exists().then_some(())
-    });
-    let wts: Vec<PathBuf> = ["one", "two", "three"]
-        .iter()
-        .map(|n| r.worktree(&format!("ask-about-{n}")))
-        .collect();
+    let wts = worktrees_once_made(&r, &["one", "two", "three"]);
     let pids = pids_once_asking(&wts);
     let _stop = StopAtEnd(pids.clone());
     // While the first fleet lives, a second one on the same task files starts nothing.
@@ -402,13 +397,7 @@ fn ctrl_c_leaves_a_plain_fleet_with_its_summary_and_exit_130_while_its_loops_go_
         .args(&tasks)
         .process_group(0);
     let fleet = spawn(cmd);
-    wait_until(Duration::from_secs(60), "the first worktree", || {
-        r.worktrees().exists().then_some(())
-    });
-    let wts: Vec<PathBuf> = ["one", "two"]
-        .iter()
-        .map(|n| r.worktree(&format!("ask-about-{n}")))
-        .collect();
+    let wts = worktrees_once_made(&r, &["one", "two"]);
     let pids = pids_once_asking(&wts);
     let _stop = StopAtEnd(pids.clone());
     let group = nix::unistd::Pid::from_raw(fleet.0.id() as i32);
@@ -492,6 +481,18 @@ fn asking_tasks(r: &Repo, names: &[&str]) -> Vec<String> {
                 "question_timeout: never",
             )
         })
+        .collect()
+}
+
+/// The worktrees of the asking tasks `names` ([`asking_tasks`]), once the fleet has begun
+/// making them.
+fn worktrees_once_made(r: &Repo, names: &[&str]) -> Vec<PathBuf> {
+    wait_until(Duration::from_secs(60), "the first worktree", || {
+        r.worktrees().exists().then_some(())
+    });
+    names
+        .iter()
+        .map(|n| r.worktree(&format!("ask-about-{n}")))
         .collect()
 }
 
@@ -592,4 +593,124 @@ fn many_loops_started_at_once_all_get_their_worktrees() {
         let wt = r.worktree(&format!("task-number-{n}"));
         assert_eq!(loop_state(&wt)["status"], "done", "{n}: {}", run.stdout);
     }
+}
+
+/// Regression: `ralph status` in a checkout whose loops all run in worktrees (a fleet's, no
+/// `.ralph/` nor RALPH_TASK.md of its own) said "not inside a project" and listed every loop
+/// on the machine, or, with one question waiting, showed that one loop alone.
+#[test]
+fn status_in_a_fleet_s_checkout_lists_the_repository_s_loops_in_worktrees() {
+    let r = Repo::new("task: unused\nmax_iterations: 1", "- [ ] unused\n");
+    r.git(&["rm", "-q", "RALPH_TASK.md"]);
+    r.git(&["commit", "-q", "-m", "no task of its own"]);
+    let tasks = asking_tasks(&r, &["one", "two"]);
+    let mut cmd = r.ralph();
+    cmd.args(["fleet", "--no-tui", "-j", "2", "--onto", "main"])
+        .args(&tasks);
+    let fleet_run = spawn(cmd);
+    let wts = worktrees_once_made(&r, &["one", "two"]);
+    let _stop = StopAtEnd(pids_once_asking(&wts));
+    let expect_both = |waiting: usize| {
+        let run = r.exec(&["status"]);
+        run.expect_code(0);
+        assert!(
+            !run.stderr.contains("not inside a project")
+                && run
+                    .stderr
+                    .contains("no loop of its own; its loops in worktrees"),
+            "{}",
+            run.stderr
+        );
+        for wt in &wts {
+            assert!(
+                run.stdout.contains(&wt.display().to_string()),
+                "{}",
+                run.stdout
+            );
+        }
+        assert!(
+            run.stdout.contains(&format!("{waiting} of 2 loops")),
+            "{}",
+            run.stdout
+        );
+        assert!(
+            run.stdout
+                .contains(&format!("answer -C {}", wts[1].display())),
+            "{}",
+            run.stdout
+        );
+    };
+    // Both ask; then one: the repository's loops, not the one waiting on this machine alone.
+    expect_both(2);
+    r.exec(&["answer", "-C", &wts[0].display().to_string(), "yes"])
+        .expect_code(0);
+    wait_until(Duration::from_secs(60), "the answered loop ends", || {
+        (loop_state(&wts[0])["status"] == "done").then_some(())
+    });
+    expect_both(1);
+    let json: serde_json::Value =
+        serde_json::from_str(&r.exec(&["status", "--json"]).stdout).unwrap();
+    assert_eq!(json.as_array().map(Vec::len), Some(2), "{json}");
+    r.exec(&["answer", "-C", &wts[1].display().to_string(), "yes"])
+        .expect_code(0);
+    Run::finish(fleet_run, Duration::from_secs(90)).expect_code(0);
+}
+
+/// Regression: the view's `r` ran a fleet's loop again with the fleet's flags but not its
+/// environment (`RALPH_FLEET`, the cost cap), so the loop run again spent outside the fleet's
+/// cap. It is now started as the fleet starts it.
+#[test]
+fn a_fleet_s_loop_run_again_from_the_view_is_still_under_the_fleet_s_cost_cap() {
+    let r = Repo::new("task: unused\nmax_iterations: 1", "- [ ] unused\n");
+    let rel = task(
+        &r,
+        "again",
+        "Ask about again",
+        &agent_line("env-then-asks.txt", None),
+        "question_timeout: never",
+    );
+    let mut cmd = r.ralph();
+    cmd.args(["fleet", "--no-tui", "--max-cost-usd", "5"])
+        .arg(&rel);
+    let fleet_run = spawn(cmd);
+    let wt = worktrees_once_made(&r, &["again"]).remove(0);
+    let _first = StopAtEnd(pids_once_asking(std::slice::from_ref(&wt)));
+    let dir = wt.display().to_string();
+    r.exec(&["stop", "-C", &dir]).expect_code(0);
+    Run::finish(fleet_run, Duration::from_secs(60)).expect_code(1);
+    let env = std::fs::read_to_string(wt.join("ralph-env.txt")).unwrap();
+    assert!(env.contains("RALPH_FLEET_MAX_COST_USD=5\n"), "{env}");
+
+    // The fleet gone, its stopped loop run again from the view, with the test's git and data.
+    let script = r.home().join("watch.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "GIT_CONFIG_GLOBAL='{home}/gitconfig' GIT_CONFIG_NOSYSTEM=1 XDG_DATA_HOME='{home}/data' HOME='{home}' '{ralph}' status --all --watch\necho \"view exited: $?\"\n",
+            home = r.home().display(),
+            ralph = ralph_bin().display()
+        ),
+    )
+    .unwrap();
+    let tmux = Tmux::start(&r.p);
+    tmux.type_text(&format!("sh '{}'", script.display()));
+    tmux.key("Enter");
+    tmux.wait_for("stopped", Duration::from_secs(30));
+    tmux.key("r");
+    tmux.wait_for("Running ", Duration::from_secs(10));
+    let again = pids_once_asking(std::slice::from_ref(&wt));
+    let _again = StopAtEnd(again.clone());
+    // It takes up its question again: the environment is its `ralph run`'s own.
+    let env = std::fs::read(format!("/proc/{}/environ", again[0]))
+        .unwrap()
+        .split(|b| *b == 0)
+        .map(|v| format!("{}\n", String::from_utf8_lossy(v)))
+        .filter(|v| v.starts_with("RALPH_"))
+        .collect::<String>();
+    assert!(env.contains("RALPH_FLEET_MAX_COST_USD=5\n"), "{env}");
+    assert!(env.lines().any(|l| l.starts_with("RALPH_FLEET=")), "{env}");
+    assert!(env.lines().any(|l| l.starts_with("RALPH_PORT=")), "{env}");
+    r.exec(&["stop", "-C", &dir]).expect_code(0);
+    tmux.key("q");
+    tmux.wait_for("view exited: 0", Duration::from_secs(10));
 }

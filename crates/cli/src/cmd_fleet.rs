@@ -170,7 +170,6 @@ fn start(args: &FleetArgs) -> CmdResult {
         fleet,
         Launch {
             program,
-            run_args: run_args(args),
             state_dir: state,
         },
     )

@@ -4,6 +4,7 @@
 //! and an answer given to it are the desk's ([`question_waiting`]), as the panel, `ralph
 //! answer` and `ralph serve` see them.
 
+use std::path::PathBuf;
 use std::time::SystemTime;
 
 use ralph_protocol::{
@@ -22,7 +23,28 @@ pub fn run(args: &StatusArgs) -> CmdResult {
     if args.all {
         return all(args.json, args.watch);
     }
-    let root = match locate::target(&args.dir.dir)? {
+    let target = locate::target(&args.dir.dir)?;
+    if !matches!(target, Target::Project(_)) {
+        // A checkout whose loops all run in worktrees (a fleet's) has no loop of its own:
+        // its loops are the ones asked about, not the machine's nor one waiting elsewhere.
+        let loops = crate::cmd_worktree::repo_loops(&args.dir.dir);
+        let worktrees: Vec<PathBuf> = loops
+            .iter()
+            .map(|i| i.worktree.clone())
+            .filter(|w| w.exists())
+            .collect();
+        if let Some(info) = loops.first()
+            && !worktrees.is_empty()
+        {
+            eprintln!(
+                "ralph: {}: no loop of its own; its loops in worktrees, those waiting for an answer first (`{} status -C WORKTREE` shows one):",
+                info.repo.display(),
+                crate::program()
+            );
+            return rows(args.json, Some(&worktrees));
+        }
+    }
+    let root = match target {
         Target::Project(root) => root,
         Target::OnlyWaiting(root) => {
             eprintln!("ralph: {}", locate::acting_on(&root));
@@ -164,7 +186,13 @@ fn all(json_out: bool, watch: bool) -> CmdResult {
         })?;
         return Ok(0);
     }
-    let rows = ralph_fleet::rows::collect(None, crate::fleet_view::last_said());
+    rows(json_out, None)
+}
+
+/// The rows of the loops in `only` (else every loop on this machine), as text or JSON: each
+/// on one line, a waiting question in full under its loop's.
+fn rows(json_out: bool, only: Option<&[PathBuf]>) -> CmdResult {
+    let rows = ralph_fleet::rows::collect(only, crate::fleet_view::last_said());
     if json_out {
         let items: Vec<serde_json::Value> = rows
             .iter()
@@ -180,7 +208,10 @@ fn all(json_out: bool, watch: bool) -> CmdResult {
         return Ok(0);
     }
     if rows.is_empty() {
-        outln!("No ralph loop on this machine: `ralph run` starts one.");
+        match only {
+            None => outln!("No ralph loop on this machine: `ralph run` starts one."),
+            Some(_) => outln!("No loop has begun in them yet."),
+        }
     }
     let waiting = ralph_fleet::rows::needing_you(&rows);
     if waiting > 0 {

@@ -227,6 +227,22 @@ pub fn short(commit: &str) -> &str {
     &commit[..commit.len().min(12)]
 }
 
+/// The loops in worktrees of the git repository `dir` is in (none outside one).
+pub fn repo_loops(dir: &Path) -> Vec<LoopInfo> {
+    let Ok(data) = data_dir() else {
+        return Vec::new();
+    };
+    // No worktree loop anywhere (the usual case): no need to ask git where the repository is,
+    // which would be most of `ralph status`'s time.
+    if !worktree::any_recorded(&data) {
+        return Vec::new();
+    }
+    let Some(top) = Git::toplevel(dir) else {
+        return Vec::new();
+    };
+    worktree::loops(&data, &top)
+}
+
 /// `ralph status`'s lines about worktrees: for a loop in one, where it is and where its
 /// landing stands; for a repository, its loops in worktrees.
 pub fn status_lines(root: &Path) -> Vec<String> {
@@ -246,18 +262,7 @@ pub fn status_lines(root: &Path) -> Vec<String> {
         }
         return lines;
     }
-    let Ok(data) = data_dir() else {
-        return Vec::new();
-    };
-    // No worktree loop anywhere (the usual case): no need to ask git where the repository is,
-    // which would be most of `ralph status`'s time.
-    if !worktree::any_recorded(&data) {
-        return Vec::new();
-    }
-    let Some(top) = Git::toplevel(root) else {
-        return Vec::new();
-    };
-    worktree::loops(&data, &top)
+    repo_loops(root)
         .iter()
         .map(|i| {
             format!(

@@ -276,7 +276,7 @@ impl FleetHost for Host {
             }
             FleetAction::Land(root) => {
                 let args: Vec<OsString> = vec!["land".into(), "-C".into(), root.clone().into()];
-                match spawn_detached(&root, "land", &args) {
+                match ralph_in(&root, &args).and_then(|cmd| spawn_detached(&root, "land", cmd)) {
                     Ok((log, mut child)) => {
                         // Reaped when it ends, so no zombie stays while the view runs.
                         std::thread::spawn(move || child.wait());
@@ -347,14 +347,13 @@ fn request(root: &Path, req: &Request, done: &str) -> String {
     }
 }
 
-/// Runs the loop in `root` again, detached, as its last run was started: a fleet's loop with
-/// its fleet's flags, any other with the agent its last run had; what happened, in words (a
+/// Runs the loop in `root` again, detached, as its last run was started: a fleet's loop as
+/// its fleet started it (its flags, ports and the fleet's environment, so the fleet's cost cap
+/// counts it again), any other with the agent its last run had; what happened, in words (a
 /// run that refuses to start says why at once).
 fn retry(root: &Path) -> String {
-    let fleets = ralph_protocol::user_dir(ralph_protocol::UserDir::State)
-        .map(|s| ralph_fleet::fleet_file::fleets_dir(&s));
-    let args = retry_args(root, fleets.as_deref());
-    let (log, mut child) = match spawn_detached(root, "run", &args) {
+    let started = retry_command(root).and_then(|cmd| spawn_detached(root, "run", cmd));
+    let (log, mut child) = match started {
         Ok(started) => started,
         Err(e) => return format!("Could not start `ralph run` in {}: {e}", name(root)),
     };
@@ -381,21 +380,34 @@ fn retry(root: &Path) -> String {
     format!("Running {} again (output: {}).", name(root), log.display())
 }
 
-/// The arguments of the `ralph run` that runs the loop in `root` again: in its worktree with
-/// its task file for a worktree loop; with the flags of the fleet (on record in `fleets`) it
-/// belongs to (`--no-sandbox` too), else with the agent its last run had.
-fn retry_args(root: &Path, fleets: Option<&Path>) -> Vec<OsString> {
+/// The `ralph run` that runs the loop in `root` again: a fleet's member exactly as its fleet
+/// starts it (`ralph_fleet::schedule::member_command`), any other loop in its own directory.
+fn retry_command(root: &Path) -> io::Result<Command> {
+    let state = ralph_protocol::user_dir(ralph_protocol::UserDir::State)
+        .ok_or_else(|| io::Error::other("no state directory; set RALPH_STATE_DIR"))?;
+    if let Some(cmd) = ralph_fleet::schedule::rerun(&std::env::current_exe()?, &state, root) {
+        return cmd;
+    }
+    ralph_in(root, &retry_args(root))
+}
+
+/// `ralph ARGS` run in `root`, in a process group of its own.
+fn ralph_in(root: &Path, args: &[OsString]) -> io::Result<Command> {
+    let mut cmd = Command::new(std::env::current_exe()?);
+    cmd.args(args)
+        .current_dir(root)
+        .stdin(Stdio::null())
+        .process_group(0);
+    Ok(cmd)
+}
+
+/// The arguments of the `ralph run` that runs a loop of no fleet in `root` again: in its
+/// worktree with its task file for a worktree loop, with the agent its last run had.
+fn retry_args(root: &Path) -> Vec<OsString> {
     use ralph_protocol::{AgentChoice, State};
     let mut args: Vec<OsString> = vec!["run".into(), "-C".into(), root.into(), "--no-tui".into()];
     if let Some(task) = LoopInfo::load(&root.join(".ralph")).and_then(|i| i.task_file) {
         args.extend(["--worktree".into(), "--task".into(), task.into()]);
-    }
-    // A fleet with no flags of its own (or on record before they were kept): as any loop.
-    if let Some(fleet) = fleets.and_then(|dir| ralph_fleet::fleet_file::of_worktree(dir, root))
-        && !fleet.run_args.is_empty()
-    {
-        args.extend(fleet.run_args.into_iter().map(OsString::from));
-        return args;
     }
     match State::load(&Workspace::new(root))
         .ok()
@@ -421,13 +433,13 @@ fn retry_args(root: &Path, fleets: Option<&Path>) -> Vec<OsString> {
     args
 }
 
-/// Starts `ralph ARGS` for the loop in `root` in a process group of its own, so it outlives
-/// the view and no Ctrl-C typed here reaches it; its output goes to a file in ralph's state
-/// directory. The file's path, and the child (the caller reaps it).
+/// Starts `cmd` (a `ralph` command for the loop in `root`, in a process group of its own, so
+/// it outlives the view and no Ctrl-C typed here reaches it) with its output in a file in
+/// ralph's state directory. The file's path, and the child (the caller reaps it).
 fn spawn_detached(
     root: &Path,
     what: &str,
-    args: &[OsString],
+    mut cmd: Command,
 ) -> io::Result<(PathBuf, std::process::Child)> {
     let dir = ralph_protocol::user_dir(ralph_protocol::UserDir::State)
         .ok_or_else(|| io::Error::other("no state directory; set RALPH_STATE_DIR"))?
@@ -435,14 +447,7 @@ fn spawn_detached(
     std::fs::create_dir_all(&dir)?;
     let log_path = dir.join(format!("{}-{what}.log", name(root)));
     let log = std::fs::File::create(&log_path)?;
-    let child = Command::new(std::env::current_exe()?)
-        .args(args)
-        .current_dir(root)
-        .stdin(Stdio::null())
-        .stdout(log.try_clone()?)
-        .stderr(log)
-        .process_group(0)
-        .spawn()?;
+    let child = cmd.stdout(log.try_clone()?).stderr(log).spawn()?;
     Ok((log_path, child))
 }
 
@@ -482,48 +487,4 @@ fn show_diff(root: &Path) -> io::Result<Option<String>> {
     PAGER.store(0, Ordering::Release);
     waited?;
     Ok(None)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Regression: `r` ran a fleet's loop again with the agent alone, so a loop its fleet ran
-    /// with `--no-sandbox` (or `--max-iterations`, `--onto`) came back without them, and one
-    /// whose agent the sandbox forbids ended at once.
-    #[test]
-    fn a_fleet_s_loop_runs_again_with_its_fleet_s_flags() {
-        use ralph_fleet::fleet_file::{Fleet, Member};
-        let fleets = tempfile::tempdir().unwrap();
-        let worktree = tempfile::tempdir().unwrap();
-        let member = Member {
-            task_file: "/r/t.md".into(),
-            task_rel: "t.md".into(),
-            repo: "/r".into(),
-            task: "t".into(),
-            worktree: worktree.path().into(),
-            port: None,
-            pid: None,
-            started: true,
-            must_land: false,
-            failed_to_start: None,
-        };
-        let flags = ["--no-sandbox", "--max-iterations", "7"];
-        Fleet {
-            id: "abc".into(),
-            jobs: 1,
-            land: None,
-            max_cost_usd: None,
-            pid: 1,
-            members: vec![member],
-            run_args: flags.iter().map(|f| f.to_string()).collect(),
-        }
-        .save(fleets.path())
-        .unwrap();
-        let args = retry_args(worktree.path(), Some(fleets.path()));
-        assert!(args.ends_with(&flags.map(OsString::from)), "{args:?}");
-        let alone = tempfile::tempdir().unwrap();
-        let args = retry_args(alone.path(), Some(fleets.path()));
-        assert!(!args.contains(&OsString::from("--no-sandbox")), "{args:?}");
-    }
 }

@@ -107,6 +107,16 @@ impl Fleet {
             .map_err(std::io::Error::other)
     }
 
+    /// Its loop in `worktree` (the same directory, however spelled), if it has one.
+    pub fn member(&self, worktree: &Path) -> Option<&Member> {
+        let same = |a: &Path| {
+            a == worktree
+                || std::fs::canonicalize(a)
+                    .is_ok_and(|a| std::fs::canonicalize(worktree).is_ok_and(|w| a == w))
+        };
+        self.members.iter().find(|m| same(&m.worktree))
+    }
+
     /// The tasks not started yet, in order: the view's queued rows.
     pub fn queued(&self) -> impl Iterator<Item = &Member> {
         self.members.iter().filter(|m| !m.started)
@@ -136,14 +146,7 @@ pub fn hold(dir: &Path, id: &str) -> std::io::Result<Option<Held>> {
 
 /// The fleet on record in `dir` that has a loop in `worktree`, if any.
 pub fn of_worktree(dir: &Path, worktree: &Path) -> Option<Fleet> {
-    let same = |a: &Path| {
-        a == worktree
-            || std::fs::canonicalize(a)
-                .is_ok_and(|a| std::fs::canonicalize(worktree).is_ok_and(|w| a == w))
-    };
-    all(dir)
-        .into_iter()
-        .find(|f| f.members.iter().any(|m| same(&m.worktree)))
+    all(dir).into_iter().find(|f| f.member(worktree).is_some())
 }
 
 /// Every fleet on record in `dir`.
@@ -190,15 +193,7 @@ mod tests {
             must_land: false,
             failed_to_start: None,
         };
-        let fleet = Fleet {
-            id: "abc".into(),
-            jobs: 1,
-            land: Some(LandMode::Auto),
-            max_cost_usd: Some(2.5),
-            pid: 1,
-            members: vec![member("one", true), member("two", false)],
-            run_args: vec!["--no-sandbox".into()],
-        };
+        let fleet = crate::test_support::fleet(vec![member("one", true), member("two", false)]);
         fleet.save(dir.path()).unwrap();
         let back = Fleet::load(dir.path(), "abc").unwrap();
         assert_eq!(back, fleet);

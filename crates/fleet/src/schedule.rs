@@ -13,7 +13,6 @@
 //! on the tip the previous one left, and a conflict goes back to that loop's agent.
 
 use std::collections::{HashMap, VecDeque};
-use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -29,8 +28,6 @@ use crate::ports;
 pub struct Launch {
     /// The `ralph` program.
     pub program: PathBuf,
-    /// The flags given to `ralph fleet` that each `ralph run` gets too (`--onto`, the agent's).
-    pub run_args: Vec<OsString>,
     /// ralph's state directory (ports, fleets).
     pub state_dir: PathBuf,
 }
@@ -200,29 +197,13 @@ impl Scheduler {
             .create(true)
             .append(true)
             .open(&log_path)?;
-        let m = &self.fleet.members[i];
-        let mut cmd = Command::new(&self.launch.program);
-        cmd.arg("run")
-            .arg("-C")
-            .arg(&m.repo)
-            .arg("--task")
-            .arg(&m.task_rel)
-            .arg("--worktree")
-            .arg("--no-tui");
-        if let Some(land) = self.fleet.land {
-            cmd.arg("--land").arg(land.as_str());
-        }
-        cmd.args(&self.launch.run_args)
-            .env("RALPH_PORT", port.to_string())
-            .env("RALPH_FLEET", &self.fleet.id)
-            .stdin(Stdio::null())
-            .stdout(log.try_clone()?)
-            .stderr(log)
-            // Its own group: the fleet's Ctrl-C, or its terminal closing, is not the loop's.
-            .process_group(0);
-        if let Some(cap) = self.fleet.max_cost_usd {
-            cmd.env("RALPH_FLEET_MAX_COST_USD", cap.to_string());
-        }
+        let mut cmd = member_command(
+            &self.launch.program,
+            &self.fleet,
+            &self.fleet.members[i],
+            port,
+        );
+        cmd.stdout(log.try_clone()?).stderr(log);
         let child = cmd.spawn().map_err(|e| {
             std::io::Error::new(
                 e.kind(),
@@ -259,6 +240,56 @@ impl Scheduler {
     pub fn land(&self) -> Option<LandMode> {
         self.fleet.land
     }
+}
+
+/// The `ralph run` of `member` of `fleet`, holding the ports from `port` on: its arguments
+/// (the fleet's landing mode and flags) and its environment (`RALPH_PORT`, `RALPH_FLEET`, the
+/// fleet's cost cap), in a process group of its own so that the fleet's Ctrl-C, or its
+/// terminal closing, is not the loop's. The fleet's first start of a loop and every later one
+/// (the view's `r`, [`rerun`]) go through here, so a loop run again is as much its fleet's
+/// member as it was. The caller says where its output goes.
+pub fn member_command(program: &Path, fleet: &Fleet, member: &Member, port: u16) -> Command {
+    let mut cmd = Command::new(program);
+    cmd.arg("run")
+        .arg("-C")
+        .arg(&member.repo)
+        .arg("--task")
+        .arg(&member.task_rel)
+        .arg("--worktree")
+        .arg("--no-tui");
+    if let Some(land) = fleet.land {
+        cmd.arg("--land").arg(land.as_str());
+    }
+    cmd.args(&fleet.run_args)
+        .env("RALPH_PORT", port.to_string())
+        .env(ralph_protocol::budget::fleet::FLEET_ENV, &fleet.id)
+        .stdin(Stdio::null())
+        .process_group(0);
+    if let Some(cap) = fleet.max_cost_usd {
+        cmd.env(
+            ralph_protocol::budget::fleet::FLEET_MAX_COST_ENV,
+            cap.to_string(),
+        );
+    }
+    cmd
+}
+
+/// The `ralph run` that runs the loop in `worktree` again as a member of the fleet on record
+/// under `state_dir` that has it ([`member_command`], with the block of ports it holds);
+/// `None` when no fleet has it.
+pub fn rerun(
+    program: &Path,
+    state_dir: &Path,
+    worktree: &Path,
+) -> Option<std::io::Result<Command>> {
+    let fleet =
+        crate::fleet_file::of_worktree(&crate::fleet_file::fleets_dir(state_dir), worktree)?;
+    let member = fleet.member(worktree)?;
+    Some(
+        ports::claim(&ports::ports_dir(state_dir), &member.worktree)
+            .map_err(std::io::Error::other)
+            .map(|port| member_command(program, &fleet, member, port)),
+    )
 }
 
 /// The fleet's exit code from how its loops stand (docs/fleet.md, `ralph fleet --help`):
@@ -304,6 +335,51 @@ mod tests {
             phase,
             must_land,
         }
+    }
+
+    /// The environment and arguments of a command, to compare two of them.
+    fn spelled(cmd: &Command) -> (Vec<String>, Vec<(String, Option<String>)>) {
+        let s = |o: &std::ffi::OsStr| o.to_string_lossy().into_owned();
+        (
+            cmd.get_args().map(s).collect(),
+            cmd.get_envs().map(|(k, v)| (s(k), v.map(s))).collect(),
+        )
+    }
+
+    /// Regression: the view's `r` ran a fleet's loop again with its flags but without its
+    /// fleet's environment (`RALPH_FLEET`, the cost cap, its ports), so the loop run again
+    /// spent outside the fleet's cap. It is now the very command the fleet starts it with.
+    #[test]
+    fn a_fleet_s_loop_run_again_is_started_as_its_fleet_started_it() {
+        let state = tempfile::tempdir().unwrap();
+        let worktree = tempfile::tempdir().unwrap();
+        let mut member = outcome(Phase::Running, true).member;
+        member.worktree = worktree.path().into();
+        let mut fleet = crate::test_support::fleet(vec![member.clone()]);
+        fleet
+            .run_args
+            .extend(["--max-iterations".into(), "7".into()]);
+        fleet
+            .save(&crate::fleet_file::fleets_dir(state.path()))
+            .unwrap();
+        let program = Path::new("/bin/ralph");
+        let port = ports::claim(&ports::ports_dir(state.path()), worktree.path()).unwrap();
+        let first = member_command(program, &fleet, &member, port);
+        let again = rerun(program, state.path(), worktree.path())
+            .expect("the worktree is the fleet's")
+            .unwrap();
+        assert_eq!(spelled(&again), spelled(&first));
+        assert_eq!(again.get_program(), program);
+        let (args, env) = spelled(&again);
+        let has = |k: &str, v: &str| env.contains(&(k.into(), Some(v.into())));
+        assert!(has("RALPH_FLEET", "abc"), "{env:?}");
+        assert!(has("RALPH_FLEET_MAX_COST_USD", "2.5"), "{env:?}");
+        assert!(has("RALPH_PORT", &port.to_string()), "{env:?}");
+        for flag in ["--no-sandbox", "--land", "auto", "--worktree"] {
+            assert!(args.iter().any(|a| a == flag), "{args:?}");
+        }
+        let alone = tempfile::tempdir().unwrap();
+        assert!(rerun(program, state.path(), alone.path()).is_none());
     }
 
     #[test]
