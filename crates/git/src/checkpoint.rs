@@ -241,7 +241,7 @@ impl Checkpointer {
         }
         let theirs = self.git.git_path("index")?;
         let tmp = self.index.with_extension("seed");
-        if std::fs::copy(&theirs, &tmp).is_ok() {
+        if crate::git::copy_index(&theirs, &tmp).is_ok() {
             return std::fs::rename(&tmp, &self.index).map_err(|e| GitError::io(&self.index, e));
         }
         if self.git.resolve("HEAD")?.is_some() {
@@ -488,6 +488,25 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(std::fs::read(dir.join(".git/index")).unwrap(), index);
+    }
+
+    /// Regression: ralph's index began as a copy of the user's stamped with the time of the
+    /// copy, so git trusted the cached stat data of a file changed (size unchanged) in the
+    /// user's index's last clock tick, and the checkpoint kept the old content.
+    #[test]
+    fn a_file_changed_in_the_index_s_last_moment_is_in_the_checkpoint() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        git(dir, &["init", "-q", "-b", "main"]);
+        std::fs::write(dir.join("a.txt"), "one\n").unwrap();
+        git(dir, &["add", "-A"]);
+        git(dir, &["commit", "-q", "-m", "base"]);
+        crate::git::racy_write(dir, "a.txt", "two\n");
+        let cp = after_iteration(dir, &dir.join(".ralph"), "r", 1, None, "t")
+            .unwrap()
+            .unwrap();
+        let a = git(dir, &["show", &format!("{}:a.txt", cp.commit)]);
+        assert_eq!(a, "two");
     }
 
     #[test]

@@ -70,6 +70,49 @@ pub struct Git {
     env: Vec<(OsString, OsString)>,
 }
 
+/// Copies a git index file with its modification time. Git trusts an entry's cached stat data
+/// only when the file is older than the index itself ("racy git"); a copy stamped now would
+/// pass a file changed, size unchanged, in the index's last second as unchanged. The time is
+/// read first: should the index be replaced meanwhile, the newer copy gets the older time,
+/// which only makes git look at more files.
+pub(crate) fn copy_index(from: &Path, to: &Path) -> std::io::Result<()> {
+    let modified = std::fs::metadata(from)?.modified()?;
+    std::fs::copy(from, to)?;
+    std::fs::File::options()
+        .write(true)
+        .open(to)?
+        .set_modified(modified)
+}
+
+/// Writes `text` (the same length as the tracked file's) to `path` in the repository `dir` so
+/// that only content tells the change, as when it is written in the clock tick of the index's
+/// last write: the file keeps its modification time, and the index's own is set to it, the
+/// "racy" case git settles by reading the file, where a copy of the index stamped later would
+/// not.
+#[cfg(test)]
+pub(crate) fn racy_write(dir: &Path, path: &str, text: &str) {
+    let git = Git::new(dir);
+    // The inode's change time cannot be set back: git is told not to look at it.
+    git.run(["config", "core.trustctime", "false"]).unwrap();
+    let file = dir.join(path);
+    assert_eq!(std::fs::metadata(&file).unwrap().len(), text.len() as u64);
+    let stamp = |p: &Path, at: std::time::SystemTime| {
+        std::fs::File::options()
+            .write(true)
+            .open(p)
+            .unwrap()
+            .set_modified(at)
+            .unwrap();
+    };
+    // Cached well before the index's last write, so that write did not mark it racy itself.
+    let then = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+    stamp(&file, then);
+    git.run(["update-index", "--refresh"]).unwrap();
+    std::fs::write(&file, text).unwrap();
+    stamp(&file, then);
+    stamp(&dir.join(".git/index"), then);
+}
+
 impl Git {
     /// Commands run in `dir` (`git -C dir ...`).
     pub fn new(dir: impl Into<PathBuf>) -> Git {

@@ -555,7 +555,7 @@ pub fn work_patch(dir: &Path, base: &str, color: bool) -> Result<Vec<u8>, GitErr
     let index = tmp.path().join("index");
     // From the checkout's own index, so the tracked files are as git knows them (a missing
     // one, before the first `git add`, is an empty index).
-    let _ = std::fs::copy(git.git_path("index")?, &index);
+    let _ = crate::git::copy_index(&git.git_path("index")?, &index);
     let copy = git.with_index(&index);
     let untracked = git.output(["ls-files", "-z", "--others", "--exclude-standard"])?;
     if !untracked.stdout.is_empty() {
@@ -706,7 +706,9 @@ mod work_stat_tests {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
         let base = based(d, "one\n");
-        std::fs::write(d.join("a.txt"), "two\n").unwrap();
+        // Changed in the index's last moment: a copy of the index must keep its time, or the
+        // change is not seen (it failed so whenever the test ran within one clock tick).
+        crate::git::racy_write(d, "a.txt", "two\n");
         std::fs::create_dir(d.join("src")).unwrap();
         std::fs::write(d.join("src/new file.rs"), "fn a() {}\nfn b() {}\n").unwrap();
         std::fs::write(d.join(":(glob)*"), "odd name\n").unwrap();
