@@ -298,6 +298,33 @@ fn a_stop_while_the_tests_ran_was_ignored_until_they_finished() {
     }
 }
 
+/// Regression: a second Ctrl-C while the tests' group had its grace (a test runner that
+/// ignores SIGTERM) was not seen until the grace ran out, where a second Ctrl-C during the
+/// agent kills at once.
+#[test]
+fn a_second_ctrl_c_while_the_tests_stop_kills_them_at_once() {
+    let p = Project::with_task(
+        "task: Stubborn tests\nmax_iterations: 2\ntest_command: trap '' TERM; echo $$ > tests.pid; sleep 300",
+        "- [x] x\n",
+    );
+    let agent = p.agent("[iteration *]\nsignal DONE\n");
+    let child = start_run(&p, &agent, &[]);
+    let tests = read_pid(&p, "tests.pid");
+    signal(&child, Signal::SIGINT);
+    std::thread::sleep(Duration::from_millis(100));
+    signal(&child, Signal::SIGINT);
+    let start = Instant::now();
+    let run = Run::finish(child, Duration::from_secs(60));
+    run.expect_code(130);
+    // Well under the 3 s SIGTERM grace: the second Ctrl-C did not wait for it.
+    assert!(
+        start.elapsed() < Duration::from_millis(2500),
+        "took {:?}",
+        start.elapsed()
+    );
+    assert!(!pid_alive(tests), "the test command outlived ralph");
+}
+
 // ---------------------------------------------------------------------------------------------
 // ralph killed outright (SIGKILL): its guard stops the agent group; with the guard killed too,
 // the next run cleans up.

@@ -11,6 +11,7 @@ use tokio::io::AsyncReadExt;
 use tokio::time::Instant;
 
 use super::Runner;
+use super::controls::Controls;
 use super::groups::marks;
 
 impl Runner {
@@ -75,7 +76,7 @@ impl Runner {
                     spawned,
                     task.test_timeout,
                     self.cfg.settings.kill_grace,
-                    self.io.controls.stop_requested(),
+                    &mut self.io.controls,
                     &mark,
                     &mut early,
                     &self.io.events,
@@ -128,11 +129,13 @@ enum TestError {
 /// Runs `test_command` in its own process group with stderr merged into stdout; keeps the
 /// tail, and tells `progress` every second how long it has run and its last line. What it
 /// stops outside that group (the processes marked `mark`, see `orphans`) is added to `early`.
+/// A stop from `controls` ends the run; a second one cuts the group's grace short, as a second
+/// Ctrl-C does for the agent.
 async fn run_tests(
     spawned: Spawned,
     timeout: Duration,
     kill_grace: Duration,
-    stop: impl std::future::Future<Output = ()>,
+    controls: &mut Controls,
     mark: &[u8],
     early: &mut Swept,
     progress: &tokio::sync::mpsc::Sender<LoopEvent>,
@@ -154,43 +157,51 @@ async fn run_tests(
         Instant::now() + Duration::from_secs(1),
         Duration::from_secs(1),
     );
-    tokio::pin!(stop);
-    let timed_out = loop {
-        if status.is_some() && !open {
-            break false;
-        }
-        tokio::select! {
-            r = stdout.read(&mut buf), if open => match r {
-                Ok(0) | Err(_) => open = false,
-                Ok(n) => tail.push(&buf[..n]),
-            },
-            s = child.wait(), if status.is_none() => {
-                status = s.ok();
-                if open {
-                    // A background process still holds the output: stop the group, and what
-                    // left it.
-                    let pending = std::future::pending();
-                    let cleared = stop_and_sweep(pgid, mark, kill_grace, pending).await;
-                    *early = std::mem::take(early).and(cleared.swept);
-                }
-            },
-            _ = ticks.tick(), if status.is_none() => {
-                seconds += 1;
-                // Never blocks the tests on a slow screen: a tick the view misses, the next
-                // one repeats.
-                let _ = progress.try_send(LoopEvent::TestsProgress {
-                    elapsed: Duration::from_secs(seconds),
-                    last_line: tail.last_line(),
-                });
-            },
-            () = tokio::time::sleep_until(deadline) => break true,
-            () = &mut stop => {
-                interrupted = true;
-                break true;
-            },
+    // The stop's borrow of `controls` ends with the run: a second stop is asked for below.
+    let timed_out = {
+        let stop = controls.stop_requested();
+        tokio::pin!(stop);
+        loop {
+            if status.is_some() && !open {
+                break false;
+            }
+            tokio::select! {
+                r = stdout.read(&mut buf), if open => match r {
+                    Ok(0) | Err(_) => open = false,
+                    Ok(n) => tail.push(&buf[..n]),
+                },
+                s = child.wait(), if status.is_none() => {
+                    status = s.ok();
+                    if open {
+                        // A background process still holds the output: stop the group,
+                        // and what left it.
+                        let pending = std::future::pending();
+                        let cleared = stop_and_sweep(pgid, mark, kill_grace, pending).await;
+                        *early = std::mem::take(early).and(cleared.swept);
+                    }
+                },
+                _ = ticks.tick(), if status.is_none() => {
+                    seconds += 1;
+                    // Never blocks the tests on a slow screen: a tick the view misses,
+                    // the next one repeats.
+                    let _ = progress.try_send(LoopEvent::TestsProgress {
+                        elapsed: Duration::from_secs(seconds),
+                        last_line: tail.last_line(),
+                    });
+                },
+                () = tokio::time::sleep_until(deadline) => break true,
+                () = &mut stop => {
+                    interrupted = true;
+                    break true;
+                },
+            }
         }
     };
-    stop_group(pgid, kill_grace, std::future::pending()).await;
+    if interrupted {
+        stop_group(pgid, kill_grace, controls.stop_requested()).await;
+    } else {
+        stop_group(pgid, kill_grace, std::future::pending()).await;
+    }
     if interrupted {
         let _ = child.wait().await;
         return Err(TestError::Interrupted);
