@@ -343,7 +343,13 @@ fn after_sigkill_of_ralph_its_guard_stops_the_agent_group_and_the_next_run_resum
     // No other run: the guard sends SIGTERM, which the agent ignores, waits the 3 s grace,
     // sends SIGKILL, and exits.
     assert_no_agent_processes(&p, Duration::from_secs(20));
-    assert!(!pid_alive(leader) && !pid_alive(grandchild));
+    // A process killed a moment ago may still be on its way out: its environment is gone
+    // (so the scan above no longer finds it) before it is a zombie.
+    wait_until(
+        Duration::from_secs(10),
+        "the agent and its grandchild to end",
+        || (!pid_alive(leader) && !pid_alive(grandchild)).then_some(()),
+    );
     wait_until(Duration::from_secs(10), "the guard to exit", || {
         (!pid_alive(guard)).then_some(())
     });
